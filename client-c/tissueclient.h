@@ -1,0 +1,162 @@
+/*
+ * tissueclient.h: libtissueclient, a small blocking C client of the tissued
+ * protocol (v1) over TCP, for a haptic station's loop, tissuectl and the
+ * integration tests.
+ *
+ * A tc_client is one TCP connection. tc_connect() says Hello; requests
+ * (create, join, list, ping) send one Envelope and block until its reply or
+ * Error arrives (frames arriving meanwhile are dispatched to the callbacks);
+ * tc_send_pose() does not wait. tc_poll() reads what has arrived and calls
+ * the frame and error callbacks. Frames are decoded here: a keyframe sets the
+ * client's copy of the tissue, a delta updates it, and the callback sees the
+ * whole state (quantized integers bit-exact with the server, and metres).
+ *
+ * All functions return 0 (or a count) or a negative ts_errno from
+ * server/core/ts_error.h; tc_last_error() then holds a message. A request
+ * answered with an Error returns the negated Error.code. Bad data from the
+ * server is reported (TS_EDECODE, TS_EPROTOCOL), never trusted.
+ * One tc_client belongs to one thread at a time; there is no global state.
+ */
+#ifndef TISSUECLIENT_H
+#define TISSUECLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TC_PROTOCOL_VERSION 1
+
+typedef struct tc_client tc_client;
+
+enum { TC_ROLE_OBSERVER = 0, TC_ROLE_CONTROLLER = 1 };
+
+/* One tool's state as reported in a frame. */
+typedef struct tc_tool {
+  uint32_t tool_id;
+  uint64_t last_pose_seq;        /* last ToolPose the server applied */
+  uint64_t last_client_time_us;  /* its client_time_us, for latency */
+  double force[3];               /* reaction force on the tool, N */
+  double position[3];            /* m */
+  double orientation[4];         /* w, x, y, z */
+  double radius;                 /* m */
+} tc_tool;
+
+/* A decoded frame: the client's whole copy of the tissue after applying it.
+ * Pointers stay valid until the next tc_poll/request on the client. */
+typedef struct tc_frame {
+  uint32_t session;
+  uint64_t seq;
+  uint64_t baseline_seq;        /* deltas: the frame they applied to */
+  double sim_time;              /* s */
+  int keyframe;
+  uint32_t vertex_count;
+  double quantum;               /* m per quantization step */
+  const int32_t (*q)[3];        /* quantized positions */
+  const double (*positions)[3]; /* q * quantum, metres */
+  uint32_t changed;             /* vertices the frame changed (all for keyframes) */
+  uint32_t n_triangles;         /* current topology */
+  const uint32_t *triangles;    /* 3 * n_triangles indices */
+  uint32_t n_layers;
+  const uint32_t *layer_triangle_counts;
+  const char *const *layer_names;
+  uint32_t n_tools;
+  const tc_tool *tools;
+  uint32_t flags;               /* bit 0: physics behind real time */
+  size_t bytes;                 /* size of the encoded Envelope */
+} tc_frame;
+
+typedef void (*tc_frame_cb)(void *ud, const tc_frame *f);
+/* An Error from the server that no waiting request claimed, or a problem
+ * found in the server's data (then request_id is 0 and name is TS_E...). */
+typedef void (*tc_error_cb)(void *ud, int code, const char *name, const char *message,
+                            uint64_t request_id);
+
+typedef struct tc_session_info {
+  uint32_t session_id;
+  char name[64];
+  char tissue[64];
+  int solver;
+  uint32_t clients;
+  uint32_t vertex_count;
+} tc_session_info;
+
+typedef struct tc_join_params {
+  uint32_t session_id;
+  int role;            /* TC_ROLE_* */
+  uint32_t tool_id;    /* 0 = any free tool (controllers) */
+  double radius;       /* sphere tool radius, m; 0 = server default */
+  uint32_t frame_rate; /* frames per second; 0 = server default */
+} tc_join_params;
+
+typedef struct tc_joined {
+  uint32_t session_id;
+  int role;
+  uint32_t tool_id;
+  double dt;
+  uint32_t frame_rate;
+  uint32_t vertex_count;
+} tc_joined;
+
+/* Connects and exchanges Hello/HelloReply. NULL on failure with a message in
+ * err (an Error reply, e.g. TS_EVERSION, is quoted). timeout_ms bounds the
+ * connect and the reply (0 = 10 s). */
+tc_client *tc_connect(const char *host, int port, const char *client_name, char *err,
+                      size_t errcap);
+tc_client *tc_connect_timeout(const char *host, int port, const char *client_name,
+                              int timeout_ms, char *err, size_t errcap);
+void tc_close(tc_client *c);
+
+/* The socket, for select/poll loops (readable: call tc_poll(c, 0)). */
+int tc_fd(const tc_client *c);
+/* The client id the server gave in HelloReply. */
+uint64_t tc_client_id(const tc_client *c);
+/* Message of the last failure ("" if none). */
+const char *tc_last_error(const tc_client *c);
+/* Time a request waits for its reply (default 10000 ms). */
+void tc_set_timeout(tc_client *c, int timeout_ms);
+
+void tc_set_frame_cb(tc_client *c, tc_frame_cb cb, void *ud);
+void tc_set_error_cb(tc_client *c, tc_error_cb cb, void *ud);
+
+/* CreateSession for a built-in tissue (NULL = "stomach-patch"). Counts may be
+ * NULL. */
+int tc_create_session(tc_client *c, const char *builtin, uint32_t *session_id,
+                      uint32_t *vertex_count, uint32_t *triangle_count);
+
+/* JoinSession. A controller gets a tool (tool_id 0 = any free one). */
+int tc_join(tc_client *c, uint32_t session_id, int role, uint32_t tool_id, double radius,
+            uint32_t *assigned_tool_id);
+int tc_join_ex(tc_client *c, const tc_join_params *p, tc_joined *out);
+
+/* Sends a ToolPose (no reply; errors come later through tc_poll). pos in
+ * metres, quat = w, x, y, z. The library numbers poses (tc_pose_seq()) and
+ * stamps them with a monotonic client time. */
+int tc_send_pose(tc_client *c, uint32_t tool_id, const double pos[3], const double quat[4],
+                 double jaw);
+/* Seq of the last pose sent (0 before the first). */
+uint64_t tc_pose_seq(const tc_client *c);
+
+/* ListSessions: *out is malloc'd (free with free()), *n its length. */
+int tc_list_sessions(tc_client *c, tc_session_info **out, size_t *n);
+
+/* Ping: round-trip time in microseconds. */
+int tc_ping(tc_client *c, uint64_t *rtt_us);
+
+/* Waits up to timeout_ms (0 = just look, -1 = forever) for data, reads all
+ * that has arrived and dispatches it. Returns the number of messages handled
+ * (0 on timeout), TS_EIO when the connection is closed or broken, or
+ * TS_EDECODE/TS_EPROTOCOL when the server sent something undecodable (also
+ * reported to the error callback; the client stays usable when it can). */
+int tc_poll(tc_client *c, int timeout_ms);
+
+/* Decoded state: the last frame (NULL before the first keyframe). */
+const tc_frame *tc_last_frame(const tc_client *c);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

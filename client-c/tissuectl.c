@@ -1,0 +1,395 @@
+/*
+ * tissuectl.c: command-line client of a running tissued over its TCP
+ * protocol port, built on libtissueclient. Lists and creates sessions, runs a
+ * scripted poke as a tool controller, or watches a session as an observer,
+ * printing one JSON object per line on stdout (messages go to stderr).
+ */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../server/core/ts_error.h"
+#include "tissueclient.h"
+
+#define DEFAULT_HOST "127.0.0.1"
+#define DEFAULT_PORT 7070
+#define POSE_RATE_HZ 200.0
+
+static volatile sig_atomic_t interrupted;
+static void on_signal(int sig) { interrupted = sig; }
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: tissuectl [--host H] [--port P] [--timeout MS] <command> [options]\n"
+          "\n"
+          "Talks to a running tissued over its TCP protocol port (default %s:%d).\n"
+          "Output is one JSON object per line on stdout; errors go to stderr and give a\n"
+          "non-zero exit status.\n"
+          "\n"
+          "commands:\n"
+          "  sessions                  list the sessions, one per line\n"
+          "  create [--tissue NAME]    create a session (default tissue: stomach-patch);\n"
+          "                            prints {\"session_id\":N,...}\n"
+          "  poke --session N [--depth M] [--seconds S] [--radius M]\n"
+          "                            join as a tool controller and drive a sphere\n"
+          "                            (radius default 0.005 m) straight down onto the\n"
+          "                            patch centre: approach, press DEPTH metres below the\n"
+          "                            surface at y=0 (default 0.004), hold, lift, over S\n"
+          "                            seconds (default 3), sending poses at %.0f Hz; prints\n"
+          "                            per frame: seq, sim_time, keyframe, bytes, vertices,\n"
+          "                            changed (vertices in the delta), max_disp_mm (largest\n"
+          "                            displacement since the first keyframe), force (N on\n"
+          "                            the tool), last_pose_seq, tool_y\n"
+          "  watch --session N [--seconds S] [--frame-rate F]\n"
+          "                            join as an observer and print per-frame statistics\n"
+          "                            and tool states for S seconds (default: until\n"
+          "                            interrupted)\n"
+          "\n"
+          "options:\n"
+          "  --host H        daemon address (default %s)\n"
+          "  --port P        daemon TCP port (default %d)\n"
+          "  --timeout MS    how long a request waits for its reply (default 10000)\n"
+          "  -h, --help      this text\n",
+          DEFAULT_HOST, DEFAULT_PORT, POSE_RATE_HZ, DEFAULT_HOST, DEFAULT_PORT);
+}
+
+static int die(const char *fmt, const char *a, const char *b) {
+  fprintf(stderr, "tissuectl: ");
+  fprintf(stderr, fmt, a, b);
+  fputc('\n', stderr);
+  return 1;
+}
+
+/* Strict number parsing: the whole string, finite, within [lo, hi]. */
+static int parse_num(const char *flag, const char *s, double lo, double hi, double *out) {
+  if (!s) return die("%s needs a value%s", flag, "");
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || end == s || *end || !isfinite(v) || v < lo || v > hi) {
+    char range[96];
+    snprintf(range, sizeof range, " (expected a number in [%g, %g])", lo, hi);
+    fprintf(stderr, "tissuectl: bad value '%s' for %s%s\n", s, flag, range);
+    return 1;
+  }
+  *out = v;
+  return 0;
+}
+
+/* parse_num for whole numbers. */
+static int parse_int(const char *flag, const char *s, double lo, double hi, double *out) {
+  if (parse_num(flag, s, lo, hi, out)) return 1;
+  if (*out != floor(*out)) {
+    fprintf(stderr, "tissuectl: %s needs a whole number, not '%s'\n", flag, s);
+    return 1;
+  }
+  return 0;
+}
+
+static void json_str(FILE *o, const char *s) {
+  fputc('"', o);
+  for (; *s; s++) {
+    unsigned char ch = (unsigned char)*s;
+    if (ch == '"' || ch == '\\')
+      fprintf(o, "\\%c", ch);
+    else if (ch < 0x20)
+      fprintf(o, "\\u%04x", ch);
+    else
+      fputc(ch, o);
+  }
+  fputc('"', o);
+}
+
+static double mono_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* ---- frame statistics (poke, watch) ---------------------------------------- */
+
+typedef struct stats {
+  int32_t (*q0)[3];      /* first keyframe, the displacement reference */
+  uint32_t n0;
+  uint32_t tool_id;      /* the tool to report (poke), 0 = all (watch) */
+  int server_errors;     /* Error messages received */
+  int protocol_errors;   /* bad data from the server */
+  long frames;
+  double max_disp_mm;    /* over the whole run */
+} stats;
+
+static double max_displacement_mm(stats *st, const tc_frame *f) {
+  if (!st->q0 || st->n0 != f->vertex_count) return 0;
+  double m2 = 0;
+  for (uint32_t i = 0; i < f->vertex_count; i++) {
+    double d2 = 0;
+    for (int a = 0; a < 3; a++) {
+      double d = (double)f->q[i][a] - (double)st->q0[i][a];
+      d2 += d * d;
+    }
+    if (d2 > m2) m2 = d2;
+  }
+  return sqrt(m2) * f->quantum * 1e3;
+}
+
+static void print_vec(FILE *o, const double v[3], const char *fmt) {
+  fputc('[', o);
+  for (int a = 0; a < 3; a++) {
+    if (a) fputc(',', o);
+    fprintf(o, fmt, v[a]);
+  }
+  fputc(']', o);
+}
+
+static void on_frame(void *ud, const tc_frame *f) {
+  stats *st = ud;
+  if (f->keyframe && (!st->q0 || st->n0 != f->vertex_count)) {
+    free(st->q0);
+    st->q0 = malloc((f->vertex_count ? f->vertex_count : 1) * sizeof *st->q0);
+    if (st->q0) {
+      memcpy(st->q0, f->q, f->vertex_count * sizeof *st->q0);
+      st->n0 = f->vertex_count;
+    }
+  }
+  double disp = max_displacement_mm(st, f);
+  if (disp > st->max_disp_mm) st->max_disp_mm = disp;
+  st->frames++;
+  FILE *o = stdout;
+  fprintf(o,
+          "{\"session\":%u,\"seq\":%llu,\"sim_time\":%.6f,\"keyframe\":%s,\"bytes\":%zu,"
+          "\"vertices\":%u,\"changed\":%u,\"max_disp_mm\":%.3f,\"flags\":%u",
+          f->session, (unsigned long long)f->seq, f->sim_time, f->keyframe ? "true" : "false",
+          f->bytes, f->vertex_count, f->changed, disp, f->flags);
+  if (st->tool_id) {
+    for (uint32_t i = 0; i < f->n_tools; i++) {
+      const tc_tool *t = &f->tools[i];
+      if (t->tool_id != st->tool_id) continue;
+      fprintf(o, ",\"force\":");
+      print_vec(o, t->force, "%.5f");
+      fprintf(o, ",\"force_n\":%.5f,\"last_pose_seq\":%llu,\"tool_y\":%.6f",
+              sqrt(t->force[0] * t->force[0] + t->force[1] * t->force[1] +
+                   t->force[2] * t->force[2]),
+              (unsigned long long)t->last_pose_seq, t->position[1]);
+    }
+  } else {
+    fprintf(o, ",\"tools\":[");
+    for (uint32_t i = 0; i < f->n_tools; i++) {
+      const tc_tool *t = &f->tools[i];
+      fprintf(o, "%s{\"tool_id\":%u,\"last_pose_seq\":%llu,\"position\":", i ? "," : "",
+              t->tool_id, (unsigned long long)t->last_pose_seq);
+      print_vec(o, t->position, "%.6f");
+      fprintf(o, ",\"radius\":%.5f,\"force\":", t->radius);
+      print_vec(o, t->force, "%.5f");
+      fputc('}', o);
+    }
+    fputc(']', o);
+  }
+  fprintf(o, "}\n");
+  fflush(o);
+}
+
+static void on_error(void *ud, int code, const char *name, const char *message,
+                     uint64_t request_id) {
+  stats *st = ud;
+  if (code == TS_EDECODE || code == TS_EPROTOCOL)
+    st->protocol_errors += request_id == 0;
+  if (request_id != 0 || (code != TS_EDECODE && code != TS_EPROTOCOL)) st->server_errors++;
+  fprintf(stderr, "tissuectl: %s from the server%s: %s\n", name,
+          request_id == 0 && (code == TS_EDECODE || code == TS_EPROTOCOL) ? " (bad data)" : "",
+          message);
+}
+
+/* ---- commands ----------------------------------------------------------------- */
+
+static int cmd_sessions(tc_client *c) {
+  tc_session_info *v;
+  size_t n;
+  int rc = tc_list_sessions(c, &v, &n);
+  if (rc) return die("listing sessions: %s%s", tc_last_error(c), "");
+  for (size_t i = 0; i < n; i++) {
+    printf("{\"session_id\":%u,\"name\":", v[i].session_id);
+    json_str(stdout, v[i].name);
+    printf(",\"tissue\":");
+    json_str(stdout, v[i].tissue);
+    printf(",\"solver\":%d,\"clients\":%u,\"vertex_count\":%u}\n", v[i].solver, v[i].clients,
+           v[i].vertex_count);
+  }
+  free(v);
+  return 0;
+}
+
+static int cmd_create(tc_client *c, const char *tissue) {
+  uint32_t id, nv, nt;
+  if (tc_create_session(c, tissue, &id, &nv, &nt) != 0)
+    return die("creating a session: %s%s", tc_last_error(c), "");
+  printf("{\"session_id\":%u,\"vertex_count\":%u,\"triangle_count\":%u}\n", id, nv, nt);
+  return 0;
+}
+
+/* Smoothstep from a to b as u goes 0..1. */
+static double ease(double a, double b, double u) {
+  u = u < 0 ? 0 : u > 1 ? 1 : u;
+  return a + (b - a) * u * u * (3 - 2 * u);
+}
+
+/* The poke script: sphere centre height at time t of T seconds. The top
+ * surface centre is at y = 0; the sphere starts 10 mm above touching. */
+static double poke_height(double t, double T, double radius, double depth) {
+  double up = radius + 0.010, touch = radius, down = radius - depth;
+  double q = T / 4;
+  if (t < q) return ease(up, touch, t / q);
+  if (t < 2 * q) return ease(touch, down, (t - q) / q);
+  if (t < 3 * q) return down;
+  return ease(down, up, (t - 3 * q) / q);
+}
+
+static int run_frames(tc_client *c, stats *st, double seconds, int controller, double radius,
+                      double depth) {
+  const double quat[4] = {1, 0, 0, 0};
+  double t0 = mono_s(), next_pose = t0;
+  int rc = 0;
+  while (!interrupted) {
+    double now = mono_s();
+    if (seconds > 0 && now - t0 >= seconds) break;
+    if (controller && now >= next_pose) {
+      double pos[3] = {0, poke_height(now - t0, seconds, radius, depth), 0};
+      if ((rc = tc_send_pose(c, st->tool_id, pos, quat, 0)) != 0) break;
+      next_pose += 1.0 / POSE_RATE_HZ;
+      if (next_pose < now) next_pose = now; /* never burst to catch up */
+    }
+    double wait = controller ? next_pose - mono_s() : 0.05;
+    if (seconds > 0 && t0 + seconds - mono_s() < wait) wait = t0 + seconds - mono_s();
+    int ms = wait > 0 ? (int)ceil(wait * 1000) : 0;
+    int pr = tc_poll(c, ms);
+    if (pr == TS_EIO || pr == TS_ETOOBIG || pr == TS_ENOMEM) {
+      rc = pr;
+      break;
+    }
+  }
+  if (rc) return die("%s%s", tc_last_error(c), "");
+  return 0;
+}
+
+static int cmd_frames(tc_client *c, uint32_t session, int controller, double seconds,
+                      double radius, double depth, uint32_t frame_rate) {
+  stats st = {0};
+  tc_set_frame_cb(c, on_frame, &st);
+  tc_set_error_cb(c, on_error, &st);
+  tc_join_params p = {.session_id = session,
+                      .role = controller ? TC_ROLE_CONTROLLER : TC_ROLE_OBSERVER,
+                      .radius = controller ? radius : 0,
+                      .frame_rate = frame_rate};
+  tc_joined j;
+  if (tc_join_ex(c, &p, &j) != 0) {
+    free(st.q0);
+    return die("joining session %s: %s", controller ? "as controller" : "as observer",
+               tc_last_error(c));
+  }
+  st.tool_id = controller ? j.tool_id : 0;
+  if (controller)
+    fprintf(stderr, "tissuectl: joined session %u as controller of tool %u", j.session_id,
+            j.tool_id);
+  else
+    fprintf(stderr, "tissuectl: joined session %u as observer", j.session_id);
+  fprintf(stderr, ": %u vertices, dt %g s, %u frames/s\n", j.vertex_count, j.dt, j.frame_rate);
+  int rc = run_frames(c, &st, seconds, controller, radius, depth);
+  fprintf(stderr, "tissuectl: %ld frames, largest displacement %.3f mm, %d server errors\n",
+          st.frames, st.max_disp_mm, st.server_errors + st.protocol_errors);
+  free(st.q0);
+  if (rc) return rc;
+  if (st.frames == 0) return die("no frames received%s%s", "", "");
+  if (st.server_errors || st.protocol_errors) return 1;
+  return 0;
+}
+
+/* ---- main ------------------------------------------------------------------------- */
+
+int main(int argc, char **argv) {
+  const char *host = DEFAULT_HOST;
+  double port = DEFAULT_PORT, timeout = 10000;
+  int i = 1;
+  for (; i < argc && argv[i][0] == '-'; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      usage(stdout);
+      return 0;
+    } else if (!strcmp(a, "--host") && i + 1 < argc) {
+      host = argv[++i];
+    } else if (!strcmp(a, "--port")) {
+      if (parse_int(a, i + 1 < argc ? argv[++i] : NULL, 1, 65535, &port)) return 2;
+    } else if (!strcmp(a, "--timeout")) {
+      if (parse_num(a, i + 1 < argc ? argv[++i] : NULL, 1, 3600000, &timeout)) return 2;
+    } else {
+      fprintf(stderr, "tissuectl: unknown or incomplete option '%s' (see --help)\n", a);
+      return 2;
+    }
+  }
+  if (i >= argc) {
+    usage(stderr);
+    return 2;
+  }
+  const char *cmd = argv[i++];
+  const char *tissue = "stomach-patch";
+  double session = -1, depth = 0.004, seconds = -1, radius = 0.005, rate = 0;
+  for (; i < argc; i++) {
+    const char *a = argv[i];
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    int bad = 0;
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      usage(stdout);
+      return 0;
+    } else if (!strcmp(a, "--tissue") && !strcmp(cmd, "create") && v) {
+      tissue = v;
+    } else if (!strcmp(a, "--session") && (!strcmp(cmd, "poke") || !strcmp(cmd, "watch"))) {
+      bad = parse_int(a, v, 1, 4294967295.0, &session);
+    } else if (!strcmp(a, "--depth") && !strcmp(cmd, "poke")) {
+      bad = parse_num(a, v, 0, 0.05, &depth);
+    } else if (!strcmp(a, "--radius") && !strcmp(cmd, "poke")) {
+      bad = parse_num(a, v, 0.0005, 0.05, &radius);
+    } else if (!strcmp(a, "--seconds") && (!strcmp(cmd, "poke") || !strcmp(cmd, "watch"))) {
+      bad = parse_num(a, v, 0.01, 86400, &seconds);
+    } else if (!strcmp(a, "--frame-rate") && !strcmp(cmd, "watch")) {
+      bad = parse_int(a, v, 1, 1000, &rate);
+    } else {
+      fprintf(stderr, "tissuectl: unknown or incomplete option '%s' for '%s' (see --help)\n", a,
+              cmd);
+      return 2;
+    }
+    if (bad) return 2;
+    i++;
+  }
+  int is_poke = !strcmp(cmd, "poke"), is_watch = !strcmp(cmd, "watch");
+  if (strcmp(cmd, "sessions") && strcmp(cmd, "create") && !is_poke && !is_watch) {
+    fprintf(stderr, "tissuectl: unknown command '%s' (see --help)\n", cmd);
+    return 2;
+  }
+  if ((is_poke || is_watch) && session < 0) {
+    fprintf(stderr, "tissuectl: %s needs --session N\n", cmd);
+    return 2;
+  }
+  if (is_poke && seconds < 0) seconds = 3;
+  if (is_watch && seconds < 0) seconds = 0; /* until interrupted */
+
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+
+  char err[512];
+  tc_client *c = tc_connect_timeout(host, (int)port, "tissuectl", (int)timeout, err, sizeof err);
+  if (!c) return die("cannot connect to %s: %s", host, err);
+  int rc;
+  if (!strcmp(cmd, "sessions"))
+    rc = cmd_sessions(c);
+  else if (!strcmp(cmd, "create"))
+    rc = cmd_create(c, tissue);
+  else
+    rc = cmd_frames(c, (uint32_t)session, is_poke, seconds, radius, depth, (uint32_t)rate);
+  tc_close(c);
+  return rc;
+}

@@ -1,0 +1,231 @@
+// connection.js: the page's protocol client over one WebSocket at /ws.
+//
+// It says Hello, then either joins the session it was given or creates a
+// "stomach-patch" session and joins it, feeds every Frame to a FrameStream,
+// sends the controller's tool poses, pings for the round-trip time, and
+// reconnects (rejoining the same session) with a growing delay when the
+// socket closes. Callers see it through the callbacks in `handlers`.
+//
+// Uses only the standard WebSocket API, so it runs in the browser and, with
+// the `ws` package's WebSocket, in node.
+
+import { PROTOCOL_VERSION, Role, nowMicros, toNumber } from './protocol.js';
+import { FrameStream } from './stream.js';
+
+const RECONNECT_MIN_MS = 500;
+const RECONNECT_MAX_MS = 10000;
+const PING_INTERVAL_MS = 2000;
+const MAX_BUFFERED_BYTES = 256 * 1024;  // poses are dropped above this backlog
+const DEFAULT_RADIUS = 0.005;
+
+export class SessionClient {
+  /**
+   * opts: { url, protocol (Protocol), WebSocket (constructor), sessionId
+   * (0 = create one), role (Role.*), clientName, frameRate, handlers:
+   * { state(s), session(id), joined(info), frame(stream, isKeyframe),
+   *   error(text, err), rtt(ms), closed(code, reason) } }
+   */
+  constructor(opts) {
+    this.url = opts.url;
+    this.protocol = opts.protocol;
+    this.WebSocket = opts.WebSocket;
+    this.sessionId = opts.sessionId || 0;
+    this.role = opts.role ?? Role.CONTROLLER;
+    this.clientName = opts.clientName || 'web';
+    this.frameRate = opts.frameRate || 0;
+    this.handlers = opts.handlers || {};
+    this.stream = new FrameStream();
+    this.state = 'idle';
+    this.ws = null;
+    this.nextRequestId = 1;
+    this.pending = new Map();    // request id -> kind, for matching Errors
+    this.joined = null;          // the Joined body, or null
+    this.toolId = 0;
+    this.toolRadius = DEFAULT_RADIUS;
+    this.poseSeq = 0;
+    this.reconnectDelay = RECONNECT_MIN_MS;
+    this.reconnectTimer = 0;
+    this.pingTimer = 0;
+    this.stopped = false;
+    this.fatal = false;          // an error after which reconnecting is pointless
+    this.lastError = null;
+  }
+
+  start() {
+    this.stopped = false;
+    this._open();
+  }
+
+  stop() {
+    this.stopped = true;
+    clearTimeout(this.reconnectTimer);
+    clearInterval(this.pingTimer);
+    if (this.ws) this.ws.close(1000, 'bye');
+  }
+
+  _setState(s) {
+    if (this.state === s) return;
+    this.state = s;
+    this.handlers.state?.(s);
+  }
+
+  _open() {
+    this._setState(this.state === 'idle' ? 'connecting' : 'reconnecting');
+    let ws;
+    try {
+      ws = new this.WebSocket(this.url);
+    } catch (err) {
+      this._fail('cannot open ' + this.url + ': ' + err.message, err);
+      this._scheduleReconnect();
+      return;
+    }
+    ws.binaryType = 'arraybuffer';
+    this.ws = ws;
+    ws.onopen = () => {
+      this._send('hello', { protocolVersion: PROTOCOL_VERSION, clientName: this.clientName });
+    };
+    ws.onmessage = (ev) => this._onMessage(ev.data);
+    ws.onclose = (ev) => {
+      if (this.ws !== ws) return;
+      this.ws = null;
+      this.joined = null;
+      clearInterval(this.pingTimer);
+      this._setState('closed');
+      if (ev && ev.code && ev.code !== 1000 && ev.code !== 1005) {
+        this.handlers.closed?.(ev.code, ev.reason);
+      }
+      if (!this.stopped && !this.fatal) this._scheduleReconnect();
+    };
+    ws.onerror = () => { /* onclose follows and carries the outcome */ };
+  }
+
+  _scheduleReconnect() {
+    clearTimeout(this.reconnectTimer);
+    const delay = this.reconnectDelay;
+    this.reconnectDelay = Math.min(this.reconnectDelay * 2, RECONNECT_MAX_MS);
+    this.reconnectTimer = setTimeout(() => this._open(), delay);
+    this._setState('reconnecting');
+  }
+
+  _send(kind, body) {
+    const ws = this.ws;
+    if (!ws || ws.readyState !== 1) return 0;
+    const id = this.nextRequestId++;
+    // Requests that get a reply are remembered until it comes, so an Error
+    // can say what failed; poses and pings (no reply unless they fail) are not.
+    if (kind !== 'toolPose' && kind !== 'ping') {
+      this.pending.set(id, kind);
+      if (this.pending.size > 64) this.pending.delete(this.pending.keys().next().value);
+    }
+    ws.send(this.protocol.encode(kind, body, id));
+    return id;
+  }
+
+  _fail(text, err) {
+    this.lastError = text;
+    this.handlers.error?.(text, err);
+  }
+
+  _onMessage(data) {
+    let msg;
+    try {
+      msg = this.protocol.decode(new Uint8Array(data));
+    } catch (err) {
+      this._fail('message from the server does not decode: ' + err.message, err);
+      return;
+    }
+    const b = msg.body;
+    switch (msg.kind) {
+      case 'helloReply':
+        this.reconnectDelay = RECONNECT_MIN_MS;
+        this._setState('connected');
+        clearInterval(this.pingTimer);
+        this.pingTimer = setInterval(() => this._send('ping', { clientTimeUs: nowMicros() }), PING_INTERVAL_MS);
+        if (this.sessionId) this._join();
+        else this._send('createSession', { builtin: 'stomach-patch' });
+        break;
+      case 'sessionCreated':
+        this.sessionId = b.sessionId;
+        this.handlers.session?.(b.sessionId, b);
+        this._join();
+        break;
+      case 'joined':
+        this.joined = b;
+        this.toolId = b.toolId;
+        this.role = b.role;
+        this.stream.reset();
+        this.handlers.joined?.(b);
+        break;
+      case 'frame':
+        this._onFrame(b);
+        break;
+      case 'error':
+        this._onError(msg.requestId, b);
+        break;
+      case 'pong':
+        this.handlers.rtt?.((nowMicros() - toNumber(b.clientTimeUs)) / 1000);
+        break;
+      default:
+        break; // replies this page does not use (SessionList...) and future bodies
+    }
+    if (msg.requestId) this.pending.delete(msg.requestId);
+  }
+
+  _join() {
+    this._send('joinSession', {
+      sessionId: this.sessionId,
+      role: this.role,
+      toolId: 0,
+      tool: { kind: 0, radius: DEFAULT_RADIUS },
+      frameRate: this.frameRate,
+    });
+  }
+
+  _onFrame(f) {
+    if (!this.joined || f.sessionId !== this.sessionId) return;
+    let key;
+    try {
+      key = this.stream.apply(f);
+    } catch (err) {
+      // The held frame no longer matches the stream: join again for a keyframe.
+      this._fail('frame rejected: ' + err.message, err);
+      this.joined = null;
+      this._send('leaveSession', { sessionId: this.sessionId });
+      this._join();
+      return;
+    }
+    const own = this.stream.tool(this.toolId);
+    if (own && own.radius > 0) this.toolRadius = own.radius;
+    this.handlers.frame?.(this.stream, key);
+  }
+
+  _onError(requestId, e) {
+    const kind = this.pending.get(requestId);
+    const text = (e.name || 'TS_E?') + (e.message ? ': ' + e.message : '') + (kind ? ' (' + kind + ')' : '');
+    if (e.name === 'TS_EVERSION') this.fatal = true;
+    if (kind === 'joinSession' && e.name === 'TS_ENOSESSION' && this.role === Role.CONTROLLER) {
+      // The session is gone (daemon restarted): start a new one.
+      this._fail(text + '; creating a new session', e);
+      this.sessionId = 0;
+      this._send('createSession', { builtin: 'stomach-patch' });
+      return;
+    }
+    this._fail(text, e);
+  }
+
+  /** Sends a ToolPose for this client's tool; false when it could not. */
+  sendPose(position) {
+    const ws = this.ws;
+    if (!this.joined || this.role !== Role.CONTROLLER || !ws || ws.readyState !== 1) return false;
+    if (ws.bufferedAmount > MAX_BUFFERED_BYTES) return false;
+    this._send('toolPose', {
+      toolId: this.toolId,
+      seq: ++this.poseSeq,
+      clientTimeUs: nowMicros(),
+      position,
+      orientation: { w: 1, x: 0, y: 0, z: 0 },
+      jaw: 1,
+    });
+    return true;
+  }
+}

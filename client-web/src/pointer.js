@@ -1,0 +1,150 @@
+// pointer.js: turns the mouse into tool poses for a controller.
+//
+// A newly joined tool is parked well above the tissue (park()). Moving the
+// pointer over the tissue puts the tool just above the surface point under
+// it; holding the left button presses the tool into the tissue (its centre
+// goes to surface_y + radius - PRESS_DEPTH) until the button is released.
+// While pressing, the pointer is followed on the horizontal plane of the
+// surface as it was when the press started, so the dent the tool makes does
+// not pull the tool further down. The tool descends at a bounded speed
+// (MAX_DESCENT_PER_POSE) so that it enters the tissue from above instead of
+// jumping into it. Poses go out at most every POSE_INTERVAL_MS, and only
+// while the target changes.
+
+import { MOUSE } from 'three';
+
+const HOVER_GAP = 0.002;      // m between the tool and the surface when hovering
+const PRESS_DEPTH = 0.006;    // m the tool centre goes below surface + radius
+const POSE_INTERVAL_MS = 16;
+const PARK_HEIGHT = 0.03;     // m: where a newly joined tool waits
+const MAX_DESCENT_PER_POSE = 0.0008; // m per pose: 50 mm/s at 60 poses/s
+
+export class ToolPointer {
+  /**
+   * view: TissueView (pick(), canvas, controls); send(pose): sends a ToolPose
+   * body (without seq; the caller adds tool_id and seq).
+   */
+  constructor(view, send) {
+    this.view = view;
+    this.send = send;
+    this.enabled = false;
+    this.radius = 0.005;
+    this.pressed = false;
+    this.pressSurfaceY = 0;
+    this.target = null;       // {x, y, z} wanted tool centre
+    this.lastSentKey = '';
+    this.lastSentAt = 0;
+    this.sent = null;         // {x, y, z} last pose sent
+    this.timer = 0;
+    this.lastClient = null;   // {x, y} last pointer position over the canvas
+
+    const c = view.canvas;
+    // Registered before OrbitControls sees the event (capture phase), so the
+    // LEFT button mapping can be chosen per press.
+    c.addEventListener('pointerdown', (e) => this._down(e), { capture: true });
+    c.addEventListener('pointermove', (e) => this._move(e));
+    c.addEventListener('pointerleave', () => { if (!this.pressed) this.lastClient = null; });
+    window.addEventListener('pointerup', (e) => this._up(e));
+    window.addEventListener('blur', () => this._release());
+  }
+
+  setEnabled(on, radius) {
+    this.enabled = on;
+    if (radius > 0) this.radius = radius;
+    if (!on) this._release();
+  }
+
+  _down(e) {
+    const orbitPress = e.button === 0 && (e.ctrlKey || e.metaKey);
+    this.view.controls.mouseButtons.LEFT = orbitPress ? MOUSE.PAN : null;
+    if (e.button !== 0 || orbitPress || !this.enabled) return;
+    const hit = this.view.pick(e.clientX, e.clientY);
+    if (!hit) return;
+    this.pressed = true;
+    this.pressSurfaceY = hit.y;
+    this.lastClient = { x: e.clientX, y: e.clientY };
+    this._aim();
+    e.preventDefault();
+  }
+
+  _move(e) {
+    this.lastClient = { x: e.clientX, y: e.clientY };
+    if (e.buttons & 2 || e.buttons & 4) return; // orbiting or zooming
+    this._aim();
+  }
+
+  _up(e) {
+    if (e.button === 0) this._release();
+  }
+
+  _release() {
+    if (!this.pressed) return;
+    this.pressed = false;
+    this._aim();
+  }
+
+  // Works out the tool centre for the current pointer and press state.
+  _aim() {
+    if (!this.enabled || !this.lastClient) return;
+    const { x, y } = this.lastClient;
+    let p;
+    if (this.pressed) {
+      p = this.view.pick(x, y, this.pressSurfaceY, true);
+      if (!p) return;
+      p.y = this.pressSurfaceY + this.radius - PRESS_DEPTH;
+    } else {
+      p = this.view.pick(x, y);
+      if (!p) return;
+      p.y += this.radius + HOVER_GAP;
+    }
+    this.target = { x: p.x, y: p.y, z: p.z };
+    this._schedule();
+  }
+
+  _schedule() {
+    if (this.timer) return;
+    const wait = POSE_INTERVAL_MS - (performance.now() - this.lastSentAt);
+    if (wait <= 0) this._flush();
+    else this.timer = setTimeout(() => { this.timer = 0; this._flush(); }, wait);
+  }
+
+  _flush() {
+    if (!this.target || !this.enabled) return;
+    const t = this.target;
+    // Descend at a bounded speed, so a press moves the tool into the tissue
+    // over a few frames rather than teleporting its centre below the surface.
+    let y = t.y;
+    let more = false;
+    if (this.sent && y < this.sent.y - MAX_DESCENT_PER_POSE) {
+      y = this.sent.y - MAX_DESCENT_PER_POSE;
+      more = true;
+    }
+    const key = t.x.toFixed(6) + ',' + y.toFixed(6) + ',' + t.z.toFixed(6);
+    if (key !== this.lastSentKey) {
+      this.lastSentAt = performance.now();
+      if (this.send({ position: { x: t.x, y, z: t.z } }) !== false) {
+        this.lastSentKey = key;
+        this.sent = { x: t.x, y, z: t.z };
+      } else {
+        more = true; // not sent (backlog or not joined yet): try again
+      }
+    }
+    if (more) this._schedule();
+  }
+
+  /**
+   * After a (re)join: puts the tool well above the tissue, where it cannot
+   * touch it, then follows the pointer again from there (descending at the
+   * bounded speed).
+   */
+  park() {
+    clearTimeout(this.timer);
+    this.timer = 0;
+    const p = { x: 0, y: PARK_HEIGHT, z: 0 };
+    this.lastSentAt = performance.now();
+    if (this.send({ position: p }) === false) return;
+    this.sent = p;
+    this.lastSentKey = '';
+    this._aim();
+  }
+}

@@ -1,0 +1,203 @@
+// scene.js: the three.js view of a session: the tissue mesh (one draw group
+// and colour per layer), a sphere per tool, lights, a camera with
+// OrbitControls, and the render loop.
+//
+// The tissue geometry uses the FrameStream's Float32Array of positions as its
+// position attribute directly, so a frame costs no allocation: the stream
+// rewrites the array in place and the view only flags it for upload.
+// Scene units are metres; the patch is 0.08 m across.
+
+import * as THREE from 'three';
+import { OrbitControls } from 'three/addons/controls/OrbitControls.js';
+
+const LAYER_COLOURS = {
+  mucosa: 0xe89a9a,      // pinkish
+  submucosa: 0xf2e2b0,   // pale yellow
+  muscularis: 0x9e2a2b,  // deep red
+};
+const FALLBACK_COLOURS = [0xc9a0dc, 0x9ac8e8, 0xb0d8a8, 0xd8c8a0];
+const OWN_TOOL_COLOUR = 0x5fa8ff;
+const OTHER_TOOL_COLOUR = 0xb8c2cc;
+
+export class TissueView {
+  /** container: the element the canvas goes into. Throws without WebGL. */
+  constructor(container) {
+    this.container = container;
+    this.renderer = new THREE.WebGLRenderer({ antialias: true });
+    this.renderer.setPixelRatio(Math.min(window.devicePixelRatio || 1, 2));
+    this.renderer.setClearColor(0x1d2127);
+    container.appendChild(this.renderer.domElement);
+    this.canvas = this.renderer.domElement;
+
+    this.scene = new THREE.Scene();
+    this.camera = new THREE.PerspectiveCamera(45, 1, 0.002, 2);
+    this.camera.position.set(0, 0.12, 0.09);
+    this.camera.lookAt(0, 0, 0);
+
+    this.scene.add(new THREE.HemisphereLight(0xfff4ee, 0x30343c, 1.1));
+    // A key light from low on one side so that dents cast visible shading.
+    const key = new THREE.DirectionalLight(0xffffff, 2.0);
+    key.position.set(0.12, 0.09, 0.05);
+    this.scene.add(key);
+    const rim = new THREE.DirectionalLight(0x9fb8ff, 0.5);
+    rim.position.set(-0.1, 0.05, -0.1);
+    this.scene.add(rim);
+
+    const grid = new THREE.GridHelper(0.16, 16, 0x3a414b, 0x2b3038);
+    grid.position.y = -0.012;
+    this.scene.add(grid);
+
+    this.controls = new OrbitControls(this.camera, this.canvas);
+    this.controls.target.set(0, 0, 0);
+    this.controls.enableDamping = true;
+    this.controls.minDistance = 0.03;
+    this.controls.maxDistance = 0.6;
+    // The left button drives the tool; the right button orbits (shift+right
+    // pans), the wheel and middle button zoom. ctrl+left also orbits: the
+    // pointer code switches LEFT to PAN for that press, which OrbitControls
+    // turns into a rotation while ctrl is held.
+    this.controls.mouseButtons = { LEFT: null, MIDDLE: THREE.MOUSE.DOLLY, RIGHT: THREE.MOUSE.ROTATE };
+    this.controls.update();
+
+    this.mesh = null;
+    this.wire = null;
+    this.geometry = null;
+    this.tools = new Map(); // tool id -> sphere mesh
+    this.ownToolId = 0;
+    this.normalsEvery = 1;
+    this.frameCounter = 0;
+    this.dirty = true;
+
+    this.raycaster = new THREE.Raycaster();
+    this._onResize = () => this.resize();
+    window.addEventListener('resize', this._onResize);
+    this.resize();
+    this.renderer.setAnimationLoop(() => this._tick());
+  }
+
+  resize() {
+    const w = this.container.clientWidth || window.innerWidth;
+    const h = this.container.clientHeight || window.innerHeight;
+    this.renderer.setSize(w, h, false);
+    this.camera.aspect = w / Math.max(h, 1);
+    this.camera.updateProjectionMatrix();
+    this.dirty = true;
+  }
+
+  /** Builds the tissue mesh for a stream's (new) topology and buffers. */
+  setTopology(stream) {
+    if (this.mesh) {
+      this.scene.remove(this.mesh);
+      this.geometry.dispose();
+      for (const m of this.mesh.material) m.dispose();
+      this.wire.material.dispose();
+    }
+    const g = new THREE.BufferGeometry();
+    const pos = new THREE.BufferAttribute(stream.positions, 3);
+    pos.setUsage(THREE.DynamicDrawUsage);
+    g.setAttribute('position', pos);
+    const normals = new THREE.BufferAttribute(new Float32Array(stream.positions.length), 3);
+    normals.setUsage(THREE.DynamicDrawUsage);
+    g.setAttribute('normal', normals);
+    g.setIndex(new THREE.BufferAttribute(stream.topology.triangles, 1));
+    const materials = [];
+    let fallback = 0;
+    for (const group of stream.topology.groups) {
+      const colour = LAYER_COLOURS[group.name] ?? FALLBACK_COLOURS[fallback++ % FALLBACK_COLOURS.length];
+      g.addGroup(group.start, group.count, materials.length);
+      materials.push(new THREE.MeshStandardMaterial({
+        color: colour, roughness: 0.55, metalness: 0.0, side: THREE.DoubleSide,
+      }));
+    }
+    g.computeVertexNormals();
+    g.computeBoundingSphere();
+    g.computeBoundingBox();
+    this.geometry = g;
+    this.mesh = new THREE.Mesh(g, materials);
+    this.mesh.name = 'tissue';
+    this.scene.add(this.mesh);
+    // A faint wireframe over the same geometry (no copy of the positions)
+    // makes small deformations readable.
+    this.wire = new THREE.Mesh(g, new THREE.MeshBasicMaterial({
+      color: 0x2a0d10, wireframe: true, transparent: true, opacity: 0.12, depthWrite: false,
+    }));
+    this.wire.renderOrder = 1;
+    this.mesh.add(this.wire);
+    // Large meshes: recompute normals every other frame.
+    this.normalsEvery = stream.vertexCount > 20000 ? 2 : 1;
+    this.dirty = true;
+  }
+
+  /** Called after the stream applied a frame: upload positions, move tools. */
+  update(stream) {
+    if (this.geometry) {
+      this.geometry.attributes.position.needsUpdate = true;
+      if (++this.frameCounter % this.normalsEvery === 0) this.geometry.computeVertexNormals();
+      this.geometry.computeBoundingBox();
+      this.geometry.computeBoundingSphere();
+    }
+    const seen = new Set();
+    for (const t of stream.tools) {
+      seen.add(t.toolId);
+      let s = this.tools.get(t.toolId);
+      if (!s) {
+        s = new THREE.Mesh(
+          new THREE.SphereGeometry(1, 32, 16),
+          new THREE.MeshStandardMaterial({
+            color: t.toolId === this.ownToolId ? OWN_TOOL_COLOUR : OTHER_TOOL_COLOUR,
+            roughness: 0.25, metalness: 0.6,
+          }));
+        s.name = 'tool ' + t.toolId;
+        this.tools.set(t.toolId, s);
+        this.scene.add(s);
+      }
+      const p = t.position || { x: 0, y: 0, z: 0 };
+      const r = t.radius > 0 ? t.radius : 0.005;
+      s.position.set(p.x || 0, p.y || 0, p.z || 0);
+      s.scale.setScalar(r);
+    }
+    for (const [id, s] of this.tools) {
+      if (!seen.has(id)) {
+        this.scene.remove(s);
+        s.geometry.dispose();
+        s.material.dispose();
+        this.tools.delete(id);
+      }
+    }
+    this.dirty = true;
+  }
+
+  setOwnTool(id) {
+    this.ownToolId = id;
+    for (const [tid, s] of this.tools) s.material.color.setHex(tid === id ? OWN_TOOL_COLOUR : OTHER_TOOL_COLOUR);
+    this.dirty = true;
+  }
+
+  /**
+   * The point on the tissue under canvas pixel (x, y) (client coordinates),
+   * or where the ray meets the plane y = planeY when it misses the tissue or
+   * when `planeOnly` is set. Returns a THREE.Vector3 or null.
+   */
+  pick(clientX, clientY, planeY = 0, planeOnly = false) {
+    const rect = this.canvas.getBoundingClientRect();
+    const ndc = new THREE.Vector2(
+      ((clientX - rect.left) / rect.width) * 2 - 1,
+      -((clientY - rect.top) / rect.height) * 2 + 1);
+    this.raycaster.setFromCamera(ndc, this.camera);
+    if (!planeOnly && this.mesh) {
+      const hits = this.raycaster.intersectObject(this.mesh, false);
+      if (hits.length) return hits[0].point.clone();
+    }
+    const plane = new THREE.Plane(new THREE.Vector3(0, 1, 0), -planeY);
+    const p = new THREE.Vector3();
+    return this.raycaster.ray.intersectPlane(plane, p) ? p : null;
+  }
+
+  _tick() {
+    const moved = this.controls.update();
+    if (moved || this.dirty) {
+      this.renderer.render(this.scene, this.camera);
+      this.dirty = false;
+    }
+  }
+}

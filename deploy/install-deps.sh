@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# deploy/install-deps.sh: installs what tissued needs on Debian 12 and is not
+# there yet: the Debian packages for building (and, with --test, for testing),
+# then the web client's npm packages from its lock file. Safe to run again:
+# it runs apt-get only when a package is missing and npm ci only when the lock
+# file changed since the last install.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BUILD_PKGS=(build-essential cmake pkg-config libuv1-dev libprotobuf-c-dev protobuf-c-compiler
+  libcglm-dev libsqlite3-dev libwslay-dev libhttp-parser-dev libssl-dev libinih-dev check
+  sqlite3)
+TEST_PKGS=(chromium clang libclang-rt-14-dev)
+
+want=("${BUILD_PKGS[@]}")
+if [[ "${1:-}" == "--test" ]]; then want+=("${TEST_PKGS[@]}"); fi
+command -v node >/dev/null 2>&1 || want+=(nodejs)
+command -v npm >/dev/null 2>&1 || want+=(npm)
+
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+if ((${#missing[@]})); then
+  echo "install-deps: installing ${missing[*]}"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${missing[@]}"
+fi
+
+# npm packages of the web client, exactly as locked
+stamp=client-web/node_modules/.lock-stamp
+if [[ ! -f "$stamp" ]] || ! cmp -s client-web/package-lock.json "$stamp"; then
+  echo "install-deps: npm ci in client-web"
+  (cd client-web && npm ci --no-audit --no-fund)
+  cp client-web/package-lock.json "$stamp"
+fi

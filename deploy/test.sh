@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# deploy/test.sh: the README's second command, and what CI runs. Installs
+# what is missing, builds, and runs the whole test suite twice: a normal
+# build (unit, integration, WebSocket and browser tests) and an ASan+UBSan
+# build (unit and integration tests; any report fails the run).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+deploy/install-deps.sh --test
+
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:halt_on_error=1"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+jobs=$(nproc)
+total_pass=0
+total_fail=0
+status=0
+
+run_suite() { # name build-dir cmake-options...
+  local name=$1 dir=$2
+  shift 2
+  echo "== $name: build ($dir)"
+  deploy/build.sh "$dir" "$@"
+  echo "== $name: test"
+  local log="$dir/ctest.log"
+  if ! ctest --test-dir "$dir" --output-on-failure -j"$jobs" --timeout 900 2>&1 | tee "$log"; then
+    status=1
+  fi
+  if ! grep -q "tests passed" "$log"; then status=1; fi
+  local line pass fail
+  line=$(grep -E "[0-9]+% tests passed, [0-9]+ tests failed out of [0-9]+" "$log" | tail -1 || true)
+  if [[ -n "$line" ]]; then
+    fail=$(sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\1/' <<<"$line")
+    pass=$(( $(sed -E 's/.* out of ([0-9]+).*/\1/' <<<"$line") - fail ))
+    total_pass=$((total_pass + pass))
+    total_fail=$((total_fail + fail))
+    if ((fail > 0)); then status=1; fi
+  else
+    status=1
+  fi
+}
+
+run_suite "normal" build
+run_suite "asan+ubsan" build-asan -DTS_SANITIZE=ON
+
+echo "== fuzz: each parser's target for ${TS_FUZZ_SECONDS:-20}s"
+if deploy/fuzz.sh "${TS_FUZZ_SECONDS:-20}"; then
+  total_pass=$((total_pass + 1))
+else
+  total_fail=$((total_fail + 1))
+  status=1
+fi
+
+echo "tests: ${total_pass} passed, ${total_fail} failed"
+exit $status

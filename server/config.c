@@ -1,0 +1,285 @@
+/*
+ * config.c: embedded defaults, the INI file reader (inih) and the flag parser
+ * for tissued. One table lists every setting with its type, range and help
+ * text, so --help, the file and the flags can never disagree.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <ini.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+#ifndef TS_DEFAULT_WEB_ROOT
+#define TS_DEFAULT_WEB_ROOT "client-web"
+#endif
+#ifndef TS_DEFAULT_PROTO_FILE
+#define TS_DEFAULT_PROTO_FILE "proto/tissue.proto"
+#endif
+#ifndef TS_VERSION
+#define TS_VERSION "0"
+#endif
+
+enum { T_STR, T_INT, T_DBL, T_SIZE, T_LOG };
+
+typedef struct setting {
+  const char *name;
+  int type;
+  size_t off;
+  size_t size; /* strings: buffer size */
+  double lo, hi;
+  const char *help;
+} setting;
+
+#define OFF(f) offsetof(ts_config, f)
+static const setting settings[] = {
+    {"host", T_STR, OFF(host), sizeof(((ts_config *)0)->host), 0, 0,
+     "address to listen on (TCP and HTTP)"},
+    {"tcp-port", T_INT, OFF(tcp_port), 0, 0, 65535, "TCP protocol port; 0 picks a free one"},
+    {"http-port", T_INT, OFF(http_port), 0, 0, 65535,
+     "HTTP port (web client, /healthz, /ws); 0 picks a free one"},
+    {"data-dir", T_STR, OFF(data_dir), sizeof(((ts_config *)0)->data_dir), 0, 0,
+     "directory for the SQLite database (created if missing)"},
+    {"web-root", T_STR, OFF(web_root), sizeof(((ts_config *)0)->web_root), 0, 0,
+     "directory of the web client to serve"},
+    {"proto-file", T_STR, OFF(proto_file), sizeof(((ts_config *)0)->proto_file), 0, 0,
+     "tissue.proto served to the web client"},
+    {"ports-file", T_STR, OFF(ports_file), sizeof(((ts_config *)0)->ports_file), 0, 0,
+     "write {\"tcp\":N,\"http\":M} here once listening"},
+    {"physics-threads", T_INT, OFF(physics_threads), 0, 0, 256,
+     "physics threads; 0 = one per core"},
+    {"dt", T_DBL, OFF(dt), 0, 1e-5, 0.01, "physics time step in seconds"},
+    {"frame-rate", T_INT, OFF(frame_rate), 0, 1, 1000, "frames per second per session"},
+    {"patch-resolution", T_INT, OFF(patch_resolution), 0, 3, 512,
+     "built-in patch: nodes along an edge of each sheet"},
+    {"max-message", T_SIZE, OFF(max_message), 0, 1024, 1 << 30,
+     "largest message accepted, bytes"},
+    {"soft-output-limit", T_SIZE, OFF(soft_output_limit), 0, 1024, 1 << 30,
+     "per-client queued bytes above which frames are skipped"},
+    {"hard-output-limit", T_SIZE, OFF(hard_output_limit), 0, 4096, 1u << 31,
+     "per-client queued bytes above which the client is dropped"},
+    {"max-sessions", T_INT, OFF(max_sessions), 0, 1, 100000, "sessions per server"},
+    {"max-clients-per-session", T_INT, OFF(max_clients_per_session), 0, 1, 100000,
+     "clients per session"},
+    {"max-tools", T_INT, OFF(max_tools), 0, 1, 8, "tools per session"},
+    {"session-idle-timeout", T_DBL, OFF(session_idle_timeout), 0, 1, 1e7,
+     "seconds a session lives with no client"},
+    {"log-level", T_LOG, OFF(log_level), 0, 0, 0, "error, warn, info or debug"},
+};
+#define N_SETTINGS (sizeof settings / sizeof settings[0])
+
+void ts_config_defaults(ts_config *c) {
+  memset(c, 0, sizeof *c);
+  snprintf(c->host, sizeof c->host, "%s", "127.0.0.1");
+  c->tcp_port = 7070;
+  c->http_port = 8080;
+  snprintf(c->data_dir, sizeof c->data_dir, "%s", "data");
+  snprintf(c->web_root, sizeof c->web_root, "%s", TS_DEFAULT_WEB_ROOT);
+  snprintf(c->proto_file, sizeof c->proto_file, "%s", TS_DEFAULT_PROTO_FILE);
+  c->physics_threads = 0;
+  c->dt = 0.001;
+  c->frame_rate = 60;
+  c->patch_resolution = 17;
+  c->max_message = 16u << 20;
+  c->soft_output_limit = 1u << 20;
+  c->hard_output_limit = 8u << 20;
+  c->max_sessions = 64;
+  c->max_clients_per_session = 256;
+  c->max_tools = 4;
+  c->session_idle_timeout = 600;
+  c->log_level = TS_LOG_INFO;
+}
+
+static const setting *find_setting(const char *key) {
+  char norm[64];
+  size_t n = strlen(key);
+  if (n >= sizeof norm) return NULL;
+  for (size_t i = 0; i <= n; i++) norm[i] = key[i] == '_' ? '-' : key[i];
+  for (size_t i = 0; i < N_SETTINGS; i++)
+    if (strcmp(settings[i].name, norm) == 0) return &settings[i];
+  return NULL;
+}
+
+int ts_config_set(ts_config *c, const char *key, const char *value, char *err, size_t errcap) {
+  const setting *s = find_setting(key);
+  if (!s) {
+    snprintf(err, errcap, "unknown setting '%s' (see --help)", key);
+    return -1;
+  }
+  char *base = (char *)c + s->off;
+  char *end = NULL;
+  errno = 0;
+  switch (s->type) {
+  case T_STR:
+    if (strlen(value) >= s->size) {
+      snprintf(err, errcap, "%s: value longer than %zu characters", s->name, s->size - 1);
+      return -1;
+    }
+    memcpy(base, value, strlen(value) + 1);
+    return 0;
+  case T_INT: {
+    long v = strtol(value, &end, 10);
+    if (errno || end == value || *end || v < s->lo || v > s->hi) {
+      snprintf(err, errcap, "%s: '%s' is not a whole number in [%g, %g]", s->name, value, s->lo,
+               s->hi);
+      return -1;
+    }
+    *(int *)base = (int)v;
+    return 0;
+  }
+  case T_DBL: {
+    double v = strtod(value, &end);
+    if (errno || end == value || *end || !isfinite(v) || v < s->lo || v > s->hi) {
+      snprintf(err, errcap, "%s: '%s' is not a number in [%g, %g]", s->name, value, s->lo, s->hi);
+      return -1;
+    }
+    *(double *)base = v;
+    return 0;
+  }
+  case T_SIZE: {
+    unsigned long long v = strtoull(value, &end, 10);
+    if (errno || end == value || *end || value[0] == '-' || (double)v < s->lo ||
+        (double)v > s->hi) {
+      snprintf(err, errcap, "%s: '%s' is not a size in [%g, %g] bytes", s->name, value, s->lo,
+               s->hi);
+      return -1;
+    }
+    *(size_t *)base = (size_t)v;
+    return 0;
+  }
+  case T_LOG: {
+    int lv = ts_log_parse_level(value);
+    if (lv < 0) {
+      snprintf(err, errcap, "%s: '%s' is not one of error, warn, info, debug", s->name, value);
+      return -1;
+    }
+    *(int *)base = lv;
+    return 0;
+  }
+  }
+  return -1;
+}
+
+typedef struct ini_ctx {
+  ts_config *c;
+  char *err;
+  size_t errcap;
+  int failed;
+} ini_ctx;
+
+static int config_ini_line(void *user, const char *section, const char *name, const char *value) {
+  ini_ctx *x = user;
+  if (x->failed) return 0;
+  if (strcmp(section, "server") != 0) {
+    snprintf(x->err, x->errcap, "unknown section [%s] (only [server])", section);
+    x->failed = 1;
+    return 0;
+  }
+  if (ts_config_set(x->c, name, value, x->err, x->errcap)) {
+    x->failed = 1;
+    return 0;
+  }
+  return 1;
+}
+
+int ts_config_load_file(ts_config *c, const char *path, char *err, size_t errcap) {
+  char inner[256] = "";
+  ini_ctx x = {c, inner, sizeof inner, 0};
+  int rc = ini_parse(path, config_ini_line, &x);
+  if (rc == -1) {
+    snprintf(err, errcap, "%s: cannot open: %s", path, strerror(errno));
+    return -1;
+  }
+  if (rc == -2) {
+    snprintf(err, errcap, "%s: out of memory", path);
+    return -1;
+  }
+  if (rc > 0) {
+    snprintf(err, errcap, "%s:%d: %s", path, rc, inner[0] ? inner : "syntax error");
+    return -1;
+  }
+  return 0;
+}
+
+void ts_config_print_help(const char *argv0) {
+  ts_config d;
+  ts_config_defaults(&d);
+  printf("usage: %s [--config FILE] [--SETTING VALUE ...]\n\n"
+         "tissued hosts live soft-tissue simulation sessions. Clients connect over TCP\n"
+         "(length-prefixed protobuf Envelopes) or WebSocket (/ws on the HTTP port); the\n"
+         "HTTP port also serves the web client. With no options it runs on embedded\n"
+         "defaults: database in ./data, web client at http://127.0.0.1:8080/.\n\n"
+         "options:\n"
+         "  --config FILE              read settings from an INI file ([server] section,\n"
+         "                             keys as below); flags given later override it\n"
+         "  --help                     print this help and exit\n"
+         "  --version                  print the version and exit\n",
+         argv0);
+  for (size_t i = 0; i < N_SETTINGS; i++) {
+    const setting *s = &settings[i];
+    char def[600];
+    const char *base = (const char *)&d + s->off;
+    switch (s->type) {
+    case T_STR: snprintf(def, sizeof def, "\"%s\"", base); break;
+    case T_INT: snprintf(def, sizeof def, "%d", *(const int *)base); break;
+    case T_DBL: snprintf(def, sizeof def, "%g", *(const double *)base); break;
+    case T_SIZE: snprintf(def, sizeof def, "%zu", *(const size_t *)base); break;
+    default: snprintf(def, sizeof def, "info"); break;
+    }
+    printf("  --%-24s %s (default %s)\n", s->name, s->help, def);
+  }
+  printf("\nSignals: SIGINT or SIGTERM shut down cleanly (exit 0).\n");
+}
+
+int ts_config_parse_args(ts_config *c, int argc, char **argv, char *err, size_t errcap) {
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      ts_config_print_help(argv[0]);
+      return 1;
+    }
+    if (strcmp(a, "--version") == 0) {
+      printf("tissued %s\n", TS_VERSION);
+      return 1;
+    }
+    if (strncmp(a, "--", 2) != 0) {
+      snprintf(err, errcap, "unexpected argument '%s' (see --help)", a);
+      return -1;
+    }
+    const char *key = a + 2;
+    const char *eq = strchr(key, '=');
+    char keybuf[64];
+    const char *value;
+    if (eq) {
+      size_t kl = (size_t)(eq - key);
+      if (kl >= sizeof keybuf) {
+        snprintf(err, errcap, "unknown option '%s'", a);
+        return -1;
+      }
+      memcpy(keybuf, key, kl);
+      keybuf[kl] = 0;
+      key = keybuf;
+      value = eq + 1;
+    } else {
+      if (i + 1 >= argc) {
+        snprintf(err, errcap, "option '%s' needs a value", a);
+        return -1;
+      }
+      value = argv[++i];
+    }
+    if (strcmp(key, "config") == 0) {
+      if (ts_config_load_file(c, value, err, errcap)) return -1;
+      continue;
+    }
+    if (ts_config_set(c, key, value, err, errcap)) return -1;
+  }
+  if (c->soft_output_limit > c->hard_output_limit) {
+    snprintf(err, errcap, "soft-output-limit must not exceed hard-output-limit");
+    return -1;
+  }
+  return 0;
+}

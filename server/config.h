@@ -1,0 +1,48 @@
+/*
+ * config.h: the daemon's settings. Defaults are embedded so that `tissued`
+ * runs with no file and no flags; an INI file (--config) and then command-line
+ * flags override them, in that order. Every value is range-checked.
+ */
+#ifndef TS_CONFIG_H
+#define TS_CONFIG_H
+
+#include <stddef.h>
+
+typedef struct ts_config {
+  char host[64];              /* listen address, "127.0.0.1" */
+  int tcp_port;               /* 7070; 0 = ephemeral */
+  int http_port;              /* 8080; 0 = ephemeral */
+  char data_dir[512];         /* "data": holds tissued.sqlite */
+  char web_root[512];         /* client-web/ */
+  char proto_file[512];       /* proto/tissue.proto */
+  char ports_file[512];       /* write {"tcp":N,"http":M} here once bound; "" = no */
+  int physics_threads;        /* 0 = number of cores */
+  double dt;                  /* physics step, s (0.001) */
+  int frame_rate;             /* frames per second published per session (60) */
+  int patch_resolution;       /* built-in patch: nodes along an edge per sheet */
+  size_t max_message;         /* largest accepted message, bytes */
+  size_t soft_output_limit;   /* per client: over this, frames are skipped */
+  size_t hard_output_limit;   /* per client: over this, the client is dropped */
+  int max_sessions;           /* per server */
+  int max_clients_per_session;
+  int max_tools;              /* tools per session */
+  double session_idle_timeout;/* s without clients before a session ends */
+  int log_level;              /* TS_LOG_* */
+} ts_config;
+
+void ts_config_defaults(ts_config *c);
+
+/* Applies an INI file ([server] section keys equal the long flag names with
+ * '_' for '-'). Returns 0, or -1 with a message in err. */
+int ts_config_load_file(ts_config *c, const char *path, char *err, size_t errcap);
+
+/* Applies argv. Returns 0 to run, 1 when --help/--version printed (exit 0),
+ * -1 on a bad flag (message in err). */
+int ts_config_parse_args(ts_config *c, int argc, char **argv, char *err, size_t errcap);
+
+/* Sets one setting by its flag name ("tcp-port" or "tcp_port"). */
+int ts_config_set(ts_config *c, const char *key, const char *value, char *err, size_t errcap);
+
+void ts_config_print_help(const char *argv0);
+
+#endif

@@ -1,0 +1,63 @@
+/*
+ * conn.h: one client connection as the daemon's dispatcher sees it,
+ * independent of its transport (TCP with length prefixes, or WebSocket).
+ *
+ * A transport allocates its own struct with a ts_conn as its FIRST member,
+ * fills `ops`, calls ts_conn_opened() once, ts_dispatch_message() for every
+ * complete Envelope it receives, and ts_conn_closed() exactly once when the
+ * connection is gone (from its uv close callback, before freeing). The
+ * dispatcher never frees a conn; it asks the transport to close.
+ * All of this runs on the loop thread only.
+ */
+#ifndef TS_CONN_H
+#define TS_CONN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct ts_conn ts_conn;
+typedef struct ts_server ts_server;
+typedef struct ts_frame_ref ts_frame_ref;
+
+enum { TS_TRANSPORT_TCP = 1, TS_TRANSPORT_WS = 2 };
+
+typedef struct ts_conn_ops {
+  /* Queues one whole Envelope (the transport adds its framing). The bytes are
+   * copied or referenced until written; returns 0 or a negative ts_errno. */
+  int (*send)(ts_conn *c, const uint8_t *msg, size_t len);
+  /* Starts closing (idempotent). For WebSocket, sends a close frame first.
+   * ts_conn_closed() follows later from the close callback. */
+  void (*close)(ts_conn *c, const char *reason);
+  /* Bytes queued for writing and not yet written. */
+  size_t (*pending)(ts_conn *c);
+} ts_conn_ops;
+
+typedef struct ts_session ts_session;
+
+struct ts_conn {
+  const ts_conn_ops *ops;
+  ts_server *server;
+  uint64_t id;          /* unique per daemon run */
+  int transport;        /* TS_TRANSPORT_* */
+  int closing;          /* close requested */
+  char peer[64];        /* "ip:port" for logs */
+
+  /* protocol state, owned by dispatch.c */
+  int hello_done;
+  int strikes;                 /* bad messages; closed past a limit */
+  ts_session *session;         /* joined session or NULL */
+  int role;                    /* Tissued__V1__Role */
+  uint32_t tool_id;
+  uint32_t frame_interval_ms;  /* per-client frame rate */
+  uint64_t last_frame_ms;
+  uint64_t baseline_seq;       /* last frame written; 0 = needs a keyframe */
+  ts_conn *next_in_session;    /* session's client list */
+  ts_conn *prev_in_session;
+};
+
+/* Implemented by the daemon (dispatch.c). */
+void ts_conn_opened(ts_conn *c);
+void ts_dispatch_message(ts_conn *c, const uint8_t *msg, size_t len);
+void ts_conn_closed(ts_conn *c);
+
+#endif

@@ -1,0 +1,408 @@
+/*
+ * dispatch.c: the protocol state machine of one client connection: decode an
+ * Envelope, validate it, act, reply. Every failure is answered with an Error
+ * from the single table; a client that keeps sending bad messages is closed.
+ * Loop thread only; nothing here can reach another session's state.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/ts_error.h"
+#include "log.h"
+#include "physics.h"
+#include "server.h"
+#include "tissue.pb-c.h"
+
+#define TS_PROTOCOL_VERSION 1
+#define TS_MAX_STRIKES 8
+
+typedef Tissued__V1__Envelope Envelope;
+
+static void send_env(ts_conn *c, Envelope *env) {
+  size_t len = tissued__v1__envelope__get_packed_size(env);
+  uint8_t stackbuf[1024];
+  uint8_t *buf = len <= sizeof stackbuf ? stackbuf : malloc(len);
+  if (!buf) return;
+  tissued__v1__envelope__pack(env, buf);
+  c->ops->send(c, buf, len);
+  if (buf != stackbuf) free(buf);
+}
+
+static void strike(ts_conn *c) {
+  c->server->bad_messages++;
+  if (++c->strikes > TS_MAX_STRIKES) {
+    ts_log_warn("closing %s: too many bad messages", c->peer);
+    c->ops->close(c, "too many bad messages");
+  }
+}
+
+void ts_conn_opened(ts_conn *c) {
+  c->server->n_conns++;
+  c->frame_interval_ms = 1000u / (unsigned)c->server->cfg.frame_rate;
+  ts_log_debug("connection %llu from %s", (unsigned long long)c->id, c->peer);
+}
+
+void ts_conn_closed(ts_conn *c) {
+  if (c->session) ts_session_detach(c->session, c);
+  c->server->n_conns--;
+  ts_log_debug("connection %llu from %s closed", (unsigned long long)c->id, c->peer);
+}
+
+static int finite3(const Tissued__V1__Vec3 *v) {
+  return isfinite(v->x) && isfinite(v->y) && isfinite(v->z);
+}
+
+static void on_hello(ts_conn *c, uint64_t rid, const Tissued__V1__Hello *h) {
+  if (h->protocol_version != TS_PROTOCOL_VERSION) {
+    ts_send_error(c, rid, TS_EVERSION, "protocol version %u is not supported (this server: %d)",
+                  h->protocol_version, TS_PROTOCOL_VERSION);
+    c->ops->close(c, "unsupported protocol version");
+    return;
+  }
+  c->hello_done = 1;
+  Tissued__V1__HelloReply r = TISSUED__V1__HELLO_REPLY__INIT;
+  r.protocol_version = TS_PROTOCOL_VERSION;
+  r.server_name = (char *)"tissued";
+  r.client_id = c->id;
+  Envelope env = TISSUED__V1__ENVELOPE__INIT;
+  env.request_id = rid;
+  env.body_case = TISSUED__V1__ENVELOPE__BODY_HELLO_REPLY;
+  env.hello_reply = &r;
+  send_env(c, &env);
+  ts_log_info("hello from %s (%s, %s)", c->peer,
+              h->client_name && h->client_name[0] ? h->client_name : "unnamed",
+              c->transport == TS_TRANSPORT_WS ? "websocket" : "tcp");
+}
+
+static void on_create(ts_conn *c, uint64_t rid, const Tissued__V1__CreateSession *m) {
+  ts_server *s = c->server;
+  if (m->tissue_case == TISSUED__V1__CREATE_SESSION__TISSUE_MESH) {
+    ts_send_error(c, rid, TS_EUNSUPPORTED, "mesh upload is not supported yet; use builtin");
+    return;
+  }
+  const char *builtin = m->tissue_case == TISSUED__V1__CREATE_SESSION__TISSUE_BUILTIN
+                            ? m->builtin
+                            : "stomach-patch";
+  if (!builtin[0]) builtin = "stomach-patch";
+  if (strcmp(builtin, "stomach-patch") != 0) {
+    ts_send_error(c, rid, TS_ENOTISSUE, "no built-in tissue '%.64s' (available: stomach-patch)",
+                  builtin);
+    return;
+  }
+  if (m->solver != TISSUED__V1__SOLVER__SOLVER_DEFAULT &&
+      m->solver != TISSUED__V1__SOLVER__SOLVER_MASS_SPRING) {
+    ts_send_error(c, rid, TS_EUNSUPPORTED, "solver %d is not available yet", (int)m->solver);
+    return;
+  }
+  double dt = m->dt == 0 ? s->cfg.dt : m->dt;
+  if (!isfinite(dt) || dt < 1e-5 || dt > 0.01) {
+    ts_send_error(c, rid, TS_ERANGE, "dt must be in [1e-5, 0.01] s");
+    return;
+  }
+  if (m->name && strlen(m->name) > 63) {
+    ts_send_error(c, rid, TS_ERANGE, "session name longer than 63 bytes");
+    return;
+  }
+  if ((int)s->n_sessions >= s->cfg.max_sessions) {
+    ts_send_error(c, rid, TS_EFULL, "the server hosts its maximum of %d sessions",
+                  s->cfg.max_sessions);
+    return;
+  }
+  ts_patch_def def = ts_default_patch_def();
+  def.resolution = (uint32_t)s->cfg.patch_resolution;
+  if (m->n_layers > 0) {
+    if (m->n_layers > TS_MAX_LAYERS) {
+      ts_send_error(c, rid, TS_ERANGE, "at most %d layers", TS_MAX_LAYERS);
+      return;
+    }
+    ts_patch_def base = def;
+    def.n_layers = (uint32_t)m->n_layers;
+    for (size_t i = 0; i < m->n_layers; i++) {
+      const Tissued__V1__LayerSpec *l = m->layers[i];
+      ts_layer *d = &def.layers[i];
+      *d = base.layers[i < base.n_layers ? i : base.n_layers - 1];
+      if (l->name && l->name[0]) {
+        if (strlen(l->name) >= TS_NAME_MAX) {
+          ts_send_error(c, rid, TS_ERANGE, "layer name longer than %d bytes", TS_NAME_MAX - 1);
+          return;
+        }
+        snprintf(d->name, sizeof d->name, "%s", l->name);
+      }
+      if (l->thickness != 0) {
+        if (!isfinite(l->thickness) || l->thickness < 1e-4 || l->thickness > 0.05) {
+          ts_send_error(c, rid, TS_ERANGE, "layer %zu thickness must be in [0.1, 50] mm", i);
+          return;
+        }
+        d->thickness = l->thickness;
+      }
+    }
+  }
+  char name[64];
+  if (m->name && m->name[0])
+    snprintf(name, sizeof name, "%s", m->name);
+  else
+    snprintf(name, sizeof name, "session-%u", s->next_session_id);
+  ts_session *se;
+  char err[128];
+  int rc = ts_session_create(s, name, &def, dt, s->cfg.frame_rate, &se, err, sizeof err);
+  if (rc) {
+    ts_send_error(c, rid, rc, "%s", err);
+    return;
+  }
+  se->id = s->next_session_id++;
+  se->solver = TISSUED__V1__SOLVER__SOLVER_MASS_SPRING;
+  se->idle_since_ms = ts_now_ms(s);
+  se->next = s->sessions;
+  s->sessions = se;
+  s->n_sessions++;
+  ts_physics_add(s->physics, se);
+  ts_log_info("session %u '%s' created by %s: %u nodes, %u triangles, dt %g s", se->id,
+              se->name, c->peer, se->topo->vertex_count, se->topo->n_tris, dt);
+
+  Tissued__V1__SessionCreated r = TISSUED__V1__SESSION_CREATED__INIT;
+  r.session_id = se->id;
+  r.name = se->name;
+  r.vertex_count = se->topo->vertex_count;
+  r.triangle_count = se->topo->n_tris;
+  Envelope env = TISSUED__V1__ENVELOPE__INIT;
+  env.request_id = rid;
+  env.body_case = TISSUED__V1__ENVELOPE__BODY_SESSION_CREATED;
+  env.session_created = &r;
+  send_env(c, &env);
+}
+
+static void on_join(ts_conn *c, uint64_t rid, const Tissued__V1__JoinSession *m) {
+  ts_server *s = c->server;
+  ts_session *se = ts_server_find_session(s, m->session_id);
+  if (!se) {
+    ts_send_error(c, rid, TS_ENOSESSION, "no session %u", m->session_id);
+    return;
+  }
+  if ((int)se->n_clients >= s->cfg.max_clients_per_session && c->session != se) {
+    ts_send_error(c, rid, TS_EFULL, "session %u has its maximum of %d clients", se->id,
+                  s->cfg.max_clients_per_session);
+    return;
+  }
+  uint32_t rate = m->frame_rate ? m->frame_rate : (uint32_t)s->cfg.frame_rate;
+  if (rate < 1 || rate > 1000) {
+    ts_send_error(c, rid, TS_ERANGE, "frame_rate must be in [1, 1000]");
+    return;
+  }
+  double radius = 0.005, length = 0;
+  int kind = 0;
+  uint32_t tool_id = 0;
+  int role = m->role;
+  if (role != TISSUED__V1__ROLE__ROLE_OBSERVER && role != TISSUED__V1__ROLE__ROLE_CONTROLLER) {
+    ts_send_error(c, rid, TS_EINVAL, "unknown role %d", role);
+    return;
+  }
+  if (role == TISSUED__V1__ROLE__ROLE_CONTROLLER) {
+    if (m->tool) {
+      if (m->tool->radius != 0) radius = m->tool->radius;
+      length = m->tool->length;
+      kind = m->tool->kind == TISSUED__V1__TOOL_SHAPE__KIND__CAPSULE ? 1 : 0;
+      if (!isfinite(radius) || radius < 5e-4 || radius > 0.05 || !isfinite(length) ||
+          length < 0 || length > 0.3) {
+        ts_send_error(c, rid, TS_ERANGE, "tool radius must be in [0.5, 50] mm, length in [0, 300] mm");
+        return;
+      }
+    }
+    int max_tools = s->cfg.max_tools < TS_MAX_TOOLS ? s->cfg.max_tools : TS_MAX_TOOLS;
+    if (m->tool_id) {
+      if (m->tool_id > (uint32_t)max_tools) {
+        ts_send_error(c, rid, TS_ETOOL, "tool ids are 1..%d", max_tools);
+        return;
+      }
+      if (se->tool_owner[m->tool_id - 1] && se->tool_owner[m->tool_id - 1] != c) {
+        ts_send_error(c, rid, TS_ETOOL, "tool %u is taken", m->tool_id);
+        return;
+      }
+      tool_id = m->tool_id;
+    } else {
+      for (int i = 0; i < max_tools; i++) {
+        if (!se->tool_owner[i] || se->tool_owner[i] == c) {
+          tool_id = (uint32_t)i + 1;
+          break;
+        }
+      }
+      if (!tool_id) {
+        ts_send_error(c, rid, TS_ETOOL, "every tool of session %u is taken", se->id);
+        return;
+      }
+    }
+  }
+  if (c->session) ts_session_detach(c->session, c);
+  ts_session_attach(se, c);
+  c->role = role;
+  c->tool_id = tool_id;
+  c->frame_interval_ms = 1000u / rate;
+  if (tool_id) {
+    se->tool_owner[tool_id - 1] = c;
+    ts_session_set_tool(se, tool_id, 1, kind, radius, length);
+  }
+  if (tool_id)
+    ts_log_info("%s joined session %u as controller of tool %u", c->peer, se->id, tool_id);
+  else
+    ts_log_info("%s joined session %u as observer", c->peer, se->id);
+  Tissued__V1__Joined r = TISSUED__V1__JOINED__INIT;
+  r.session_id = se->id;
+  r.role = role;
+  r.tool_id = tool_id;
+  r.dt = (float)se->sim.dt;
+  r.frame_rate = rate;
+  r.vertex_count = se->topo->vertex_count;
+  Envelope env = TISSUED__V1__ENVELOPE__INIT;
+  env.request_id = rid;
+  env.body_case = TISSUED__V1__ENVELOPE__BODY_JOINED;
+  env.joined = &r;
+  send_env(c, &env);
+}
+
+static void on_pose(ts_conn *c, uint64_t rid, const Tissued__V1__ToolPose *m) {
+  if (!c->session) {
+    ts_send_error(c, rid, TS_ENOTJOINED, "join a session before sending poses");
+    return;
+  }
+  if (c->role != TISSUED__V1__ROLE__ROLE_CONTROLLER) {
+    ts_send_error(c, rid, TS_EROLE, "observers cannot move tools");
+    strike(c);
+    return;
+  }
+  if (m->tool_id && m->tool_id != c->tool_id) {
+    ts_send_error(c, rid, TS_ETOOL, "this client controls tool %u, not %u", c->tool_id,
+                  m->tool_id);
+    return;
+  }
+  if (!m->position) {
+    ts_send_error(c, rid, TS_EINVAL, "pose without a position");
+    strike(c);
+    return;
+  }
+  double q[4] = {1, 0, 0, 0};
+  if (!finite3(m->position) || !isfinite(m->jaw) ||
+      (m->orientation && !(isfinite(m->orientation->w) && isfinite(m->orientation->x) &&
+                           isfinite(m->orientation->y) && isfinite(m->orientation->z)))) {
+    ts_send_error(c, rid, TS_ENAN, "pose has a NaN or infinite number");
+    strike(c);
+    return;
+  }
+  if (m->orientation) {
+    q[0] = m->orientation->w;
+    q[1] = m->orientation->x;
+    q[2] = m->orientation->y;
+    q[3] = m->orientation->z;
+    double n = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
+    if (fabs(n - 1.0) > 1e-3) {
+      ts_send_error(c, rid, TS_EQUAT, "orientation quaternion has norm %g, not 1", n);
+      strike(c);
+      return;
+    }
+    for (int i = 0; i < 4; i++) q[i] /= n;
+  }
+  double p[3] = {m->position->x, m->position->y, m->position->z};
+  if (fabs(p[0]) > 10 || fabs(p[1]) > 10 || fabs(p[2]) > 10 || m->jaw < 0 || m->jaw > 1) {
+    ts_send_error(c, rid, TS_ERANGE, "position must be within 10 m, jaw in [0, 1]");
+    strike(c);
+    return;
+  }
+  ts_session_post_pose(c->session, c->tool_id, p, q, m->jaw, m->seq, m->client_time_us);
+}
+
+static void on_list(ts_conn *c, uint64_t rid) {
+  ts_server *s = c->server;
+  uint32_t n = 0;
+  for (ts_session *se = s->sessions; se; se = se->next)
+    if (!se->ending) n++;
+  Tissued__V1__SessionInfo *infos = calloc(n ? n : 1, sizeof *infos);
+  Tissued__V1__SessionInfo **ptrs = calloc(n ? n : 1, sizeof *ptrs);
+  if (!infos || !ptrs) {
+    free(infos);
+    free(ptrs);
+    ts_send_error(c, rid, TS_ENOMEM, "out of memory");
+    return;
+  }
+  uint32_t i = 0;
+  for (ts_session *se = s->sessions; se && i < n; se = se->next) {
+    if (se->ending) continue;
+    tissued__v1__session_info__init(&infos[i]);
+    infos[i].session_id = se->id;
+    infos[i].name = se->name;
+    infos[i].tissue = se->tissue_name;
+    infos[i].solver = se->solver;
+    infos[i].clients = se->n_clients;
+    infos[i].vertex_count = se->topo->vertex_count;
+    ptrs[i] = &infos[i];
+    i++;
+  }
+  Tissued__V1__SessionList r = TISSUED__V1__SESSION_LIST__INIT;
+  r.n_sessions = i;
+  r.sessions = ptrs;
+  Envelope env = TISSUED__V1__ENVELOPE__INIT;
+  env.request_id = rid;
+  env.body_case = TISSUED__V1__ENVELOPE__BODY_SESSION_LIST;
+  env.session_list = &r;
+  send_env(c, &env);
+  free(infos);
+  free(ptrs);
+}
+
+static void on_leave(ts_conn *c, uint64_t rid) {
+  if (c->session) ts_session_detach(c->session, c);
+}
+
+static void on_ping(ts_conn *c, uint64_t rid, const Tissued__V1__Ping *m) {
+  Tissued__V1__Pong r = TISSUED__V1__PONG__INIT;
+  r.client_time_us = m->client_time_us;
+  r.server_time_us = uv_hrtime() / 1000;
+  Envelope env = TISSUED__V1__ENVELOPE__INIT;
+  env.request_id = rid;
+  env.body_case = TISSUED__V1__ENVELOPE__BODY_PONG;
+  env.pong = &r;
+  send_env(c, &env);
+}
+
+void ts_dispatch_message(ts_conn *c, const uint8_t *msg, size_t len) {
+  if (c->closing) return;
+  ts_server *s = c->server;
+  s->messages_in++;
+  if (s->shutting_down) return;
+  Envelope *env = tissued__v1__envelope__unpack(NULL, len, msg);
+  if (!env) {
+    ts_send_error(c, 0, TS_EDECODE, "message of %zu bytes does not decode as an Envelope", len);
+    strike(c);
+    return;
+  }
+  uint64_t rid = env->request_id;
+  if (!c->hello_done && env->body_case != TISSUED__V1__ENVELOPE__BODY_HELLO) {
+    ts_send_error(c, rid, TS_ENOHELLO, "the first message must be Hello");
+    strike(c);
+    tissued__v1__envelope__free_unpacked(env, NULL);
+    return;
+  }
+  switch (env->body_case) {
+  case TISSUED__V1__ENVELOPE__BODY_HELLO:
+    if (c->hello_done)
+      ts_send_error(c, rid, TS_EPROTOCOL, "Hello was already received");
+    else
+      on_hello(c, rid, env->hello);
+    break;
+  case TISSUED__V1__ENVELOPE__BODY_CREATE_SESSION: on_create(c, rid, env->create_session); break;
+  case TISSUED__V1__ENVELOPE__BODY_JOIN_SESSION: on_join(c, rid, env->join_session); break;
+  case TISSUED__V1__ENVELOPE__BODY_LEAVE_SESSION: on_leave(c, rid); break;
+  case TISSUED__V1__ENVELOPE__BODY_TOOL_POSE: on_pose(c, rid, env->tool_pose); break;
+  case TISSUED__V1__ENVELOPE__BODY_LIST_SESSIONS: on_list(c, rid); break;
+  case TISSUED__V1__ENVELOPE__BODY_PING: on_ping(c, rid, env->ping); break;
+  case TISSUED__V1__ENVELOPE__BODY__NOT_SET:
+    ts_send_error(c, rid, TS_EPROTOCOL, "empty or unknown message body");
+    strike(c);
+    break;
+  default:
+    ts_send_error(c, rid, TS_EPROTOCOL, "a client may not send this message (body %d)",
+                  (int)env->body_case);
+    strike(c);
+    break;
+  }
+  tissued__v1__envelope__free_unpacked(env, NULL);
+}

@@ -1,0 +1,66 @@
+/*
+ * frame.h: one published frame of a session: the quantized positions and tool
+ * states of one instant, made by a physics thread and then immutable. The loop
+ * thread encodes it for clients lazily, once per (frame, baseline): the
+ * keyframe bytes and the delta bytes against each baseline asked for are
+ * cached in the frame and shared by every client on that baseline.
+ * Reference-counted; the count is touched on the loop thread only after the
+ * physics thread hands the frame over.
+ */
+#ifndef TS_FRAME_H
+#define TS_FRAME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define TS_MAX_TOOLS 8
+#define TS_FRAME_DELTA_CACHE 4
+
+typedef struct ts_tool_state {
+  uint32_t tool_id;     /* 1-based */
+  int active;
+  uint64_t last_pose_seq;
+  uint64_t last_client_time_us;
+  float force[3];
+  float pos[3];
+  float quat[4];
+  float radius;
+} ts_tool_state;
+
+typedef struct ts_topology ts_topology;
+
+typedef struct ts_encoded {
+  uint64_t baseline_seq;  /* 0: keyframe */
+  uint8_t *bytes;         /* a whole Envelope */
+  size_t len;
+  uint32_t changed;       /* vertices in a delta */
+} ts_encoded;
+
+typedef struct ts_frame_ref {
+  int refs;
+  uint32_t session_id;
+  uint64_t seq;              /* 1, 2, ... per session */
+  double sim_time;
+  uint32_t flags;            /* bit 0: physics behind real time */
+  double quantum;
+  uint32_t n;                /* vertices */
+  int32_t (*q)[3];           /* quantized positions */
+  uint32_t n_tools;
+  ts_tool_state tools[TS_MAX_TOOLS];
+  /* loop-thread cache of encodings */
+  ts_encoded key;
+  ts_encoded delta[TS_FRAME_DELTA_CACHE];
+  uint32_t n_delta;
+} ts_frame_ref;
+
+ts_frame_ref *ts_frame_new(uint32_t n);
+void ts_frame_retain(ts_frame_ref *f);
+void ts_frame_release(ts_frame_ref *f);
+
+/* Returns the Envelope bytes of this frame for a client whose baseline is
+ * `base` (NULL: keyframe with topology). Encoded once and cached. NULL on
+ * out of memory. */
+const ts_encoded *ts_frame_encode(ts_frame_ref *f, const ts_frame_ref *base,
+                                  const ts_topology *topo);
+
+#endif

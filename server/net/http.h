@@ -1,0 +1,47 @@
+/*
+ * http.h: the daemon's HTTP listener: serves the web client's static files,
+ * answers /healthz, and upgrades /ws to a WebSocket that carries one Envelope
+ * per binary message (a ts_conn with transport TS_TRANSPORT_WS).
+ * Loop thread only.
+ */
+#ifndef TS_HTTP_H
+#define TS_HTTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "../conn.h"
+
+typedef struct ts_http_config {
+  const char *host;           /* "127.0.0.1" */
+  int port;                   /* 0 = ephemeral */
+  const char *web_root;       /* client-web/ directory */
+  const char *proto_file;     /* proto/tissue.proto, served at /proto/tissue.proto */
+  size_t max_message;         /* largest WebSocket message accepted, bytes */
+  size_t max_pending_output;  /* hard limit of queued output per connection */
+
+  /* Optional hooks for tests: each one that is set replaces its daemon
+   * counterpart (ts_conn_opened, ts_dispatch_message, ts_conn_closed) and
+   * gets hook_ud. The daemon leaves them NULL. */
+  void (*on_open)(ts_conn *c, void *ud);
+  void (*on_message)(ts_conn *c, const uint8_t *msg, size_t len, void *ud);
+  void (*on_closed)(ts_conn *c, void *ud);
+  void *hook_ud;
+} ts_http_config;
+
+typedef struct ts_http ts_http;
+
+/* Returns 0 or a negative ts_errno; *bound_port gets the actual port. The
+ * healthz callback writes a short JSON body into buf (returns its length).
+ * max_message / max_pending_output of 0 pick defaults (1 MiB / 8 MiB). The
+ * config's strings are copied. */
+int ts_http_start(uv_loop_t *loop, ts_server *server, const ts_http_config *cfg,
+                  size_t (*healthz)(ts_server *s, char *buf, size_t cap),
+                  ts_http **out, int *bound_port);
+
+/* Stops listening and closes every HTTP and WebSocket connection (WebSocket
+ * peers get a close frame). Frees itself once all handles are closed. */
+void ts_http_stop(ts_http *h);
+
+#endif

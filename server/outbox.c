@@ -1,0 +1,54 @@
+/*
+ * outbox.c: physics-to-loop event queue (see outbox.h).
+ */
+#include "outbox.h"
+
+#include <stdlib.h>
+
+#include "core/ts_error.h"
+
+int ts_outbox_init(ts_outbox *o, uv_loop_t *loop, uv_async_cb cb, void *data) {
+  o->head = o->tail = NULL;
+  o->depth = o->max_depth = 0;
+  if (uv_mutex_init(&o->lock)) return TS_EINTERNAL;
+  if (uv_async_init(loop, &o->async, cb)) {
+    uv_mutex_destroy(&o->lock);
+    return TS_EINTERNAL;
+  }
+  o->async.data = data;
+  return 0;
+}
+
+int ts_outbox_push(ts_outbox *o, int kind, ts_session *se, ts_frame_ref *f) {
+  ts_event *e = malloc(sizeof *e);
+  if (!e) return TS_ENOMEM;
+  e->kind = kind;
+  e->session = se;
+  e->frame = f;
+  e->next = NULL;
+  uv_mutex_lock(&o->lock);
+  if (o->tail)
+    o->tail->next = e;
+  else
+    o->head = e;
+  o->tail = e;
+  o->depth++;
+  if (o->depth > o->max_depth) o->max_depth = o->depth;
+  uv_mutex_unlock(&o->lock);
+  return 0;
+}
+
+void ts_outbox_wake(ts_outbox *o) { uv_async_send(&o->async); }
+
+ts_event *ts_outbox_take(ts_outbox *o) {
+  uv_mutex_lock(&o->lock);
+  ts_event *h = o->head;
+  o->head = o->tail = NULL;
+  o->depth = 0;
+  uv_mutex_unlock(&o->lock);
+  return h;
+}
+
+void ts_outbox_close(ts_outbox *o, uv_close_cb cb) {
+  uv_close((uv_handle_t *)&o->async, cb);
+}

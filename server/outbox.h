@@ -1,0 +1,40 @@
+/*
+ * outbox.h: the one-way channel from physics threads to the loop thread.
+ * Physics threads push events under a mutex and call uv_async_send (which
+ * coalesces wake-ups); the loop drains the whole queue each time it wakes.
+ */
+#ifndef TS_OUTBOX_H
+#define TS_OUTBOX_H
+
+#include <uv.h>
+
+#include "frame.h"
+
+typedef struct ts_session ts_session;
+
+enum { TS_EV_FRAME = 1, TS_EV_REMOVED = 2, TS_EV_DIVERGED = 3 };
+
+typedef struct ts_event {
+  int kind;
+  ts_session *session;
+  ts_frame_ref *frame; /* TS_EV_FRAME */
+  struct ts_event *next;
+} ts_event;
+
+typedef struct ts_outbox {
+  uv_mutex_t lock;
+  uv_async_t async;
+  ts_event *head, *tail;
+  uint64_t depth;      /* events queued now */
+  uint64_t max_depth;  /* largest queue seen */
+} ts_outbox;
+
+int ts_outbox_init(ts_outbox *o, uv_loop_t *loop, uv_async_cb cb, void *data);
+/* Queues an event (any thread); returns 0 or TS_ENOMEM. Does not wake. */
+int ts_outbox_push(ts_outbox *o, int kind, ts_session *se, ts_frame_ref *f);
+void ts_outbox_wake(ts_outbox *o);
+/* Takes the whole queue (loop thread). */
+ts_event *ts_outbox_take(ts_outbox *o);
+void ts_outbox_close(ts_outbox *o, uv_close_cb cb);
+
+#endif

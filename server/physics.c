@@ -1,0 +1,214 @@
+/*
+ * physics.c: the physics threads (see physics.h). A thread keeps its
+ * sessions in an array, steps every session whose deadline has come (several
+ * steps to catch up after a short stall, at most TS_MAX_CATCHUP), then sleeps
+ * on its condition variable until the earliest deadline or a new command.
+ */
+#include "physics.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/ts_error.h"
+#include "log.h"
+#include "server.h"
+
+#define TS_MAX_CATCHUP 20
+
+typedef struct pthread_ctx {
+  ts_physics *pool;
+  int index;
+  uv_thread_t thread;
+  uv_mutex_t lock;
+  uv_cond_t cond;
+  int stop;
+  /* commands from the loop, under lock */
+  ts_session **adds;
+  uint32_t n_adds, cap_adds;
+  ts_session **removes;
+  uint32_t n_removes, cap_removes;
+  /* owned by the thread */
+  ts_session **sessions;
+  uint32_t n_sessions, cap_sessions;
+  uint32_t load; /* sessions assigned (loop's view) */
+} pthread_ctx;
+
+struct ts_physics {
+  ts_server *server;
+  int n;
+  pthread_ctx *threads;
+};
+
+static int push_ptr(ts_session ***arr, uint32_t *n, uint32_t *cap, ts_session *se) {
+  if (*n == *cap) {
+    uint32_t nc = *cap ? *cap * 2 : 8;
+    ts_session **a = realloc(*arr, sizeof *a * nc);
+    if (!a) return TS_ENOMEM;
+    *arr = a;
+    *cap = nc;
+  }
+  (*arr)[(*n)++] = se;
+  return 0;
+}
+
+static void publish(ts_physics *p, int kind, ts_session *se, ts_frame_ref *f, int *woke) {
+  while (ts_outbox_push(&p->server->outbox, kind, se, f)) {
+    /* out of memory: frames may be lost, removals may not */
+    if (kind == TS_EV_FRAME) {
+      ts_frame_release(f);
+      return;
+    }
+    uv_sleep(1);
+  }
+  *woke = 1;
+}
+
+static void apply_commands(pthread_ctx *t, int *woke) {
+  uv_mutex_lock(&t->lock);
+  for (uint32_t i = 0; i < t->n_adds; i++) {
+    ts_session *se = t->adds[i];
+    se->sim.next_step_ns = uv_hrtime();
+    if (push_ptr(&t->sessions, &t->n_sessions, &t->cap_sessions, se)) {
+      ts_log_error("physics: out of memory adding session %u", se->id);
+      publish(t->pool, TS_EV_REMOVED, se, NULL, woke);
+    }
+  }
+  t->n_adds = 0;
+  for (uint32_t i = 0; i < t->n_removes; i++) {
+    ts_session *se = t->removes[i];
+    for (uint32_t j = 0; j < t->n_sessions; j++) {
+      if (t->sessions[j] == se) {
+        t->sessions[j] = t->sessions[--t->n_sessions];
+        break;
+      }
+    }
+    publish(t->pool, TS_EV_REMOVED, se, NULL, woke);
+  }
+  t->n_removes = 0;
+  uv_mutex_unlock(&t->lock);
+}
+
+static void thread_main(void *arg) {
+  pthread_ctx *t = arg;
+  ts_physics *p = t->pool;
+  for (;;) {
+    int woke = 0;
+    apply_commands(t, &woke);
+    uint64_t now = uv_hrtime();
+    uint64_t earliest = now + 50 * 1000000ull;
+    for (uint32_t i = 0; i < t->n_sessions; i++) {
+      ts_session *se = t->sessions[i];
+      ts_session_sim *sim = &se->sim;
+      int done = 0;
+      while (sim->next_step_ns <= now && done < TS_MAX_CATCHUP) {
+        int diverged = 0;
+        ts_frame_ref *f = ts_session_step(se, &diverged);
+        if (diverged) publish(p, TS_EV_DIVERGED, se, NULL, &woke);
+        if (f) publish(p, TS_EV_FRAME, se, f, &woke);
+        sim->next_step_ns += sim->dt_ns;
+        done++;
+      }
+      if (sim->next_step_ns + 5 * sim->dt_ns < now) {
+        /* too far behind real time: drop the backlog, say so in frames */
+        sim->behind = 1;
+        sim->late_events++;
+        sim->next_step_ns = now + sim->dt_ns;
+      }
+      if (sim->next_step_ns < earliest) earliest = sim->next_step_ns;
+    }
+    if (woke) ts_outbox_wake(&p->server->outbox);
+
+    uv_mutex_lock(&t->lock);
+    if (t->stop) {
+      uv_mutex_unlock(&t->lock);
+      break;
+    }
+    now = uv_hrtime();
+    if (!t->n_adds && !t->n_removes && earliest > now)
+      uv_cond_timedwait(&t->cond, &t->lock, earliest - now);
+    uv_mutex_unlock(&t->lock);
+  }
+}
+
+int ts_physics_start(ts_server *s, int n_threads, ts_physics **out) {
+  if (n_threads <= 0) {
+    n_threads = (int)uv_available_parallelism();
+    if (n_threads < 1) n_threads = 1;
+  }
+  ts_physics *p = calloc(1, sizeof *p);
+  if (!p) return TS_ENOMEM;
+  p->threads = calloc((size_t)n_threads, sizeof *p->threads);
+  if (!p->threads) {
+    free(p);
+    return TS_ENOMEM;
+  }
+  p->server = s;
+  for (int i = 0; i < n_threads; i++) {
+    pthread_ctx *t = &p->threads[i];
+    t->pool = p;
+    t->index = i;
+    uv_mutex_init(&t->lock);
+    uv_cond_init(&t->cond);
+    if (uv_thread_create(&t->thread, thread_main, t)) {
+      ts_log_error("physics: cannot start thread %d", i);
+      uv_cond_destroy(&t->cond);
+      uv_mutex_destroy(&t->lock);
+      p->n = i;
+      ts_physics_stop(p);
+      return TS_EINTERNAL;
+    }
+    p->n = i + 1;
+  }
+  *out = p;
+  return 0;
+}
+
+void ts_physics_add(ts_physics *p, ts_session *se) {
+  pthread_ctx *best = &p->threads[0];
+  for (int i = 1; i < p->n; i++)
+    if (p->threads[i].load < best->load) best = &p->threads[i];
+  best->load++;
+  se->physics_thread = best->index;
+  uv_mutex_lock(&best->lock);
+  if (push_ptr(&best->adds, &best->n_adds, &best->cap_adds, se))
+    ts_log_error("physics: out of memory queueing session %u", se->id);
+  uv_cond_signal(&best->cond);
+  uv_mutex_unlock(&best->lock);
+}
+
+void ts_physics_remove(ts_physics *p, ts_session *se) {
+  pthread_ctx *t = &p->threads[se->physics_thread];
+  t->load--;
+  uv_mutex_lock(&t->lock);
+  while (push_ptr(&t->removes, &t->n_removes, &t->cap_removes, se)) {
+    uv_mutex_unlock(&t->lock);
+    uv_sleep(1);
+    uv_mutex_lock(&t->lock);
+  }
+  uv_cond_signal(&t->cond);
+  uv_mutex_unlock(&t->lock);
+}
+
+void ts_physics_stop(ts_physics *p) {
+  if (!p) return;
+  for (int i = 0; i < p->n; i++) {
+    pthread_ctx *t = &p->threads[i];
+    uv_mutex_lock(&t->lock);
+    t->stop = 1;
+    uv_cond_signal(&t->cond);
+    uv_mutex_unlock(&t->lock);
+  }
+  for (int i = 0; i < p->n; i++) {
+    pthread_ctx *t = &p->threads[i];
+    uv_thread_join(&t->thread);
+    uv_cond_destroy(&t->cond);
+    uv_mutex_destroy(&t->lock);
+    free(t->adds);
+    free(t->removes);
+    free(t->sessions);
+  }
+  free(p->threads);
+  free(p);
+}
+
+int ts_physics_threads(const ts_physics *p) { return p->n; }

@@ -1,0 +1,29 @@
+/*
+ * physics.h: the physics threads. Each owns a disjoint set of sessions and
+ * steps each at its own fixed dt on an earliest-deadline schedule, in real
+ * time. Frames and notices go to the server's outbox (uv_async_send wakes the
+ * loop, which drains it whole). Falling behind is counted and flagged in
+ * frames, never silent.
+ */
+#ifndef TS_PHYSICS_H
+#define TS_PHYSICS_H
+
+#include "session.h"
+
+typedef struct ts_physics ts_physics;
+
+int ts_physics_start(ts_server *s, int n_threads, ts_physics **out);
+
+/* Hands a session to the least loaded thread (loop thread). */
+void ts_physics_add(ts_physics *p, ts_session *se);
+
+/* Asks the owning thread to drop a session; an outbox event
+ * TS_EV_REMOVED follows, after which the loop may free it. */
+void ts_physics_remove(ts_physics *p, ts_session *se);
+
+/* Stops and joins every thread; sessions stay allocated (caller frees). */
+void ts_physics_stop(ts_physics *p);
+
+int ts_physics_threads(const ts_physics *p);
+
+#endif

@@ -1,0 +1,284 @@
+/*
+ * server.c: start-up, the session registry, the outbox drain, the cron timer
+ * and the orderly shutdown of tissued (see server.h).
+ */
+#include "server.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/ts_error.h"
+#include "log.h"
+#include "net/http.h"
+#include "physics.h"
+#include "tissue.pb-c.h"
+#include "ts_storage.h"
+
+uint64_t ts_now_ms(const ts_server *s) { return uv_now(s->loop); }
+
+ts_session *ts_server_find_session(ts_server *s, uint32_t id) {
+  for (ts_session *se = s->sessions; se; se = se->next)
+    if (se->id == id && !se->ending) return se;
+  return NULL;
+}
+
+void ts_send_error(ts_conn *c, uint64_t request_id, int code, const char *fmt, ...) {
+  char msg[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  Tissued__V1__Error err = TISSUED__V1__ERROR__INIT;
+  err.code = -code;
+  err.name = (char *)ts_err_name(code);
+  err.message = msg;
+  Tissued__V1__Envelope env = TISSUED__V1__ENVELOPE__INIT;
+  env.request_id = request_id;
+  env.body_case = TISSUED__V1__ENVELOPE__BODY_ERROR;
+  env.error = &err;
+  uint8_t buf[512];
+  size_t len = tissued__v1__envelope__get_packed_size(&env);
+  if (len > sizeof buf) return;
+  tissued__v1__envelope__pack(&env, buf);
+  c->server->errors_sent++;
+  ts_log_debug("error to %s: %s %s", c->peer, ts_err_name(code), msg);
+  c->ops->send(c, buf, len);
+}
+
+static void unlink_session(ts_server *s, ts_session *se) {
+  for (ts_session **pp = &s->sessions; *pp; pp = &(*pp)->next) {
+    if (*pp == se) {
+      *pp = se->next;
+      s->n_sessions--;
+      return;
+    }
+  }
+}
+
+void ts_server_end_session(ts_server *s, ts_session *se, const char *why) {
+  if (se->ending) return;
+  se->ending = 1;
+  ts_log_info("session %u ends: %s", se->id, why);
+  while (se->clients) {
+    ts_conn *c = se->clients;
+    ts_send_error(c, 0, TS_ENOSESSION, "session %u ended: %s", se->id, why);
+    ts_session_detach(se, c);
+  }
+  ts_physics_remove(s->physics, se);
+}
+
+static void drain_events(ts_server *s, ts_event *e) {
+  uint64_t now = ts_now_ms(s);
+  while (e) {
+    ts_event *next = e->next;
+    ts_session *se = e->session;
+    switch (e->kind) {
+    case TS_EV_FRAME:
+      if (se->ending || s->shutting_down)
+        ts_frame_release(e->frame);
+      else
+        ts_session_on_frame(se, e->frame, now);
+      break;
+    case TS_EV_DIVERGED:
+      ts_log_warn("session %u diverged; the tissue was reset to rest", se->id);
+      for (ts_conn *c = se->clients; c; c = c->next_in_session)
+        ts_send_error(c, 0, TS_EDIVERGED, "session %u diverged and was reset", se->id);
+      break;
+    case TS_EV_REMOVED:
+      unlink_session(s, se);
+      ts_session_free(se);
+      break;
+    }
+    free(e);
+    e = next;
+  }
+}
+
+static void on_outbox(uv_async_t *a) {
+  ts_server *s = a->data;
+  drain_events(s, ts_outbox_take(&s->outbox));
+}
+
+static void on_cron(uv_timer_t *t) {
+  ts_server *s = t->data;
+  uint64_t now = ts_now_ms(s);
+  ts_session *next;
+  for (ts_session *se = s->sessions; se; se = next) {
+    next = se->next;
+    if (!se->ending && se->n_clients == 0 && se->idle_since_ms &&
+        now - se->idle_since_ms > (uint64_t)(s->cfg.session_idle_timeout * 1000))
+      ts_server_end_session(s, se, "idle with no clients");
+  }
+}
+
+static void on_signal(uv_signal_t *h, int signum) {
+  ts_server *s = h->data;
+  ts_server_shutdown(s, signum == SIGINT ? "SIGINT" : "SIGTERM");
+}
+
+static size_t healthz(ts_server *s, char *buf, size_t cap) {
+  uint64_t clients = 0;
+  for (ts_session *se = s->sessions; se; se = se->next) clients += se->n_clients;
+  int n = snprintf(buf, cap,
+                   "{\"status\":\"%s\",\"sessions\":%u,\"session_clients\":%llu,"
+                   "\"connections\":%llu,\"uptime_s\":%.1f,\"frames_out\":%llu}",
+                   s->shutting_down ? "stopping" : "ok", s->n_sessions,
+                   (unsigned long long)clients, (unsigned long long)s->n_conns,
+                   (double)(ts_now_ms(s) - s->start_ms) / 1000.0,
+                   (unsigned long long)s->frames_out);
+  return n < 0 ? 0 : (size_t)n >= cap ? cap - 1 : (size_t)n;
+}
+
+static int make_dir(const char *path) {
+  char tmp[512];
+  snprintf(tmp, sizeof tmp, "%s", path);
+  for (char *p = tmp + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = 0;
+    if (mkdir(tmp, 0750) && errno != EEXIST) return -1;
+    *p = '/';
+  }
+  if (mkdir(tmp, 0750) && errno != EEXIST) return -1;
+  return 0;
+}
+
+static int write_ports_file(ts_server *s) {
+  if (!s->cfg.ports_file[0]) return 0;
+  char tmp[600];
+  snprintf(tmp, sizeof tmp, "%s.tmp", s->cfg.ports_file);
+  FILE *f = fopen(tmp, "w");
+  if (!f) return -1;
+  fprintf(f, "{\"tcp\":%d,\"http\":%d}\n", s->tcp_port, s->http_port);
+  if (fclose(f)) return -1;
+  return rename(tmp, s->cfg.ports_file); /* readers never see half a file */
+}
+
+int ts_server_start(ts_server *s, uv_loop_t *loop, const ts_config *cfg) {
+  memset(s, 0, sizeof *s);
+  s->cfg = *cfg;
+  s->loop = loop;
+  s->next_session_id = 1;
+  s->start_ms = uv_now(loop);
+
+  if (make_dir(cfg->data_dir)) {
+    ts_log_error("cannot create data directory '%s': %s", cfg->data_dir, strerror(errno));
+    return TS_EIO;
+  }
+  char dbpath[600], err[256];
+  snprintf(dbpath, sizeof dbpath, "%s/tissued.sqlite", cfg->data_dir);
+  if (ts_storage_open(dbpath, &s->storage, err, sizeof err)) {
+    ts_log_error("storage: %s", err);
+    return TS_ESTORAGE;
+  }
+  ts_tissue_rec builtin;
+  memset(&builtin, 0, sizeof builtin);
+  builtin.name = "stomach-patch";
+  builtin.kind = "builtin";
+  builtin.mesh_hash = "";
+  builtin.layer_spec =
+      "{\"layers\":[\"mucosa\",\"submucosa\",\"muscularis\"]}";
+  if (ts_storage_put_tissue(s->storage, &builtin) <= 0)
+    ts_log_warn("storage: cannot register the built-in tissue");
+  ts_log_info("storage: %s (schema version %d)", dbpath, ts_storage_schema_version(s->storage));
+
+  if (ts_outbox_init(&s->outbox, loop, on_outbox, s)) return TS_EINTERNAL;
+  int rc = ts_physics_start(s, cfg->physics_threads, &s->physics);
+  if (rc) return rc;
+
+  rc = ts_tcp_start(s, cfg->host, cfg->tcp_port, &s->tcp_port, &s->tcp);
+  if (rc) return rc;
+  ts_http_config hc;
+  memset(&hc, 0, sizeof hc);
+  hc.host = s->cfg.host;
+  hc.port = cfg->http_port;
+  hc.web_root = s->cfg.web_root;
+  hc.proto_file = s->cfg.proto_file;
+  hc.max_message = cfg->max_message;
+  hc.max_pending_output = cfg->hard_output_limit;
+  rc = ts_http_start(loop, s, &hc, healthz, &s->http, &s->http_port);
+  if (rc) {
+    ts_log_error("http: cannot listen on %s:%d", cfg->host, cfg->http_port);
+    return rc;
+  }
+
+  uv_timer_init(loop, &s->cron);
+  s->cron.data = s;
+  uv_timer_start(&s->cron, on_cron, 1000, 1000);
+  uv_signal_init(loop, &s->sigint);
+  uv_signal_init(loop, &s->sigterm);
+  s->sigint.data = s->sigterm.data = s;
+  uv_signal_start(&s->sigint, on_signal, SIGINT);
+  uv_signal_start(&s->sigterm, on_signal, SIGTERM);
+
+  if (write_ports_file(s)) {
+    ts_log_error("cannot write ports file '%s': %s", cfg->ports_file, strerror(errno));
+    return TS_EIO;
+  }
+  ts_log_info("tcp: listening on %s:%d; http on %s:%d; %d physics thread(s); dt %g s",
+              cfg->host, s->tcp_port, cfg->host, s->http_port, ts_physics_threads(s->physics),
+              cfg->dt);
+  return 0;
+}
+
+void ts_server_shutdown(ts_server *s, const char *why) {
+  if (s->shutting_down) return;
+  s->shutting_down = 1;
+  ts_log_info("shutting down (%s)", why);
+
+  /* stop accepting; tell every client; close them (their close callbacks
+   * detach them from sessions) */
+  Tissued__V1__Error err = TISSUED__V1__ERROR__INIT;
+  err.code = -TS_ESHUTDOWN;
+  err.name = (char *)ts_err_name(TS_ESHUTDOWN);
+  err.message = (char *)"server is shutting down";
+  Tissued__V1__Envelope env = TISSUED__V1__ENVELOPE__INIT;
+  env.body_case = TISSUED__V1__ENVELOPE__BODY_ERROR;
+  env.error = &err;
+  uint8_t bye[128];
+  size_t bye_len = tissued__v1__envelope__pack(&env, bye);
+  for (ts_session *se = s->sessions; se; se = se->next)
+    for (ts_conn *c = se->clients; c; c = c->next_in_session) c->ops->send(c, bye, bye_len);
+  if (s->tcp) {
+    ts_tcp_close_all(s->tcp, bye, bye_len);
+    ts_tcp_stop(s->tcp);
+    s->tcp = NULL;
+  }
+  if (s->http) {
+    ts_http_stop(s->http);
+    s->http = NULL;
+  }
+
+  /* physics stops; then nothing else touches sessions but this thread */
+  ts_physics_stop(s->physics);
+  s->physics = NULL;
+  ts_event *e = ts_outbox_take(&s->outbox);
+  while (e) {
+    ts_event *next = e->next;
+    if (e->kind == TS_EV_FRAME) ts_frame_release(e->frame);
+    free(e);
+    e = next;
+  }
+  while (s->sessions) {
+    ts_session *se = s->sessions;
+    while (se->clients) ts_session_detach(se, se->clients);
+    s->sessions = se->next;
+    ts_session_free(se);
+  }
+  s->n_sessions = 0;
+
+  uv_timer_stop(&s->cron);
+  uv_close((uv_handle_t *)&s->cron, NULL);
+  uv_close((uv_handle_t *)&s->sigint, NULL);
+  uv_close((uv_handle_t *)&s->sigterm, NULL);
+  ts_outbox_close(&s->outbox, NULL);
+}
+
+void ts_server_finish(ts_server *s) {
+  if (s->storage) ts_storage_close(s->storage);
+  s->storage = NULL;
+  uv_mutex_destroy(&s->outbox.lock);
+}

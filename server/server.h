@@ -1,0 +1,78 @@
+/*
+ * server.h: the daemon object. It owns the libuv loop's handles (listeners,
+ * signals, the cron timer, the outbox wake-up), the session registry, the
+ * physics pool and the storage handle. Everything here runs on the loop
+ * thread except what physics.h and outbox.h say otherwise.
+ */
+#ifndef TS_SERVER_H
+#define TS_SERVER_H
+
+#include <stdint.h>
+#include <uv.h>
+
+#include "config.h"
+#include "conn.h"
+#include "outbox.h"
+#include "session.h"
+
+typedef struct ts_http ts_http;
+typedef struct ts_tcp ts_tcp;
+typedef struct ts_physics ts_physics;
+typedef struct ts_storage ts_storage;
+
+struct ts_server {
+  ts_config cfg;
+  uv_loop_t *loop;
+  ts_storage *storage;
+  ts_http *http;
+  ts_tcp *tcp;
+  int tcp_port;   /* bound */
+  int http_port;  /* bound */
+  ts_physics *physics;
+  ts_outbox outbox;
+  uv_timer_t cron;
+  uv_signal_t sigint, sigterm;
+
+  ts_session *sessions;
+  uint32_t n_sessions;
+  uint32_t next_session_id;
+  uint64_t next_conn_id;
+  uint64_t n_conns;
+  int shutting_down;
+  int exit_code;
+  uint64_t start_ms;
+
+  /* counters */
+  uint64_t messages_in, bad_messages, errors_sent, frames_out, bytes_out;
+};
+
+/* Starts everything on `loop` with the given config (copied). Returns 0 or a
+ * negative ts_errno (message already logged). */
+int ts_server_start(ts_server *s, uv_loop_t *loop, const ts_config *cfg);
+
+/* Begins an orderly shutdown (idempotent): stop listening, tell and close
+ * clients, stop physics, free sessions, close handles; uv_run then returns. */
+void ts_server_shutdown(ts_server *s, const char *why);
+
+/* Final cleanup after uv_run returned (closes storage). */
+void ts_server_finish(ts_server *s);
+
+uint64_t ts_now_ms(const ts_server *s);
+
+ts_session *ts_server_find_session(ts_server *s, uint32_t id);
+
+/* Ends a session: clients are told and detached, physics drops it, and it is
+ * freed when physics confirms. */
+void ts_server_end_session(ts_server *s, ts_session *se, const char *why);
+
+/* Sends an Error envelope (code is a negative ts_errno). */
+void ts_send_error(ts_conn *c, uint64_t request_id, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* TCP transport (tcp.c). */
+int ts_tcp_start(ts_server *s, const char *host, int port, int *bound_port, ts_tcp **out);
+void ts_tcp_stop(ts_tcp *t);
+/* Sends an Error to every TCP client then closes it (shutdown). */
+void ts_tcp_close_all(ts_tcp *t, const uint8_t *goodbye, size_t len);
+
+#endif

@@ -1,0 +1,255 @@
+/*
+ * session.c: session creation, the client list, the mailbox, the physics
+ * step of one session, and the sharing of frames among its clients (see
+ * session.h for who owns what).
+ */
+#include "session.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/ts_error.h"
+#include "log.h"
+#include "server.h"
+#include "ts_codec.h"
+
+int ts_session_create(ts_server *s, const char *name, const ts_patch_def *def, double dt,
+                      int frame_rate, ts_session **out, char *err, size_t errcap) {
+  ts_session *se = calloc(1, sizeof *se);
+  if (!se) {
+    snprintf(err, errcap, "out of memory");
+    return TS_ENOMEM;
+  }
+  int rc = ts_patch_create(def, &se->sim.tissue);
+  if (rc) {
+    snprintf(err, errcap, "cannot build the tissue: %s", ts_strerror(rc));
+    free(se);
+    return rc;
+  }
+  se->topo = ts_topology_from_tissue(se->sim.tissue);
+  if (!se->topo || uv_mutex_init(&se->mbox.lock)) {
+    ts_topology_free(se->topo);
+    ts_tissue_destroy(se->sim.tissue);
+    free(se);
+    snprintf(err, errcap, "out of memory");
+    return TS_ENOMEM;
+  }
+  se->server = s;
+  snprintf(se->name, sizeof se->name, "%s", name);
+  snprintf(se->tissue_name, sizeof se->tissue_name, "stomach-patch");
+  se->sim.dt = dt;
+  se->sim.dt_ns = (uint64_t)llround(dt * 1e9);
+  se->sim.frame_interval = 1.0 / frame_rate;
+  se->sim.next_frame_time = 0;
+  se->sim.quantum = TS_DEFAULT_QUANTUM;
+  for (int i = 0; i < TS_MAX_TOOLS; i++) {
+    ts_tool *t = &se->sim.tools[i];
+    t->kind = TS_TOOL_SPHERE;
+    t->radius = 0.005;
+    t->quat[0] = 1;
+    t->pos[1] = 0.05; /* parked above the tissue */
+    se->mbox.tool[i].quat[0] = 1;
+    se->mbox.tool[i].pos[1] = 0.05;
+  }
+  *out = se;
+  return 0;
+}
+
+void ts_session_free(ts_session *se) {
+  if (!se) return;
+  for (uint32_t i = 0; i < se->n_recent; i++) ts_frame_release(se->recent[i]);
+  ts_topology_free(se->topo);
+  ts_tissue_destroy(se->sim.tissue);
+  uv_mutex_destroy(&se->mbox.lock);
+  free(se);
+}
+
+void ts_session_attach(ts_session *se, ts_conn *c) {
+  c->session = se;
+  c->prev_in_session = NULL;
+  c->next_in_session = se->clients;
+  if (se->clients) se->clients->prev_in_session = c;
+  se->clients = c;
+  se->n_clients++;
+  se->idle_since_ms = 0;
+  c->baseline_seq = 0;
+  c->last_frame_ms = 0;
+}
+
+void ts_session_detach(ts_session *se, ts_conn *c) {
+  if (c->session != se) return;
+  if (c->prev_in_session)
+    c->prev_in_session->next_in_session = c->next_in_session;
+  else
+    se->clients = c->next_in_session;
+  if (c->next_in_session) c->next_in_session->prev_in_session = c->prev_in_session;
+  c->next_in_session = c->prev_in_session = NULL;
+  se->n_clients--;
+  for (int i = 0; i < TS_MAX_TOOLS; i++) {
+    if (se->tool_owner[i] == c) {
+      se->tool_owner[i] = NULL;
+      ts_session_set_tool(se, (uint32_t)i + 1, 0, TS_TOOL_SPHERE, 0, 0);
+    }
+  }
+  c->session = NULL;
+  if (se->n_clients == 0) se->idle_since_ms = ts_now_ms(se->server);
+}
+
+static ts_frame_ref *find_recent(ts_session *se, uint64_t seq) {
+  if (seq == 0) return NULL;
+  for (uint32_t i = 0; i < se->n_recent; i++)
+    if (se->recent[i]->seq == seq) return se->recent[i];
+  return NULL;
+}
+
+void ts_session_on_frame(ts_session *se, ts_frame_ref *f, uint64_t now_ms) {
+  if (se->n_recent == TS_RECENT_FRAMES) {
+    ts_frame_release(se->recent[0]);
+    memmove(se->recent, se->recent + 1, sizeof(se->recent[0]) * (TS_RECENT_FRAMES - 1));
+    se->n_recent--;
+  }
+  se->recent[se->n_recent++] = f; /* takes the event's reference */
+  ts_server *s = se->server;
+  ts_conn *next;
+  for (ts_conn *c = se->clients; c; c = next) {
+    next = c->next_in_session;
+    if (c->closing) continue;
+    /* per-client rate: due when its interval has passed (2 ms of slack so
+     * that a 60 Hz client is not pushed to 30 Hz by jitter) */
+    if (c->last_frame_ms && now_ms + 2 < c->last_frame_ms + c->frame_interval_ms) continue;
+    if (c->ops->pending(c) > s->cfg.soft_output_limit) {
+      se->frames_skipped++;
+      continue; /* its baseline stays; once it is out of `recent` it gets a keyframe */
+    }
+    ts_frame_ref *base = find_recent(se, c->baseline_seq);
+    const ts_encoded *e = ts_frame_encode(f, base, se->topo);
+    if (!e) {
+      ts_log_error("session %u: out of memory encoding a frame", se->id);
+      return;
+    }
+    int rc = c->ops->send(c, e->bytes, e->len);
+    if (rc == TS_EFULL) {
+      se->clients_dropped++;
+      ts_log_warn("session %u: dropping %s: output over the hard limit", se->id, c->peer);
+      c->ops->close(c, "output over the hard limit");
+      continue;
+    }
+    if (rc) continue;
+    c->baseline_seq = f->seq;
+    c->last_frame_ms = now_ms;
+    se->frames_sent++;
+    s->frames_out++;
+    s->bytes_out += e->len;
+  }
+}
+
+void ts_session_set_tool(ts_session *se, uint32_t tool_id, int active, int kind, double radius,
+                         double length) {
+  if (tool_id < 1 || tool_id > TS_MAX_TOOLS) return;
+  uv_mutex_lock(&se->mbox.lock);
+  ts_mailbox_tool *m = &se->mbox.tool[tool_id - 1];
+  m->active = active;
+  m->kind = kind;
+  if (radius > 0) m->radius = radius;
+  m->length = length;
+  /* a tool that is taken or released is parked away from the tissue until
+   * its controller's first pose */
+  m->pos[0] = m->pos[2] = 0;
+  m->pos[1] = 0.05;
+  m->quat[0] = 1;
+  m->quat[1] = m->quat[2] = m->quat[3] = 0;
+  m->seq = 0;
+  m->client_time_us = 0;
+  m->dirty = 1;
+  uv_mutex_unlock(&se->mbox.lock);
+}
+
+void ts_session_post_pose(ts_session *se, uint32_t tool_id, const double pos[3],
+                          const double quat[4], double jaw, uint64_t seq, uint64_t client_time_us) {
+  if (tool_id < 1 || tool_id > TS_MAX_TOOLS) return;
+  uv_mutex_lock(&se->mbox.lock);
+  ts_mailbox_tool *m = &se->mbox.tool[tool_id - 1];
+  memcpy(m->pos, pos, sizeof m->pos);
+  memcpy(m->quat, quat, sizeof m->quat);
+  m->jaw = jaw;
+  m->seq = seq;
+  m->client_time_us = client_time_us;
+  m->dirty = 1;
+  uv_mutex_unlock(&se->mbox.lock);
+}
+
+static void drain_mailbox(ts_session *se) {
+  ts_session_sim *sim = &se->sim;
+  uv_mutex_lock(&se->mbox.lock);
+  for (int i = 0; i < TS_MAX_TOOLS; i++) {
+    ts_mailbox_tool *m = &se->mbox.tool[i];
+    if (!m->dirty) continue;
+    ts_tool *t = &sim->tools[i];
+    t->active = m->active;
+    t->kind = m->kind;
+    if (m->radius > 0) t->radius = m->radius;
+    t->length = m->length;
+    memcpy(t->pos, m->pos, sizeof t->pos);
+    memcpy(t->quat, m->quat, sizeof t->quat);
+    sim->last_pose_seq[i] = m->seq;
+    sim->last_client_time_us[i] = m->client_time_us;
+    m->dirty = 0;
+  }
+  int reset = se->mbox.reset;
+  se->mbox.reset = 0;
+  uv_mutex_unlock(&se->mbox.lock);
+  if (reset) ts_tissue_reset(sim->tissue);
+}
+
+ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
+  ts_session_sim *sim = &se->sim;
+  *diverged = 0;
+  drain_mailbox(se);
+  ts_step_stats st;
+  memset(&st, 0, sizeof st);
+  uint64_t t0 = uv_hrtime();
+  int rc = ts_massspring_step(sim->tissue, sim->dt, sim->tools, TS_MAX_TOOLS, &st);
+  double ns = (double)(uv_hrtime() - t0);
+  sim->step_ns_ewma = sim->steps ? 0.99 * sim->step_ns_ewma + 0.01 * ns : ns;
+  sim->steps++;
+  sim->substeps = st.substeps;
+  sim->contacts = st.contacts;
+  if (rc == TS_EDIVERGED) *diverged = 1;
+  if (sim->tissue->time + 1e-12 < sim->next_frame_time) return NULL;
+  sim->next_frame_time += sim->frame_interval;
+  if (sim->next_frame_time < sim->tissue->time) sim->next_frame_time = sim->tissue->time;
+
+  ts_tissue *t = sim->tissue;
+  ts_frame_ref *f = ts_frame_new(t->n_nodes);
+  if (!f) return NULL;
+  if (ts_quantize((const double(*)[3])t->x, t->n_nodes, sim->quantum, f->q)) {
+    /* off the grid: treat as divergence, never send it */
+    ts_tissue_reset(t);
+    *diverged = 1;
+    ts_quantize((const double(*)[3])t->x, t->n_nodes, sim->quantum, f->q);
+  }
+  f->session_id = se->id;
+  f->seq = ++sim->frame_seq;
+  f->sim_time = t->time;
+  f->quantum = sim->quantum;
+  f->flags = sim->behind ? 1u : 0u;
+  sim->behind = 0;
+  f->n_tools = TS_MAX_TOOLS;
+  for (int i = 0; i < TS_MAX_TOOLS; i++) {
+    const ts_tool *tool = &sim->tools[i];
+    ts_tool_state *s = &f->tools[i];
+    s->tool_id = (uint32_t)i + 1;
+    s->active = tool->active;
+    s->last_pose_seq = sim->last_pose_seq[i];
+    s->last_client_time_us = sim->last_client_time_us[i];
+    for (int a = 0; a < 3; a++) {
+      s->force[a] = (float)tool->force[a];
+      s->pos[a] = (float)tool->pos[a];
+    }
+    for (int a = 0; a < 4; a++) s->quat[a] = (float)tool->quat[a];
+    s->radius = (float)tool->radius;
+  }
+  return f;
+}

@@ -1,0 +1,112 @@
+/*
+ * session.h: a live tissue session. Its parts have different owners:
+ *   - the loop thread owns the registry fields, the client list, tool
+ *     ownership, the recent frames and the topology;
+ *   - one physics thread owns `sim` (the tissue and tools) from ts_physics_add
+ *     until it reports the session removed;
+ *   - `mbox` is the only shared part: the loop writes the latest pose per tool
+ *     and commands, the physics thread reads them at the start of a step.
+ */
+#ifndef TS_SESSION_H
+#define TS_SESSION_H
+
+#include <stdint.h>
+#include <uv.h>
+
+#include "conn.h"
+#include "core/ts_massspring.h"
+#include "frame.h"
+#include "topology.h"
+
+#define TS_RECENT_FRAMES 8
+
+/* Latest request per tool; "latest pose wins". */
+typedef struct ts_mailbox_tool {
+  int dirty;           /* set by the loop, cleared by physics */
+  int active;
+  int kind;            /* TS_TOOL_* */
+  double radius, length;
+  double pos[3];
+  double quat[4];
+  double jaw;
+  uint64_t seq;
+  uint64_t client_time_us;
+} ts_mailbox_tool;
+
+typedef struct ts_mailbox {
+  uv_mutex_t lock;
+  ts_mailbox_tool tool[TS_MAX_TOOLS];
+  int reset;           /* put the tissue back at rest */
+} ts_mailbox;
+
+/* Physics-thread state. */
+typedef struct ts_session_sim {
+  ts_tissue *tissue;
+  ts_tool tools[TS_MAX_TOOLS];
+  uint64_t last_pose_seq[TS_MAX_TOOLS];
+  uint64_t last_client_time_us[TS_MAX_TOOLS];
+  double dt;                 /* s */
+  uint64_t dt_ns;
+  uint64_t next_step_ns;     /* uv_hrtime deadline of the next step */
+  double frame_interval;     /* simulated s between published frames */
+  double next_frame_time;
+  uint64_t frame_seq;
+  int behind;                /* fell behind real time since the last frame */
+  double quantum;
+  /* statistics (physics thread writes; read approximately elsewhere) */
+  uint64_t steps;
+  uint64_t late_events;
+  double step_ns_ewma;
+  uint32_t substeps;
+  uint32_t contacts;
+} ts_session_sim;
+
+typedef struct ts_session {
+  uint32_t id;
+  char name[64];
+  char tissue_name[64];
+  int solver;
+  ts_server *server;
+  ts_session *next;          /* registry list */
+
+  ts_topology *topo;
+  ts_conn *clients;
+  uint32_t n_clients;
+  ts_conn *tool_owner[TS_MAX_TOOLS];
+  ts_frame_ref *recent[TS_RECENT_FRAMES]; /* newest at recent[n_recent-1] */
+  uint32_t n_recent;
+  uint64_t idle_since_ms;    /* when the last client left; 0 with clients */
+  int ending;                /* removal requested */
+  uint64_t frames_sent, frames_skipped, clients_dropped;
+
+  int physics_thread;        /* index of the owning thread */
+  ts_mailbox mbox;
+  ts_session_sim sim;
+} ts_session;
+
+/* Creates the built-in tissue session (loop thread), not yet stepping.
+ * Returns 0 or a negative ts_errno with a message in err. */
+int ts_session_create(ts_server *s, const char *name, const ts_patch_def *def, double dt,
+                      int frame_rate, ts_session **out, char *err, size_t errcap);
+
+/* Frees a session the physics no longer owns. */
+void ts_session_free(ts_session *se);
+
+void ts_session_attach(ts_session *se, ts_conn *c);
+void ts_session_detach(ts_session *se, ts_conn *c);
+
+/* Loop thread: a new frame arrived from physics; send it to the clients that
+ * are due, sharing encodings. */
+void ts_session_on_frame(ts_session *se, ts_frame_ref *f, uint64_t now_ms);
+
+/* Mailbox writes (loop thread). */
+void ts_session_set_tool(ts_session *se, uint32_t tool_id, int active, int kind, double radius,
+                         double length);
+void ts_session_post_pose(ts_session *se, uint32_t tool_id, const double pos[3],
+                          const double quat[4], double jaw, uint64_t seq, uint64_t client_time_us);
+
+/* Physics thread: one step of dt; publishes a frame when one is due.
+ * Returns the frame to publish (or NULL), and sets *diverged. */
+ts_frame_ref *ts_session_step(ts_session *se, int *diverged);
+
+#endif

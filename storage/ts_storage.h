@@ -1,0 +1,147 @@
+/*
+ * ts_storage.h: what tissued keeps across restarts, in one SQLite file.
+ *
+ * Three tables (schema in ts_storage_schema.c, applied by versioned
+ * migrations): the tissue catalog, material fits per tissue layer and
+ * direction, and learned shortcut models (theta as an opaque blob). The
+ * daemon keeps its database in its data directory; the offline tool opens the
+ * same file directly.
+ *
+ * The file is opened in WAL mode with a busy timeout and foreign keys on.
+ * Every write is one transaction, so a crash at any instant leaves either the
+ * old or the new state. A database written by a newer version of the code
+ * (higher schema version) is refused rather than guessed at.
+ *
+ * Threads: a handle is NOT thread-safe. One thread owns it (in the daemon, the
+ * storage thread); other threads hand it work. Several processes may open the
+ * same file at once (WAL + busy timeout).
+ *
+ * Errors: every function returns 0 (or an id > 0) or a negative ts_errno from
+ * server/core/ts_error.h; ts_storage_errmsg() then says what went wrong:
+ *   TS_EINVAL     bad argument (empty name, unknown kind, no such model id)
+ *   TS_ENAN       a number is NaN or infinite (SQLite would store it as NULL)
+ *   TS_ENOTISSUE  the tissue id or name does not exist
+ *   TS_ESTORAGE   SQLite failed (I/O, corrupt file, locked past the timeout)
+ *   TS_ENOMEM     out of memory
+ *
+ * Records returned by the get functions own their strings and blob; release
+ * them with the matching *_free function. Records passed to list callbacks are
+ * only valid during the callback.
+ */
+#ifndef TS_STORAGE_H
+#define TS_STORAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct ts_storage ts_storage;
+
+/* Schema version this code writes (the number of migrations). */
+int ts_storage_code_version(void);
+
+/* Opens or creates the database at path (its directory must exist) and brings
+ * its schema up to date. Returns 0 with *out set, or TS_ESTORAGE (or
+ * TS_ENOMEM) with a message in errbuf: a file that is not an SQLite database,
+ * a database newer than this code, a failed migration. */
+int ts_storage_open(const char *path, ts_storage **out, char *errbuf, size_t errcap);
+
+/* Closes the handle (NULL is fine). */
+void ts_storage_close(ts_storage *s);
+
+/* The schema version of the open database (PRAGMA user_version). */
+int ts_storage_schema_version(ts_storage *s);
+
+/* Message for the last failed call on this handle ("" after success). */
+const char *ts_storage_errmsg(const ts_storage *s);
+
+/* ---- tissues ------------------------------------------------------------ */
+
+typedef struct ts_tissue_rec {
+  int64_t id;
+  const char *name;        /* unique, non-empty */
+  const char *kind;        /* "builtin" or "mesh" */
+  const char *mesh_hash;   /* hex digest of the source mesh, "" for builtins */
+  const char *layer_spec;  /* layer description (JSON text), may be "" */
+  int64_t created;         /* unix seconds, set by the database */
+  void *mem_;              /* owned storage of get results; do not touch */
+} ts_tissue_rec;
+
+/* Inserts a tissue or updates the one with the same name (kind, mesh_hash and
+ * layer_spec; id and created stay). Returns its id (> 0) or an error. NULL
+ * mesh_hash/layer_spec mean "". */
+int64_t ts_storage_put_tissue(ts_storage *s, const ts_tissue_rec *t);
+
+/* Looks a tissue up by name: 0 and *out filled, or TS_ENOTISSUE. */
+int ts_storage_get_tissue(ts_storage *s, const char *name, ts_tissue_rec *out);
+void ts_storage_tissue_free(ts_tissue_rec *t);
+
+/* Calls cb for every tissue in id order; a non-zero return from cb stops and
+ * is returned. */
+typedef int (*ts_storage_tissue_cb)(void *ud, const ts_tissue_rec *t);
+int ts_storage_list_tissues(ts_storage *s, ts_storage_tissue_cb cb, void *ud);
+
+/* ---- material fits ------------------------------------------------------- */
+
+/* One fitted exponential law for a layer and a loading direction. */
+typedef struct ts_fit_rec {
+  int64_t id;
+  int64_t tissue;          /* tissues.id */
+  const char *layer;       /* "mucosa", ... */
+  const char *direction;   /* "fibre", "cross", ... (free text, non-empty) */
+  const char *name;        /* fit name (a material), non-empty */
+  double a, b;             /* law parameters */
+  double rmse, r2;         /* fit quality */
+  int64_t samples;         /* measurements used, >= 0 */
+  int64_t created;
+  void *mem_;
+} ts_fit_rec;
+
+/* Inserts a fit, or replaces the values of the one with the same (tissue,
+ * layer, direction, name), keeping its id. Returns the id or an error
+ * (TS_ENOTISSUE when the tissue does not exist). */
+int64_t ts_storage_put_fit(ts_storage *s, const ts_fit_rec *f);
+
+/* Fits of one tissue (tissue > 0) or of all (tissue == 0), in id order. */
+typedef int (*ts_storage_fit_cb)(void *ud, const ts_fit_rec *f);
+int ts_storage_list_fits(ts_storage *s, int64_t tissue, ts_storage_fit_cb cb, void *ud);
+
+/* ---- learned models ------------------------------------------------------ */
+
+typedef struct ts_model_rec {
+  int64_t id;
+  int64_t tissue;          /* tissues.id */
+  const char *material;    /* material identity (fit name or layer set) */
+  const char *kind;        /* model family, e.g. "linear-modal" */
+  int64_t version;         /* per (tissue, material, kind); put: 0 = next */
+  const uint8_t *theta;    /* parameters; layout defined by kind */
+  size_t theta_bytes;
+  double loss;             /* final training loss */
+  int64_t samples;         /* training samples */
+  double heldout_rmse;     /* error on held-out samples, metres */
+  double heldout_max;
+  int64_t created;
+  void *mem_;
+} ts_model_rec;
+
+/* Stores a model. version 0 takes the next free version for its (tissue,
+ * material, kind); an explicit version that exists already is refused
+ * (TS_EINVAL): stored models are immutable. Returns the new id. On success the
+ * chosen version is written back to *version_out when it is not NULL. */
+int64_t ts_storage_put_model(ts_storage *s, const ts_model_rec *m, int64_t *version_out);
+
+/* By id: 0 and *out filled, or TS_EINVAL when there is no such model. */
+int ts_storage_get_model(ts_storage *s, int64_t id, ts_model_rec *out);
+
+/* The highest version for (tissue, material, kind), or TS_EINVAL if none. */
+int ts_storage_get_latest_model(ts_storage *s, int64_t tissue, const char *material,
+                                const char *kind, ts_model_rec *out);
+void ts_storage_model_free(ts_model_rec *m);
+
+/* Models of one tissue (tissue > 0) or of all (0), in id order. */
+typedef int (*ts_storage_model_cb)(void *ud, const ts_model_rec *m);
+int ts_storage_list_models(ts_storage *s, int64_t tissue, ts_storage_model_cb cb, void *ud);
+
+/* Deletes a model: 0, or TS_EINVAL when there is no such model. */
+int ts_storage_delete_model(ts_storage *s, int64_t id);
+
+#endif

@@ -1,0 +1,270 @@
+/*
+ * daemon_proc.c: a real tissued per integration test (see daemon_proc.h):
+ * fork/exec with a scratch data directory, wait for the ports file, SIGTERM
+ * and reap with a deadline, clean up even when a test fails half-way.
+ */
+#define _GNU_SOURCE
+#include "daemon_proc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define START_TIMEOUT_MS 10000
+
+/* Daemons to clean up at exit if a test ends early (an assertion exits the
+ * test process). Test-harness state; each entry remembers which process
+ * started it so a forked test runner does not clean up its parent's. */
+#define MAX_TRACKED 8
+static ts_dproc *tracked[MAX_TRACKED];
+static pid_t tracked_owner[MAX_TRACKED];
+static int atexit_done;
+
+static long long now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+  (void)sb;
+  (void)flag;
+  (void)ftw;
+  remove(path);
+  return 0;
+}
+
+static void remove_dir(ts_dproc *d) {
+  if (d->dir[0]) nftw(d->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+  d->dir[0] = '\0';
+}
+
+/* Parent of the daemons' directories ("" = /tmp); inherited by forked tests. */
+static char scratch[200];
+
+int ts_dproc_scratch_begin(void) {
+  snprintf(scratch, sizeof scratch, "/tmp/tissued-itest.XXXXXX");
+  if (!mkdtemp(scratch)) {
+    scratch[0] = '\0';
+    return -1;
+  }
+  return 0;
+}
+
+void ts_dproc_scratch_end(void) {
+  if (scratch[0]) nftw(scratch, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+  scratch[0] = '\0';
+}
+
+static void untrack(ts_dproc *d) {
+  for (int i = 0; i < MAX_TRACKED; i++)
+    if (tracked[i] == d) tracked[i] = NULL;
+}
+
+static void cleanup_at_exit(void) {
+  for (int i = 0; i < MAX_TRACKED; i++) {
+    ts_dproc *d = tracked[i];
+    if (!d || tracked_owner[i] != getpid()) continue;
+    if (d->pid > 0 && !d->reaped) {
+      kill(d->pid, SIGKILL);
+      waitpid(d->pid, NULL, 0);
+    }
+    remove_dir(d);
+    tracked[i] = NULL;
+  }
+}
+
+static void track(ts_dproc *d) {
+  if (!atexit_done) {
+    atexit(cleanup_at_exit);
+    atexit_done = 1;
+  }
+  for (int i = 0; i < MAX_TRACKED; i++) {
+    if (!tracked[i]) {
+      tracked[i] = d;
+      tracked_owner[i] = getpid();
+      return;
+    }
+  }
+}
+
+void ts_dproc_dump_log(const ts_dproc *d) {
+  FILE *f = fopen(d->log, "r");
+  if (!f) return;
+  fprintf(stderr, "---- tissued log (%s) ----\n", d->log);
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) fwrite(buf, 1, n, stderr);
+  fprintf(stderr, "---- end of tissued log ----\n");
+  fclose(f);
+}
+
+/* Reads {"tcp":N,"http":M}; 0 when both are there and sane. */
+static int read_ports(const char *path, int *tcp, int *http) {
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  char buf[256];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  if (!strchr(buf, '}')) return -1; /* not completely written yet */
+  const char *t = strstr(buf, "\"tcp\"");
+  const char *h = strstr(buf, "\"http\"");
+  if (!t || !h) return -1;
+  t = strchr(t + 5, ':');
+  h = strchr(h + 6, ':');
+  if (!t || !h) return -1;
+  char *end;
+  long tv = strtol(t + 1, &end, 10);
+  if (end == t + 1) return -1;
+  long hv = strtol(h + 1, &end, 10);
+  if (end == h + 1) return -1;
+  if (tv <= 0 || tv > 65535 || hv <= 0 || hv > 65535) return -1;
+  *tcp = (int)tv;
+  *http = (int)hv;
+  return 0;
+}
+
+int ts_dproc_alive(ts_dproc *d) {
+  if (d->pid <= 0 || d->reaped) return 0;
+  int st;
+  pid_t r = waitpid(d->pid, &st, WNOHANG);
+  if (r == d->pid) {
+    d->reaped = 1;
+    d->status = st;
+    return 0;
+  }
+  return 1;
+}
+
+int ts_dproc_start(ts_dproc *d, const char *const *extra_args, char *err, size_t errcap) {
+  memset(d, 0, sizeof *d);
+  const char *bin = getenv("TISSUED_BIN");
+  if (!bin || !*bin) {
+    snprintf(err, errcap, "TISSUED_BIN is not set (the path of the tissued binary)");
+    return -1;
+  }
+  if (access(bin, X_OK) != 0) {
+    snprintf(err, errcap, "TISSUED_BIN=%s is not executable: %s", bin, strerror(errno));
+    return -1;
+  }
+  snprintf(d->dir, sizeof d->dir, "%s/tissued-%s", scratch[0] ? scratch : "/tmp",
+           scratch[0] ? "XXXXXX" : "itest.XXXXXX");
+  if (!mkdtemp(d->dir)) {
+    snprintf(err, errcap, "mkdtemp: %s", strerror(errno));
+    d->dir[0] = '\0';
+    return -1;
+  }
+  char ports[300];
+  snprintf(ports, sizeof ports, "%s/ports.json", d->dir);
+  snprintf(d->log, sizeof d->log, "%s/tissued.log", d->dir);
+
+  const char *argv[64];
+  int k = 0;
+  argv[k++] = bin;
+  argv[k++] = "--host";
+  argv[k++] = "127.0.0.1";
+  argv[k++] = "--tcp-port";
+  argv[k++] = "0";
+  argv[k++] = "--http-port";
+  argv[k++] = "0";
+  argv[k++] = "--data-dir";
+  argv[k++] = d->dir;
+  argv[k++] = "--ports-file";
+  argv[k++] = ports;
+  for (int i = 0; extra_args && extra_args[i] && k < 63; i++) argv[k++] = extra_args[i];
+  argv[k] = NULL;
+
+  fflush(NULL);
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) {
+    snprintf(err, errcap, "fork: %s", strerror(errno));
+    remove_dir(d);
+    return -1;
+  }
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127); /* the test is already gone */
+    int fd = open(d->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+    }
+    int in = open("/dev/null", O_RDONLY);
+    if (in >= 0) dup2(in, 0);
+    signal(SIGPIPE, SIG_DFL);
+    execv(bin, (char *const *)argv);
+    fprintf(stderr, "exec %s: %s\n", bin, strerror(errno));
+    _exit(127);
+  }
+  d->pid = pid;
+  track(d);
+
+  long long deadline = now_ms() + START_TIMEOUT_MS;
+  while (now_ms() < deadline) {
+    if (read_ports(ports, &d->tcp_port, &d->http_port) == 0) return 0;
+    if (!ts_dproc_alive(d)) {
+      snprintf(err, errcap, "tissued exited during start-up (status 0x%x)", d->status);
+      ts_dproc_dump_log(d);
+      untrack(d);
+      remove_dir(d);
+      return -1;
+    }
+    sleep_ms(20);
+  }
+  snprintf(err, errcap, "tissued wrote no ports file within %d ms", START_TIMEOUT_MS);
+  ts_dproc_dump_log(d);
+  char why[64];
+  ts_dproc_stop(d, 2000, why, sizeof why);
+  return -1;
+}
+
+int ts_dproc_stop(ts_dproc *d, int timeout_ms, char *why, size_t whycap) {
+  if (whycap) why[0] = '\0';
+  int result = -1;
+  if (d->pid <= 0) {
+    snprintf(why, whycap, "no daemon was started");
+    return -1;
+  }
+  if (!d->reaped) {
+    kill(d->pid, SIGTERM);
+    long long deadline = now_ms() + timeout_ms;
+    while (ts_dproc_alive(d) && now_ms() < deadline) sleep_ms(10);
+    if (!d->reaped) {
+      kill(d->pid, SIGKILL);
+      waitpid(d->pid, &d->status, 0);
+      d->reaped = 1;
+      snprintf(why, whycap, "tissued did not exit within %d ms of SIGTERM; killed", timeout_ms);
+      ts_dproc_dump_log(d);
+      untrack(d);
+      remove_dir(d);
+      return -1;
+    }
+  }
+  if (WIFEXITED(d->status)) {
+    result = WEXITSTATUS(d->status);
+    if (result != 0) snprintf(why, whycap, "tissued exited with status %d", result);
+  } else if (WIFSIGNALED(d->status)) {
+    snprintf(why, whycap, "tissued died from signal %d (%s)", WTERMSIG(d->status),
+             strsignal(WTERMSIG(d->status)));
+  }
+  if (result != 0 || getenv("TS_ITEST_VERBOSE")) ts_dproc_dump_log(d);
+  untrack(d);
+  remove_dir(d);
+  return result;
+}

@@ -1,0 +1,49 @@
+/*
+ * daemon_proc.h: starts and stops a real tissued for the C integration tests
+ * (itest_*.c). The binary comes from $TISSUED_BIN; each daemon gets a fresh
+ * temporary data directory and ephemeral ports, read back from its ports
+ * file. The daemon dies with the test process (PR_SET_PDEATHSIG), so a failed
+ * test never leaves one behind. daemon_proc.mjs is the JavaScript twin.
+ */
+#ifndef TS_DAEMON_PROC_H
+#define TS_DAEMON_PROC_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+typedef struct ts_dproc {
+  pid_t pid;         /* 0 when not running */
+  char dir[256];     /* temporary data directory (removed by stop) */
+  char log[300];     /* the daemon's stdout+stderr, inside dir */
+  int tcp_port;
+  int http_port;
+  int reaped;        /* waitpid collected it (status below) */
+  int status;        /* waitpid status once reaped */
+} ts_dproc;
+
+/* Optional, in main() around the suite run: daemons' directories are then
+ * made inside one scratch directory, and ts_dproc_scratch_end() removes it
+ * with everything in it, also what a test process that died (a failed
+ * assertion in a forked test exits at once) could not clean up itself. */
+int ts_dproc_scratch_begin(void);
+void ts_dproc_scratch_end(void);
+
+/* Starts $TISSUED_BIN with --host 127.0.0.1 --tcp-port 0 --http-port 0
+ * --data-dir <dir> --ports-file <dir>/ports.json plus extra_args (NULL-ended,
+ * may be NULL) and waits up to 10 s for the ports file. Returns 0, or -1 with
+ * a message in err (the daemon's log is printed to stderr). */
+int ts_dproc_start(ts_dproc *d, const char *const *extra_args, char *err, size_t errcap);
+
+/* Is the daemon still running (not exited)? */
+int ts_dproc_alive(ts_dproc *d);
+
+/* Sends SIGTERM and waits up to timeout_ms. Returns the exit status (0..255)
+ * if it exited by itself; -1 if it died from a signal or had to be killed
+ * (message in why). Prints the daemon's log to stderr unless it exited 0.
+ * Removes the data directory. */
+int ts_dproc_stop(ts_dproc *d, int timeout_ms, char *why, size_t whycap);
+
+/* Prints the daemon's log to stderr (for a failing test). */
+void ts_dproc_dump_log(const ts_dproc *d);
+
+#endif

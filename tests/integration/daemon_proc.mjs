@@ -1,0 +1,157 @@
+// daemon_proc.mjs: shared helpers for the JavaScript tests (ws.test.mjs,
+// tests/e2e/browser.test.mjs): start the built daemon (TISSUED_BIN) on
+// ephemeral ports with a scratch data directory, wait for its ports file,
+// stop it with SIGTERM and report the exit status; load the npm packages
+// from client-web/ (where `npm ci` puts them) and the wire protocol from the
+// repository. The twin of daemon_proc.c for the C integration tests.
+
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+
+import { loadProtocolSync } from '../../client-web/src/protocol.js';
+
+export const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
+export const webRequire = createRequire(new URL('../../client-web/package.json', import.meta.url));
+export const protoPath = path.join(repoRoot, 'proto', 'tissue.proto');
+
+/** The wire protocol, loaded with the same module the page uses. */
+export function loadProtocol() {
+  return loadProtocolSync(webRequire('protobufjs'), protoPath);
+}
+
+export function sleep(ms) {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Polls fn() every `every` ms until it returns a truthy value; throws after timeoutMs. */
+export async function waitFor(fn, timeoutMs, what, every = 20) {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error('timed out after ' + timeoutMs + ' ms waiting for ' + what);
+    await sleep(every);
+  }
+}
+
+/** Where tests leave screenshots and logs. */
+export function artifactsDir() {
+  const dir = process.env.TS_ARTIFACTS || path.join(os.tmpdir(), 'tissued-artifacts');
+  fs.mkdirSync(dir, { recursive: true });
+  return dir;
+}
+
+function daemonBin() {
+  const bin = process.env.TISSUED_BIN || path.join(repoRoot, 'build', 'server', 'tissued');
+  if (!fs.existsSync(bin)) throw new Error('daemon not found at ' + bin + ' (set TISSUED_BIN)');
+  return bin;
+}
+
+/**
+ * Starts the daemon on 127.0.0.1 with ephemeral ports. Resolves to
+ * { proc, tcpPort, httpPort, dir, log(), stop() } once the ports file holds
+ * JSON with both ports. Its stdout and stderr are kept (log()) for failure
+ * messages and written to the artifacts directory when it stops.
+ */
+export async function startDaemon({ name = 'tissued', timeoutMs = 20000, extraArgs = [] } = {}) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tissued-js-'));
+  const dataDir = path.join(dir, 'data');
+  fs.mkdirSync(dataDir);
+  const portsFile = path.join(dir, 'ports.json');
+  const args = ['--host', '127.0.0.1', '--tcp-port', '0', '--http-port', '0',
+    '--data-dir', dataDir, '--ports-file', portsFile, ...extraArgs];
+  const proc = spawn(daemonBin(), args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  const keep = (chunk) => {
+    output += chunk.toString();
+    if (output.length > 200000) output = output.slice(-100000);
+  };
+  proc.stdout.on('data', keep);
+  proc.stderr.on('data', keep);
+  const exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
+  let exitStatus = null;
+  exited.then((s) => { exitStatus = s; });
+  proc.on('error', (err) => { output += '\nspawn error: ' + err.message; });
+  // Never leave a daemon behind if the test process dies first.
+  const reap = () => { if (!exitStatus) proc.kill('SIGKILL'); };
+  process.once('exit', reap);
+  exited.then(() => process.removeListener('exit', reap));
+
+  const d = {
+    proc,
+    dir,
+    tcpPort: 0,
+    httpPort: 0,
+    log: () => output,
+    exited,
+    /** SIGTERM, then waits (bounded) for the exit; resolves to {code, signal}. */
+    async stop(graceMs = 10000) {
+      if (!exitStatus) proc.kill('SIGTERM');
+      const timer = sleep(graceMs).then(() => 'timeout');
+      let s = await Promise.race([exited, timer]);
+      if (s === 'timeout') {
+        proc.kill('SIGKILL');
+        s = await exited;
+        s = { ...s, timedOut: true };
+      }
+      try {
+        fs.writeFileSync(path.join(artifactsDir(), name + '.log'), output);
+      } catch { /* the log is a convenience */ }
+      fs.rmSync(dir, { recursive: true, force: true });
+      return s;
+    },
+  };
+
+  try {
+    const ports = await waitFor(() => {
+      if (exitStatus) throw new Error('daemon exited early (' + JSON.stringify(exitStatus) + '):\n' + output);
+      try {
+        const j = JSON.parse(fs.readFileSync(portsFile, 'utf8'));
+        return j && j.http > 0 && j.tcp > 0 ? j : null;
+      } catch {
+        return null;
+      }
+    }, timeoutMs, 'the ports file ' + portsFile);
+    d.tcpPort = ports.tcp;
+    d.httpPort = ports.http;
+  } catch (err) {
+    await d.stop(2000);
+    throw err;
+  }
+  return d;
+}
+
+/**
+ * Waits until the tissue is at rest: sample() returns { simTime, positions }
+ * (or null while there is nothing yet); settled means that over `simGap`
+ * seconds of simulated time no vertex moved vertically by more than `tol`
+ * metres. Gravity makes a fresh patch sag for a while, and a test that
+ * measures a dent must not mistake that sag for it. Returns the last sample.
+ */
+export async function waitSettled(sample, { timeoutMs = 30000, simGap = 0.2, tol = 1e-4 } = {}) {
+  let ref = null;
+  let last = null;
+  let moved = Infinity;
+  const end = Date.now() + timeoutMs;
+  while (Date.now() < end) {
+    const s = await sample();
+    if (s && s.positions) {
+      last = s;
+      if (!ref || s.positions.length !== ref.positions.length) {
+        ref = { simTime: s.simTime, positions: Array.from(s.positions) };
+      } else if (s.simTime - ref.simTime >= simGap) {
+        moved = 0;
+        for (let i = 1; i < s.positions.length; i += 3) moved = Math.max(moved, Math.abs(s.positions[i] - ref.positions[i]));
+        if (moved <= tol) return last;
+        ref = { simTime: s.simTime, positions: Array.from(s.positions) };
+      }
+    }
+    await sleep(50);
+  }
+  throw new Error(`the tissue did not settle within ${timeoutMs} ms (last move ${(moved * 1000).toFixed(3)} mm ` +
+    `over ${simGap} s of simulated time, sim time ${last ? last.simTime : '?'} s)`);
+}
