@@ -658,6 +658,31 @@ int tc_create_session(tc_client *c, const char *builtin, uint32_t *session_id,
   return 0;
 }
 
+/* ResetSession / EndSession share one shape: a session id, answered by Ack. */
+static int session_control(tc_client *c, uint32_t session_id, int end) {
+  Tissued__V1__ResetSession reset = TISSUED__V1__RESET_SESSION__INIT;
+  Tissued__V1__EndSession endm = TISSUED__V1__END_SESSION__INIT;
+  Envelope env = TISSUED__V1__ENVELOPE__INIT;
+  if (end) {
+    endm.session_id = session_id;
+    env.body_case = TISSUED__V1__ENVELOPE__BODY_END_SESSION;
+    env.end_session = &endm;
+  } else {
+    reset.session_id = session_id;
+    env.body_case = TISSUED__V1__ENVELOPE__BODY_RESET_SESSION;
+    env.reset_session = &reset;
+  }
+  Envelope *r;
+  int rc = request(c, &env, TISSUED__V1__ENVELOPE__BODY_ACK, &r);
+  if (rc) return rc;
+  tissued__v1__envelope__free_unpacked(r, NULL);
+  return 0;
+}
+
+int tc_reset_session(tc_client *c, uint32_t session_id) { return session_control(c, session_id, 0); }
+
+int tc_end_session(tc_client *c, uint32_t session_id) { return session_control(c, session_id, 1); }
+
 int tc_join_ex(tc_client *c, const tc_join_params *p, tc_joined *out) {
   if (!p || (p->role != TC_ROLE_OBSERVER && p->role != TC_ROLE_CONTROLLER))
     return fail(c, TS_EINVAL, "role must be TC_ROLE_OBSERVER or TC_ROLE_CONTROLLER");

@@ -134,6 +134,12 @@ int tc_join_ex(tc_client *c, const tc_join_params *p, tc_joined *out);
 /* Sends a ToolPose (no reply; errors come later through tc_poll). pos in
  * metres, quat = w, x, y, z. The library numbers poses (tc_pose_seq()) and
  * stamps them with a monotonic client time. */
+/* A controller puts its session's tissue back at rest (also restarts a
+ * session stopped by divergence), or ends the session for everyone.
+ * 0 or a negative ts_errno (TS_EROLE for observers, TS_ENOTJOINED). */
+int tc_reset_session(tc_client *c, uint32_t session_id);
+int tc_end_session(tc_client *c, uint32_t session_id);
+
 int tc_send_pose(tc_client *c, uint32_t tool_id, const double pos[3], const double quat[4],
                  double jaw);
 /* Seq of the last pose sent (0 before the first). */

@@ -352,6 +352,44 @@ static void on_leave(ts_conn *c, uint64_t rid) {
   if (c->session) ts_session_detach(c->session, c);
 }
 
+static void send_ack(ts_conn *c, uint64_t rid, const char *what) {
+  Tissued__V1__Ack r = TISSUED__V1__ACK__INIT;
+  r.what = (char *)what;
+  Envelope env = TISSUED__V1__ENVELOPE__INIT;
+  env.request_id = rid;
+  env.body_case = TISSUED__V1__ENVELOPE__BODY_ACK;
+  env.ack = &r;
+  send_env(c, &env);
+}
+
+/* Session control needs a controller joined to that very session. */
+static ts_session *controlled_session(ts_conn *c, uint64_t rid, uint32_t session_id) {
+  if (!c->session || c->session->id != session_id) {
+    ts_send_error(c, rid, TS_ENOTJOINED, "not joined to session %u", session_id);
+    return NULL;
+  }
+  if (c->role != TISSUED__V1__ROLE__ROLE_CONTROLLER) {
+    ts_send_error(c, rid, TS_EROLE, "only a controller may do this");
+    return NULL;
+  }
+  return c->session;
+}
+
+static void on_reset(ts_conn *c, uint64_t rid, const Tissued__V1__ResetSession *m) {
+  ts_session *se = controlled_session(c, rid, m->session_id);
+  if (!se) return;
+  ts_session_request_reset(se);
+  ts_log_info("session %u reset by %s", se->id, c->peer);
+  send_ack(c, rid, "reset");
+}
+
+static void on_end(ts_conn *c, uint64_t rid, const Tissued__V1__EndSession *m) {
+  ts_session *se = controlled_session(c, rid, m->session_id);
+  if (!se) return;
+  send_ack(c, rid, "end");
+  ts_server_end_session(c->server, se, "ended by a controller");
+}
+
 static void on_ping(ts_conn *c, uint64_t rid, const Tissued__V1__Ping *m) {
   Tissued__V1__Pong r = TISSUED__V1__PONG__INIT;
   r.client_time_us = m->client_time_us;
@@ -394,6 +432,8 @@ void ts_dispatch_message(ts_conn *c, const uint8_t *msg, size_t len) {
   case TISSUED__V1__ENVELOPE__BODY_TOOL_POSE: on_pose(c, rid, env->tool_pose); break;
   case TISSUED__V1__ENVELOPE__BODY_LIST_SESSIONS: on_list(c, rid); break;
   case TISSUED__V1__ENVELOPE__BODY_PING: on_ping(c, rid, env->ping); break;
+  case TISSUED__V1__ENVELOPE__BODY_RESET_SESSION: on_reset(c, rid, env->reset_session); break;
+  case TISSUED__V1__ENVELOPE__BODY_END_SESSION: on_end(c, rid, env->end_session); break;
   case TISSUED__V1__ENVELOPE__BODY__NOT_SET:
     ts_send_error(c, rid, TS_EPROTOCOL, "empty or unknown message body");
     strike(c);

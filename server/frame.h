@@ -47,6 +47,13 @@ typedef struct ts_frame_ref {
   int32_t (*q)[3];           /* quantized positions */
   uint32_t n_tools;
   ts_tool_state tools[TS_MAX_TOOLS];
+  /* physics statistics at this frame (they travel with frames so that the
+   * loop thread never reads physics state) */
+  double step_seconds;       /* smoothed wall time of one step */
+  uint64_t steps;
+  uint64_t late_events;      /* times the session fell behind real time */
+  uint32_t substeps;
+  uint32_t contacts;
   /* loop-thread cache of encodings */
   ts_encoded key;
   ts_encoded delta[TS_FRAME_DELTA_CACHE];

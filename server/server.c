@@ -13,6 +13,7 @@
 
 #include "core/ts_error.h"
 #include "log.h"
+#include "metrics.h"
 #include "net/http.h"
 #include "physics.h"
 #include "tissue.pb-c.h"
@@ -84,9 +85,11 @@ static void drain_events(ts_server *s, ts_event *e) {
         ts_session_on_frame(se, e->frame, now);
       break;
     case TS_EV_DIVERGED:
-      ts_log_warn("session %u diverged; the tissue was reset to rest", se->id);
+      ts_log_warn("session %u diverged and stopped; a ResetSession restarts it", se->id);
+      se->diverged_count++;
       for (ts_conn *c = se->clients; c; c = c->next_in_session)
-        ts_send_error(c, 0, TS_EDIVERGED, "session %u diverged and was reset", se->id);
+        ts_send_error(c, 0, TS_EDIVERGED,
+                      "session %u diverged and stopped; send ResetSession to restart it", se->id);
       break;
     case TS_EV_REMOVED:
       unlink_session(s, se);
@@ -199,6 +202,7 @@ int ts_server_start(ts_server *s, uv_loop_t *loop, const ts_config *cfg) {
   hc.proto_file = s->cfg.proto_file;
   hc.max_message = cfg->max_message;
   hc.max_pending_output = cfg->hard_output_limit;
+  hc.metrics = ts_metrics_text;
   rc = ts_http_start(loop, s, &hc, healthz, &s->http, &s->http_port);
   if (rc) {
     ts_log_error("http: cannot listen on %s:%d", cfg->host, cfg->http_port);

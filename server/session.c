@@ -180,6 +180,12 @@ void ts_session_post_pose(ts_session *se, uint32_t tool_id, const double pos[3],
   uv_mutex_unlock(&se->mbox.lock);
 }
 
+void ts_session_request_reset(ts_session *se) {
+  uv_mutex_lock(&se->mbox.lock);
+  se->mbox.reset = 1;
+  uv_mutex_unlock(&se->mbox.lock);
+}
+
 static void drain_mailbox(ts_session *se) {
   ts_session_sim *sim = &se->sim;
   uv_mutex_lock(&se->mbox.lock);
@@ -200,13 +206,18 @@ static void drain_mailbox(ts_session *se) {
   int reset = se->mbox.reset;
   se->mbox.reset = 0;
   uv_mutex_unlock(&se->mbox.lock);
-  if (reset) ts_tissue_reset(sim->tissue);
+  if (reset) {
+    ts_tissue_reset(sim->tissue);
+    sim->stopped = 0;
+    sim->next_frame_time = sim->tissue->time; /* a frame right away */
+  }
 }
 
 ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
   ts_session_sim *sim = &se->sim;
   *diverged = 0;
   drain_mailbox(se);
+  if (sim->stopped) return NULL; /* diverged: waits for a reset */
   ts_step_stats st;
   memset(&st, 0, sizeof st);
   uint64_t t0 = uv_hrtime();
@@ -216,7 +227,12 @@ ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
   sim->steps++;
   sim->substeps = st.substeps;
   sim->contacts = st.contacts;
-  if (rc == TS_EDIVERGED) *diverged = 1;
+  if (rc == TS_EDIVERGED) {
+    /* the core never lets NaN out; the session stops until reset */
+    *diverged = 1;
+    sim->stopped = 1;
+    return NULL;
+  }
   if (sim->tissue->time + 1e-12 < sim->next_frame_time) return NULL;
   sim->next_frame_time += sim->frame_interval;
   if (sim->next_frame_time < sim->tissue->time) sim->next_frame_time = sim->tissue->time;
@@ -226,9 +242,10 @@ ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
   if (!f) return NULL;
   if (ts_quantize((const double(*)[3])t->x, t->n_nodes, sim->quantum, f->q)) {
     /* off the grid: treat as divergence, never send it */
-    ts_tissue_reset(t);
+    ts_frame_release(f);
     *diverged = 1;
-    ts_quantize((const double(*)[3])t->x, t->n_nodes, sim->quantum, f->q);
+    sim->stopped = 1;
+    return NULL;
   }
   f->session_id = se->id;
   f->seq = ++sim->frame_seq;
@@ -236,6 +253,11 @@ ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
   f->quantum = sim->quantum;
   f->flags = sim->behind ? 1u : 0u;
   sim->behind = 0;
+  f->step_seconds = sim->step_ns_ewma * 1e-9;
+  f->steps = sim->steps;
+  f->late_events = sim->late_events;
+  f->substeps = sim->substeps;
+  f->contacts = sim->contacts;
   f->n_tools = TS_MAX_TOOLS;
   for (int i = 0; i < TS_MAX_TOOLS; i++) {
     const ts_tool *tool = &sim->tools[i];

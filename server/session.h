@@ -52,6 +52,7 @@ typedef struct ts_session_sim {
   double next_frame_time;
   uint64_t frame_seq;
   int behind;                /* fell behind real time since the last frame */
+  int stopped;               /* diverged: no stepping until a reset */
   double quantum;
   /* statistics (physics thread writes; read approximately elsewhere) */
   uint64_t steps;
@@ -77,7 +78,7 @@ typedef struct ts_session {
   uint32_t n_recent;
   uint64_t idle_since_ms;    /* when the last client left; 0 with clients */
   int ending;                /* removal requested */
-  uint64_t frames_sent, frames_skipped, clients_dropped;
+  uint64_t frames_sent, frames_skipped, clients_dropped, diverged_count;
 
   int physics_thread;        /* index of the owning thread */
   ts_mailbox mbox;
@@ -104,6 +105,10 @@ void ts_session_set_tool(ts_session *se, uint32_t tool_id, int active, int kind,
                          double length);
 void ts_session_post_pose(ts_session *se, uint32_t tool_id, const double pos[3],
                           const double quat[4], double jaw, uint64_t seq, uint64_t client_time_us);
+
+/* Asks the physics thread to put the tissue back at rest (and restart a
+ * session stopped by divergence) before its next step. */
+void ts_session_request_reset(ts_session *se);
 
 /* Physics thread: one step of dt; publishes a frame when one is due.
  * Returns the frame to publish (or NULL), and sets *diverged. */

@@ -6,10 +6,17 @@
 // goes to surface_y + radius - PRESS_DEPTH) until the button is released.
 // While pressing, the pointer is followed on the horizontal plane of the
 // surface as it was when the press started, so the dent the tool makes does
-// not pull the tool further down. The tool descends at a bounded speed
-// (MAX_DESCENT_PER_POSE) so that it enters the tissue from above instead of
-// jumping into it. Poses go out at most every POSE_INTERVAL_MS, and only
-// while the target changes.
+// not pull the tool further down.
+//
+// Through the air above the tissue the tool goes straight to its target.
+// Below the height where it would touch the surface under it, it descends at
+// a bounded speed, DESCENT_SPEED in real time and at most MAX_STEP_PER_POSE
+// in one pose (less than the mucosa's 1 mm, so one pose never carries the
+// tool through a layer), so that it enters the tissue from above instead of
+// jumping into it. The speed is measured on the clock, not in poses: a page
+// whose main thread is busy (software WebGL, a slow machine) sends far fewer
+// than 60 poses a second, and a per-pose speed would then crawl. Poses go out
+// at most every POSE_INTERVAL_MS, and only while the target changes.
 
 import { MOUSE } from 'three';
 
@@ -17,7 +24,8 @@ const HOVER_GAP = 0.002;      // m between the tool and the surface when hoverin
 const PRESS_DEPTH = 0.006;    // m the tool centre goes below surface + radius
 const POSE_INTERVAL_MS = 16;
 const PARK_HEIGHT = 0.03;     // m: where a newly joined tool waits
-const MAX_DESCENT_PER_POSE = 0.0008; // m per pose: 50 mm/s at 60 poses/s
+const DESCENT_SPEED = 0.05;    // m/s into the tissue
+const MAX_STEP_PER_POSE = 0.0008; // m: DESCENT_SPEED over one POSE_INTERVAL_MS
 
 export class ToolPointer {
   /**
@@ -31,7 +39,8 @@ export class ToolPointer {
     this.radius = 0.005;
     this.pressed = false;
     this.pressSurfaceY = 0;
-    this.target = null;       // {x, y, z} wanted tool centre
+    this.target = null;       // {x, y, z, touchY} wanted tool centre; touchY:
+                              // the centre height at which it touches the surface
     this.lastSentKey = '';
     this.lastSentAt = 0;
     this.sent = null;         // {x, y, z} last pose sent
@@ -87,17 +96,19 @@ export class ToolPointer {
   _aim() {
     if (!this.enabled || !this.lastClient) return;
     const { x, y } = this.lastClient;
-    let p;
+    let p, touchY;
     if (this.pressed) {
       p = this.view.pick(x, y, this.pressSurfaceY, true);
       if (!p) return;
-      p.y = this.pressSurfaceY + this.radius - PRESS_DEPTH;
+      touchY = this.pressSurfaceY + this.radius;
+      p.y = touchY - PRESS_DEPTH;
     } else {
       p = this.view.pick(x, y);
       if (!p) return;
-      p.y += this.radius + HOVER_GAP;
+      touchY = p.y + this.radius;
+      p.y = touchY + HOVER_GAP;
     }
-    this.target = { x: p.x, y: p.y, z: p.z };
+    this.target = { x: p.x, y: p.y, z: p.z, touchY };
     this._schedule();
   }
 
@@ -111,17 +122,23 @@ export class ToolPointer {
   _flush() {
     if (!this.target || !this.enabled) return;
     const t = this.target;
-    // Descend at a bounded speed, so a press moves the tool into the tissue
-    // over a few frames rather than teleporting its centre below the surface.
+    const now = performance.now();
+    // Down to the touching height at once; below it at the bounded speed, so
+    // a press moves the tool into the tissue over several poses rather than
+    // teleporting its centre below the surface.
     let y = t.y;
     let more = false;
-    if (this.sent && y < this.sent.y - MAX_DESCENT_PER_POSE) {
-      y = this.sent.y - MAX_DESCENT_PER_POSE;
-      more = true;
+    if (this.sent) {
+      const from = Math.min(this.sent.y, t.touchY);
+      const step = Math.min(DESCENT_SPEED * (now - this.lastSentAt) / 1000, MAX_STEP_PER_POSE);
+      if (y < from - step) {
+        y = from - step;
+        more = true;
+      }
     }
     const key = t.x.toFixed(6) + ',' + y.toFixed(6) + ',' + t.z.toFixed(6);
     if (key !== this.lastSentKey) {
-      this.lastSentAt = performance.now();
+      this.lastSentAt = now;
       if (this.send({ position: { x: t.x, y, z: t.z } }) !== false) {
         this.lastSentKey = key;
         this.sent = { x: t.x, y, z: t.z };
@@ -134,8 +151,7 @@ export class ToolPointer {
 
   /**
    * After a (re)join: puts the tool well above the tissue, where it cannot
-   * touch it, then follows the pointer again from there (descending at the
-   * bounded speed).
+   * touch it, then follows the pointer again from there.
    */
   park() {
     clearTimeout(this.timer);

@@ -159,6 +159,20 @@ static void serve_healthz(ts__net_conn *c, int head_only, int keep) {
   respond(c, 200, "application/json", buf, n, 0, head_only, keep, NULL);
 }
 
+static void serve_metrics(ts__net_conn *c, int head_only, int keep) {
+  if (!c->h->cfg.metrics) {
+    respond_error(c, 404, NULL, head_only, keep);
+    return;
+  }
+  size_t n = 0;
+  char *text = c->h->cfg.metrics(c->h->server, &n);
+  if (!text) {
+    respond_error(c, 503, "metrics unavailable", head_only, keep);
+    return;
+  }
+  respond(c, 200, "text/plain; version=0.0.4; charset=utf-8", text, n, 1, head_only, keep, NULL);
+}
+
 /* ---- request headers ---------------------------------------------------- */
 
 /* All values of header `name` joined by ", " into buf; NULL when absent. */
@@ -242,6 +256,8 @@ static void handle_request(ts__net_conn *c) {
     handle_ws(c);
   } else if (strcmp(rel, "healthz") == 0) {
     serve_healthz(c, head_only, keep);
+  } else if (strcmp(rel, "metrics") == 0) {
+    serve_metrics(c, head_only, keep);
   } else if (strcmp(rel, "proto/tissue.proto") == 0) {
     serve_proto(c, head_only, keep);
   } else if (strncmp(rel, "vendor/", 7) == 0) {

@@ -28,6 +28,9 @@ typedef struct ts_http_config {
   void (*on_message)(ts_conn *c, const uint8_t *msg, size_t len, void *ud);
   void (*on_closed)(ts_conn *c, void *ud);
   void *hook_ud;
+  /* /metrics: Prometheus text exposition, malloc'd (freed by the listener),
+   * or NULL when unavailable (503). NULL callback: 404. */
+  char *(*metrics)(ts_server *s, size_t *len);
 } ts_http_config;
 
 typedef struct ts_http ts_http;

@@ -1,0 +1,124 @@
+/*
+ * metrics.c: builds the /metrics page (see metrics.h): server counters, the
+ * outbox queue depth, and per-session step time, substeps, contacts, frames
+ * sent/skipped, bytes per frame and dropped clients.
+ */
+#include "metrics.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server.h"
+
+typedef struct buf {
+  char *p;
+  size_t len, cap;
+  int failed;
+} buf;
+
+static void put(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(buf *b, const char *fmt, ...) {
+  if (b->failed) return;
+  for (;;) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+      b->failed = 1;
+      return;
+    }
+    if ((size_t)n < b->cap - b->len) {
+      b->len += (size_t)n;
+      return;
+    }
+    size_t cap = b->cap * 2 + (size_t)n;
+    char *p = realloc(b->p, cap);
+    if (!p) {
+      b->failed = 1;
+      return;
+    }
+    b->p = p;
+    b->cap = cap;
+  }
+}
+
+static void family(buf *b, const char *name, const char *type, const char *help) {
+  put(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+char *ts_metrics_text(ts_server *s, size_t *len) {
+  buf b = {malloc(4096), 0, 4096, 0};
+  if (!b.p) return NULL;
+  family(&b, "tissued_uptime_seconds", "gauge", "Seconds since the daemon started.");
+  put(&b, "tissued_uptime_seconds %.3f\n", (double)(ts_now_ms(s) - s->start_ms) / 1000.0);
+  family(&b, "tissued_connections", "gauge", "Open client connections.");
+  put(&b, "tissued_connections %llu\n", (unsigned long long)s->n_conns);
+  family(&b, "tissued_sessions", "gauge", "Live sessions.");
+  put(&b, "tissued_sessions %u\n", s->n_sessions);
+  family(&b, "tissued_messages_in_total", "counter", "Messages received.");
+  put(&b, "tissued_messages_in_total %llu\n", (unsigned long long)s->messages_in);
+  family(&b, "tissued_bad_messages_total", "counter", "Messages refused as malformed or invalid.");
+  put(&b, "tissued_bad_messages_total %llu\n", (unsigned long long)s->bad_messages);
+  family(&b, "tissued_errors_sent_total", "counter", "Error replies sent.");
+  put(&b, "tissued_errors_sent_total %llu\n", (unsigned long long)s->errors_sent);
+  family(&b, "tissued_frames_out_total", "counter", "Frames written to clients.");
+  put(&b, "tissued_frames_out_total %llu\n", (unsigned long long)s->frames_out);
+  family(&b, "tissued_frame_bytes_out_total", "counter", "Bytes of frames written to clients.");
+  put(&b, "tissued_frame_bytes_out_total %llu\n", (unsigned long long)s->bytes_out);
+  uv_mutex_lock(&s->outbox.lock);
+  unsigned long long depth = s->outbox.depth, max_depth = s->outbox.max_depth;
+  uv_mutex_unlock(&s->outbox.lock);
+  family(&b, "tissued_outbox_depth", "gauge", "Physics-to-loop events queued now.");
+  put(&b, "tissued_outbox_depth %llu\n", depth);
+  family(&b, "tissued_outbox_max_depth", "gauge", "Largest physics-to-loop queue seen.");
+  put(&b, "tissued_outbox_max_depth %llu\n", max_depth);
+
+  static const struct {
+    const char *name, *type, *help;
+  } per[] = {
+      {"tissued_session_clients", "gauge", "Clients joined to the session."},
+      {"tissued_session_step_seconds", "gauge", "Smoothed wall time of one physics step."},
+      {"tissued_session_steps_total", "counter", "Physics steps taken."},
+      {"tissued_session_late_total", "counter", "Times the session fell behind real time."},
+      {"tissued_session_substeps", "gauge", "Spring passes in the last step."},
+      {"tissued_session_contacts", "gauge", "Tissue nodes in contact with a tool."},
+      {"tissued_session_frames_sent_total", "counter", "Frames written to the session's clients."},
+      {"tissued_session_frames_skipped_total", "counter",
+       "Frames skipped for clients over the soft output limit."},
+      {"tissued_session_clients_dropped_total", "counter",
+       "Clients dropped over the hard output limit."},
+      {"tissued_session_diverged_total", "counter", "Times the simulation diverged."},
+      {"tissued_session_keyframe_bytes", "gauge", "Encoded size of the newest keyframe."},
+  };
+  for (size_t k = 0; k < sizeof per / sizeof per[0]; k++) {
+    family(&b, per[k].name, per[k].type, per[k].help);
+    for (ts_session *se = s->sessions; se; se = se->next) {
+      if (se->ending) continue;
+      const ts_frame_ref *f = se->n_recent ? se->recent[se->n_recent - 1] : NULL;
+      double v = 0;
+      switch (k) {
+      case 0: v = se->n_clients; break;
+      case 1: v = f ? f->step_seconds : 0; break;
+      case 2: v = f ? (double)f->steps : 0; break;
+      case 3: v = f ? (double)f->late_events : 0; break;
+      case 4: v = f ? f->substeps : 0; break;
+      case 5: v = f ? f->contacts : 0; break;
+      case 6: v = (double)se->frames_sent; break;
+      case 7: v = (double)se->frames_skipped; break;
+      case 8: v = (double)se->clients_dropped; break;
+      case 9: v = (double)se->diverged_count; break;
+      case 10: v = f && f->key.bytes ? (double)f->key.len : 0; break;
+      }
+      put(&b, "%s{session=\"%u\"} %.9g\n", per[k].name, se->id, v);
+    }
+  }
+  if (b.failed) {
+    free(b.p);
+    return NULL;
+  }
+  *len = b.len;
+  return b.p;
+}

@@ -1,0 +1,211 @@
+/*
+ * itest_control.c: session control over the TCP protocol. A controller can
+ * reset its session's tissue to rest (the dent it made disappears) and end the
+ * session (its other clients are told, later joins find no session); an
+ * observer can do neither; a client cannot control a session it is not in.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../server/core/ts_error.h"
+#include "daemon_proc.h"
+#include "tissueclient.h"
+
+static long long now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+typedef struct watch {
+  uint64_t seq;
+  double sim_time;
+  double centre_y;    /* top-sheet node nearest the axis */
+  int nosession;      /* Error TS_ENOSESSION received */
+} watch;
+
+static void on_frame(void *ud, const tc_frame *f) {
+  watch *w = ud;
+  w->seq = f->seq;
+  w->sim_time = f->sim_time;
+  /* the top sheet's centre is the highest node on the patch axis */
+  double top = -1e9;
+  for (uint32_t i = 0; i < f->vertex_count; i++)
+    if (hypot(f->positions[i][0], f->positions[i][2]) < 1e-4 && f->positions[i][1] > top)
+      top = f->positions[i][1];
+  ck_assert_msg(top > -1e9, "no node on the patch axis");
+  w->centre_y = top;
+}
+
+static void on_error(void *ud, int code, const char *name, const char *message, uint64_t rid) {
+  watch *w = ud;
+  if (code == TS_ENOSESSION) w->nosession++;
+}
+
+/* Polls both clients until the controller's frames have advanced by `sim`
+ * seconds of simulated time (bounded by wall time), sending `pos` poses. */
+static void run_for(tc_client *a, tc_client *b, watch *wa, uint32_t tool, const double pos[3],
+                    double sim) {
+  const double quat[4] = {1, 0, 0, 0};
+  double t0 = wa->sim_time;
+  long long deadline = now_ms() + 120000;
+  while (wa->sim_time - t0 < sim && now_ms() < deadline) {
+    if (pos) ck_assert_int_eq(tc_send_pose(a, tool, pos, quat, 0), 0);
+    ck_assert_int_ge(tc_poll(a, 5), 0);
+    if (b) ck_assert_int_ge(tc_poll(b, 0), 0);
+  }
+  ck_assert_msg(wa->sim_time - t0 >= sim, "simulated time advanced only %g s", wa->sim_time - t0);
+}
+
+/* GET path over plain HTTP/1.0; returns the malloc'd response (headers and
+ * body) or NULL. */
+static char *http_get(int port, const char *path) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+  inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+  if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a)) {
+    if (fd >= 0) close(fd);
+    return NULL;
+  }
+  char req[256];
+  int n = snprintf(req, sizeof req, "GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", path);
+  if (write(fd, req, (size_t)n) != n) {
+    close(fd);
+    return NULL;
+  }
+  size_t cap = 1 << 16, len = 0;
+  char *out = malloc(cap + 1);
+  ssize_t r;
+  while (out && len < cap && (r = read(fd, out + len, cap - len)) > 0) len += (size_t)r;
+  close(fd);
+  if (out) out[len] = 0;
+  return out;
+}
+
+/* The value of a metric line "name value" in a Prometheus page, or -1. */
+static double metric(const char *page, const char *name) {
+  const char *p = page;
+  size_t n = strlen(name);
+  while ((p = strstr(p, name))) {
+    if ((p == page || p[-1] == '\n') && p[n] == ' ') return atof(p + n + 1);
+    p += n;
+  }
+  return -1;
+}
+
+START_TEST(test_metrics) {
+  ts_dproc d;
+  char err[256];
+  ck_assert_msg(ts_dproc_start(&d, NULL, err, sizeof err) == 0, "%s", err);
+  tc_client *a = tc_connect("127.0.0.1", d.tcp_port, "itest-metrics", err, sizeof err);
+  ck_assert_msg(a != NULL, "%s", err);
+  watch wa = {0};
+  tc_set_frame_cb(a, on_frame, &wa);
+  uint32_t sid, tool;
+  ck_assert_int_eq(tc_create_session(a, "stomach-patch", &sid, NULL, NULL), 0);
+  ck_assert_int_eq(tc_join(a, sid, TC_ROLE_CONTROLLER, 0, 0.005, &tool), 0);
+  const double parked[3] = {0, 0.05, 0};
+  run_for(a, NULL, &wa, tool, parked, 0.1);
+
+  char *page = http_get(d.http_port, "/metrics");
+  ck_assert_ptr_nonnull(page);
+  ck_assert_msg(strstr(page, "HTTP/1.1 200") && strstr(page, "text/plain; version=0.0.4"),
+                "%.200s", page);
+  ck_assert_double_eq(metric(page, "tissued_sessions"), 1);
+  ck_assert_double_eq(metric(page, "tissued_session_clients{session=\"1\"}"), 1);
+  /* at least the steps behind the 0.1 s of frames seen (1 ms each) */
+  ck_assert_double_ge(metric(page, "tissued_session_steps_total{session=\"1\"}"), 100);
+  ck_assert_double_gt(metric(page, "tissued_session_step_seconds{session=\"1\"}"), 0);
+  ck_assert_double_ge(metric(page, "tissued_session_frames_sent_total{session=\"1\"}"), 5);
+  ck_assert_double_gt(metric(page, "tissued_frame_bytes_out_total"), 0);
+  ck_assert_double_ge(metric(page, "tissued_messages_in_total"), 3);
+  free(page);
+  tc_close(a);
+  char why[256] = "";
+  ck_assert_msg(ts_dproc_stop(&d, 10000, why, sizeof why) == 0, "stop: %s", why);
+}
+END_TEST
+
+START_TEST(test_reset_and_end) {
+  ts_dproc d;
+  char err[256];
+  ck_assert_msg(ts_dproc_start(&d, NULL, err, sizeof err) == 0, "%s", err);
+  tc_client *a = tc_connect("127.0.0.1", d.tcp_port, "itest-control-a", err, sizeof err);
+  ck_assert_msg(a != NULL, "%s", err);
+  tc_client *b = tc_connect("127.0.0.1", d.tcp_port, "itest-control-b", err, sizeof err);
+  ck_assert_msg(b != NULL, "%s", err);
+  watch wa = {0}, wb = {0};
+  tc_set_frame_cb(a, on_frame, &wa);
+  tc_set_frame_cb(b, on_frame, &wb);
+  tc_set_error_cb(a, on_error, &wa);
+  tc_set_error_cb(b, on_error, &wb);
+
+  uint32_t sid, sid2, tool;
+  ck_assert_int_eq(tc_create_session(a, "stomach-patch", &sid, NULL, NULL), 0);
+  ck_assert_int_eq(tc_create_session(a, "stomach-patch", &sid2, NULL, NULL), 0);
+  ck_assert_int_eq(tc_join(a, sid, TC_ROLE_CONTROLLER, 0, 0.005, &tool), 0);
+  ck_assert_int_eq(tc_join(b, sid, TC_ROLE_OBSERVER, 0, 0, NULL), 0);
+
+  /* the untouched patch at rest (0.3 s of simulated time settles its sag) */
+  const double parked[3] = {0, 0.05, 0};
+  run_for(a, b, &wa, tool, parked, 0.3);
+  double rest_y = wa.centre_y;
+
+  /* press 4 mm below the rest surface and hold */
+  double press[3] = {0, rest_y + 0.005 - 0.004, 0};
+  run_for(a, b, &wa, tool, press, 0.3);
+  double pressed_y = wa.centre_y;
+  ck_assert_msg(rest_y - pressed_y > 0.002, "dent %g m", rest_y - pressed_y);
+
+  /* observers cannot reset or end; nobody controls a session they are not in */
+  ck_assert_int_eq(tc_reset_session(b, sid), TS_EROLE);
+  ck_assert_int_eq(tc_end_session(b, sid), TS_EROLE);
+  ck_assert_int_eq(tc_reset_session(a, sid2), TS_ENOTJOINED);
+
+  /* park the tool, reset: the next frames show the tissue back at rest
+   * (within the sag it regains in a few steps: 0.1 mm) */
+  run_for(a, b, &wa, tool, parked, 0.01);
+  ck_assert_int_eq(tc_reset_session(a, sid), 0);
+  run_for(a, b, &wa, tool, NULL, 0.05);
+  ck_assert_msg(fabs(wa.centre_y - rest_y) < 1e-4, "after reset centre at %g m, rest %g m",
+                wa.centre_y, rest_y);
+
+  /* end: the observer is told; joining again finds no session; the other
+   * session is untouched */
+  ck_assert_int_eq(tc_end_session(a, sid), 0);
+  long long deadline = now_ms() + 10000;
+  while (!wb.nosession && now_ms() < deadline) ck_assert_int_ge(tc_poll(b, 20), 0);
+  ck_assert_int_eq(wb.nosession, 1);
+  ck_assert_int_eq(tc_join(b, sid, TC_ROLE_OBSERVER, 0, 0, NULL), TS_ENOSESSION);
+  ck_assert_int_eq(tc_join(b, sid2, TC_ROLE_OBSERVER, 0, 0, NULL), 0);
+
+  tc_close(a);
+  tc_close(b);
+  char why[256] = "";
+  ck_assert_msg(ts_dproc_stop(&d, 10000, why, sizeof why) == 0, "stop: %s", why);
+}
+END_TEST
+
+int main(void) {
+  ts_dproc_scratch_begin();
+  Suite *s = suite_create("control");
+  TCase *tc = tcase_create("tcp");
+  tcase_set_timeout(tc, 300);
+  tcase_add_test(tc, test_reset_and_end);
+  tcase_add_test(tc, test_metrics);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  ts_dproc_scratch_end();
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,125 @@
+/*
+ * test_config.c: the daemon's settings: embedded defaults, INI file, flags,
+ * and clear refusals of bad values (server/config.c).
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "log.h"
+
+START_TEST(test_defaults) {
+  ts_config c;
+  ts_config_defaults(&c);
+  ck_assert_str_eq(c.host, "127.0.0.1");
+  ck_assert_int_eq(c.tcp_port, 7070);
+  ck_assert_int_eq(c.http_port, 8080);
+  ck_assert_str_eq(c.data_dir, "data");
+  ck_assert_double_eq(c.dt, 0.001);
+  ck_assert_int_eq(c.frame_rate, 60);
+  ck_assert_int_eq(c.log_level, TS_LOG_INFO);
+  ck_assert_uint_le(c.soft_output_limit, c.hard_output_limit);
+}
+END_TEST
+
+START_TEST(test_flags) {
+  ts_config c;
+  ts_config_defaults(&c);
+  char err[256] = "";
+  char *argv[] = {"tissued", "--tcp-port", "0", "--http-port=9090", "--dt", "0.0005",
+                  "--log-level", "debug", "--data-dir", "/tmp/x", NULL};
+  ck_assert_int_eq(ts_config_parse_args(&c, 10, argv, err, sizeof err), 0);
+  ck_assert_int_eq(c.tcp_port, 0);
+  ck_assert_int_eq(c.http_port, 9090);
+  ck_assert_double_eq(c.dt, 0.0005);
+  ck_assert_int_eq(c.log_level, TS_LOG_DEBUG);
+  ck_assert_str_eq(c.data_dir, "/tmp/x");
+}
+END_TEST
+
+/* Each bad argument list is refused with a message naming the problem. */
+START_TEST(test_bad_flags) {
+  static const struct {
+    const char *argv[4];
+    const char *needle;
+  } cases[] = {
+      {{"tissued", "--tcp-port", "70000", NULL}, "tcp-port"},
+      {{"tissued", "--tcp-port", "12x", NULL}, "whole number"},
+      {{"tissued", "--dt", "nan", NULL}, "dt"},
+      {{"tissued", "--dt", "1", NULL}, "[1e-05, 0.01]"},
+      {{"tissued", "--no-such", "1", NULL}, "unknown setting"},
+      {{"tissued", "--log-level", "loud", NULL}, "error, warn, info, debug"},
+      {{"tissued", "--max-message", "-5", NULL}, "max-message"},
+      {{"tissued", "--frame-rate", NULL, NULL}, "needs a value"},
+      {{"tissued", "stray", NULL, NULL}, "unexpected argument"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    ts_config c;
+    ts_config_defaults(&c);
+    char err[256] = "";
+    int argc = 0;
+    while (argc < 4 && cases[i].argv[argc]) argc++;
+    ck_assert_int_eq(ts_config_parse_args(&c, argc, (char **)cases[i].argv, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, cases[i].needle) != NULL, "case %zu: '%s' lacks '%s'", i, err,
+                  cases[i].needle);
+  }
+}
+END_TEST
+
+static void write_file(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs(text, f);
+  fclose(f);
+}
+
+START_TEST(test_ini_file) {
+  char dir[] = "/tmp/ts-config-XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  char path[128];
+  snprintf(path, sizeof path, "%s/t.ini", dir);
+  write_file(path, "; comment\n[server]\nhttp_port = 8181\nframe-rate = 30\n");
+  ts_config c;
+  ts_config_defaults(&c);
+  char err[256] = "";
+  /* the file first, then a later flag overrides it */
+  char *argv[] = {"tissued", "--config", path, "--frame-rate", "20", NULL};
+  ck_assert_int_eq(ts_config_parse_args(&c, 5, argv, err, sizeof err), 0);
+  ck_assert_int_eq(c.http_port, 8181);
+  ck_assert_int_eq(c.frame_rate, 20);
+
+  write_file(path, "[server]\nhttp_port = 8181\n\ndt = 5\n");
+  ts_config_defaults(&c);
+  ck_assert_int_eq(ts_config_load_file(&c, path, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, ":4:") && strstr(err, "dt"), "line and key named: %s", err);
+
+  write_file(path, "[client]\nx = 1\n");
+  ck_assert_int_eq(ts_config_load_file(&c, path, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "[client]"), "%s", err);
+
+  snprintf(path, sizeof path, "%s/missing.ini", dir);
+  ck_assert_int_eq(ts_config_load_file(&c, path, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "cannot open"), "%s", err);
+  snprintf(path, sizeof path, "%s/t.ini", dir);
+  unlink(path);
+  rmdir(dir);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("config");
+  TCase *tc = tcase_create("config");
+  tcase_add_test(tc, test_defaults);
+  tcase_add_test(tc, test_flags);
+  tcase_add_test(tc, test_bad_flags);
+  tcase_add_test(tc, test_ini_file);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
