@@ -1,19 +1,29 @@
 #!/usr/bin/env bash
 # deploy/install-deps.sh: installs what tissued needs on Debian 12 and is not
-# there yet: the Debian packages for building (and, with --test, for testing),
-# then the web client's npm packages from its lock file. Safe to run again:
+# there yet: the Debian packages for building (and, with --test, for testing;
+# with --bench, for the benchmarks under tests/bench/: Bullet as the reference
+# peer and a C++ compiler for its glue), then the web client's npm packages
+# from its lock file. Safe to run again:
 # it runs apt-get only when a package is missing and npm ci only when the lock
 # file changed since the last install.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BUILD_PKGS=(build-essential cmake pkg-config libuv1-dev libprotobuf-c-dev protobuf-c-compiler
-  libcglm-dev libsqlite3-dev libwslay-dev libhttp-parser-dev libssl-dev libinih-dev check
+  libcglm-dev libsqlite3-dev libwslay-dev libhttp-parser-dev libssl-dev libinih-dev check libzstd-dev
+  libcjson-dev libmeshoptimizer-dev
   sqlite3)
-TEST_PKGS=(chromium clang libclang-rt-14-dev)
+TEST_PKGS=(chromium clang libclang-rt-14-dev libopenmesh-dev)
+BENCH_PKGS=(g++ libbullet-dev)
 
 want=("${BUILD_PKGS[@]}")
-if [[ "${1:-}" == "--test" ]]; then want+=("${TEST_PKGS[@]}"); fi
+for arg in "$@"; do
+  case "$arg" in
+  --test) want+=("${TEST_PKGS[@]}") ;;
+  --bench) want+=("${BENCH_PKGS[@]}") ;;
+  *) echo "install-deps: unknown option $arg (use --test and/or --bench)" >&2; exit 2 ;;
+  esac
+done
 command -v node >/dev/null 2>&1 || want+=(nodejs)
 command -v npm >/dev/null 2>&1 || want+=(npm)
 

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # deploy/test.sh: the README's second command, and what CI runs. Installs
 # what is missing, builds, and runs the whole test suite twice: a normal
-# build (unit, integration, WebSocket and browser tests) and an ASan+UBSan
-# build (unit and integration tests; any report fails the run).
+# build (unit, integration, WebSocket and browser tests), an ASan+UBSan build
+# (unit and integration tests; any report fails the run), a TSan build of the
+# daemon driven by the integration tests, and each fuzz target for a bounded
+# time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 deploy/install-deps.sh --test
@@ -14,14 +16,14 @@ total_pass=0
 total_fail=0
 status=0
 
-run_suite() { # name build-dir cmake-options...
-  local name=$1 dir=$2
-  shift 2
+run_suite() { # name build-dir ctest-regex cmake-options...
+  local name=$1 dir=$2 regex=$3
+  shift 3
   echo "== $name: build ($dir)"
   deploy/build.sh "$dir" "$@"
   echo "== $name: test"
   local log="$dir/ctest.log"
-  if ! ctest --test-dir "$dir" --output-on-failure -j"$jobs" --timeout 900 2>&1 | tee "$log"; then
+  if ! ctest --test-dir "$dir" --output-on-failure -j"$jobs" --timeout 900 -R "$regex" 2>&1 | tee "$log"; then
     status=1
   fi
   if ! grep -q "tests passed" "$log"; then status=1; fi
@@ -38,8 +40,10 @@ run_suite() { # name build-dir cmake-options...
   fi
 }
 
-run_suite "normal" build
-run_suite "asan+ubsan" build-asan -DTS_SANITIZE=ON
+run_suite "normal" build "."
+run_suite "asan+ubsan" build-asan "." -DTS_SANITIZE=ON
+# where the loop thread and the physics threads meet: the daemon under TSan
+TSAN_OPTIONS="halt_on_error=1" run_suite "tsan" build-tsan "^integration\\." -DTS_TSAN=ON
 
 echo "== fuzz: each parser's target for ${TS_FUZZ_SECONDS:-20}s"
 if deploy/fuzz.sh "${TS_FUZZ_SECONDS:-20}"; then

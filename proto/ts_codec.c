@@ -1,12 +1,15 @@
 /*
  * ts_codec.c: quantization and the "q1" keyframe/delta frame codec; the
- * format is specified in ts_codec.h.
+ * format is specified in ts_codec.h. The "q2" codec (q1's successor with an
+ * entropy stage) is in ts_codec_q2.c, and the codec-id dispatch in
+ * ts_codec_dispatch.c.
  */
 #include "ts_codec.h"
 
 #include <math.h>
 
 #include "../server/core/ts_error.h"
+#include "ts_codec_varint.h"
 
 int ts_quantize(const double (*x)[3], uint32_t n, double quantum, int32_t (*q)[3]) {
   if (!(quantum > 0) || !isfinite(quantum)) return TS_EINVAL;
@@ -23,51 +26,12 @@ int ts_quantize(const double (*x)[3], uint32_t n, double quantum, int32_t (*q)[3
 
 size_t ts_codec_bound(uint32_t n) { return 5 + (size_t)n * (5 + 3 * 5); }
 
-static inline uint32_t zz_enc(int32_t v) {
-  return ((uint32_t)v << 1) ^ (uint32_t)(v >> 31);
-}
-static inline int32_t zz_dec(uint32_t u) { return (int32_t)((u >> 1) ^ (0u - (u & 1u))); }
-
-static inline size_t put_varint(uint8_t *out, uint32_t v) {
-  size_t k = 0;
-  while (v >= 0x80) {
-    out[k++] = (uint8_t)(v | 0x80);
-    v >>= 7;
-  }
-  out[k++] = (uint8_t)v;
-  return k;
-}
-
-/* Reads one varint; returns bytes used or 0 when malformed or truncated. */
-static inline size_t get_varint(const uint8_t *p, size_t len, uint32_t *v) {
-  uint32_t r = 0;
-  for (size_t k = 0; k < 5 && k < len; k++) {
-    uint8_t b = p[k];
-    if (k == 4 && (b & 0xF0)) return 0; /* more than 32 bits */
-    r |= (uint32_t)(b & 0x7F) << (7 * k);
-    if (!(b & 0x80)) {
-      *v = r;
-      return k + 1;
-    }
-  }
-  return 0;
-}
-
-/* Differences are taken in uint32 arithmetic so that they wrap instead of
- * overflowing; the decoder wraps back. */
-static inline int32_t wrap_sub(int32_t a, int32_t b) {
-  return (int32_t)((uint32_t)a - (uint32_t)b);
-}
-static inline int32_t wrap_add(int32_t a, int32_t b) {
-  return (int32_t)((uint32_t)a + (uint32_t)b);
-}
-
 size_t ts_encode_keyframe(const int32_t (*q)[3], uint32_t n, uint8_t *out) {
   size_t o = 0;
   int32_t prev[3] = {0, 0, 0};
   for (uint32_t i = 0; i < n; i++) {
     for (int a = 0; a < 3; a++) {
-      o += put_varint(out + o, zz_enc(wrap_sub(q[i][a], prev[a])));
+      o += ts__put_varint(out + o, ts__zz_enc(ts__wrap_sub(q[i][a], prev[a])));
       prev[a] = q[i][a];
     }
   }
@@ -79,13 +43,14 @@ size_t ts_encode_delta(const int32_t (*base)[3], const int32_t (*q)[3], uint32_t
   uint32_t m = 0;
   for (uint32_t i = 0; i < n; i++)
     if (q[i][0] != base[i][0] || q[i][1] != base[i][1] || q[i][2] != base[i][2]) m++;
-  size_t o = put_varint(out, m);
+  size_t o = ts__put_varint(out, m);
   int64_t prev = -1;
   for (uint32_t i = 0; i < n; i++) {
     if (q[i][0] == base[i][0] && q[i][1] == base[i][1] && q[i][2] == base[i][2]) continue;
-    o += put_varint(out + o, (uint32_t)((int64_t)i - prev - 1));
+    o += ts__put_varint(out + o, (uint32_t)((int64_t)i - prev - 1));
     prev = i;
-    for (int a = 0; a < 3; a++) o += put_varint(out + o, zz_enc(wrap_sub(q[i][a], base[i][a])));
+    for (int a = 0; a < 3; a++)
+      o += ts__put_varint(out + o, ts__zz_enc(ts__wrap_sub(q[i][a], base[i][a])));
   }
   if (changed_out) *changed_out = m;
   return o;
@@ -97,10 +62,10 @@ int ts_decode_keyframe(const uint8_t *p, size_t len, uint32_t n, int32_t (*q)[3]
   for (uint32_t i = 0; i < n; i++) {
     for (int a = 0; a < 3; a++) {
       uint32_t u;
-      size_t k = get_varint(p + o, len - o, &u);
+      size_t k = ts__get_varint(p + o, len - o, &u);
       if (!k) return TS_EDECODE;
       o += k;
-      prev[a] = wrap_add(prev[a], zz_dec(u));
+      prev[a] = ts__wrap_add(prev[a], ts__zz_dec(u));
       q[i][a] = prev[a];
     }
   }
@@ -113,13 +78,13 @@ static int delta_pass(const uint8_t *p, size_t len, uint32_t n, int32_t (*q)[3],
                       uint32_t *m_out, int apply) {
   size_t o = 0;
   uint32_t m;
-  size_t k = get_varint(p, len, &m);
+  size_t k = ts__get_varint(p, len, &m);
   if (!k || m > n) return TS_EDECODE;
   o += k;
   int64_t prev = -1;
   for (uint32_t j = 0; j < m; j++) {
     uint32_t gap;
-    k = get_varint(p + o, len - o, &gap);
+    k = ts__get_varint(p + o, len - o, &gap);
     if (!k) return TS_EDECODE;
     o += k;
     int64_t idx = prev + 1 + (int64_t)gap;
@@ -127,13 +92,13 @@ static int delta_pass(const uint8_t *p, size_t len, uint32_t n, int32_t (*q)[3],
     int32_t r[3];
     for (int a = 0; a < 3; a++) {
       uint32_t u;
-      k = get_varint(p + o, len - o, &u);
+      k = ts__get_varint(p + o, len - o, &u);
       if (!k) return TS_EDECODE;
       o += k;
-      r[a] = zz_dec(u);
+      r[a] = ts__zz_dec(u);
     }
     if (apply)
-      for (int a = 0; a < 3; a++) q[idx][a] = wrap_add(q[idx][a], r[a]);
+      for (int a = 0; a < 3; a++) q[idx][a] = ts__wrap_add(q[idx][a], r[a]);
     prev = idx;
   }
   if (o != len) return TS_EDECODE;

@@ -53,6 +53,8 @@ struct ts_conn {
   uint64_t baseline_seq;       /* last frame written; 0 = needs a keyframe */
   ts_conn *next_in_session;    /* session's client list */
   ts_conn *prev_in_session;
+  ts_conn *next_conn;          /* the server's list of every open connection */
+  ts_conn *prev_conn;
 };
 
 /* Implemented by the daemon (dispatch.c). */

@@ -12,6 +12,7 @@
 #include "core/ts_error.h"
 #include "log.h"
 #include "physics.h"
+#include "requests.h"
 #include "server.h"
 #include "tissue.pb-c.h"
 
@@ -39,13 +40,25 @@ static void strike(ts_conn *c) {
 }
 
 void ts_conn_opened(ts_conn *c) {
+  ts_server *s = c->server;
+  c->prev_conn = NULL;
+  c->next_conn = s->conns;
+  if (s->conns) s->conns->prev_conn = c;
+  s->conns = c;
   c->server->n_conns++;
   c->frame_interval_ms = 1000u / (unsigned)c->server->cfg.frame_rate;
   ts_log_debug("connection %llu from %s", (unsigned long long)c->id, c->peer);
 }
 
 void ts_conn_closed(ts_conn *c) {
+  ts_server *s = c->server;
   if (c->session) ts_session_detach(c->session, c);
+  if (c->prev_conn)
+    c->prev_conn->next_conn = c->next_conn;
+  else if (s->conns == c)
+    s->conns = c->next_conn;
+  if (c->next_conn) c->next_conn->prev_conn = c->prev_conn;
+  c->next_conn = c->prev_conn = NULL;
   c->server->n_conns--;
   ts_log_debug("connection %llu from %s closed", (unsigned long long)c->id, c->peer);
 }
@@ -92,7 +105,8 @@ static void on_create(ts_conn *c, uint64_t rid, const Tissued__V1__CreateSession
     return;
   }
   if (m->solver != TISSUED__V1__SOLVER__SOLVER_DEFAULT &&
-      m->solver != TISSUED__V1__SOLVER__SOLVER_MASS_SPRING) {
+      m->solver != TISSUED__V1__SOLVER__SOLVER_MASS_SPRING &&
+      m->solver != TISSUED__V1__SOLVER__SOLVER_XPBD) {
     ts_send_error(c, rid, TS_EUNSUPPORTED, "solver %d is not available yet", (int)m->solver);
     return;
   }
@@ -105,13 +119,15 @@ static void on_create(ts_conn *c, uint64_t rid, const Tissued__V1__CreateSession
     ts_send_error(c, rid, TS_ERANGE, "session name longer than 63 bytes");
     return;
   }
-  if ((int)s->n_sessions >= s->cfg.max_sessions) {
+  if ((int)(s->n_sessions + s->pending_creates) >= s->cfg.max_sessions) {
     ts_send_error(c, rid, TS_EFULL, "the server hosts its maximum of %d sessions",
                   s->cfg.max_sessions);
     return;
   }
   ts_patch_def def = ts_default_patch_def();
   def.resolution = (uint32_t)s->cfg.patch_resolution;
+  char material[TS_MAX_LAYERS][64];
+  memset(material, 0, sizeof material);
   if (m->n_layers > 0) {
     if (m->n_layers > TS_MAX_LAYERS) {
       ts_send_error(c, rid, TS_ERANGE, "at most %d layers", TS_MAX_LAYERS);
@@ -137,40 +153,25 @@ static void on_create(ts_conn *c, uint64_t rid, const Tissued__V1__CreateSession
         }
         d->thickness = l->thickness;
       }
+      if (l->material && l->material[0]) {
+        if (strlen(l->material) > 63) {
+          ts_send_error(c, rid, TS_ERANGE, "material name longer than 63 bytes");
+          return;
+        }
+        snprintf(material[i], sizeof material[i], "%s", l->material);
+      }
     }
   }
   char name[64];
   if (m->name && m->name[0])
     snprintf(name, sizeof name, "%s", m->name);
   else
-    snprintf(name, sizeof name, "session-%u", s->next_session_id);
-  ts_session *se;
-  char err[128];
-  int rc = ts_session_create(s, name, &def, dt, s->cfg.frame_rate, &se, err, sizeof err);
-  if (rc) {
-    ts_send_error(c, rid, rc, "%s", err);
-    return;
-  }
-  se->id = s->next_session_id++;
-  se->solver = TISSUED__V1__SOLVER__SOLVER_MASS_SPRING;
-  se->idle_since_ms = ts_now_ms(s);
-  se->next = s->sessions;
-  s->sessions = se;
-  s->n_sessions++;
-  ts_physics_add(s->physics, se);
-  ts_log_info("session %u '%s' created by %s: %u nodes, %u triangles, dt %g s", se->id,
-              se->name, c->peer, se->topo->vertex_count, se->topo->n_tris, dt);
-
-  Tissued__V1__SessionCreated r = TISSUED__V1__SESSION_CREATED__INIT;
-  r.session_id = se->id;
-  r.name = se->name;
-  r.vertex_count = se->topo->vertex_count;
-  r.triangle_count = se->topo->n_tris;
-  Envelope env = TISSUED__V1__ENVELOPE__INIT;
-  env.request_id = rid;
-  env.body_case = TISSUED__V1__ENVELOPE__BODY_SESSION_CREATED;
-  env.session_created = &r;
-  send_env(c, &env);
+    snprintf(name, sizeof name, "session-%u", s->next_session_id + s->pending_creates);
+  ts_log_info("%s asks for a session '%s' (%u layers, dt %g s)", c->peer, name, def.n_layers, dt);
+  ts_request_create_session(c, rid, name, &def, material, dt,
+                            m->solver == TISSUED__V1__SOLVER__SOLVER_XPBD
+                                ? TISSUED__V1__SOLVER__SOLVER_XPBD
+                                : TISSUED__V1__SOLVER__SOLVER_MASS_SPRING);
 }
 
 static void on_join(ts_conn *c, uint64_t rid, const Tissued__V1__JoinSession *m) {
@@ -434,6 +435,10 @@ void ts_dispatch_message(ts_conn *c, const uint8_t *msg, size_t len) {
   case TISSUED__V1__ENVELOPE__BODY_PING: on_ping(c, rid, env->ping); break;
   case TISSUED__V1__ENVELOPE__BODY_RESET_SESSION: on_reset(c, rid, env->reset_session); break;
   case TISSUED__V1__ENVELOPE__BODY_END_SESSION: on_end(c, rid, env->end_session); break;
+  case TISSUED__V1__ENVELOPE__BODY_LIST_MATERIALS:
+    ts_request_list_materials(c, rid, env->list_materials->tissue);
+    break;
+  case TISSUED__V1__ENVELOPE__BODY_FIT_MATERIAL: ts_request_fit_material(c, rid, env->fit_material); break;
   case TISSUED__V1__ENVELOPE__BODY__NOT_SET:
     ts_send_error(c, rid, TS_EPROTOCOL, "empty or unknown message body");
     strike(c);

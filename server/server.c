@@ -13,6 +13,7 @@
 
 #include "core/ts_error.h"
 #include "log.h"
+#include "materials.h"
 #include "metrics.h"
 #include "net/http.h"
 #include "physics.h"
@@ -25,6 +26,21 @@ ts_session *ts_server_find_session(ts_server *s, uint32_t id) {
   for (ts_session *se = s->sessions; se; se = se->next)
     if (se->id == id && !se->ending) return se;
   return NULL;
+}
+
+ts_conn *ts_server_find_conn(ts_server *s, uint64_t id) {
+  for (ts_conn *c = s->conns; c; c = c->next_conn)
+    if (c->id == id) return c->closing ? NULL : c;
+  return NULL;
+}
+
+void ts_server_add_session(ts_server *s, ts_session *se) {
+  se->id = s->next_session_id++;
+  se->idle_since_ms = ts_now_ms(s);
+  se->next = s->sessions;
+  s->sessions = se;
+  s->n_sessions++;
+  ts_physics_add(s->physics, se);
 }
 
 void ts_send_error(ts_conn *c, uint64_t request_id, int code, const char *fmt, ...) {
@@ -188,6 +204,15 @@ int ts_server_start(ts_server *s, uv_loop_t *loop, const ts_config *cfg) {
     ts_log_warn("storage: cannot register the built-in tissue");
   ts_log_info("storage: %s (schema version %d)", dbpath, ts_storage_schema_version(s->storage));
 
+  int loaded = ts_materials_load_defaults(s->storage, NULL, err, sizeof err);
+  if (loaded < 0)
+    ts_log_warn("materials: default table not loaded: %s", err);
+  else if (loaded > 0)
+    ts_log_info("materials: %d default fits stored from %s", loaded, ts_materials_default_table());
+  if (ts_worker_start(&s->worker, loop, s->storage)) {
+    ts_log_error("cannot start the storage worker thread");
+    return TS_EINTERNAL;
+  }
   if (ts_outbox_init(&s->outbox, loop, on_outbox, s)) return TS_EINTERNAL;
   int rc = ts_physics_start(s, cfg->physics_threads, &s->physics);
   if (rc) return rc;
@@ -255,6 +280,10 @@ void ts_server_shutdown(ts_server *s, const char *why) {
     ts_http_stop(s->http);
     s->http = NULL;
   }
+
+  /* the worker finishes what it was given (SQLite writes complete); the
+   * replies of those jobs find the server shutting down */
+  ts_worker_stop(&s->worker);
 
   /* physics stops; then nothing else touches sessions but this thread */
   ts_physics_stop(s->physics);

@@ -14,6 +14,7 @@
 #include "conn.h"
 #include "outbox.h"
 #include "session.h"
+#include "worker.h"
 
 typedef struct ts_http ts_http;
 typedef struct ts_tcp ts_tcp;
@@ -33,6 +34,9 @@ struct ts_server {
   uv_timer_t cron;
   uv_signal_t sigint, sigterm;
 
+  ts_worker worker;          /* SQLite and slow set-up, off the loop */
+  ts_conn *conns;            /* every open connection */
+  uint32_t pending_creates;  /* sessions being built by the worker */
   ts_session *sessions;
   uint32_t n_sessions;
   uint32_t next_session_id;
@@ -60,6 +64,12 @@ void ts_server_finish(ts_server *s);
 uint64_t ts_now_ms(const ts_server *s);
 
 ts_session *ts_server_find_session(ts_server *s, uint32_t id);
+
+/* The open connection with this id, or NULL (it left). */
+ts_conn *ts_server_find_conn(ts_server *s, uint64_t id);
+
+/* Registers a session built off the loop and hands it to physics. */
+void ts_server_add_session(ts_server *s, ts_session *se);
 
 /* Ends a session: clients are told and detached, physics drops it, and it is
  * freed when physics confirms. */

@@ -57,8 +57,17 @@ int ts_session_create(ts_server *s, const char *name, const ts_patch_def *def, d
   return 0;
 }
 
+int ts_session_use_xpbd(ts_session *se, char *err, size_t errcap) {
+  ts_xpbd_def def = ts_xpbd_default_def();
+  def.damping = se->sim.tissue->drag;
+  int rc = ts_xpbd_build(se->sim.tissue, &def, &se->sim.xpbd);
+  if (rc) snprintf(err, errcap, "cannot set up the XPBD solver: %s", ts_strerror(rc));
+  return rc;
+}
+
 void ts_session_free(ts_session *se) {
   if (!se) return;
+  ts_xpbd_destroy(se->sim.xpbd);
   for (uint32_t i = 0; i < se->n_recent; i++) ts_frame_release(se->recent[i]);
   ts_topology_free(se->topo);
   ts_tissue_destroy(se->sim.tissue);
@@ -221,7 +230,17 @@ ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
   ts_step_stats st;
   memset(&st, 0, sizeof st);
   uint64_t t0 = uv_hrtime();
-  int rc = ts_massspring_step(sim->tissue, sim->dt, sim->tools, TS_MAX_TOOLS, &st);
+  int rc;
+  if (sim->xpbd) {
+    ts_xpbd_stats xs;
+    memset(&xs, 0, sizeof xs);
+    rc = ts_xpbd_step(sim->xpbd, sim->tissue, sim->dt, sim->tools, TS_MAX_TOOLS, &xs);
+    st.substeps = xs.substeps;
+    st.contacts = xs.contacts;
+    if (rc && rc != TS_EDIVERGED) rc = TS_EDIVERGED; /* any failure stops the session */
+  } else {
+    rc = ts_massspring_step(sim->tissue, sim->dt, sim->tools, TS_MAX_TOOLS, &st);
+  }
   double ns = (double)(uv_hrtime() - t0);
   sim->step_ns_ewma = sim->steps ? 0.99 * sim->step_ns_ewma + 0.01 * ns : ns;
   sim->steps++;

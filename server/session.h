@@ -15,6 +15,7 @@
 
 #include "conn.h"
 #include "core/ts_massspring.h"
+#include "core/ts_xpbd.h"
 #include "frame.h"
 #include "topology.h"
 
@@ -42,6 +43,7 @@ typedef struct ts_mailbox {
 /* Physics-thread state. */
 typedef struct ts_session_sim {
   ts_tissue *tissue;
+  ts_xpbd *xpbd;             /* the position-based solver, when chosen */
   ts_tool tools[TS_MAX_TOOLS];
   uint64_t last_pose_seq[TS_MAX_TOOLS];
   uint64_t last_client_time_us[TS_MAX_TOOLS];
@@ -89,6 +91,10 @@ typedef struct ts_session {
  * Returns 0 or a negative ts_errno with a message in err. */
 int ts_session_create(ts_server *s, const char *name, const ts_patch_def *def, double dt,
                       int frame_rate, ts_session **out, char *err, size_t errcap);
+
+/* Switches a new session (before physics owns it) to the XPBD solver
+ * (Tissued__V1__Solver SOLVER_XPBD). 0 or a negative ts_errno. */
+int ts_session_use_xpbd(ts_session *se, char *err, size_t errcap);
 
 /* Frees a session the physics no longer owns. */
 void ts_session_free(ts_session *se);

@@ -12,6 +12,7 @@
 #include "core/ts_error.h"
 #include "log.h"
 #include "server.h"
+#include "sockq.h"
 #include "ts_framing.h"
 
 #define TS_TCP_READ_BUF 65536
@@ -129,7 +130,13 @@ static int tcp_send(ts_conn *bc, const uint8_t *msg, size_t len) {
   return 0;
 }
 
-static size_t tcp_pending(ts_conn *bc) { return ((tcp_conn *)bc)->queued; }
+/* Our queue plus the kernel's: a reader that stopped reading shows here as
+ * soon as the kernel holds what it did not take (see sockq.h). */
+static size_t tcp_pending(ts_conn *bc) {
+  tcp_conn *c = (tcp_conn *)bc;
+  if (bc->closing) return c->queued;
+  return c->queued + ts_socket_unsent((const uv_stream_t *)&c->handle);
+}
 
 static const ts_conn_ops tcp_ops = {tcp_send, tcp_close, tcp_pending};
 

@@ -1,7 +1,10 @@
-// codec.js: the JavaScript twin of proto/ts_codec.c, the "q1" frame codec.
+// codec.js: the JavaScript twin of proto/ts_codec.c and ts_codec_q2.c, the
+// frame codecs "q1" and "q2" (q2 itself is in codec_q2.js).
 //
-// The format is specified in proto/ts_codec.h. Positions travel as int32
-// grid coordinates (metres = q * quantum); a keyframe holds every vertex as
+// The formats are specified in proto/ts_codec.h; a Frame names its payload's
+// codec in Frame.codec (0 or 1: q1, 2: q2), passed here as the last
+// argument of the decoders (default q1). Positions travel as int32
+// grid coordinates (metres = q * quantum); a q1 keyframe holds every vertex as
 // zigzag-varint differences from the previous vertex, a delta holds only the
 // vertices that changed against the client's baseline frame. Decoding must
 // give exactly the integers the daemon quantized, so all arithmetic here is
@@ -14,13 +17,36 @@
 // Both decoders validate the whole payload before writing anything, so a
 // rejected payload leaves q untouched; malformed input throws a CodecError.
 
+import { decodeKeyframeQ2, decodeDeltaQ2, q2Available } from './codec_q2.js';
+
 /** Thrown for a payload that does not decode (TS_EDECODE in the C code). */
 export class CodecError extends Error {
-  constructor(message) {
+  constructor(message, code = 'TS_EDECODE') {
     super(message);
     this.name = 'CodecError';
-    this.code = 'TS_EDECODE';
+    this.code = code;
   }
+}
+
+/** Frame.codec values (proto/ts_codec.h). 0, a Frame without the field, is q1. */
+export const CODEC_Q1 = 1;
+export const CODEC_Q2 = 2;
+export { q2Available };
+
+/** "q1", "q2", or null for an unknown codec id. */
+export function codecName(codec) {
+  return codec === 0 || codec === CODEC_Q1 ? 'q1' : codec === CODEC_Q2 ? 'q2' : null;
+}
+
+function failDecode(message) {
+  throw new CodecError(message);
+}
+
+// Which decoder a codec id names; throws for an unknown one (TS_EUNSUPPORTED).
+function isQ2(codec) {
+  if (codec === undefined || codec === null || codec === 0 || codec === CODEC_Q1) return false;
+  if (codec === CODEC_Q2) return true;
+  throw new CodecError('unknown frame codec ' + codec, 'TS_EUNSUPPORTED');
 }
 
 const MAX_VARINT_BYTES = 5;
@@ -56,11 +82,16 @@ function checkArgs(bytes, n, q) {
 }
 
 /**
- * Decodes a q1 keyframe of n vertices into q (overwriting q[0 .. 3n-1]).
- * Returns the number of bytes consumed (always bytes.length).
+ * Decodes a keyframe of n vertices into q (overwriting q[0 .. 3n-1]).
+ * codec: Frame.codec (default q1). Returns the number of payload bytes
+ * consumed (always bytes.length).
  */
-export function decodeKeyframe(bytes, n, q) {
+export function decodeKeyframe(bytes, n, q, codec = CODEC_Q1) {
   checkArgs(bytes, n, q);
+  if (isQ2(codec)) {
+    decodeKeyframeQ2(bytes, n, q, failDecode);
+    return bytes.length;
+  }
   const end = bytes.length;
   const st = { len: 0 };
   // Pass 1: validate (every varint well formed, payload consumed exactly).
@@ -114,12 +145,13 @@ function deltaPass(bytes, n, q, apply) {
 }
 
 /**
- * Applies a q1 delta to the n vertices in q (the client's baseline).
- * Returns the number of changed vertices; a malformed delta throws and
- * leaves q unchanged.
+ * Applies a delta to the n vertices in q (the client's baseline). codec:
+ * Frame.codec (default q1). Returns the number of changed vertices; a
+ * malformed delta throws and leaves q unchanged.
  */
-export function decodeDelta(bytes, n, q) {
+export function decodeDelta(bytes, n, q, codec = CODEC_Q1) {
   checkArgs(bytes, n, q);
+  if (isQ2(codec)) return decodeDeltaQ2(bytes, n, q, failDecode);
   deltaPass(bytes, n, q, false);
   return deltaPass(bytes, n, q, true);
 }

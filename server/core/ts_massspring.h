@@ -1,14 +1,28 @@
 /*
- * ts_massspring.h: the skeleton's explicit mass-spring step.
+ * ts_massspring.h: the mass-spring step of the first method.
  *
- * Forces: linear springs (k = E*A/L) with a Kelvin damper in parallel, gravity,
- * a mass-proportional drag (ts_tissue.drag).
- * Integration: symplectic Euler in substeps small enough for stability (the
- * substep count comes from a Gershgorin bound on the largest eigenfrequency).
+ * Forces: every spring is a Kelvin element (the exponential, anisotropic
+ * spring of ts_material.h with a damper in parallel), plus gravity, the
+ * external forces t->f_ext and a mass-proportional drag (t->drag).
+ *
+ * Integration, per substep of length h, per free node:
+ *   - first substep after a start or reset (or a change of h): second-order
+ *     Taylor, x1 = x0 + h v0 + a0 h^2/2, v1 = v0 + a0 h;
+ *   - later: the force F_k is compared with the node's force of the previous
+ *     substep; where |F_k - F_(k-1)| > mu (t->beeman_threshold), Beeman:
+ *     x_(k+1) = x_k + h v_k + h^2 (4 a_k - a_(k-1)) / 6 and
+ *     v_(k+1) = v_k + h (2 a_(k+1) + 5 a_k - a_(k-1)) / 6; otherwise Verlet:
+ *     x_(k+1) = 2 x_k - x_(k-1) + a_k h^2, v_(k+1) = (x_(k+1) - x_(k-1)) / 2h;
+ *   - then strain limiting: every spring outside its strain range is brought
+ *     back to it (t->strain_iterations Gauss-Seidel passes), and the
+ *     velocities follow the corrected positions;
+ *   - then tool contact: nodes inside a tool are moved to its surface.
+ * ts_massspring.c gives the details (Beeman's a_(k+1) is known only after
+ * the next force evaluation; the substep count; stability).
+ *
  * Tools: nodes that end a substep inside a tool are projected to its surface
  * and take no velocity into it; the reaction force on the tool is the sum of
- * the non-contact forces on those nodes. Issue 3 replaces this with the
- * Verlet/Beeman integrator and the nonlinear anisotropic law.
+ * the total non-contact forces on those nodes, averaged over the substeps.
  */
 #ifndef TS_MASSSPRING_H
 #define TS_MASSSPRING_H
@@ -16,29 +30,66 @@
 #include "ts_tissue.h"
 #include "ts_tool.h"
 
+/* Substeps are at most this fraction of the stability bound. */
+#define TS_MASSSPRING_SAFETY 0.8
+
 typedef struct ts_step_stats {
   uint32_t substeps;       /* substeps taken this step */
   uint32_t contacts;       /* nodes in contact with any tool */
   double max_speed;        /* m/s */
   double kinetic_energy;   /* J */
-  int diverged;            /* NaN/Inf or runaway speed seen: state reset needed */
+  int diverged;            /* NaN/Inf, runaway speed or sustained energy growth
+                              seen: the state was reset to rest */
+  double substep;          /* h, s */
+  double verlet_fraction;  /* of the free-node updates of this step: Verlet, */
+  double beeman_fraction;  /* Beeman, */
+  double taylor_fraction;  /* Taylor (the first substep after a (re)start) */
+  double max_strain;       /* largest and smallest spring strain at the last */
+  double min_strain;       /* force evaluation */
+  double stiffening;       /* the factor on the small-strain stiffness that the
+                              substep count allowed for (>= 1) */
+  uint32_t strain_limited; /* spring corrections made by strain limiting */
 } ts_step_stats;
 
-/* Largest stable substep for the tissue (s): t->stable_dt when set, else a
- * sharpened Gershgorin bound computed now (allocates scratch; the builders
- * store it in t->stable_dt). Returns 0 for a malformed tissue or when out of
+/* Validates the springs and builds the step's private data (a compact copy of
+ * the springs sorted for the force loop, the stability bounds). The builders
+ * call it; the first step calls it when it was not; call it again after
+ * changing springs or masses. Returns 0, TS_EINVAL (a spring end out of range
+ * or equal ends, a negative or non-finite constant, an exponent over 100, a
+ * strain range not containing 0 or reaching -1) or TS_ENOMEM. */
+int ts_massspring_prepare(ts_tissue *t);
+
+/* Largest stable substep for the tissue at rest (s), with its current drag:
+ * for the central-difference (Verlet) and Beeman updates of x'' = -w^2 x -
+ * g x', h < 4 / (g + sqrt(g^2 + 4 w^2)), and h < 0.5 / g for the velocities
+ * the dampers see, with w^2 and g bounded over the tissue (see
+ * ts_massspring.c).
+ * Uses the prepared bounds when there are some, else computes them now
+ * (allocating scratch). Returns 0 for a malformed tissue or when out of
  * memory. */
 double ts_massspring_stable_dt(const ts_tissue *t);
 
-/* Advances the tissue by dt seconds with the given tools. Returns 0, or
- * TS_EDIVERGED when the state became non-finite or a node ran away (faster
- * than 100 m/s; the state is then reset to rest so that no NaN ever leaves
- * the core). Bad arguments change nothing and give TS_EINVAL (dt <= 0 or
- * over 1 s, tool radius <= 0, malformed springs, ...), TS_ENAN (a NaN or
- * infinite dt or tool coordinate) or TS_ERANGE (dt needing over a million
+/* Energies of the current state, J: kinetic (1/2 m v^2 over free nodes) and
+ * potential (the springs' stored energy, the integral of their tension over
+ * their length, plus gravity's and the external forces' potential measured
+ * from the rest positions). Either pointer may be NULL. Returns 0 or
+ * TS_EINVAL (not prepared). */
+int ts_massspring_energy(const ts_tissue *t, double *kinetic, double *potential);
+
+/* Advances the tissue by dt seconds with the given tools, in substeps of
+ * h = dt / n, n the smallest count within TS_MASSSPRING_SAFETY of the
+ * stability bound at the strains of the last step (see ts_massspring.c).
+ * Returns 0, or TS_EDIVERGED when the state became non-finite, a node ran
+ * away (faster than 100 m/s) or the kinetic energy kept growing
+ * geometrically (by over 20 % a step for 20 steps): the state is then reset
+ * to rest so that no NaN ever leaves the core. Bad arguments change nothing
+ * and give TS_EINVAL (dt <= 0 or over 1 s, tool radius <= 0, malformed
+ * springs, a negative threshold, ...), TS_ENAN (a NaN or infinite dt, tool
+ * coordinate or external force) or TS_ERANGE (dt needing over a million
  * substeps). Tools: up to 64; inactive ones are ignored, the force and
  * contacts of every one are overwritten. After the step t->f holds the
- * spring and damper forces of the last substep. No allocation. */
+ * spring and damper forces of the last substep. No allocation, except the
+ * first step of a tissue that was never prepared. */
 int ts_massspring_step(ts_tissue *t, double dt, ts_tool *tools, int n_tools,
                        ts_step_stats *stats);
 

@@ -9,6 +9,13 @@
  * sheet i+1, so N layers give N+1 sheets of `nodes_per_sheet` nodes each,
  * node (s, j) at index s*nodes_per_sheet + j.
  *
+ * Builders: ts_tissue_build turns a multi-layer extrusion (ts_extrude.h) into
+ * a tissue (masses, springs with FEM-equivalent constants, dampers, anchors;
+ * see ts_tissue_build.c); ts_patch_create builds the built-in stomach-wall
+ * patch through it (ts_patch.c); ts_tissue_alloc gives a blank tissue for
+ * hand-made ones. The material law is in ts_material.h, the step in
+ * ts_massspring.h.
+ *
  * The core knows nothing of sockets, SQLite or protobuf; the daemon drives it
  * through create, step and query calls (ts_massspring.h, ts_tool.h).
  */
@@ -21,35 +28,79 @@
 #define TS_MAX_LAYERS 8
 #define TS_NAME_MAX 32
 
-/* One tissue layer's material, linear for now (issue 3 brings the exponential,
- * anisotropic law). */
+/* The exponential law of soft tissue, sigma = a * exp(b * strain) (Fung's
+ * exponential; see ts_material.h for how the springs use it). */
+typedef struct ts_law {
+  double a; /* Pa, > 0 */
+  double b; /* dimensionless, > 0 */
+} ts_law;
+
+/* One tissue layer's material. Along the layer's fibre direction the axial
+ * law holds, across it the radial law (a spring at angle theta to the fibre
+ * gets F = F_axial cos(theta) + F_radial sin(theta), ts_material.h). */
 typedef struct ts_layer {
   char name[TS_NAME_MAX]; /* "mucosa" */
   double thickness;       /* m */
-  double young;           /* E, Pa */
+  double young;           /* small-strain modulus along the fibre, a * b of the
+                             axial law, Pa. Derived: ts_layer_set_law and the
+                             defaults keep it, the builders recompute it in the
+                             tissue's copy; the laws are what the step uses. */
   double density;         /* kg/m^3 */
   double damping_ratio;   /* Kelvin damper as a fraction of critical, per spring */
+  ts_law axial;           /* along the fibre */
+  ts_law radial;          /* across the fibre */
+  double fibre[3];        /* fibre direction (any length; projected onto the
+                             local tangent plane of the surface and normalised
+                             per spring). All zero: isotropic, the axial law in
+                             every direction. */
+  double strain_min;      /* strain limiting range: no spring of the layer is */
+  double strain_max;      /* left outside [strain_min, strain_max] after a
+                             substep; -1 < min < 0 < max */
 } ts_layer;
 
+/* One spring: a Kelvin element (nonlinear spring with a damper in parallel)
+ * between nodes a and b. Its tension is
+ *   T = (k1 e^(b1 s) + k2 e^(b2 s)) (L - rest) + c dL/dt,   s = max(strain, 0),
+ * strain = L / rest - 1: the strain-dependent constant k'(strain) of the
+ * exponential law, one term per material direction (already weighted by
+ * cos/sin of the fibre angle), see ts_material.h. A spring with k1 = k2 = 0
+ * and k > 0 is linear with constant k (hand-made tissues). */
 typedef struct ts_spring {
-  uint32_t a, b;   /* node indices, a < b */
-  double rest;     /* rest length L, m */
-  double k;        /* stiffness E*A/L, N/m */
-  double c;        /* damper eta, N*s/m */
-  uint8_t layer;   /* material layer it belongs to */
-  uint8_t kind;    /* TS_SPRING_* */
+  uint32_t a, b;     /* node indices, a < b */
+  double rest;       /* rest length L0, m */
+  double k;          /* small-strain stiffness k1 + k2, N/m (informational for
+                        built springs; the constant of a linear hand-made one) */
+  double k1, b1;     /* first term: N/m, dimensionless */
+  double k2, b2;     /* second term (0, 0 when unused) */
+  double c;          /* damper eta, N*s/m */
+  double strain_min; /* strain limiting range; min == max == 0: not limited */
+  double strain_max;
+  uint8_t layer;     /* material layer it belongs to */
+  uint8_t kind;      /* TS_SPRING_* */
 } ts_spring;
 
 enum { TS_SPRING_EDGE = 0, TS_SPRING_INTERLAYER = 1, TS_SPRING_SHEAR = 2 };
 
+struct ts__ms; /* the step's private data (ts_massspring.c) */
+
 typedef struct ts_tissue {
   /* hot per-node state */
   uint32_t n_nodes;
-  double (*x)[3];     /* positions, m */
-  double (*v)[3];     /* velocities, m/s */
-  double (*f)[3];     /* force accumulator, N */
-  double *inv_mass;   /* 1/kg; 0 for anchored nodes */
-  double (*rest)[3];  /* rest positions (reset, anchors) */
+  double (*x)[3];      /* positions, m */
+  double (*v)[3];      /* velocities, m/s */
+  double (*f)[3];      /* after a step: spring and damper forces of its last
+                          substep, N */
+  double (*f_ext)[3];  /* external forces, N, applied every substep (zero
+                          unless the caller sets them) */
+  double *inv_mass;    /* 1/kg; 0 for anchored nodes */
+  double (*rest)[3];   /* rest positions (reset, anchors) */
+
+  /* integrator history (ts_massspring.c; cleared by ts_tissue_reset) */
+  double (*x_prev)[3]; /* positions one substep back */
+  double (*acc)[3];    /* accelerations of the last substep */
+  double (*acc_prev)[3]; /* and of the one before */
+  uint8_t *branch;     /* TS_BRANCH_* taken by each node in the last substep */
+  double h_prev;       /* last substep, s; 0 = not started (next is Taylor) */
 
   uint32_t n_springs;
   ts_spring *springs;
@@ -70,13 +121,26 @@ typedef struct ts_tissue {
   double drag;        /* mass-proportional damping, 1/s: the viscous drag of the
                          surrounding medium that settles the slow bending modes
                          the per-spring dampers hardly touch */
-  double stable_dt;   /* cached ts_massspring_stable_dt (s), set by the
-                         builders; 0 = not computed (the first step then uses
-                         the plain, looser Gershgorin bound). Set it back to 0
-                         after changing springs, masses or drag. */
+  double beeman_threshold; /* mu, N: a node whose total force changed by more
+                         than this since the last substep takes Beeman's
+                         step, otherwise Verlet's (ts_massspring.h) */
+  uint32_t strain_iterations; /* strain-limiting passes per substep (>= 1) */
+  int mass_scaling;   /* 1: selective mass scaling of the motion across the
+                         sheets (ts_massspring.c); needs the sheet layout.
+                         ts_tissue_build sets it; hand-made tissues have 0 */
+  double stable_dt;   /* largest stable substep at rest, s (cached by
+                         ts_massspring_prepare; 0 = not computed) */
   double time;        /* simulated seconds */
   uint64_t steps;
+
+  struct ts__ms *ms;  /* the step's private data; NULL until prepared */
 } ts_tissue;
+
+enum { TS_BRANCH_TAYLOR = 0, TS_BRANCH_VERLET = 1, TS_BRANCH_BEEMAN = 2 };
+
+/* Defaults the builders give a new tissue. */
+#define TS_DEFAULT_BEEMAN_THRESHOLD 1e-4 /* N */
+#define TS_DEFAULT_STRAIN_ITERATIONS 4
 
 /* The built-in stomach-wall patch: a gently curved square sheet, three layers,
  * boundary anchored. The outer surface faces +y; layers stack towards -y. */
@@ -91,21 +155,40 @@ typedef struct ts_patch_def {
 } ts_patch_def;
 
 /* Defaults: 80 mm patch, 24x24 nodes per sheet, mucosa 1.0 mm / submucosa
- * 1.5 mm / muscularis 2.0 mm with soft-tissue moduli, gravity -9.81 y. */
+ * 1.5 mm / muscularis 2.0 mm with the default stomach-wall materials
+ * (ts_material.h), gravity -9.81 y. */
 ts_patch_def ts_default_patch_def(void);
 
-/* Builds the patch; returns 0 or a negative ts_errno. */
+/* Builds the patch; returns 0 or a negative ts_errno (TS_EINVAL for a bad
+ * definition, TS_ETOOBIG over 4 Mi nodes, TS_ENOMEM). */
 int ts_patch_create(const ts_patch_def *def, ts_tissue **out);
 
+struct ts_extrusion; /* ts_extrude.h */
+
+/* Turns a multi-layer extrusion into a tissue: node masses from the prisms,
+ * springs along every sheet edge, between corresponding nodes of adjacent
+ * sheets and across every prism side face, each with the constants of its
+ * layer's material (ts_tissue_build.c says how), Kelvin dampers, anchors.
+ * `layers` has e->n_layers entries (validated as ts_layer_validate does);
+ * `anchored` has one flag per node (n_sheets * nv) or is NULL for none;
+ * gravity in m/s^2. The render surface and its groups are copied from the
+ * extrusion, the groups named after the layers. Returns 0, TS_EINVAL (bad
+ * arguments or layers), TS_EMESH (an index out of range, a degenerate or
+ * inverted prism, n_inverted > 0), TS_ETOOBIG (over 4 Mi nodes) or
+ * TS_ENOMEM. */
+int ts_tissue_build(const struct ts_extrusion *e, const ts_layer *layers,
+                    const uint8_t *anchored, const double gravity[3], ts_tissue **out);
+
 /* Allocates a zeroed tissue with room for n_nodes nodes, n_springs springs and
- * n_tris triangles (counts set, arrays zeroed), for builders other than the
- * patch (hand-made test tissues, mesh import). Returns 0, TS_EINVAL for
- * n_nodes == 0, or TS_ENOMEM. */
+ * n_tris triangles (counts set, arrays zeroed, threshold and iteration
+ * defaults set), for builders and hand-made test tissues. Returns 0, TS_EINVAL
+ * for n_nodes == 0, or TS_ENOMEM. */
 int ts_tissue_alloc(uint32_t n_nodes, uint32_t n_springs, uint32_t n_tris, ts_tissue **out);
 
 void ts_tissue_destroy(ts_tissue *t);
 
-/* Puts every node back at rest with zero velocity. */
+/* Puts every node back at rest with zero velocity and restarts the
+ * integrator (the next substep is a Taylor step). External forces stay. */
 void ts_tissue_reset(ts_tissue *t);
 
 /* Axis-aligned bounds of the current positions. */

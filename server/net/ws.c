@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "../core/ts_error.h"
+#include "../sockq.h"
 #include "net_internal.h"
 
 static void ws_flush(ts__net_conn *c);
@@ -110,17 +111,29 @@ static void ws_flush(ts__net_conn *c) {
 static int ws_send(ts_conn *bc, const uint8_t *msg, size_t len);
 static void ws_close_op(ts_conn *bc, const char *reason);
 static size_t ws_pending(ts_conn *bc);
+static size_t ws_pending_total(ts_conn *bc);
 
 static const ts_conn_ops ws_ops = {
     .send = ws_send,
     .close = ws_close_op,
-    .pending = ws_pending,
+    .pending = ws_pending_total,
 };
 
 static size_t ws_pending(ts_conn *bc) {
   ts__net_conn *c = (ts__net_conn *)bc;
   if (!c->ws || c->close_started) return 0;
   return wslay_event_get_queued_msg_length(c->ws) + c->olen + ts__conn_write_queued(c);
+}
+
+/* ops->pending: our queues plus the kernel's unsent bytes, so that the
+ * session sees a reader that stopped reading as soon as the kernel holds
+ * what it did not take (sockq.h). The read back-pressure above counts only
+ * our own queues: the kernel's drains without telling us. */
+static size_t ws_pending_total(ts_conn *bc) {
+  ts__net_conn *c = (ts__net_conn *)bc;
+  size_t own = ws_pending(bc);
+  if (!c->ws || c->close_started) return own;
+  return own + ts_socket_unsent((const uv_stream_t *)&c->tcp);
 }
 
 static int ws_send(ts_conn *bc, const uint8_t *msg, size_t len) {

@@ -1,0 +1,140 @@
+/*
+ * ts_aabb_tree.h: the bounding-volume tree of a deforming (non-rigid) object,
+ * the tissue: a binary tree of axis-aligned boxes over its surface triangles,
+ * one triangle per leaf. Tool queries descend it together with a tool's OBB
+ * tree (ts_collide.h).
+ *
+ * Built top-down (each node's triangles split at the median of their
+ * centroids along the longest axis of the centroids' bounds, so the depth is
+ * at most ceil(log2 n) + 1), then refitted bottom-up every step. As in
+ * Box2D's b2DynamicTree (Catto; Box2D v3 src/dynamic_tree.c), leaves hold
+ * enlarged ("fat") boxes so that a step refits only what moved out of its fat
+ * box: every surface node keeps a reference position, a leaf's fat box is
+ * the box of its corners' reference positions grown by `margin` (and by the
+ * rounding of the references, kept in single precision), and a node
+ * escapes (takes its current position as its new reference) when it moves
+ * `margin` away from its reference (Euclidean distance, which bounds the
+ * move along every axis; less 1e-9 of it, against rounding). So a triangle
+ * always lies inside its leaf's fat box, and a step costs one comparison per
+ * surface node plus, for each escaped node, new fat boxes for its triangles
+ * and a walk up to the root that stops where a box does not change. Internal
+ * boxes are always the exact union of their children's.
+ *
+ * The tree is rebuilt (top-down again, from the current positions) when the
+ * topology changes (ts_aabb_tree_set_topology, after refinement) or when
+ * refitting has made it loose: when the summed surface area of all its
+ * boxes, the cost that a query pays (the surface area heuristic, Goldsmith &
+ * Salmon 1987), exceeds `loose_ratio` times its value right after the last
+ * build.
+ *
+ * No allocation after creation except in ts_aabb_tree_set_topology.
+ */
+#ifndef TS_AABB_TREE_H
+#define TS_AABB_TREE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ts_tissue.h"
+
+typedef struct ts_aabb_node {
+  double lo[3], hi[3]; /* box, m: leaves the fat box, internal nodes the union of the children */
+  int32_t parent;      /* -1 for the root */
+  int32_t child[2];    /* -1 for leaves */
+  int32_t tri;         /* leaves: the triangle; -1 for internal nodes */
+} ts_aabb_node;
+
+typedef struct ts_aabb_tree_def {
+  double margin;      /* fat-box enlargement and escape distance, m (>= 0) */
+  double loose_ratio; /* rebuild when the summed box area exceeds this multiple of
+                         its value after the last build (>= 1) */
+} ts_aabb_tree_def;
+
+typedef struct ts_aabb_tree_stats {
+  uint64_t refits;         /* ts_aabb_tree_refit calls */
+  uint64_t rebuilds;       /* builds, including the first */
+  uint32_t escaped;        /* last refit: nodes that left their reference box */
+  uint32_t leaves_refit;   /* last refit: leaves given a new fat box */
+  uint32_t internal_refit; /* last refit: internal boxes recomputed */
+} ts_aabb_tree_stats;
+
+typedef struct ts_aabb_tree {
+  ts_aabb_tree_def def;
+  uint32_t n_points;   /* positions the triangles index (the tissue's nodes) */
+  uint32_t n_tris;     /* triangles (leaves) */
+  uint32_t (*tris)[3]; /* the tree's own copy of the triangles */
+  uint32_t n_nodes;    /* 2 n_tris - 1 (0 when there are no triangles) */
+  ts_aabb_node *nodes; /* root at index 0, every child after its parent */
+  int32_t *leaf;       /* per triangle: its leaf node */
+  uint32_t depth;      /* levels: 1 for a single leaf */
+  double area;         /* summed surface area of all boxes now, m^2 */
+  double area_built;   /* the same right after the last build */
+  ts_aabb_tree_stats stats;
+
+  /* private */
+  uint32_t n_used;
+  uint32_t *used;    /* points some triangle uses, ascending */
+  float (*ref)[3];   /* per used point (same order): reference position; float
+                           halves the memory the per-step scan reads, and the fat
+                           boxes allow for its rounding */
+  uint32_t *slot;    /* per point: its index in used (UINT32_MAX: unused) */
+  uint32_t *adj_off; /* n_points + 1 offsets into adj */
+  uint32_t *adj;     /* triangles around each point */
+  uint32_t *mark;    /* per triangle: stamp of the last refit that queued it */
+  uint32_t stamp;
+  uint32_t *queue;   /* refit scratch: escaped points (slots) */
+  uint32_t *tqueue;  /* refit scratch: their triangles */
+  uint32_t *perm;    /* build scratch: triangle order */
+  double (*cent)[3]; /* build scratch: triangle centroids */
+} ts_aabb_tree;
+
+/* Defaults: margin 0.2 mm, loose_ratio 2. The margin trades refits for
+ * query work: a node escapes after moving 0.2 mm (tissue pushed by a tool
+ * at 0.5 m/s escapes every 1 ms step, the rest of the tissue hardly ever),
+ * while leaf boxes grow by 0.4 mm, a fraction of the 0.5..3 mm triangles of
+ * the standard scenarios; 0.5 mm made patch-L queries about four times
+ * slower for a tenth of the refit work. */
+ts_aabb_tree_def ts_default_aabb_tree_def(void);
+
+/* Builds the tree over n_tris triangles indexing n_points positions x (m).
+ * def NULL means defaults; the triangles are copied. Returns 0, TS_EINVAL
+ * (bad def, index out of range, NULL arrays), TS_ENAN (a used position not
+ * finite) or TS_ENOMEM. n_tris 0 gives an empty tree that queries find
+ * nothing in. */
+int ts_aabb_tree_create(const ts_aabb_tree_def *def, uint32_t n_points, const double (*x)[3],
+                        uint32_t n_tris, const uint32_t (*tris)[3], ts_aabb_tree **out);
+
+/* The same over a tissue's render surface (t->tris over t->x). */
+int ts_aabb_tree_create_tissue(const ts_aabb_tree_def *def, const ts_tissue *t, ts_aabb_tree **out);
+
+/* New topology (refinement changed the triangles or the points): reallocates
+ * and rebuilds. On error the tree is unchanged. Returns as ts_aabb_tree_create. */
+int ts_aabb_tree_set_topology(ts_aabb_tree *tree, uint32_t n_points, const double (*x)[3],
+                              uint32_t n_tris, const uint32_t (*tris)[3]);
+
+/* The per-step update for new positions x (same points as at build):
+ * refits what escaped its fat box, bottom-up, and rebuilds when that made
+ * the tree loose. Returns 0 (refitted), 1 (rebuilt), TS_EINVAL (NULL), or
+ * TS_ENAN when a used position is not finite (the tree is then unchanged).
+ * No allocation. */
+int ts_aabb_tree_refit(ts_aabb_tree *tree, const double (*x)[3]);
+
+/* Rebuilds top-down from positions x now. No allocation. Returns 0,
+ * TS_EINVAL or TS_ENAN (tree unchanged). */
+int ts_aabb_tree_rebuild(ts_aabb_tree *tree, const double (*x)[3]);
+
+/* Checks every invariant against positions x: links, one leaf per triangle,
+ * every node reachable, internal boxes the exact union of their children,
+ * every triangle inside its leaf's fat box, every used point within margin
+ * of its reference, the summed area. Returns 0, or TS_EINTERNAL with the
+ * first broken invariant described in err (may be NULL). */
+int ts_aabb_tree_validate(const ts_aabb_tree *tree, const double (*x)[3], char *err, size_t errcap);
+
+/* Triangles whose leaf box overlaps the closed box [lo, hi] (m): writes up to
+ * cap of them into out and returns how many there are (may exceed cap). */
+uint32_t ts_aabb_tree_query_box(const ts_aabb_tree *tree, const double lo[3], const double hi[3],
+                                uint32_t *out, uint32_t cap);
+
+void ts_aabb_tree_destroy(ts_aabb_tree *tree);
+
+#endif

@@ -1,0 +1,680 @@
+/*
+ * ts_collide.c: simultaneous descent of two bounding-volume trees with exact
+ * leaf tests (Gottschalk, Lin, Manocha 1996, "OBBTree", section 5), for
+ * tool x tissue (OBB x AABB), tool x tool (OBB x OBB) and tissue x tissue
+ * (AABB x AABB), the substepped sweep, and the brute-force reference. See
+ * ts_collide.h.
+ *
+ * The descent keeps a stack of node pairs; a pair whose boxes overlap is
+ * replaced by the pairs of its larger box's children (the smaller box when
+ * the larger is a leaf). Both trees have bounded depth (AABB: median splits;
+ * OBB: median below depth 48), so a fixed stack suffices.
+ */
+#include "ts_collide.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ts_error.h"
+
+#define STACK 512
+
+typedef struct pair {
+  int32_t a, b;
+} pair;
+
+/* ---- small vector helpers ---- */
+
+static double dot(const double a[3], const double b[3]) {
+  return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+}
+static void sub(const double a[3], const double b[3], double o[3]) {
+  o[0] = a[0] - b[0], o[1] = a[1] - b[1], o[2] = a[2] - b[2];
+}
+
+/* ---- buffer ---- */
+
+int ts_contacts_init(ts_contacts *buf, uint32_t cap) {
+  if (!buf) return TS_EINVAL;
+  memset(buf, 0, sizeof *buf);
+  if (cap == 0) return TS_EINVAL;
+  buf->c = malloc(sizeof *buf->c * cap);
+  if (!buf->c) return TS_ENOMEM;
+  buf->cap = cap;
+  return 0;
+}
+
+void ts_contacts_free(ts_contacts *buf) {
+  if (!buf) return;
+  free(buf->c);
+  memset(buf, 0, sizeof *buf);
+}
+
+static void emit(ts_contacts *o, uint32_t a, uint32_t b, const ts_hit *h) {
+  if (o->n < o->cap) {
+    ts_contact *c = &o->c[o->n++];
+    c->a = a;
+    c->b = b;
+    memcpy(c->point, h->point, sizeof c->point);
+    memcpy(c->normal, h->normal, sizeof c->normal);
+    c->depth = h->depth;
+    c->toi = 1.0;
+  }
+  o->total++;
+}
+
+static int finish(const ts_contacts *o) { return o->total > o->n ? TS_EFULL : 0; }
+
+/* ---- leaf tests ---- */
+
+static void tissue_tri(const ts_aabb_tree *t, const double (*x)[3], uint32_t k, double T[3][3]) {
+  for (int c = 0; c < 3; c++) memcpy(T[c], x[t->tris[k][c]], sizeof T[c]);
+}
+
+/* A tool feature against a triangle; the normal from the tool into it. */
+static int feature_triangle(ts_posed_tool *pt, uint32_t f, const double T[3][3], ts_hit *h) {
+  const ts_obb_tree *tr = pt->tree;
+  switch (tr->kind) {
+  case TS_SHAPE_MESH: {
+    double F[3][3];
+    ts_posed_tool_triangle(pt, f, F);
+    return ts_contact_face_triangle(F, T, h);
+  }
+  case TS_SHAPE_SPHERE:
+    return ts_contact_sphere_triangle(pt->pose.p, tr->radius, T, h);
+  case TS_SHAPE_CAPSULE: {
+    double a[3], b[3];
+    ts_posed_tool_segment(pt, a, b);
+    return ts_contact_capsule_triangle(a, b, tr->radius, T, h);
+  }
+  case TS_SHAPE_JAWS:
+    return ts_contact_box_triangle(ts_posed_tool_box(pt, 1 + (int32_t)f), T, h);
+  }
+  return 0;
+}
+
+static double obb_size(const ts_obb *b) { return b->e[0] + b->e[1] + b->e[2]; }
+static double aabb_size(const ts_aabb_node *n) {
+  return 0.5 * ((n->hi[0] - n->lo[0]) + (n->hi[1] - n->lo[1]) + (n->hi[2] - n->lo[2]));
+}
+
+/* ---- tool x tissue ---- */
+
+int ts_collide_tool_tissue(ts_posed_tool *pt, const ts_aabb_tree *tis, const double (*x)[3],
+                           ts_contacts *buf, ts_collide_stats *stats) {
+  if (!pt || !pt->tree || !tis || !buf || (!x && tis->n_tris)) return TS_EINVAL;
+  buf->n = buf->total = 0;
+  ts_collide_stats st = {0, 0};
+  if (tis->n_tris == 0) {
+    if (stats) *stats = st;
+    return 0;
+  }
+  const ts_obb_node *tn = pt->tree->nodes;
+  pair stack[STACK];
+  int sp = 0, rc = 0;
+  stack[sp++] = (pair){0, 0};
+  while (sp > 0) {
+    pair p = stack[--sp];
+    const double *ext;
+    const ts_obb *oa = ts_posed_tool_box_ext(pt, p.a, &ext);
+    const ts_aabb_node *nb = &tis->nodes[p.b];
+    st.box_tests++;
+    /* the tool box's axis-aligned bounds first (three of the 15 axes, with
+     * its world extents cached per pose), then the full test */
+    if (oa->c[0] - ext[0] > nb->hi[0] || oa->c[0] + ext[0] < nb->lo[0] ||
+        oa->c[1] - ext[1] > nb->hi[1] || oa->c[1] + ext[1] < nb->lo[1] ||
+        oa->c[2] - ext[2] > nb->hi[2] || oa->c[2] + ext[2] < nb->lo[2])
+      continue;
+    if (!ts_sat_obb_aabb(oa, nb->lo, nb->hi, TS_SAT_EPS)) continue;
+    int la = tn[p.a].feature >= 0, lb = nb->tri >= 0;
+    if (la && lb) {
+      double T[3][3];
+      ts_hit h;
+      tissue_tri(tis, x, (uint32_t)nb->tri, T);
+      st.leaf_tests++;
+      if (feature_triangle(pt, (uint32_t)tn[p.a].feature, T, &h))
+        emit(buf, (uint32_t)tn[p.a].feature, (uint32_t)nb->tri, &h);
+      continue;
+    }
+    if (sp + 2 > STACK) {
+      rc = TS_EINTERNAL;
+      break;
+    }
+    if (lb || (!la && obb_size(oa) >= aabb_size(nb))) {
+      stack[sp++] = (pair){tn[p.a].child[1], p.b};
+      stack[sp++] = (pair){tn[p.a].child[0], p.b};
+    } else {
+      stack[sp++] = (pair){p.a, nb->child[1]};
+      stack[sp++] = (pair){p.a, nb->child[0]};
+    }
+  }
+  if (stats) *stats = st;
+  return rc ? rc : finish(buf);
+}
+
+/* ---- brute force ---- */
+
+static int boxes_overlap(const double alo[3], const double ahi[3], const double blo[3],
+                         const double bhi[3]) {
+  return !(alo[0] > bhi[0] || ahi[0] < blo[0] || alo[1] > bhi[1] || ahi[1] < blo[1] ||
+           alo[2] > bhi[2] || ahi[2] < blo[2]);
+}
+
+static void grow(double lo[3], double hi[3], const double p[3]) {
+  for (int k = 0; k < 3; k++) lo[k] = fmin(lo[k], p[k]), hi[k] = fmax(hi[k], p[k]);
+}
+
+/* Bounding box of tool feature f at the current pose. */
+static void feature_box(ts_posed_tool *pt, uint32_t f, const double (*wv)[3], double lo[3],
+                        double hi[3]) {
+  const ts_obb_tree *tr = pt->tree;
+  for (int k = 0; k < 3; k++) lo[k] = INFINITY, hi[k] = -INFINITY;
+  switch (tr->kind) {
+  case TS_SHAPE_MESH:
+    for (int c = 0; c < 3; c++) grow(lo, hi, wv[tr->t[f][c]]);
+    break;
+  case TS_SHAPE_SPHERE:
+  case TS_SHAPE_CAPSULE: {
+    double a[3], b[3];
+    ts_posed_tool_segment(pt, a, b);
+    grow(lo, hi, a);
+    grow(lo, hi, b);
+    for (int k = 0; k < 3; k++) lo[k] -= tr->radius, hi[k] += tr->radius;
+    break;
+  }
+  case TS_SHAPE_JAWS: {
+    ts_obb box;
+    double c[8][3];
+    ts_posed_tool_jaw(pt, (int)f, &box);
+    ts_obb_corners(&box, c);
+    for (int n = 0; n < 8; n++) grow(lo, hi, c[n]);
+    break;
+  }
+  }
+}
+
+int ts_collide_tool_tissue_brute(ts_posed_tool *pt, const ts_aabb_tree *tis, const double (*x)[3],
+                                 ts_contacts *buf) {
+  if (!pt || !pt->tree || !tis || !buf || (!x && tis->n_tris)) return TS_EINVAL;
+  buf->n = buf->total = 0;
+  const ts_obb_tree *tr = pt->tree;
+  const double slack = 1e-7;
+  uint32_t nf = tr->kind == TS_SHAPE_MESH ? tr->n_tris : tr->kind == TS_SHAPE_JAWS ? 2 : 1;
+  double(*wv)[3] = NULL;
+  double(*flo)[3] = malloc(sizeof *flo * nf), (*fhi)[3] = malloc(sizeof *fhi * nf);
+  uint32_t *cand = malloc(sizeof *cand * (tis->n_tris ? tis->n_tris : 1));
+  double(*tlo)[3] = malloc(sizeof *tlo * (tis->n_tris ? tis->n_tris : 1));
+  double(*thi)[3] = malloc(sizeof *thi * (tis->n_tris ? tis->n_tris : 1));
+  if (tr->kind == TS_SHAPE_MESH) wv = malloc(sizeof *wv * tr->n_verts);
+  int rc = 0;
+  if (!flo || !fhi || !cand || !tlo || !thi || (tr->kind == TS_SHAPE_MESH && !wv)) {
+    rc = TS_ENOMEM;
+    goto out;
+  }
+  if (wv) {
+    for (uint32_t i = 0; i < tr->n_verts; i++) {
+      for (int k = 0; k < 3; k++) wv[i][k] = dot(pt->R[k], tr->v[i]) + pt->pose.p[k];
+    }
+  }
+  /* the whole tool's box, then the tissue triangles that reach into it */
+  double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+  for (uint32_t f = 0; f < nf; f++) {
+    feature_box(pt, f, (const double(*)[3])wv, flo[f], fhi[f]);
+    for (int k = 0; k < 3; k++) {
+      flo[f][k] -= slack, fhi[f][k] += slack;
+      lo[k] = fmin(lo[k], flo[f][k]), hi[k] = fmax(hi[k], fhi[f][k]);
+    }
+  }
+  uint32_t nc = 0;
+  for (uint32_t k = 0; k < tis->n_tris; k++) {
+    double a[3] = {INFINITY, INFINITY, INFINITY}, b[3] = {-INFINITY, -INFINITY, -INFINITY};
+    for (int c = 0; c < 3; c++) grow(a, b, x[tis->tris[k][c]]);
+    if (!boxes_overlap(a, b, lo, hi)) continue;
+    memcpy(tlo[nc], a, sizeof a);
+    memcpy(thi[nc], b, sizeof b);
+    cand[nc++] = k;
+  }
+  for (uint32_t f = 0; f < nf; f++)
+    for (uint32_t i = 0; i < nc; i++) {
+      if (!boxes_overlap(flo[f], fhi[f], tlo[i], thi[i])) continue;
+      double T[3][3];
+      ts_hit h;
+      tissue_tri(tis, x, cand[i], T);
+      if (feature_triangle(pt, f, T, &h)) emit(buf, f, cand[i], &h);
+    }
+  rc = finish(buf);
+out:
+  free(wv);
+  free(flo);
+  free(fhi);
+  free(cand);
+  free(tlo);
+  free(thi);
+  return rc;
+}
+
+/* ---- tool x tool ---- */
+
+static int is_round(const ts_obb_tree *t) {
+  return t->kind == TS_SHAPE_SPHERE || t->kind == TS_SHAPE_CAPSULE;
+}
+
+/* The 12 triangles of a box's surface. */
+static void box_triangles(const ts_obb *b, double tri[12][3][3]) {
+  double c[8][3];
+  ts_obb_corners(b, c);
+  /* corner n has bit a set when on the + side of axis a; each face is the
+   * quad of corners with bit a fixed, cut in two */
+  int k = 0;
+  for (int a = 0; a < 3; a++) {
+    int u = 1 << ((a + 1) % 3), v = 1 << ((a + 2) % 3);
+    for (int s = 0; s < 2; s++) {
+      int base = s ? 1 << a : 0;
+      int q[4] = {base, base | u, base | u | v, base | v};
+      int half[2][3] = {{q[0], q[1], q[2]}, {q[0], q[2], q[3]}};
+      for (int j = 0; j < 2; j++, k++)
+        for (int m = 0; m < 3; m++) memcpy(tri[k][m], c[half[j][m]], sizeof c[0]);
+    }
+  }
+}
+
+/* Part of segment [p, q] inside the closed box: parameters [t0, t1]; 0 when
+ * they do not meet. */
+static int segment_in_box(const ts_obb *b, const double p[3], const double q[3], double *t0,
+                          double *t1) {
+  double lo = 0, hi = 1, w[3], d[3];
+  sub(p, b->c, w);
+  sub(q, p, d);
+  for (int a = 0; a < 3; a++) {
+    double os = dot(w, b->r[a]), ds = dot(d, b->r[a]);
+    if (ds == 0) {
+      if (fabs(os) > b->e[a]) return 0;
+      continue;
+    }
+    double s0 = (-b->e[a] - os) / ds, s1 = (b->e[a] - os) / ds;
+    if (s0 > s1) {
+      double s = s0;
+      s0 = s1, s1 = s;
+    }
+    lo = fmax(lo, s0), hi = fmin(hi, s1);
+    if (lo > hi) return 0;
+  }
+  *t0 = lo, *t1 = hi;
+  return 1;
+}
+
+/* A box (first) against a capsule core [p, q] of radius r (second). */
+static int box_capsule(const ts_obb *box, const double p[3], const double q[3], double r,
+                       ts_hit *h) {
+  double t0, t1;
+  if (segment_in_box(box, p, q, &t0, &t1)) {
+    /* cores meet: the segment as a flat box, smallest overlap over the axes */
+    ts_obb s;
+    double d[3];
+    sub(q, p, d);
+    double l = sqrt(dot(d, d));
+    double u[3] = {1, 0, 0};
+    if (l > 0) u[0] = d[0] / l, u[1] = d[1] / l, u[2] = d[2] / l;
+    /* any two unit vectors completing u to a right-handed frame */
+    double o[3] = {fabs(u[0]) < 0.9 ? 1.0 : 0.0, fabs(u[0]) < 0.9 ? 0.0 : 1.0, 0.0};
+    double v[3] = {u[1] * o[2] - u[2] * o[1], u[2] * o[0] - u[0] * o[2], u[0] * o[1] - u[1] * o[0]};
+    double vl = sqrt(dot(v, v));
+    for (int k = 0; k < 3; k++) v[k] /= vl;
+    double w[3] = {u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2], u[0] * v[1] - u[1] * v[0]};
+    memcpy(s.r[0], u, sizeof u);
+    memcpy(s.r[1], v, sizeof v);
+    memcpy(s.r[2], w, sizeof w);
+    for (int k = 0; k < 3; k++) s.c[k] = 0.5 * (p[k] + q[k]);
+    s.e[0] = l / 2, s.e[1] = s.e[2] = 0;
+    double depth = ts_sat_obb_obb_depth(box, &s, h->normal);
+    h->depth = fmax(depth, 0) + r;
+    for (int k = 0; k < 3; k++) h->point[k] = p[k] + 0.5 * (t0 + t1) * (q[k] - p[k]);
+    return 1;
+  }
+  double tri[12][3][3], best = INFINITY, cs[3] = {0}, cb[3] = {0};
+  box_triangles(box, tri);
+  for (int i = 0; i < 12; i++) {
+    double a[3], b[3];
+    double d = ts_closest_segment_triangle(p, q, (const double(*)[3])tri[i], a, b);
+    if (d < best) best = d, memcpy(cs, a, sizeof a), memcpy(cb, b, sizeof b);
+  }
+  if (!(best <= r)) return 0;
+  if (best > 0) {
+    for (int k = 0; k < 3; k++) h->normal[k] = (cs[k] - cb[k]) / best;
+  } else {
+    h->normal[0] = 0, h->normal[1] = 1, h->normal[2] = 0;
+  }
+  h->depth = r - best;
+  for (int k = 0; k < 3; k++) h->point[k] = cb[k] + h->normal[k] * 0.5 * (best - h->depth);
+  return 1;
+}
+
+static int box_box(const ts_obb *a, const ts_obb *b, ts_hit *h) {
+  double depth = ts_sat_obb_obb_depth(a, b, h->normal);
+  if (depth < 0) return 0;
+  h->depth = depth;
+  /* point: the mean of the corners of each box inside the other, else the
+   * midpoint of the centres */
+  double ca[8][3], cb[8][3], m[3] = {0, 0, 0};
+  int n = 0;
+  ts_obb_corners(a, ca);
+  ts_obb_corners(b, cb);
+  for (int i = 0; i < 8; i++) {
+    if (ts_obb_contains(b, ca[i], 0)) n++, m[0] += ca[i][0], m[1] += ca[i][1], m[2] += ca[i][2];
+    if (ts_obb_contains(a, cb[i], 0)) n++, m[0] += cb[i][0], m[1] += cb[i][1], m[2] += cb[i][2];
+  }
+  for (int k = 0; k < 3; k++) h->point[k] = n ? m[k] / n : 0.5 * (a->c[k] + b->c[k]);
+  return 1;
+}
+
+static void flip(ts_hit *h) {
+  for (int k = 0; k < 3; k++) h->normal[k] = -h->normal[k];
+}
+
+static int feature_feature(ts_posed_tool *A, uint32_t fa, ts_posed_tool *B, uint32_t fb,
+                           ts_hit *h) {
+  const ts_obb_tree *ta = A->tree, *tb = B->tree;
+  if (tb->kind == TS_SHAPE_MESH) {
+    double T[3][3];
+    ts_posed_tool_triangle(B, fb, T);
+    return feature_triangle(A, fa, T, h);
+  }
+  if (ta->kind == TS_SHAPE_MESH) {
+    double T[3][3];
+    ts_posed_tool_triangle(A, fa, T);
+    if (!feature_triangle(B, fb, T, h)) return 0;
+    flip(h);
+    return 1;
+  }
+  if (is_round(ta) && is_round(tb)) {
+    double a0[3], a1[3], b0[3], b1[3], ca[3], cb[3];
+    ts_posed_tool_segment(A, a0, a1);
+    ts_posed_tool_segment(B, b0, b1);
+    double d = ts_closest_segment_segment(a0, a1, b0, b1, ca, cb);
+    double rr = ta->radius + tb->radius;
+    if (!(d <= rr)) return 0;
+    if (d > 0) {
+      for (int k = 0; k < 3; k++) h->normal[k] = (cb[k] - ca[k]) / d;
+    } else {
+      h->normal[0] = 0, h->normal[1] = 1, h->normal[2] = 0;
+    }
+    h->depth = rr - d;
+    /* midway between the two surface points */
+    for (int k = 0; k < 3; k++)
+      h->point[k] = 0.5 * (ca[k] + h->normal[k] * ta->radius + cb[k] - h->normal[k] * tb->radius);
+    return 1;
+  }
+  if (ta->kind == TS_SHAPE_JAWS && tb->kind == TS_SHAPE_JAWS)
+    return box_box(ts_posed_tool_box(A, 1 + (int32_t)fa), ts_posed_tool_box(B, 1 + (int32_t)fb), h);
+  if (ta->kind == TS_SHAPE_JAWS) {
+    double p[3], q[3];
+    ts_posed_tool_segment(B, p, q);
+    return box_capsule(ts_posed_tool_box(A, 1 + (int32_t)fa), p, q, tb->radius, h);
+  }
+  double p[3], q[3];
+  ts_posed_tool_segment(A, p, q);
+  if (!box_capsule(ts_posed_tool_box(B, 1 + (int32_t)fb), p, q, ta->radius, h)) return 0;
+  flip(h);
+  return 1;
+}
+
+int ts_collide_tool_tool(ts_posed_tool *A, ts_posed_tool *B, ts_contacts *buf,
+                         ts_collide_stats *stats) {
+  if (!A || !B || !A->tree || !B->tree || !buf) return TS_EINVAL;
+  buf->n = buf->total = 0;
+  ts_collide_stats st = {0, 0};
+  const ts_obb_node *na = A->tree->nodes, *nb = B->tree->nodes;
+  pair stack[STACK];
+  int sp = 0, rc = 0;
+  stack[sp++] = (pair){0, 0};
+  while (sp > 0) {
+    pair p = stack[--sp];
+    const ts_obb *oa = ts_posed_tool_box(A, p.a), *ob = ts_posed_tool_box(B, p.b);
+    st.box_tests++;
+    if (!ts_sat_obb_obb(oa, ob, TS_SAT_EPS)) continue;
+    int la = na[p.a].feature >= 0, lb = nb[p.b].feature >= 0;
+    if (la && lb) {
+      ts_hit h;
+      st.leaf_tests++;
+      if (feature_feature(A, (uint32_t)na[p.a].feature, B, (uint32_t)nb[p.b].feature, &h))
+        emit(buf, (uint32_t)na[p.a].feature, (uint32_t)nb[p.b].feature, &h);
+      continue;
+    }
+    if (sp + 2 > STACK) {
+      rc = TS_EINTERNAL;
+      break;
+    }
+    if (lb || (!la && obb_size(oa) >= obb_size(ob))) {
+      stack[sp++] = (pair){na[p.a].child[1], p.b};
+      stack[sp++] = (pair){na[p.a].child[0], p.b};
+    } else {
+      stack[sp++] = (pair){p.a, nb[p.b].child[1]};
+      stack[sp++] = (pair){p.a, nb[p.b].child[0]};
+    }
+  }
+  if (stats) *stats = st;
+  return rc ? rc : finish(buf);
+}
+
+/* ---- tissue x tissue ---- */
+
+static int shares_point(const uint32_t *s, const uint32_t *t) {
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++)
+      if (s[i] == t[j]) return 1;
+  return 0;
+}
+
+int ts_collide_tissue_tissue(const ts_aabb_tree *A, const double (*xa)[3], const ts_aabb_tree *B,
+                             const double (*xb)[3], ts_contacts *buf, ts_collide_stats *stats) {
+  if (!A || !B || !buf || (!xa && A->n_tris) || (!xb && B->n_tris)) return TS_EINVAL;
+  buf->n = buf->total = 0;
+  ts_collide_stats st = {0, 0};
+  if (!A->n_tris || !B->n_tris) {
+    if (stats) *stats = st;
+    return 0;
+  }
+  const int self = A == B;
+  pair stack[STACK];
+  int sp = 0, rc = 0;
+  stack[sp++] = (pair){0, 0};
+  while (sp > 0) {
+    pair p = stack[--sp];
+    const ts_aabb_node *na = &A->nodes[p.a], *nb = &B->nodes[p.b];
+    if (sp + 3 > STACK) {
+      rc = TS_EINTERNAL;
+      break;
+    }
+    if (self && p.a == p.b) {
+      /* a subtree against itself: its two halves against themselves and
+       * against each other, so every pair of leaves comes up once */
+      if (na->tri < 0) {
+        stack[sp++] = (pair){na->child[0], na->child[0]};
+        stack[sp++] = (pair){na->child[1], na->child[1]};
+        stack[sp++] = (pair){na->child[0], na->child[1]};
+      }
+      continue;
+    }
+    st.box_tests++;
+    if (!boxes_overlap(na->lo, na->hi, nb->lo, nb->hi)) continue;
+    int la = na->tri >= 0, lb = nb->tri >= 0;
+    if (la && lb) {
+      uint32_t ka = (uint32_t)na->tri, kb = (uint32_t)nb->tri;
+      if (self) {
+        if (shares_point(A->tris[ka], A->tris[kb])) continue;
+        if (ka > kb) {
+          uint32_t s = ka;
+          ka = kb, kb = s;
+        }
+      }
+      double Ta[3][3], Tb[3][3];
+      ts_hit h;
+      tissue_tri(A, xa, ka, Ta);
+      tissue_tri(B, xb, kb, Tb);
+      st.leaf_tests++;
+      if (ts_contact_face_triangle(Ta, Tb, &h)) emit(buf, ka, kb, &h);
+      continue;
+    }
+    if (lb || (!la && aabb_size(na) >= aabb_size(nb))) {
+      stack[sp++] = (pair){na->child[1], p.b};
+      stack[sp++] = (pair){na->child[0], p.b};
+    } else {
+      stack[sp++] = (pair){p.a, nb->child[1]};
+      stack[sp++] = (pair){p.a, nb->child[0]};
+    }
+  }
+  if (stats) *stats = st;
+  return rc ? rc : finish(buf);
+}
+
+/* ---- sweep ---- */
+
+ts_sweep_def ts_default_sweep_def(void) {
+  ts_sweep_def d = {.max_substeps = 64, .travel_fraction = 0.5};
+  return d;
+}
+
+/* The pairs (tool leaf, tissue leaf) whose boxes overlap with the tool's
+ * boxes grown by `grow` (m) on every side, into buf->c[].a/.b (buf->total
+ * counts them all). The same descent as ts_collide_tool_tissue. */
+static int candidates(ts_posed_tool *pt, const ts_aabb_tree *tis, double grow, ts_contacts *buf) {
+  buf->n = buf->total = 0;
+  if (tis->n_tris == 0) return 0;
+  const ts_obb_node *tn = pt->tree->nodes;
+  pair stack[STACK];
+  int sp = 0;
+  stack[sp++] = (pair){0, 0};
+  while (sp > 0) {
+    pair p = stack[--sp];
+    const double *ext;
+    ts_obb oa = *ts_posed_tool_box_ext(pt, p.a, &ext);
+    const ts_aabb_node *nb = &tis->nodes[p.b];
+    double gx[3];
+    for (int k = 0; k < 3; k++) {
+      gx[k] = ext[k] + grow * (fabs(oa.r[0][k]) + fabs(oa.r[1][k]) + fabs(oa.r[2][k]));
+      oa.e[k] += grow;
+    }
+    if (oa.c[0] - gx[0] > nb->hi[0] || oa.c[0] + gx[0] < nb->lo[0] || oa.c[1] - gx[1] > nb->hi[1] ||
+        oa.c[1] + gx[1] < nb->lo[1] || oa.c[2] - gx[2] > nb->hi[2] || oa.c[2] + gx[2] < nb->lo[2])
+      continue;
+    if (!ts_sat_obb_aabb(&oa, nb->lo, nb->hi, TS_SAT_EPS)) continue;
+    int la = tn[p.a].feature >= 0, lb = nb->tri >= 0;
+    if (la && lb) {
+      if (buf->n < buf->cap) {
+        buf->c[buf->n].a = (uint32_t)tn[p.a].feature;
+        buf->c[buf->n].b = (uint32_t)nb->tri;
+        buf->n++;
+      }
+      buf->total++;
+      continue;
+    }
+    if (sp + 2 > STACK) return TS_EINTERNAL;
+    if (lb || (!la && obb_size(&oa) >= aabb_size(nb))) {
+      stack[sp++] = (pair){tn[p.a].child[1], p.b};
+      stack[sp++] = (pair){tn[p.a].child[0], p.b};
+    } else {
+      stack[sp++] = (pair){p.a, nb->child[1]};
+      stack[sp++] = (pair){p.a, nb->child[0]};
+    }
+  }
+  return 0;
+}
+
+int ts_collide_sweep(ts_posed_tool *pt, const ts_pose *from, const ts_pose *to,
+                     const ts_aabb_tree *tis, const double (*x)[3], const ts_sweep_def *def,
+                     ts_contacts *buf, ts_sweep_info *info) {
+  if (!pt || !pt->tree || !from || !to || !tis || !buf || (!x && tis->n_tris)) return TS_EINVAL;
+  ts_sweep_def d = def ? *def : ts_default_sweep_def();
+  if (d.max_substeps < 1 || !(d.travel_fraction > 0 && d.travel_fraction <= 1)) return TS_EINVAL;
+  /* validate and normalise both poses through the placed tool */
+  ts_pose a, b;
+  int rc = ts_posed_tool_set_pose(pt, from);
+  if (rc) return rc;
+  a = pt->pose;
+  rc = ts_posed_tool_set_pose(pt, to);
+  if (rc) return rc;
+  b = pt->pose;
+
+  const ts_obb_tree *tr = pt->tree;
+  double dp[3];
+  sub(b.p, a.p, dp);
+  double qd = fabs(a.q[0] * b.q[0] + a.q[1] * b.q[1] + a.q[2] * b.q[2] + a.q[3] * b.q[3]);
+  double angle = 2.0 * acos(qd > 1 ? 1 : qd);
+  double travel = sqrt(dot(dp, dp)) + angle * tr->reach;
+  if (tr->kind == TS_SHAPE_JAWS) {
+    /* each jaw turns by half the change of the opening angle about the hinge */
+    double arm = sqrt(tr->length * tr->length + tr->jaw_thickness * tr->jaw_thickness +
+                      tr->jaw_width * tr->jaw_width / 4);
+    travel += fabs(b.jaw - a.jaw) * tr->jaw_max_angle / 2 * arm;
+  }
+  uint32_t n = d.max_substeps;
+  double step = d.travel_fraction * tr->thickness;
+  if (step > 0) {
+    double k = ceil(travel / step);
+    if (k < 1) k = 1;
+    if (k < n) n = (uint32_t)k;
+  }
+  ts_sweep_info inf = {.toi = 1.0, .substeps = n, .tested = 0, .travel = travel};
+  buf->n = buf->total = 0;
+
+  /* one descent at the mid pose with every tool box grown by half the travel
+   * (no tool point is farther than that from its mid-pose place at any
+   * substep), then the exact tests of those pairs at each substep; when the
+   * pairs do not fit in the buffer, a descent per substep */
+  int pairs = 0;
+  uint32_t np = 0;
+  if (n > 1) {
+    ts_pose mid;
+    ts_pose_lerp(&a, &b, 0.5, &mid);
+    rc = ts_posed_tool_set_pose(pt, &mid);
+    if (rc) return rc;
+    rc = candidates(pt, tis, travel * (0.5 + 1e-9) + 1e-12, buf);
+    if (rc) return rc;
+    pairs = buf->total <= buf->cap;
+    np = buf->n;
+    inf.candidates = buf->total;
+  }
+  for (uint32_t k = 1; k <= n; k++) {
+    double s = (double)k / n;
+    ts_pose ps;
+    if (k == n)
+      ps = b;
+    else
+      ts_pose_lerp(&a, &b, s, &ps);
+    rc = ts_posed_tool_set_pose(pt, &ps);
+    if (rc) break;
+    inf.tested = k;
+    if (pairs) {
+      /* contacts are written over pairs already tested (w <= i), and only
+       * in the substep that ends the search */
+      uint32_t w = 0;
+      for (uint32_t i = 0; i < np; i++) {
+        double T[3][3];
+        ts_hit h;
+        uint32_t f = buf->c[i].a, tri = buf->c[i].b;
+        tissue_tri(tis, x, tri, T);
+        if (!feature_triangle(pt, f, T, &h)) continue;
+        ts_contact *c = &buf->c[w++];
+        c->a = f;
+        c->b = tri;
+        memcpy(c->point, h.point, sizeof c->point);
+        memcpy(c->normal, h.normal, sizeof c->normal);
+        c->depth = h.depth;
+      }
+      buf->n = buf->total = w;
+      if (w == 0) buf->n = np; /* keep the pairs for the next substep */
+    } else {
+      rc = ts_collide_tool_tissue(pt, tis, x, buf, NULL);
+    }
+    if (buf->total > 0) {
+      inf.toi = s;
+      for (uint32_t i = 0; i < buf->n; i++) buf->c[i].toi = s;
+      break;
+    }
+    if (rc) break;
+  }
+  if (buf->total == 0) buf->n = 0;
+  if (info) *info = inf;
+  return rc;
+}

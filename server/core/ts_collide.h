@@ -1,0 +1,137 @@
+/*
+ * ts_collide.h: collision queries between tools and tissue, the detection
+ * half of the hybrid bounding-volume method (issue 5): tissue (non-rigid)
+ * has an AABB tree (ts_aabb_tree.h), refitted each step; a tool (rigid) an
+ * OBB tree (ts_obb_tree.h), built once and placed at its pose. A query tests
+ * the root boxes and, where they overlap, descends both trees together
+ * (always splitting the larger box; OBB against AABB, or OBB against OBB, by
+ * the 15-axis separating-axis test, ts_sat.h), and at pairs of leaves tests
+ * the features exactly (ts_tritri.h), giving a contact per touching pair
+ * (Gottschalk, Lin, Manocha 1996, "OBBTree", section 5).
+ *
+ *   - tool x tissue: contacts {tool feature, tissue triangle, point, normal
+ *     (from the tool into the tissue), depth};
+ *   - tool x tool (OBB x OBB) and tissue x tissue (AABB x AABB, also one
+ *     tissue against itself for self-contact);
+ *   - a sweep of a tool between its last two poses, in substeps short enough
+ *     against the tool's thinnest part that it cannot pass through a sheet
+ *     of tissue unseen (the first substep with contacts is the time of
+ *     impact);
+ *   - a brute-force all-pairs reference for tool x tissue (tests, benchmarks).
+ *
+ * Contacts go into a caller-owned buffer: nothing is allocated per step (the
+ * brute-force reference excepted). The caller refits the tissue tree for
+ * positions x before querying with the same x. Response (moving tissue out,
+ * friction, grasping) is not done here.
+ */
+#ifndef TS_COLLIDE_H
+#define TS_COLLIDE_H
+
+#include <stdint.h>
+
+#include "ts_aabb_tree.h"
+#include "ts_obb_tree.h"
+#include "ts_tritri.h"
+
+typedef struct ts_contact {
+  uint32_t a;       /* feature of the first object: the tool's triangle or primitive
+                       feature (tool x tissue, tool x tool), the first tissue's triangle */
+  uint32_t b;       /* feature of the second: the tissue's triangle, the second tool's
+                       feature, the second tissue's triangle */
+  double point[3];  /* m */
+  double normal[3]; /* unit, from the first object into the second: the direction
+                       that separates the second from the first */
+  double depth;     /* m, >= 0 */
+  double toi;       /* fraction of the swept step at which found; 1 for plain queries */
+} ts_contact;
+
+/* A caller-owned contact buffer. */
+typedef struct ts_contacts {
+  ts_contact *c;
+  uint32_t n;     /* stored */
+  uint32_t cap;   /* room */
+  uint32_t total; /* found, may exceed cap (then the first cap are stored) */
+} ts_contacts;
+
+/* Allocates room for cap contacts. Returns 0, TS_EINVAL (cap 0) or TS_ENOMEM. */
+int ts_contacts_init(ts_contacts *buf, uint32_t cap);
+void ts_contacts_free(ts_contacts *buf);
+
+/* Work done by the last query (for benchmarks and tests). */
+typedef struct ts_collide_stats {
+  uint64_t box_tests;  /* bounding-volume pair tests */
+  uint64_t leaf_tests; /* exact feature tests */
+} ts_collide_stats;
+
+/* Contacts of a placed tool with a tissue whose tree was refitted for x. The
+ * buffer is cleared first. stats may be NULL. Returns 0, TS_EFULL when more
+ * contacts were found than fit (buf->total counts them all), TS_EINVAL
+ * (NULL arguments, x NULL for a non-empty tree). */
+int ts_collide_tool_tissue(ts_posed_tool *tool, const ts_aabb_tree *tissue, const double (*x)[3],
+                           ts_contacts *buf, ts_collide_stats *stats);
+
+/* The same contacts by testing every (tool feature, tissue triangle) pair
+ * whose bounding boxes (grown by 1e-7 m) overlap, without the trees (the
+ * tissue tree only lends its triangle list). Allocates scratch: a reference,
+ * not for the step. Returns as ts_collide_tool_tissue, or TS_ENOMEM. */
+int ts_collide_tool_tissue_brute(ts_posed_tool *tool, const ts_aabb_tree *tissue,
+                                 const double (*x)[3], ts_contacts *buf);
+
+/* Contacts between two placed tools (OBB tree x OBB tree); a is the first
+ * object. Feature pairs: a face of a mesh tool is handled as in tool x tissue
+ * (the other tool's triangle against it); two spheres/capsules by the
+ * closest points of their cores; a jaw box against a sphere/capsule or
+ * another box by the smallest overlap over the separating axes when the
+ * cores meet, else by the closest points. Returns as ts_collide_tool_tissue. */
+int ts_collide_tool_tool(ts_posed_tool *a, ts_posed_tool *b, ts_contacts *buf,
+                         ts_collide_stats *stats);
+
+/* Contacts between two tissues (AABB tree x AABB tree), each with its own
+ * positions: pairs of intersecting triangles, normal = the outward normal of
+ * a's triangle, depth = how far b's triangle reaches behind it (as
+ * ts_contact_face_triangle). With a == b (one tissue against itself: pass the
+ * same tree and positions) every pair is reported once with a < b, and pairs
+ * of triangles that share a point are skipped. Returns as
+ * ts_collide_tool_tissue. */
+int ts_collide_tissue_tissue(const ts_aabb_tree *a, const double (*xa)[3], const ts_aabb_tree *b,
+                             const double (*xb)[3], ts_contacts *buf, ts_collide_stats *stats);
+
+typedef struct ts_sweep_def {
+  uint32_t max_substeps;  /* upper bound of the substeps (>= 1) */
+  double travel_fraction; /* no tool point moves more than this fraction of the tool's
+                             thickness per substep, (0, 1] */
+} ts_sweep_def;
+
+/* Defaults: at most 64 substeps, half the tool's thickness per substep. */
+ts_sweep_def ts_default_sweep_def(void);
+
+typedef struct ts_sweep_info {
+  double toi;          /* fraction of the step of the returned contacts (1: none) */
+  uint32_t substeps;   /* substeps the step was divided into */
+  uint32_t tested;     /* substeps queried before contacts were found */
+  double travel;       /* bound of the distance any tool point moved, m */
+  uint32_t candidates; /* leaf pairs found by the one descent over the whole step
+                          (0 when the step needed a single substep) */
+} ts_sweep_info;
+
+/* Continuous detection between two poses: the step from `from` to `to` is cut
+ * into n substeps (ts_pose_lerp) with n the smallest count for which no tool
+ * point moves more than travel_fraction * tool->tree->thickness per substep
+ * (the travel bound is |dp| + rotation angle * reach, plus the jaws' own
+ * motion), clamped to [1, max_substeps] (max_substeps when the thickness is
+ * unknown). A tool thicker than the per-substep travel cannot pass through a
+ * tissue sheet between two substeps, so a tool at 0.5 m/s with a 1 ms step
+ * is caught. The trees are descended once, at the mid pose with every tool
+ * box grown by half the travel bound; the leaf pairs found there are the
+ * only ones tested exactly at the substeps (when they do not fit in buf,
+ * each substep descends the trees instead: same result, more work).
+ * Returns the contacts of the first substep s = k/n (k = 1..n)
+ * that has any, with toi = s in every contact and in info; none when the
+ * whole step is free (toi 1). The tool is left at the pose of the returned
+ * substep (at `to` when nothing was found). def NULL means defaults.
+ * Returns 0, TS_EFULL, TS_EINVAL, TS_ENAN or TS_EQUAT (bad poses). */
+int ts_collide_sweep(ts_posed_tool *tool, const ts_pose *from, const ts_pose *to,
+                     const ts_aabb_tree *tissue, const double (*x)[3], const ts_sweep_def *def,
+                     ts_contacts *buf, ts_sweep_info *info);
+
+#endif

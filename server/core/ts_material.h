@@ -1,0 +1,116 @@
+/*
+ * ts_material.h: the tissue's material law and how a spring carries it.
+ *
+ * Link-element equivalence. A spring of rest length L standing for a bar of
+ * cross-section A of a material with modulus E elongates like the bar under
+ * the same force when k = E A / L (the FEM link element). The builders derive
+ * A for every spring from the volume of material attributed to it (A = V/L,
+ * ts_tissue_build.c).
+ *
+ * Exponential law. Soft tissue follows sigma = a e^(b eps) (Fung, "Elasticity
+ * of soft tissues in simple elongation", Am J Physiol 213(6):1532-1544, 1967).
+ * Its tangent modulus E(eps) = d sigma / d eps = a b e^(b eps) gives each
+ * spring the strain-dependent constant k'(eps) = A E(eps) / L, evaluated from
+ * the spring's current strain every step, and the spring's tension is
+ * k'(eps) (L - L0). In compression (eps < 0) the law is not used: tissue
+ * buckles rather than stiffening or softening exponentially, and e^(b eps)
+ * would soften a compressed spring towards zero stiffness and let it
+ * collapse; there E keeps its small-strain value a b, so k'(eps) =
+ * A a b e^(b max(eps, 0)) / L.
+ *
+ * Anisotropy. Each layer has an axial (along its fibre direction) and a
+ * radial (across) law, each giving its own k_alpha, k_beta from the same A
+ * and L; a spring at angle theta to the fibre has F = F_alpha cos(theta) +
+ * F_beta sin(theta). The fibre direction is projected onto the tangent plane
+ * of the surface at the spring. A layer without a fibre direction is
+ * isotropic: the axial law holds along every spring.
+ *
+ * Default materials (ts_material_default_layers): the stomach wall of the
+ * project's scenarios, see ts_material.c for the sources and values.
+ */
+#ifndef TS_MATERIAL_H
+#define TS_MATERIAL_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "ts_tissue.h"
+
+enum { TS_DIR_AXIAL = 0, TS_DIR_RADIAL = 1 };
+
+/* sigma(eps) = a e^(b eps), Pa. */
+double ts_law_stress(ts_law law, double eps);
+
+/* Tangent modulus E(eps) = a b e^(b max(eps, 0)), Pa (the small-strain value
+ * a b in compression, see above). */
+double ts_law_tangent(ts_law law, double eps);
+
+/* k = E A / L, N/m (E in Pa, A in m^2, L in m). */
+double ts_link_stiffness(double young, double area, double length);
+
+/* k'(eps) = A E(eps) / L of a spring made of `law`, N/m. */
+double ts_law_spring_constant(ts_law law, double area, double length, double eps);
+
+/* Fibre weights of a spring: w_axial = cos(theta), w_radial = sin(theta),
+ * theta in [0, pi/2] the angle between the spring direction `dir` and the
+ * fibre `fibre` projected onto the plane normal to `normal` (normal may be
+ * NULL: no projection). A zero fibre (or one along the normal) gives the
+ * isotropic weights (1, 0) for a zero fibre and (0, 1) for a fibre along the
+ * normal. `dir` need not be unit. */
+void ts_fibre_weights(const double dir[3], const double fibre[3], const double normal[3],
+                      double *w_axial, double *w_radial);
+
+/* Sets a layer's law in one direction (TS_DIR_*); setting the axial law also
+ * sets young = a b. Returns 0 or TS_EINVAL (a or b not finite and positive,
+ * unknown direction). */
+int ts_layer_set_law(ts_layer *layer, int dir, double a, double b);
+
+/* 0 when the layer is usable by the builders: a terminated non-empty name,
+ * finite positive thickness, density and laws (a, b > 0, a b <= 1e9 Pa, b <=
+ * 100), damping ratio in [0, 10], a finite fibre, -1 < strain_min < 0 <
+ * strain_max <= 10 (both finite). TS_EINVAL otherwise. `young` is not
+ * checked: it is derived. */
+int ts_layer_validate(const ts_layer *layer);
+
+/* The default stomach wall, outside in: mucosa, submucosa, muscularis. Fills
+ * out[0..2] and returns 3. */
+uint32_t ts_material_default_layers(ts_layer out[3]);
+
+/* e^x for 0 <= x <= 700 (ts_exp_pos clamps larger x to 700; ts_exp_unclamped
+ * requires the range; negative x is not supported), to within 2 ulp of
+ * exp(). The step evaluates one or two per
+ * spring per substep; this form has no branch, no call and no conversion
+ * to integer, so the compiler vectorises it across springs. Range reduction
+ * x = n ln2 + r, |r| <= ln2/2, with n found by the 1.5 * 2^52 rounding
+ * trick (whose low mantissa bits then hold n) and Cody and Waite's two-part
+ * ln2; then the degree-12 Taylor polynomial of e^r (truncation below 2e-16
+ * relative) and n added to the result's exponent bits. */
+static inline double ts_exp_unclamped(double x) {
+  const double shift = 6755399441055744.0; /* 1.5 * 2^52 */
+  double y = x * 1.4426950408889634 + shift;
+  double kf = y - shift;
+  double r = (x - kf * 6.93147180369123816490e-01) - kf * 1.90821492927058770002e-10;
+  double p = 2.08767569878680989792e-09; /* 1/12! */
+  p = p * r + 2.50521083854417187751e-08;
+  p = p * r + 2.75573192239858906526e-07;
+  p = p * r + 2.75573192239858906526e-06;
+  p = p * r + 2.48015873015873015873e-05;
+  p = p * r + 1.98412698412698412698e-04;
+  p = p * r + 1.38888888888888888889e-03;
+  p = p * r + 8.33333333333333333333e-03;
+  p = p * r + 4.16666666666666666667e-02;
+  p = p * r + 1.66666666666666666667e-01;
+  p = p * r + 0.5;
+  p = p * r + 1.0;
+  p = p * r + 1.0;
+  uint64_t yb, pb;
+  memcpy(&yb, &y, sizeof yb);
+  memcpy(&pb, &p, sizeof pb);
+  pb += yb << 52; /* y's low bits are n (n < 2^51): shifted, 2^52 n */
+  memcpy(&p, &pb, sizeof p);
+  return p;
+}
+
+static inline double ts_exp_pos(double x) { return ts_exp_unclamped(x < 700.0 ? x : 700.0); }
+
+#endif

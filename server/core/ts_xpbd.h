@@ -1,0 +1,185 @@
+/*
+ * ts_xpbd.h: the position-based solver (XPBD) over a ts_tissue, selectable
+ * per session as the alternative to the mass-spring step (ts_massspring.h).
+ *
+ * Method: extended position-based dynamics, M. Macklin, M. Mueller,
+ * N. Chentanez, "XPBD: Position-Based Simulation of Compliant Constrained
+ * Dynamics", Motion in Games 2016, with the substepping of M. Macklin et al.,
+ * "Small Steps in Physics Simulation", SCA 2019. Each substep of length h:
+ * gravity updates the velocities and the positions are predicted; Gauss-Seidel
+ * sweeps over the constraints correct the predictions, each constraint
+ * carrying its Lagrange multiplier lambda and compliance alpha (alpha~ =
+ * alpha / h^2); velocities follow from the corrected positions; a
+ * mass-proportional damping is applied. Anchored nodes have inv_mass 0.
+ *
+ * Constraints (see ts_xpbd.c for the formulas and the mapping from E):
+ *   distance  one per tissue spring: the edges of every sheet and the links
+ *             between corresponding nodes of adjacent sheets (the layer
+ *             coupling), plus the side diagonals the builder adds;
+ *             compliance alpha = L / (E A) = 1 / k, the inverse of the
+ *             spring's link-element constant k = E A / L (A = V / L from the
+ *             volume V of material the builder attributed to the spring,
+ *             ts_tissue_build.c), made strain-dependent to follow the
+ *             exponential law of ts_material.h;
+ *   bending   (optional) the dihedral angle at every interior edge of every
+ *             sheet, with the discrete-shells stiffness of the sheet's share
+ *             of the thickness;
+ *   volume    (optional) the volume of every prism (sheet triangle swept to
+ *             the next sheet), with compliance V0 / K, K the bulk modulus
+ *             from E and Poisson's ratio;
+ *   contact   the nodes against the sphere/capsule tools (ts_tool.h), as
+ *             rigid inequality constraints; the reaction on a tool is
+ *             F = -sum(lambda * grad C) / h^2.
+ * Since every compliance is a material property, the converged response does
+ * not depend on the iteration count, the substep count or the time step,
+ * and it is the mass-spring step's static equilibrium (the same springs).
+ * Unconverged, XPBD is softer than the material: stiff constraints need
+ * small substeps (h^2 k / m of order 1 or less) to converge in a few sweeps.
+ *
+ * Outputs for haptics, after every step and averaged over its substeps: the
+ * tension of every distance constraint, the constraint force on every node
+ * (on an anchored node, what the anchor holds), the force on every tool and
+ * the per-contact forces of the last substep.
+ */
+#ifndef TS_XPBD_H
+#define TS_XPBD_H
+
+#include <stdint.h>
+
+#include "ts_tissue.h"
+#include "ts_tool.h"
+
+typedef struct ts_xpbd ts_xpbd;
+
+typedef struct ts_xpbd_def {
+  uint32_t iterations;      /* Gauss-Seidel sweeps per substep, 1..1000 */
+  uint32_t substeps;        /* substeps per step, 1..10000; 0 = automatic:
+                               h omega <= 0.8, omega the mean over the
+                               distance constraints of sqrt(k (w_a + w_b)),
+                               so that the sweeps converge (ts_xpbd.c) */
+  double damping;           /* mass-proportional damping rate, 1/s (0..1e6) */
+  double stiffness_damping; /* beta, s (0..1000): a damper c = beta * k in
+                               parallel with every compliant distance,
+                               bending and volume constraint (XPBD's eq. 26) */
+  int spring_dampers;       /* nonzero: also the tissue springs' own Kelvin
+                               dampers (ts_spring.c) beside their constraints */
+  int nonlinear;            /* nonzero: follow the springs' exponential law
+                               (linearised once per substep); zero: the
+                               small-strain compliance 1 / (k1 + k2) */
+  int bending;              /* nonzero: add dihedral bending constraints */
+  int volume;               /* nonzero: add prism volume constraints */
+  double poisson;           /* Poisson's ratio nu for the bending and volume
+                               stiffness, 0 <= nu < 0.5 */
+  const double *compliance; /* optional: n_springs compliances (m/N, >= 0,
+                               0 = rigid), one per tissue spring, replacing
+                               the springs' constants (constant: nonlinear
+                               is then ignored); read at creation only */
+} ts_xpbd_def;
+
+typedef struct ts_xpbd_stats {
+  uint32_t substeps;         /* substeps taken this step */
+  uint32_t iterations;       /* Gauss-Seidel sweeps per substep */
+  uint32_t contacts;         /* (node, tool) pairs pushing in the last substep */
+  uint32_t contacts_dropped; /* candidate contacts over the buffer's capacity */
+  double max_speed;          /* m/s */
+  double kinetic_energy;     /* J */
+  double residual;           /* largest |C + alpha~ * lambda| of a distance
+                                constraint met in the last sweep of the last
+                                substep, m: how far Gauss-Seidel is from
+                                converged */
+  int diverged;              /* NaN/Inf or runaway speed: state was reset */
+} ts_xpbd_stats;
+
+/* One tool contact of the last substep: the force node `node` exerts on
+ * tools[tool] (N). */
+typedef struct ts_xpbd_contact {
+  uint32_t node;
+  uint32_t tool;
+  double force[3];
+} ts_xpbd_contact;
+
+/* Defaults: 4 iterations, automatic substeps (4 at the 1 ms physics step on
+ * the default patch: its sag and a pressing sphere's force then come within
+ * 0.3 % of the converged values), damping 150 1/s (about critical
+ * for the default patch's first bending mode, the patch's drag), no
+ * stiffness damping, no spring dampers (the implicit update already damps
+ * the fast modes), the nonlinear law, no bending or volume constraints,
+ * nu = 0.45 (soft tissue), compliances from the springs. */
+ts_xpbd_def ts_xpbd_default_def(void);
+
+/* Builds a solver for tissue t (which it does not keep: the step takes the
+ * tissue again). Copies the constraint topology, the springs' constants and
+ * the rest state; the tissue's springs, sheets, triangles and materials are
+ * read here only (build again after changing them). Returns 0 and *out, or
+ * TS_EINVAL (NULL argument; a def field out of range; a spring with an end out of range, equal ends, a rest
+ * length not positive and finite, constants or damper negative, NaN or
+ * infinite, an exponent over 100 or no stiffness (k1 + k2 and k all 0); a
+ * given compliance negative, NaN or infinite; bending or volume asked for on
+ * a tissue without a consistent sheet and layer structure: n_sheets *
+ * nodes_per_sheet == n_nodes, n_layers == n_sheets - 1 or a single sheet
+ * with one layer, sheet triangles in t->tris, layers of positive finite
+ * thickness and E), TS_ETOOBIG (constraints or nodes over 2^31) or
+ * TS_ENOMEM. */
+int ts_xpbd_build(const ts_tissue *t, const ts_xpbd_def *def, ts_xpbd **out);
+
+/* As ts_xpbd_build, NULL on any error. def NULL means the defaults. */
+ts_xpbd *ts_xpbd_create(const ts_tissue *t, const ts_xpbd_def *def);
+
+void ts_xpbd_destroy(ts_xpbd *s);
+
+/* Advances t by dt seconds (substeps of dt / def.substeps, or as many as
+ * the automatic rule asks for) with the given tools. Returns 0;
+ * TS_EDIVERGED when a position or velocity became NaN or infinite or a node
+ * ran away (faster than 100 m/s), the tissue then reset to rest so that no
+ * NaN leaves the core; or, changing nothing, TS_EINVAL (NULL s or t, t not
+ * the tissue s was built for (node or spring count differs), a negative or
+ * NaN inv_mass, dt <= 0 or over 1 s, n_tools < 0 or over 64, a tool of
+ * unknown kind, radius <= 0 or over 1 m, capsule length < 0 or over 10 m),
+ * TS_ENAN (dt, gravity or a tool coordinate NaN or infinite) or TS_ERANGE
+ * (automatic substeps over 10000). Tools: inactive ones are ignored; force
+ * and contacts of every one are overwritten (force: the tissue's reaction
+ * on the tool, N, mean over the substeps). A tool's pose moves linearly
+ * from its pose at the previous step (same array index, active then too)
+ * to the given one across the substeps. No allocation. */
+int ts_xpbd_step(ts_xpbd *s, ts_tissue *t, double dt, ts_tool *tools, int n_tools,
+                 ts_xpbd_stats *stats);
+
+/* Constraint counts of the solver. */
+void ts_xpbd_counts(const ts_xpbd *s, uint32_t *distance, uint32_t *bending, uint32_t *volume);
+
+/* Small-strain compliance of each distance constraint (m/N, 1 / (k1 + k2)
+ * or the given one), indexed like the tissue's springs. */
+const double *ts_xpbd_compliance(const ts_xpbd *s);
+
+/* Tension of each distance constraint in the last step (N, positive when
+ * stretched, mean over the substeps), indexed like the tissue's springs. */
+const double *ts_xpbd_tensions(const ts_xpbd *s);
+
+/* Force of all distance, bending and volume constraints on each node in
+ * the last step (N, the mean multipliers of the substeps with the gradients
+ * at t's current positions), written to f (t->n_nodes entries). On an
+ * anchored node it is what the anchor holds back: the anchor's reaction on
+ * the tissue is its negative. Exact once the sweeps converge; otherwise
+ * off by the change of the gradients within a substep (at the default
+ * settings a few tenths of a per cent of a pressing tool's force, summed
+ * over the anchors). Returns 0, or TS_EINVAL for a NULL argument or a
+ * tissue s was not built for. */
+int ts_xpbd_node_forces(const ts_xpbd *s, const ts_tissue *t, double (*f)[3]);
+
+/* The tool contacts of the last substep: *n gets their count. */
+const ts_xpbd_contact *ts_xpbd_contacts(const ts_xpbd *s, uint32_t *n);
+
+/* The bending constraint's angle: for the hinge edge p[0]-p[1] with the
+ * wings p[2] and p[3] (on opposite sides of the edge), the signed angle
+ * (rad) between the normals of triangles (p0, p1, p2) and (p0, p3, p1),
+ * 0 when flat, and in grad (may be NULL) its gradient with respect to the
+ * four points (1/m). Returns NAN when a triangle is degenerate. */
+double ts_xpbd_dihedral(const double p[4][3], double grad[4][3]);
+
+/* The volume constraint's measure: the signed volume (m^3) of the prism
+ * with triangle p[0..2] swept to p[3..5] (p[i+3] opposite p[i]), as three
+ * tetrahedra (p0 p1 p2 p3), (p1 p2 p3 p4), (p2 p3 p4 p5), and in grad (may
+ * be NULL) its gradient (m^2). */
+double ts_xpbd_prism_volume(const double p[6][3], double grad[6][3]);
+
+#endif

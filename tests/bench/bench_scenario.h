@@ -1,0 +1,60 @@
+/*
+ * bench_scenario.h: the standard scenarios of DESIGN.md ("Standard
+ * scenarios"), built the same way for every benchmark so that numbers
+ * compare: a tissue, the standard tool path placed on it (bench_path.h) and
+ * the session time step.
+ *
+ *   patch-S  the built-in stomach-wall patch (ts_patch_create), 3 layers,
+ *            resolution 50: 2,500 nodes per sheet;
+ *   patch-L  the same patch at resolution 141: 19,881 nodes per sheet;
+ *   liver    ../shared/data/meshes/liver-smooth.obj (centimetres), extruded
+ *            inward into the three stomach-wall layers (ts_extrude +
+ *            ts_tissue_build).
+ *
+ * The path goes over the top of the tissue: its centre is the outer-sheet
+ * node with the largest y at rest (the patch's centre, the liver's highest
+ * point), approached from above (+y, against gravity), dragged along +x.
+ * A benchmark that wants the tool to meet the tissue where it hangs under
+ * gravity lets it settle first (ts_bench_scenario_settle), which moves the
+ * path onto that node's settled position, so that "press 8 mm" is 8 mm into
+ * the tissue whatever its material's sag.
+ */
+#ifndef TS_BENCH_SCENARIO_H
+#define TS_BENCH_SCENARIO_H
+
+#include <stddef.h>
+
+#include "bench_path.h"
+#include "ts_tissue.h"
+
+#define TS_BENCH_DT 1e-3 /* s: the session default (the haptic rate) */
+
+typedef struct ts_bench_scenario {
+  char name[16];
+  ts_tissue *tissue;
+  ts_bench_path path;
+  uint32_t path_node;  /* the node the path is centred on */
+  double dt;           /* s */
+  double build_s;      /* wall seconds it took to build */
+  double sag;          /* m: how far path_node sank while settling (0 before) */
+} ts_bench_scenario;
+
+/* The scenario names, NULL-terminated, in the order benchmarks run them. */
+extern const char *const ts_bench_scenario_names[];
+
+/* 1 when name is a standard scenario. */
+int ts_bench_scenario_known(const char *name);
+
+/* Builds a scenario. Returns 0, or -1 with a message in err (unknown name,
+ * a mesh that does not load, a builder error). */
+int ts_bench_scenario_create(const char *name, ts_bench_scenario *out, char *err, size_t errcap);
+
+/* Steps the tissue without a tool for `seconds` of simulated time (steps of
+ * s->dt, ts_massspring_step) so that it settles under gravity, then centres
+ * the path on path_node's current position. Returns 0 or the step's error
+ * (a negative ts_errno). */
+int ts_bench_scenario_settle(ts_bench_scenario *s, double seconds);
+
+void ts_bench_scenario_destroy(ts_bench_scenario *s);
+
+#endif

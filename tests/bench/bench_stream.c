@@ -1,0 +1,269 @@
+/*
+ * bench_stream.c: the streaming benchmarks of issue 7, run with the load
+ * generator (client-c/tissueload.c) against a real daemon on loopback:
+ *
+ *   fan-out   one session watched by 500 WebSocket observers at 60 Hz
+ *             (targets: p99 frame lag under 50 ms, no drops), its
+ *             controller over TCP;
+ *   sessions  1, 2, 4, 8 concurrent sessions at 1 kHz physics, each with a
+ *             controller sending poses at 1 kHz and taking frames at
+ *             1 kHz (the force on its tool travels in them): p99
+ *             pose-to-force latency (target: 2 physics steps + 1 ms) and
+ *             p99 pose-to-frame latency at its 60 Hz observer (target: one
+ *             frame interval + 2 steps + 2 ms), and how many sessions the
+ *             machine sustains: the most whose frames were flagged "physics
+ *             behind real time" less than 1 % of the time;
+ *   pipeline  the same latencies for one session of a 5 x 5 patch, whose
+ *             physics costs next to nothing: the daemon's own share.
+ *
+ *   bench_stream [--quick | --full] [SCENARIO ...]   (default: patch-S)
+ *
+ * SCENARIO: patch-S (the built-in patch at resolution 50) or patch-L
+ * (141); the liver is not a built-in tissue of the daemon. --quick: 100
+ * observers, sessions 1 and 2, 3 s each; default: 500 observers, 1/2/4/8
+ * sessions, 10 s each; --full: 20 s each. Prints JSON lines
+ * (bench_report.h); the daemon and tissueload come from this build
+ * (TS_TISSUED_BIN, TS_TISSUELOAD_BIN).
+ */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench_report.h"
+
+typedef struct daemon {
+  pid_t pid;
+  char dir[256];
+  char ports[300];
+} bench_daemon;
+
+static void sleep_ms(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+static int daemon_start(bench_daemon *d, const char *resolution, const char *frame_rate) {
+  memset(d, 0, sizeof d[0]);
+  snprintf(d->dir, sizeof d->dir, "/tmp/bench-stream-XXXXXX");
+  if (!mkdtemp(d->dir)) return -1;
+  snprintf(d->ports, sizeof d->ports, "%s/ports.json", d->dir);
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    int null = open("/dev/null", O_WRONLY);
+    if (null >= 0) {
+      dup2(null, 1);
+      dup2(null, 2);
+    }
+    execl(TS_TISSUED_BIN, "tissued", "--host", "127.0.0.1", "--tcp-port", "0", "--http-port", "0",
+          "--data-dir", d->dir, "--ports-file", d->ports, "--patch-resolution", resolution,
+          "--frame-rate", frame_rate, "--max-clients-per-session", "1000", "--log-level", "warn",
+          (char *)NULL);
+    _exit(127);
+  }
+  d->pid = pid;
+  for (int i = 0; i < 200; i++) { /* 20 s */
+    struct stat st;
+    if (stat(d->ports, &st) == 0 && st.st_size > 0) return 0;
+    int status;
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      d->pid = 0;
+      return -1;
+    }
+    sleep_ms(100);
+  }
+  return -1;
+}
+
+static void daemon_stop(bench_daemon *d) {
+  if (d->pid > 0) {
+    kill(d->pid, SIGTERM);
+    int status;
+    for (int i = 0; i < 100 && waitpid(d->pid, &status, WNOHANG) == 0; i++) sleep_ms(100);
+    if (waitpid(d->pid, &status, WNOHANG) == 0) {
+      kill(d->pid, SIGKILL);
+      waitpid(d->pid, &status, 0);
+    }
+  }
+  char cmd[320];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", d->dir);
+  if (system(cmd) != 0) fprintf(stderr, "stream: could not remove %s\n", d->dir);
+}
+
+/* Runs tissueload with args (NULL-ended, after --ports-file) and parses its
+ * JSON; NULL on failure. */
+static cJSON *tissueload(const bench_daemon *d, const char *const *args) {
+  int fds[2];
+  if (pipe(fds)) return NULL;
+  pid_t pid = fork();
+  if (pid < 0) return NULL;
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    dup2(fds[1], 1);
+    close(fds[0]);
+    const char *argv[48];
+    int k = 0;
+    argv[k++] = "tissueload";
+    argv[k++] = "--ports-file";
+    argv[k++] = d->ports;
+    argv[k++] = "--quiet";
+    for (int i = 0; args[i] && k < 47; i++) argv[k++] = args[i];
+    argv[k] = NULL;
+    execv(TS_TISSUELOAD_BIN, (char *const *)argv);
+    _exit(127);
+  }
+  close(fds[1]);
+  char buf[16384];
+  size_t len = 0;
+  ssize_t r;
+  while (len < sizeof buf - 1 && (r = read(fds[0], buf + len, sizeof buf - 1 - len)) > 0)
+    len += (size_t)r;
+  close(fds[0]);
+  buf[len] = '\0';
+  int status;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return NULL;
+  return cJSON_Parse(buf);
+}
+
+static double num(const cJSON *j, const char *a, const char *b) {
+  const cJSON *o = cJSON_GetObjectItemCaseSensitive(j, a);
+  if (b) o = cJSON_GetObjectItemCaseSensitive(o, b);
+  return cJSON_IsNumber(o) ? o->valuedouble : -1;
+}
+
+static const char *resolution_of(const char *scenario) {
+  if (strcmp(scenario, "patch-S") == 0) return "50";
+  if (strcmp(scenario, "patch-L") == 0) return "141";
+  return NULL;
+}
+
+static int fanout(const char *scenario, int observers, const char *secs) {
+  bench_daemon d;
+  if (daemon_start(&d, resolution_of(scenario), "60")) {
+    fprintf(stderr, "stream: the daemon did not start\n");
+    daemon_stop(&d);
+    return -1;
+  }
+  char obs[16];
+  snprintf(obs, sizeof obs, "%d", observers);
+  const char *args[] = {"--sessions", "1", "--observers", obs, "--controllers", "1",
+                        "--observer-transport", "ws", "--controller-transport", "tcp",
+                        "--duration", secs, "--warmup", "3", "--decode", "first", NULL};
+  fprintf(stderr, "stream: %s fan-out to %d WebSocket observers for %s s\n", scenario, observers,
+          secs);
+  cJSON *j = tissueload(&d, args);
+  daemon_stop(&d);
+  if (!j) return -1;
+  double fps = num(j, "frames_per_s_per_client", NULL);
+  cJSON *l = ts_bench_line("stream", scenario, "frame_lag_p99_ms", num(j, "frame_lag_ms", "p99"),
+                           "ms");
+  ts_bench_line_num(l, "target", 50);
+  ts_bench_line_num(l, "observers", observers);
+  ts_bench_line_num(l, "frame_lag_max_ms", num(j, "frame_lag_ms", "max"));
+  ts_bench_line_num(l, "dropped", num(j, "dropped", NULL));
+  ts_bench_line_num(l, "resyncs", num(j, "resyncs", NULL));
+  ts_bench_line_num(l, "frames_per_s_per_client", fps);
+  ts_bench_line_num(l, "bytes_per_frame", num(j, "bytes_per_frame", NULL));
+  ts_bench_line_num(l, "frames_behind_real_time", num(j, "frames_behind_real_time", NULL));
+  ts_bench_line_emit(l);
+  l = ts_bench_line("stream", scenario, "frames_per_s_per_client", fps, "1/s");
+  ts_bench_line_ref(l, "frame_rate", 60);
+  ts_bench_line_num(l, "observers", observers);
+  ts_bench_line_emit(l);
+  cJSON_Delete(j);
+  return 0;
+}
+
+/* n sessions at 1 kHz; returns 1 when they kept up (< 1 % of frames behind
+ * real time), 0 when not, -1 on failure. */
+static int sessions(const char *scenario, const char *resolution, int n, const char *secs) {
+  bench_daemon d;
+  if (daemon_start(&d, resolution, "1000")) {
+    fprintf(stderr, "stream: the daemon did not start\n");
+    daemon_stop(&d);
+    return -1;
+  }
+  char ns[16];
+  snprintf(ns, sizeof ns, "%d", n);
+  const char *args[] = {"--sessions", ns, "--controllers", "1", "--observers", "1",
+                        "--transport", "tcp", "--pose-rate", "1000", "--controller-frame-rate",
+                        "1000", "--frame-rate", "60", "--duration", secs, "--warmup", "2", NULL};
+  fprintf(stderr, "stream: %d %s session(s) at 1 kHz for %s s\n", n, scenario, secs);
+  cJSON *j = tissueload(&d, args);
+  daemon_stop(&d);
+  if (!j) return -1;
+  double behind = num(j, "frames_behind_real_time", NULL), frames = num(j, "frames", NULL);
+  double frac = frames > 0 ? behind / frames : 1;
+  cJSON *l = ts_bench_line("stream", scenario, "pose_to_force_p99_ms",
+                           num(j, "pose_to_force_ms", "p99"), "ms");
+  ts_bench_line_num(l, "target", 2 * 1.0 + 1.0);
+  ts_bench_line_num(l, "sessions", n);
+  ts_bench_line_num(l, "p50", num(j, "pose_to_force_ms", "p50"));
+  ts_bench_line_num(l, "max", num(j, "pose_to_force_ms", "max"));
+  ts_bench_line_num(l, "frames_behind_fraction", frac);
+  ts_bench_line_emit(l);
+  l = ts_bench_line("stream", scenario, "pose_to_frame_p99_ms", num(j, "pose_to_frame_ms", "p99"),
+                    "ms");
+  ts_bench_line_num(l, "target", 1000.0 / 60 + 2 * 1.0 + 2.0);
+  ts_bench_line_num(l, "sessions", n);
+  ts_bench_line_num(l, "resyncs", num(j, "resyncs", NULL));
+  ts_bench_line_num(l, "dropped", num(j, "dropped", NULL));
+  ts_bench_line_emit(l);
+  cJSON_Delete(j);
+  return frac < 0.01;
+}
+
+int main(int argc, char **argv) {
+  int quick = 0, full = 0;
+  const char *names[8];
+  int n_names = 0;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--quick") == 0) quick = 1;
+    else if (strcmp(argv[i], "--full") == 0) full = 1;
+    else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+      printf("usage: bench_stream [--quick | --full] [patch-S | patch-L ...]\n");
+      return 0;
+    } else if (resolution_of(argv[i]) && n_names < 8) {
+      names[n_names++] = argv[i];
+    } else {
+      fprintf(stderr, "bench_stream: unknown argument '%s' (patch-S, patch-L)\n", argv[i]);
+      return 2;
+    }
+  }
+  if (!n_names) names[n_names++] = "patch-S";
+  signal(SIGPIPE, SIG_IGN);
+  const char *secs = quick ? "3" : full ? "20" : "10";
+  int observers = quick ? 100 : 500;
+  int counts[] = {1, 2, 4, 8};
+  int n_counts = quick ? 2 : 4;
+  int status = 0;
+
+  /* the daemon's own share: a 5 x 5 patch costs next to nothing to step */
+  if (sessions("pipeline", "5", 1, secs) < 0) status = 1;
+  for (int s = 0; s < n_names; s++) {
+    if (fanout(names[s], observers, secs)) status = 1;
+    int sustained = 0;
+    for (int c = 0; c < n_counts; c++) {
+      int ok = sessions(names[s], resolution_of(names[s]), counts[c], secs);
+      if (ok < 0) status = 1;
+      if (ok == 1) sustained = counts[c];
+      if (ok != 1) break; /* more sessions will not keep up either */
+    }
+    cJSON *l = ts_bench_line("stream", names[s], "sessions_at_1khz", sustained, "sessions");
+    ts_bench_line_num(l, "target", 4);
+    ts_bench_line_str(l, "criterion", "frames flagged behind real time < 1 %");
+    ts_bench_line_emit(l);
+  }
+  return status;
+}

@@ -1,0 +1,103 @@
+// materials.test.mjs: material fits through the protocol. The shipped
+// default table is listed from SQLite; a FitMaterial with CSV samples of a
+// known law is fitted, stored and listed with the same numbers; bad CSV and
+// unknown layers get Errors; a session created with a named material for its
+// layers uses it (and a misspelt name is refused). Run:
+// TISSUED_BIN=build/server/tissued node --test tests/integration/materials.test.mjs
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+
+import { startDaemon, loadProtocol } from './daemon_proc.mjs';
+import { WsPeer } from './ws_peer.mjs';
+
+let daemon = null;
+let peer = null;
+
+before(async () => {
+  daemon = await startDaemon({ name: 'materials-test-tissued' });
+  peer = await new WsPeer(loadProtocol(), `ws://127.0.0.1:${daemon.httpPort}/ws`).open();
+  const hello = await peer.request('hello', { protocolVersion: 1, clientName: 'materials.test' });
+  assert.equal(hello.kind, 'helloReply');
+});
+
+after(async () => {
+  if (peer) peer.close();
+  if (daemon && daemon.proc.exitCode === null && daemon.proc.signalCode === null) {
+    const exit = await daemon.stop();
+    assert.equal(exit.code, 0, 'exit ' + JSON.stringify(exit));
+  }
+});
+
+test('the default table is listed: 3 layers x 2 directions of "stomach"', async () => {
+  const r = await peer.request('listMaterials', { tissue: 'stomach' }, 10000);
+  assert.equal(r.kind, 'materialList', JSON.stringify(r.body));
+  const fits = r.body.fits.filter((f) => f.name === 'default');
+  assert.equal(fits.length, 6);
+  for (const layer of ['mucosa', 'submucosa', 'muscularis'])
+    for (const direction of ['axial', 'radial'])
+      assert.ok(fits.some((f) => f.layer === layer && f.direction === direction && f.a > 0 && f.b > 0),
+        `${layer}/${direction}`);
+});
+
+test('FitMaterial fits a known law exactly and stores it', async () => {
+  // sigma = 1500 * e^(4 * strain), noiseless: the fit must recover a and b
+  let csv = 'strain,stress\n';
+  for (let i = 0; i <= 20; i++) {
+    const e = i * 0.01;
+    csv += `${e},${1500 * Math.exp(4 * e)}\n`;
+  }
+  const r = await peer.request('fitMaterial', {
+    tissue: 'stomach', layer: 'mucosa', direction: 'axial', name: 'lab-1',
+    csv: Buffer.from(csv),
+  }, 10000);
+  assert.equal(r.kind, 'materialFit', JSON.stringify(r.body));
+  assert.ok(Math.abs(r.body.a / 1500 - 1) < 1e-6, 'a ' + r.body.a);
+  assert.ok(Math.abs(r.body.b / 4 - 1) < 1e-6, 'b ' + r.body.b);
+  assert.equal(r.body.samples, 21);
+  assert.ok(r.body.r2 > 0.999999, 'r2 ' + r.body.r2);
+  const fitted = r.body;
+  // the radial law of the same name, so a session can use "lab-1" on mucosa
+  csv = csv.replace(/,(\S+)\n/g, (m, s) => `,${Number(s) * 0.5}\n`).replace('strain,NaN', 'strain,stress');
+  const r2 = await peer.request('fitMaterial', {
+    tissue: 'stomach', layer: 'mucosa', direction: 'radial', name: 'lab-1', csv: Buffer.from(csv),
+  }, 10000);
+  assert.equal(r2.kind, 'materialFit', JSON.stringify(r2.body));
+  assert.ok(Math.abs(r2.body.a / 750 - 1) < 1e-6, 'radial a ' + r2.body.a);
+
+  const l = await peer.request('listMaterials', { tissue: 'stomach' }, 10000);
+  const stored = l.body.fits.find((f) => f.name === 'lab-1' && f.direction === 'axial');
+  assert.ok(stored, 'listed');
+  assert.equal(stored.a, fitted.a);
+  assert.equal(stored.b, fitted.b);
+});
+
+test('bad samples and unknown layers are refused with an Error', async () => {
+  const bad = await peer.request('fitMaterial', {
+    tissue: 'stomach', layer: 'mucosa', direction: 'axial', name: 'bad',
+    csv: Buffer.from('strain,stress\n0.1,abc\n'),
+  }, 10000);
+  assert.equal(bad.kind, 'error', JSON.stringify(bad.body));
+  assert.match(bad.body.message, /line 2/);
+  const layer = await peer.request('fitMaterial', {
+    tissue: 'stomach', layer: 'serosa-x', direction: 'axial', name: 'x',
+    csv: Buffer.from('0,1\n0.1,2\n0.2,4\n'),
+  }, 10000);
+  assert.equal(layer.kind, 'error', JSON.stringify(layer.body));
+});
+
+test('a session chooses its materials by name', async () => {
+  const layers = [
+    { name: 'mucosa', thickness: 0.001, material: 'lab-1' },
+    { name: 'submucosa', thickness: 0.0015, material: 'default' },
+    { name: 'muscularis', thickness: 0.002, material: 'default' },
+  ];
+  const ok = await peer.request('createSession', { builtin: 'stomach-patch', layers }, 20000);
+  assert.equal(ok.kind, 'sessionCreated', JSON.stringify(ok.body));
+  const missing = await peer.request('createSession', {
+    builtin: 'stomach-patch',
+    layers: [{ name: 'mucosa', thickness: 0.001, material: 'no-such-fit' }],
+  }, 20000);
+  assert.equal(missing.kind, 'error', JSON.stringify(missing.body));
+  assert.match(missing.body.message, /no-such-fit|default/);
+});
