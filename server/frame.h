@@ -54,6 +54,8 @@ typedef struct ts_frame_ref {
   uint64_t late_events;      /* times the session fell behind real time */
   uint32_t substeps;
   uint32_t contacts;
+  double verlet_fraction;    /* nodes on each integrator branch, last step */
+  double beeman_fraction;
   /* loop-thread cache of encodings */
   ts_encoded key;
   ts_encoded delta[TS_FRAME_DELTA_CACHE];

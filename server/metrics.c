@@ -92,6 +92,10 @@ char *ts_metrics_text(ts_server *s, size_t *len) {
        "Clients dropped over the hard output limit."},
       {"tissued_session_diverged_total", "counter", "Times the simulation diverged."},
       {"tissued_session_keyframe_bytes", "gauge", "Encoded size of the newest keyframe."},
+      {"tissued_session_verlet_fraction", "gauge",
+       "Fraction of nodes the mass-spring integrator stepped by Verlet in the last step."},
+      {"tissued_session_beeman_fraction", "gauge",
+       "Fraction of nodes the mass-spring integrator stepped by Beeman in the last step."},
   };
   for (size_t k = 0; k < sizeof per / sizeof per[0]; k++) {
     family(&b, per[k].name, per[k].type, per[k].help);
@@ -111,6 +115,8 @@ char *ts_metrics_text(ts_server *s, size_t *len) {
       case 8: v = (double)se->clients_dropped; break;
       case 9: v = (double)se->diverged_count; break;
       case 10: v = f && f->key.bytes ? (double)f->key.len : 0; break;
+      case 11: v = f ? f->verlet_fraction : 0; break;
+      case 12: v = f ? f->beeman_fraction : 0; break;
       }
       put(&b, "%s{session=\"%u\"} %.9g\n", per[k].name, se->id, v);
     }

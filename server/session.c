@@ -246,6 +246,8 @@ ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
   sim->steps++;
   sim->substeps = st.substeps;
   sim->contacts = st.contacts;
+  sim->verlet_fraction = st.verlet_fraction;
+  sim->beeman_fraction = st.beeman_fraction;
   if (rc == TS_EDIVERGED) {
     /* the core never lets NaN out; the session stops until reset */
     *diverged = 1;
@@ -277,6 +279,8 @@ ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
   f->late_events = sim->late_events;
   f->substeps = sim->substeps;
   f->contacts = sim->contacts;
+  f->verlet_fraction = sim->verlet_fraction;
+  f->beeman_fraction = sim->beeman_fraction;
   f->n_tools = TS_MAX_TOOLS;
   for (int i = 0; i < TS_MAX_TOOLS; i++) {
     const ts_tool *tool = &sim->tools[i];

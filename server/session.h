@@ -62,6 +62,8 @@ typedef struct ts_session_sim {
   double step_ns_ewma;
   uint32_t substeps;
   uint32_t contacts;
+  double verlet_fraction;    /* mass-spring: nodes on each branch, last step */
+  double beeman_fraction;
 } ts_session_sim;
 
 typedef struct ts_session {

@@ -12,7 +12,7 @@
  *   Verlet: x_(k+1) = 2 x_k - x_(k-1) + a_k h^2,
  *           v_(k+1) = (x_(k+1) - x_(k-1)) / 2h (as the method gives it; it is
  *           the central difference, so the dampers see the velocity one
- *           substep late, which bounds h by 1/g below);
+ *           substep late: see Stability);
  *   Beeman: x_(k+1) = x_k + h v_k + h^2 (4 a_k - a_(k-1)) / 6,
  *           v_(k+1) = v_k + h (2 a_(k+1) + 5 a_k - a_(k-1)) / 6.
  *   Beeman's velocity needs a_(k+1), which needs the forces at x_(k+1),
@@ -51,8 +51,8 @@
  * g h < 2), and Beeman's predicted one (predictor v_k + h (3 a_k -
  * a_(k-1)) / 2, corrector h (a_(k+1) - 2 a_k + a_(k-1)) / 3: the spectral
  * radius of that map for v' = -g v reaches 1 at g h = 0.6); so also
- * h < 0.5 / g. The tissue's largest w^2 and largest g are bounded separately (the
- * modes of K and C differ, so pairing the two maxima is the usual
+ * h < 0.5 / g. The tissue's largest w^2 and largest g are bounded
+ * separately (the modes of K and C differ, so pairing the two maxima is the usual
  * conservative estimate rather than a proof) with Gershgorin's theorem on
  * the symmetric M^-1/2 K M^-1/2 and M^-1/2 C M^-1/2 over the free degrees of
  * freedom, linearised at rest and sharpened by a diagonal similarity
@@ -69,8 +69,9 @@
  * M~^-1 K estimated by 80 power iterations (Rayleigh quotients, from a
  * pseudo-random start), times 1.3 because the estimate approaches from
  * below, and g likewise from M~^-1 C (the dampers of the stiff
- * through-thickness springs slow down with them). Should a step still go unstable, the divergence tests catch it: a
- * non-finite state, a node faster than 100 m/s, or the kinetic energy
+ * through-thickness springs slow down with them). Should a step still go
+ * unstable, the divergence tests catch it: a non-finite state, a node
+ * faster than 100 m/s, or the kinetic energy
  * growing by over 20 % per step for 20 steps (an unstable mode grows
  * geometrically; a tissue set moving from rest, by a tool or by gravity,
  * grows like t^2, over 20 % per step only in its first ten steps).
@@ -103,21 +104,27 @@
  * surface without a velocity kick (Verlet's previous position moves along,
  * so its implied velocity is kept; a kick of the move over h would bounce
  * the node off) and loses any velocity into the tool; the node is marked
- * with n. In the next substep
- * the part of a marked node's total force F_k (springs, dampers, gravity,
+ * with n (and stays marked while within 1e-4 of the radius of the surface).
+ * In the next substep the part of a marked node's total force F_k (springs,
+ * dampers, gravity,
  * drag, external) that pushes into the tool, (F.n) n when F.n < 0, is
  * cancelled: that is the tool's reaction, and what the tissue pushes on the
  * tool with. At rest it is exactly what the tool holds back (the anchors
  * carry the rest of the weight). With the scaled mass matrix the reaction
  * is the constraint force that stops the node's normal acceleration, found
  * after the column's solve (integrate_sms), so that the push does not reach
- * the rest of the column through the coupling. The force is averaged over the
- * substeps of a step. A node inside two tools belongs to the last.
+ * the rest of the column through the coupling. While held, the node's
+ * velocity and remembered accelerations lose their normal parts
+ * (hold_history), or Beeman's history would throw it off the surface. The
+ * force is averaged over the substeps of a step. A node inside two tools
+ * belongs to the last.
  *
  * Speed. The step's copy of the springs is one 64-byte record per spring,
  * sorted by the number of exponential terms (0, 1, 2) and then by node, so
- * that each of the three force loops is straight-line code (ts_exp_pos, no
- * call, no branch) walking memory in order. No allocation in the step.
+ * that each of the three force loops is straight-line code walking memory
+ * in order, vectorised over blocks of 16 springs between the scalar gathers
+ * and scatters (spring_class), and built for AVX2 too where the compiler
+ * can pick it at load time. No allocation in the step.
  */
 #include "ts_massspring.h"
 

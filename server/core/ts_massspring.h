@@ -17,12 +17,17 @@
  *     back to it (t->strain_iterations Gauss-Seidel passes), and the
  *     velocities follow the corrected positions;
  *   - then tool contact: nodes inside a tool are moved to its surface.
- * ts_massspring.c gives the details (Beeman's a_(k+1) is known only after
- * the next force evaluation; the substep count; stability).
+ * Tissues built from extrusions use selective mass scaling across their
+ * thin layers (t->mass_scaling): a mass matrix that slows only the
+ * through-thickness modes, so that the substep is set by the sheets'
+ * resolution. ts_massspring.c gives the details (Beeman's a_(k+1) is known
+ * only after the next force evaluation; switching; the substep count;
+ * stability; mass scaling).
  *
- * Tools: nodes that end a substep inside a tool are projected to its surface
- * and take no velocity into it; the reaction force on the tool is the sum of
- * the total non-contact forces on those nodes, averaged over the substeps.
+ * Tools (frictionless, inelastic): nodes that end a substep inside a tool
+ * are projected to its surface and take no velocity into it; while they
+ * stay on it, the part of their force pushing into the tool is cancelled:
+ * that reaction, averaged over the substeps, is the force on the tool.
  */
 #ifndef TS_MASSSPRING_H
 #define TS_MASSSPRING_H

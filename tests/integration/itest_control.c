@@ -135,6 +135,12 @@ START_TEST(test_metrics) {
   ck_assert_double_ge(metric(page, "tissued_session_frames_sent_total{session=\"1\"}"), 5);
   ck_assert_double_gt(metric(page, "tissued_frame_bytes_out_total"), 0);
   ck_assert_double_ge(metric(page, "tissued_messages_in_total"), 3);
+  /* the integrator's branches cover every free node between them */
+  double verlet = metric(page, "tissued_session_verlet_fraction{session=\"1\"}");
+  double beeman = metric(page, "tissued_session_beeman_fraction{session=\"1\"}");
+  ck_assert_msg(verlet >= 0 && beeman >= 0 && verlet + beeman <= 1.0 + 1e-9 &&
+                    verlet + beeman > 0.5,
+                "verlet %g + beeman %g", verlet, beeman);
   free(page);
   tc_close(a);
   char why[256] = "";
