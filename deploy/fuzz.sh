@@ -20,7 +20,8 @@ for t in "${targets[@]}"; do
   work=$(mktemp -d)
   cp tests/fuzz/corpus/"$t"/* "$work"/
   echo "fuzz: $t for ${secs}s"
-  if ! build-fuzz/tests/fuzz/fuzz_"$t" -max_total_time="$secs" -max_len=4096 \
+  # a fixed seed keeps CI repeatable; set TS_FUZZ_SEED=0 for a fresh one
+  if ! build-fuzz/tests/fuzz/fuzz_"$t" -seed="${TS_FUZZ_SEED:-1}" -max_total_time="$secs" -max_len=4096 \
       -artifact_prefix=tests/fuzz/findings/"$t"- "$work" 2>build-fuzz/fuzz_"$t".log; then
     echo "fuzz: $t FAILED; see build-fuzz/fuzz_$t.log and tests/fuzz/findings/" >&2
     tail -30 build-fuzz/fuzz_"$t".log >&2
