@@ -25,6 +25,7 @@
 #include "../server/core/ts_error.h"
 #include "tissue.pb-c.h"
 #include "ts_codec.h"
+#include "ts_codec_frame.h"
 #include "ts_framing.h"
 
 typedef Tissued__V1__Envelope Envelope;
@@ -45,6 +46,10 @@ struct tc_client {
   uint64_t client_id;
   char err[512];
 
+  tc_force_cb force_cb;
+  void *force_ud;
+  tc_force force;             /* the newest force message */
+  int have_force;
   tc_frame_cb frame_cb;
   void *frame_ud;
   tc_error_cb error_cb;
@@ -73,6 +78,7 @@ struct tc_client {
   tc_tool *tools;
   uint32_t tools_cap;
   tc_frame frame;
+  ts_codec_ctx *codec;        /* decoding scratch and zstd context, made on first use */
 };
 
 /* ---- small helpers ----------------------------------------------------------- */
@@ -94,6 +100,8 @@ static uint64_t now_us(void) {
 }
 
 static int64_t now_ms(void) { return (int64_t)(now_us() / 1000u); }
+
+uint64_t tc_now_us(void) { return now_us(); }
 
 /* Reports a problem in the server's data to the error callback and keeps it
  * for tc_poll's return value. */
@@ -271,13 +279,14 @@ static int apply_keyframe(tc_client *c, const Tissued__V1__Frame *f) {
   uint32_t n = f->vertex_count;
   /* every vertex takes at least 3 payload bytes: refuse absurd counts before
    * allocating for them */
-  if ((uint64_t)n * 3 > f->payload.len) {
+  if (ts_codec_check_keyframe(ts_frame_codec(f), f->payload.data, f->payload.len, n)) {
     report(c, TS_EDECODE, "keyframe %llu claims %u vertices in %zu payload bytes",
            (unsigned long long)f->seq, n, f->payload.len);
     return TS_EDECODE;
   }
   if (ensure_vertices(c, n)) return fail(c, TS_ENOMEM, "out of memory for %u vertices", n);
-  if (ts_decode_keyframe(f->payload.data, f->payload.len, n, c->scratch) != 0) {
+  if (!c->codec && !(c->codec = ts_codec_ctx_new())) return fail(c, TS_ENOMEM, "out of memory");
+  if (ts_codec_decode(c->codec, ts_frame_codec(f), 1, f->payload.data, f->payload.len, n, c->scratch, NULL) != 0) {
     report(c, TS_EDECODE, "keyframe %llu payload does not decode", (unsigned long long)f->seq);
     return TS_EDECODE;
   }
@@ -301,7 +310,8 @@ static int apply_delta(tc_client *c, const Tissued__V1__Frame *f) {
   if (f->baseline_seq != c->last_seq || f->vertex_count != c->n || f->quantum != c->quantum)
     return TS_EPROTOCOL;
   uint32_t changed = 0;
-  if (ts_decode_delta(f->payload.data, f->payload.len, c->n, c->q, &changed) != 0) {
+  if (!c->codec && !(c->codec = ts_codec_ctx_new())) return fail(c, TS_ENOMEM, "out of memory");
+  if (ts_codec_decode(c->codec, ts_frame_codec(f), 0, f->payload.data, f->payload.len, c->n, c->q, &changed) != 0) {
     report(c, TS_EDECODE, "delta frame %llu payload does not decode",
            (unsigned long long)f->seq);
     return TS_EDECODE;
@@ -375,6 +385,27 @@ static void handle_frame(tc_client *c, const Tissued__V1__Frame *f, size_t bytes
 
 /* ---- receiving ------------------------------------------------------------------ */
 
+static void vec3_get(const Tissued__V1__Vec3 *v, double out[3]) {
+  out[0] = v ? v->x : 0;
+  out[1] = v ? v->y : 0;
+  out[2] = v ? v->z : 0;
+}
+
+static void handle_force(tc_client *c, const Tissued__V1__ToolForce *m) {
+  tc_force *f = &c->force;
+  f->session = m->session_id;
+  f->tool_id = m->tool_id;
+  f->step = m->step;
+  f->sim_time = m->sim_time;
+  vec3_get(m->force, f->force);
+  vec3_get(m->torque, f->torque);
+  f->last_pose_seq = m->last_pose_seq;
+  f->last_client_time_us = m->last_client_time_us;
+  f->contacts = m->contacts;
+  c->have_force = 1;
+  if (c->force_cb) c->force_cb(c->force_ud, f);
+}
+
 static int on_message(void *ud, const uint8_t *msg, size_t len) {
   tc_client *c = ud;
   Envelope *env = tissued__v1__envelope__unpack(NULL, len, msg);
@@ -390,6 +421,9 @@ static int on_message(void *ud, const uint8_t *msg, size_t len) {
   switch (env->body_case) {
   case TISSUED__V1__ENVELOPE__BODY_FRAME:
     handle_frame(c, env->frame, len);
+    break;
+  case TISSUED__V1__ENVELOPE__BODY_TOOL_FORCE:
+    handle_force(c, env->tool_force);
     break;
   case TISSUED__V1__ENVELOPE__BODY_ERROR: {
     const Tissued__V1__Error *e = env->error;
@@ -613,6 +647,7 @@ void tc_close(tc_client *c) {
   free(c->pos);
   free_topology(c);
   free(c->tools);
+  ts_codec_ctx_free(c->codec);
   free(c);
 }
 
@@ -623,6 +658,17 @@ void tc_set_timeout(tc_client *c, int timeout_ms) {
   c->timeout_ms = timeout_ms > 0 ? timeout_ms : TC_DEFAULT_TIMEOUT_MS;
 }
 uint64_t tc_pose_seq(const tc_client *c) { return c->pose_seq; }
+
+void tc_set_force_cb(tc_client *c, tc_force_cb cb, void *ud) {
+  c->force_cb = cb;
+  c->force_ud = ud;
+}
+
+int tc_latest_force(const tc_client *c, tc_force *out) {
+  if (!c->have_force) return 0;
+  *out = c->force;
+  return 1;
+}
 
 void tc_set_frame_cb(tc_client *c, tc_frame_cb cb, void *ud) {
   c->frame_cb = cb;
@@ -688,9 +734,15 @@ int tc_join_ex(tc_client *c, const tc_join_params *p, tc_joined *out) {
     return fail(c, TS_EINVAL, "role must be TC_ROLE_OBSERVER or TC_ROLE_CONTROLLER");
   if (!isfinite(p->radius) || p->radius < 0)
     return fail(c, TS_ERANGE, "tool radius must be a finite number >= 0");
+  if (p->tool_kind != TC_TOOL_SPHERE && p->tool_kind != TC_TOOL_CAPSULE)
+    return fail(c, TS_EINVAL, "tool_kind must be TC_TOOL_SPHERE or TC_TOOL_CAPSULE");
+  if (!isfinite(p->length) || p->length < 0)
+    return fail(c, TS_ERANGE, "capsule length must be a finite number >= 0");
   Tissued__V1__ToolShape shape = TISSUED__V1__TOOL_SHAPE__INIT;
-  shape.kind = TISSUED__V1__TOOL_SHAPE__KIND__SPHERE;
+  shape.kind = p->tool_kind == TC_TOOL_CAPSULE ? TISSUED__V1__TOOL_SHAPE__KIND__CAPSULE
+                                               : TISSUED__V1__TOOL_SHAPE__KIND__SPHERE;
   shape.radius = (float)p->radius;
+  shape.length = p->tool_kind == TC_TOOL_CAPSULE ? (float)p->length : 0;
   Tissued__V1__JoinSession m = TISSUED__V1__JOIN_SESSION__INIT;
   m.session_id = p->session_id;
   m.role = p->role == TC_ROLE_CONTROLLER ? TISSUED__V1__ROLE__ROLE_CONTROLLER
@@ -698,6 +750,7 @@ int tc_join_ex(tc_client *c, const tc_join_params *p, tc_joined *out) {
   m.tool_id = p->tool_id;
   m.tool = p->role == TC_ROLE_CONTROLLER ? &shape : NULL;
   m.frame_rate = p->frame_rate;
+  m.force_rate = p->force_rate;
   Envelope env = TISSUED__V1__ENVELOPE__INIT;
   env.body_case = TISSUED__V1__ENVELOPE__BODY_JOIN_SESSION;
   env.join_session = &m;
@@ -707,6 +760,7 @@ int tc_join_ex(tc_client *c, const tc_join_params *p, tc_joined *out) {
   Envelope *r;
   int rc = request(c, &env, TISSUED__V1__ENVELOPE__BODY_JOINED, &r);
   if (rc) return rc;
+  c->have_force = 0;
   if (out) {
     const Tissued__V1__Joined *j = r->joined;
     out->session_id = j->session_id;
@@ -716,6 +770,7 @@ int tc_join_ex(tc_client *c, const tc_join_params *p, tc_joined *out) {
     out->dt = j->dt;
     out->frame_rate = j->frame_rate;
     out->vertex_count = j->vertex_count;
+    out->force_rate = j->force_rate;
   }
   tissued__v1__envelope__free_unpacked(r, NULL);
   return 0;
@@ -725,7 +780,7 @@ int tc_join(tc_client *c, uint32_t session_id, int role, uint32_t tool_id, doubl
             uint32_t *assigned_tool_id) {
   tc_join_params p = {.session_id = session_id, .role = role, .tool_id = tool_id,
                       .radius = radius};
-  tc_joined j;
+  tc_joined j = {0};
   int rc = tc_join_ex(c, &p, &j);
   if (rc == 0 && assigned_tool_id) *assigned_tool_id = j.tool_id;
   return rc;
@@ -803,5 +858,50 @@ int tc_ping(tc_client *c, uint64_t *rtt_us) {
   tissued__v1__envelope__free_unpacked(r, NULL);
   if (!ok) return fail(c, TS_EPROTOCOL, "Pong does not echo the Ping's client time");
   if (rtt_us) *rtt_us = now_us() - t0;
+  return 0;
+}
+
+/* ---- mesh upload ------------------------------------------------------------------ */
+
+int tc_create_session_mesh(tc_client *c, int format, const void *bytes, size_t len, double scale,
+                           const tc_layer *layers, size_t n_layers, const char *name,
+                           uint32_t *session_id, uint32_t *vertex_count,
+                           uint32_t *triangle_count) {
+  if (format != TC_MESH_OBJ && format != TC_MESH_STL && format != TC_MESH_PLY)
+    return fail(c, TS_EINVAL, "mesh format must be TC_MESH_OBJ, TC_MESH_STL or TC_MESH_PLY");
+  if (!bytes && len) return fail(c, TS_EINVAL, "no mesh bytes");
+  if (n_layers > 64 || (n_layers && !layers)) return fail(c, TS_EINVAL, "bad layer list");
+  /* NaN and out-of-range scales and thicknesses go to the server as they
+   * are: it is the one that decides, and says why */
+  Tissued__V1__MeshUpload up = TISSUED__V1__MESH_UPLOAD__INIT;
+  up.format = (Tissued__V1__MeshUpload__Format)format;
+  up.data.data = (uint8_t *)bytes;
+  up.data.len = len;
+  up.scale = (float)scale;
+  Tissued__V1__LayerSpec specs[64];
+  Tissued__V1__LayerSpec *ptrs[64];
+  for (size_t i = 0; i < n_layers; i++) {
+    tissued__v1__layer_spec__init(&specs[i]);
+    specs[i].name = (char *)(layers[i].name ? layers[i].name : "");
+    specs[i].thickness = (float)layers[i].thickness;
+    specs[i].material = (char *)(layers[i].material ? layers[i].material : "");
+    ptrs[i] = &specs[i];
+  }
+  Tissued__V1__CreateSession m = TISSUED__V1__CREATE_SESSION__INIT;
+  m.tissue_case = TISSUED__V1__CREATE_SESSION__TISSUE_MESH;
+  m.mesh = &up;
+  m.n_layers = n_layers;
+  m.layers = n_layers ? ptrs : NULL;
+  m.name = (char *)(name ? name : "");
+  Envelope env = TISSUED__V1__ENVELOPE__INIT;
+  env.body_case = TISSUED__V1__ENVELOPE__BODY_CREATE_SESSION;
+  env.create_session = &m;
+  Envelope *r;
+  int rc = request(c, &env, TISSUED__V1__ENVELOPE__BODY_SESSION_CREATED, &r);
+  if (rc) return rc;
+  if (session_id) *session_id = r->session_created->session_id;
+  if (vertex_count) *vertex_count = r->session_created->vertex_count;
+  if (triangle_count) *triangle_count = r->session_created->triangle_count;
+  tissued__v1__envelope__free_unpacked(r, NULL);
   return 0;
 }

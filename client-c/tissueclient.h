@@ -32,6 +32,7 @@ extern "C" {
 typedef struct tc_client tc_client;
 
 enum { TC_ROLE_OBSERVER = 0, TC_ROLE_CONTROLLER = 1 };
+enum { TC_TOOL_SPHERE = 0, TC_TOOL_CAPSULE = 1 };
 
 /* One tool's state as reported in a frame. */
 typedef struct tc_tool {
@@ -69,6 +70,24 @@ typedef struct tc_frame {
 } tc_frame;
 
 typedef void (*tc_frame_cb)(void *ud, const tc_frame *f);
+
+/* The reaction of the tissue on the client's tool (a controller's
+ * ToolForce message): sent every physics step, or at the force_rate asked
+ * for on joining, apart from frames; already filtered by the server so that
+ * contact changes do not spike it. */
+typedef struct tc_force {
+  uint32_t session;
+  uint32_t tool_id;
+  uint64_t step;                /* physics step it was computed in */
+  double sim_time;              /* s */
+  double force[3];              /* N, on the tool */
+  double torque[3];             /* N m, about the tool's tip */
+  uint64_t last_pose_seq;       /* the last pose applied before that step */
+  uint64_t last_client_time_us; /* its client time (tc_now_us() clock) */
+  uint32_t contacts;            /* tissue nodes touching the tool */
+} tc_force;
+
+typedef void (*tc_force_cb)(void *ud, const tc_force *f);
 /* An Error from the server that no waiting request claimed, or a problem
  * found in the server's data (then request_id is 0 and name is TS_E...). */
 typedef void (*tc_error_cb)(void *ud, int code, const char *name, const char *message,
@@ -87,8 +106,11 @@ typedef struct tc_join_params {
   uint32_t session_id;
   int role;            /* TC_ROLE_* */
   uint32_t tool_id;    /* 0 = any free tool (controllers) */
-  double radius;       /* sphere tool radius, m; 0 = server default */
+  double radius;       /* tool radius, m; 0 = server default */
+  int tool_kind;       /* TC_TOOL_SPHERE or TC_TOOL_CAPSULE */
+  double length;       /* capsule: length along the tool axis (local +y from the tip), m */
   uint32_t frame_rate; /* frames per second; 0 = server default */
+  uint32_t force_rate; /* controllers: force messages per second; 0 = every physics step */
 } tc_join_params;
 
 typedef struct tc_joined {
@@ -98,6 +120,7 @@ typedef struct tc_joined {
   double dt;
   uint32_t frame_rate;
   uint32_t vertex_count;
+  uint32_t force_rate; /* controllers: force messages per second of simulated time */
 } tc_joined;
 
 /* Connects and exchanges Hello/HelloReply. NULL on failure with a message in
@@ -120,6 +143,13 @@ void tc_set_timeout(tc_client *c, int timeout_ms);
 
 void tc_set_frame_cb(tc_client *c, tc_frame_cb cb, void *ud);
 void tc_set_error_cb(tc_client *c, tc_error_cb cb, void *ud);
+/* Called for every force message (from inside tc_poll and requests). For a
+ * haptic servo loop at 1 kHz: each tick, tc_poll(c, 0) then
+ * tc_latest_force(); neither blocks nor allocates. */
+void tc_set_force_cb(tc_client *c, tc_force_cb cb, void *ud);
+/* The newest force message received: 1 and *out filled, or 0 when none has
+ * arrived since joining. */
+int tc_latest_force(const tc_client *c, tc_force *out);
 
 /* CreateSession for a built-in tissue (NULL = "stomach-patch"). Counts may be
  * NULL. */
@@ -144,6 +174,10 @@ int tc_send_pose(tc_client *c, uint32_t tool_id, const double pos[3], const doub
                  double jaw);
 /* Seq of the last pose sent (0 before the first). */
 uint64_t tc_pose_seq(const tc_client *c);
+/* The clock poses are stamped with (CLOCK_MONOTONIC, microseconds): now
+ * minus a frame's or force's last_client_time_us is its pose-to-output
+ * latency. */
+uint64_t tc_now_us(void);
 
 /* ListSessions: *out is malloc'd (free with free()), *n its length. */
 int tc_list_sessions(tc_client *c, tc_session_info **out, size_t *n);
@@ -160,6 +194,30 @@ int tc_poll(tc_client *c, int timeout_ms);
 
 /* Decoded state: the last frame (NULL before the first keyframe). */
 const tc_frame *tc_last_frame(const tc_client *c);
+
+/* Mesh file formats of an upload (MeshUpload.Format). */
+enum { TC_MESH_OBJ = 0, TC_MESH_STL = 1, TC_MESH_PLY = 2 };
+
+/* One tissue layer of a mesh upload, outermost first. */
+typedef struct tc_layer {
+  const char *name;      /* NULL or "" = the server's default name for that layer */
+  double thickness;      /* m; 0 = the server's default for that layer */
+  const char *material;  /* a stored material fit by name; NULL or "" = the layer's own law */
+} tc_layer;
+
+/* CreateSession from an uploaded mesh file (format TC_MESH_*, the file's
+ * bytes, scale: file units to metres, 0 = 1). n_layers 0 takes the server's
+ * default layers. name (NULL = none) names both the session and the stored
+ * tissue, which later sessions can create with tc_create_session(c, name,
+ * ...) without uploading again; with no name the server calls the tissue
+ * "mesh-" plus the first 12 hex digits of the file's SHA-256. Counts may be
+ * NULL. Errors: the server's (TS_EMESH for a file it refuses, TS_ETOOBIG,
+ * TS_ERANGE, TS_ENAN, ...) with its message in tc_last_error(), or TS_EINVAL
+ * for bad arguments. */
+int tc_create_session_mesh(tc_client *c, int format, const void *bytes, size_t len, double scale,
+                           const tc_layer *layers, size_t n_layers, const char *name,
+                           uint32_t *session_id, uint32_t *vertex_count,
+                           uint32_t *triangle_count);
 
 #ifdef __cplusplus
 }

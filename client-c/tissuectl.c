@@ -34,6 +34,14 @@ static void usage(FILE *out) {
           "  sessions                  list the sessions, one per line\n"
           "  create [--tissue NAME]    create a session (default tissue: stomach-patch);\n"
           "                            prints {\"session_id\":N,...}\n"
+          "  create --mesh FILE [--scale S] [--name N] [--layers T1,T2,...]\n"
+          "                            upload a surface mesh (.obj, .stl or .ply, by\n"
+          "                            extension) and create a session of it: S converts\n"
+          "                            file units to metres (default 1; 0.01 for cm), the\n"
+          "                            layers are thicknesses in metres, outermost first\n"
+          "                            (default: the server's). The server keeps the file\n"
+          "                            and the tissue as N (default mesh-<hash>), so later\n"
+          "                            sessions need only 'create --tissue N'\n"
           "  poke --session N [--depth M] [--seconds S] [--radius M]\n"
           "                            join as a tool controller and drive a sphere\n"
           "                            (radius default 0.005 m) straight down onto the\n"
@@ -230,6 +238,89 @@ static int cmd_create(tc_client *c, const char *tissue) {
   return 0;
 }
 
+/* Mesh format by file extension (case-insensitive): TC_MESH_* or -1. */
+static int mesh_format(const char *path) {
+  const char *dot = strrchr(path, '.');
+  if (!dot) return -1;
+  char ext[8] = "";
+  for (size_t i = 0; i + 1 < sizeof ext && dot[1 + i]; i++)
+    ext[i] = (char)(dot[1 + i] >= 'A' && dot[1 + i] <= 'Z' ? dot[1 + i] - 'A' + 'a' : dot[1 + i]);
+  if (!strcmp(ext, "obj")) return TC_MESH_OBJ;
+  if (!strcmp(ext, "stl")) return TC_MESH_STL;
+  if (!strcmp(ext, "ply")) return TC_MESH_PLY;
+  return -1;
+}
+
+/* Reads a whole file (at most 1 GiB). */
+static int read_file(const char *path, char **out, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return -1;
+  size_t cap = 1 << 16, n = 0;
+  char *buf = malloc(cap);
+  while (buf) {
+    n += fread(buf + n, 1, cap - n, f);
+    if (n < cap) break;
+    char *nb = cap < (1u << 30) ? realloc(buf, cap * 2) : NULL;
+    if (!nb) {
+      free(buf);
+      buf = NULL;
+      break;
+    }
+    buf = nb;
+    cap *= 2;
+  }
+  int err = ferror(f);
+  fclose(f);
+  if (!buf || err) {
+    free(buf);
+    return -1;
+  }
+  *out = buf;
+  *len = n;
+  return 0;
+}
+
+/* Up to 8 comma-separated thicknesses in metres. Count, or -1. */
+static int parse_layers(const char *s, tc_layer *layers) {
+  int n = 0;
+  while (*s && n < 8) {
+    char *end;
+    errno = 0;
+    double t = strtod(s, &end);
+    if (errno || end == s || !isfinite(t) || t <= 0) return -1;
+    memset(&layers[n], 0, sizeof layers[n]);
+    layers[n++].thickness = t;
+    if (*end == ',')
+      s = end + 1;
+    else if (*end)
+      return -1;
+    else
+      s = end;
+  }
+  return *s ? -1 : n;
+}
+
+static int cmd_create_mesh(tc_client *c, const char *path, double scale, const char *name,
+                           const char *layers_s) {
+  int format = mesh_format(path);
+  if (format < 0) return die("%s: the file name must end in .obj, .stl or .ply%s", path, "");
+  tc_layer layers[8];
+  int nl = 0;
+  if (layers_s && (nl = parse_layers(layers_s, layers)) < 1)
+    return die("--layers %s: give 1 to 8 thicknesses in metres, comma-separated%s", layers_s, "");
+  char *bytes = NULL;
+  size_t len = 0;
+  if (read_file(path, &bytes, &len)) return die("%s: cannot read: %s", path, strerror(errno));
+  uint32_t id, nv, nt;
+  int rc = tc_create_session_mesh(c, format, bytes, len, scale, layers, (size_t)nl, name, &id,
+                                  &nv, &nt);
+  free(bytes);
+  if (rc) return die("creating a session from %s: %s", path, tc_last_error(c));
+  printf("{\"session_id\":%u,\"vertex_count\":%u,\"triangle_count\":%u,\"bytes\":%zu}\n", id,
+         nv, nt, len);
+  return 0;
+}
+
 /* Smoothstep from a to b as u goes 0..1. */
 static double ease(double a, double b, double u) {
   u = u < 0 ? 0 : u > 1 ? 1 : u;
@@ -334,6 +425,8 @@ int main(int argc, char **argv) {
   }
   const char *cmd = argv[i++];
   const char *tissue = "stomach-patch";
+  const char *mesh = NULL, *mesh_name = NULL, *layers_s = NULL;
+  double scale = 1;
   double session = -1, depth = 0.004, seconds = -1, radius = 0.005, rate = 0;
   for (; i < argc; i++) {
     const char *a = argv[i];
@@ -344,6 +437,14 @@ int main(int argc, char **argv) {
       return 0;
     } else if (!strcmp(a, "--tissue") && !strcmp(cmd, "create") && v) {
       tissue = v;
+    } else if (!strcmp(a, "--mesh") && !strcmp(cmd, "create") && v) {
+      mesh = v;
+    } else if (!strcmp(a, "--name") && !strcmp(cmd, "create") && v) {
+      mesh_name = v;
+    } else if (!strcmp(a, "--layers") && !strcmp(cmd, "create") && v) {
+      layers_s = v;
+    } else if (!strcmp(a, "--scale") && !strcmp(cmd, "create")) {
+      bad = parse_num(a, v, 1e-6, 1000, &scale);
     } else if (!strcmp(a, "--session") && (!strcmp(cmd, "poke") || !strcmp(cmd, "watch"))) {
       bad = parse_int(a, v, 1, 4294967295.0, &session);
     } else if (!strcmp(a, "--depth") && !strcmp(cmd, "poke")) {
@@ -386,6 +487,8 @@ int main(int argc, char **argv) {
   int rc;
   if (!strcmp(cmd, "sessions"))
     rc = cmd_sessions(c);
+  else if (!strcmp(cmd, "create") && mesh)
+    rc = cmd_create_mesh(c, mesh, scale, mesh_name, layers_s);
   else if (!strcmp(cmd, "create"))
     rc = cmd_create(c, tissue);
   else

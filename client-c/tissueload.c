@@ -12,10 +12,10 @@
  *                          receive time minus the pose's client time. Both
  *                          are CLOCK_MONOTONIC of this process, so the
  *                          figure needs no clock sync (loopback only);
- *   pose-to-force latency  the same, counted only at a controller for its
- *                          own tool (the force on it travels in the frame's
- *                          ToolState; ask --controller-frame-rate 1000 for
- *                          physics-rate force feedback);
+ *   pose-to-force latency  at a controller, for its own tool: receive time
+ *                          of the first ToolForce message (sent every
+ *                          physics step, apart from frames) that echoes a
+ *                          pose, minus that pose's client time;
  *   frame lag              per frame, its receive time at each client minus
  *                          its first receive time at any client of this run
  *                          (how unevenly one frame reaches many watchers);
@@ -333,6 +333,7 @@ typedef struct client {
   ts_codec_ctx *cx;
   /* latency bookkeeping */
   uint64_t seen_pose_us[TL_MAX_TOOLS];
+  uint64_t seen_force_pose_us;  /* controllers: last pose echoed by a force message */
   double sim_time;           /* of the last frame */
   uint64_t sim_at_us;        /* when it arrived */
   uint64_t next_pose_us;
@@ -425,8 +426,21 @@ static void on_frame_common(client *c, uint64_t seq, int keyframe, double sim_ti
     if (id >= TL_MAX_TOOLS || ct == 0 || ct == c->seen_pose_us[id] || ct > t) continue;
     c->seen_pose_us[id] = ct;
     tl_hist_add(&r->pose_frame, t - ct);
-    if (c->role == TC_ROLE_CONTROLLER && id == c->tool_id) tl_hist_add(&r->pose_force, t - ct);
   }
+}
+
+/* A ToolForce message at a controller (TCP or WebSocket): the first one
+ * that echoes a pose gives that pose's pose-to-force latency. */
+static void on_force_common(client *c, uint32_t tool_id, uint64_t ct) {
+  run *r = c->r;
+  uint64_t t = now_us();
+  if (tool_id != c->tool_id || ct == 0 || ct == c->seen_force_pose_us || ct > t) return;
+  c->seen_force_pose_us = ct;
+  if (r->measuring) tl_hist_add(&r->pose_force, t - ct);
+}
+
+static void on_tc_force(void *ud, const tc_force *f) {
+  on_force_common(ud, f->tool_id, f->last_client_time_us);
 }
 
 /* libtissueclient's callback (TCP clients). */
@@ -556,6 +570,8 @@ static int on_link_msg(void *ud, const uint8_t *msg, size_t len) {
       te[nt++] = (tool_echo){f->tools[i]->tool_id, f->tools[i]->last_client_time_us};
     if (!c->recorder)
       on_frame_common(c, f->seq, f->keyframe, f->sim_time, f->flags, te, nt, len);
+  } else if (e->body_case == TISSUED__V1__ENVELOPE__BODY_TOOL_FORCE) {
+    on_force_common(c, e->tool_force->tool_id, e->tool_force->last_client_time_us);
   } else if (e->body_case == TISSUED__V1__ENVELOPE__BODY_ERROR) {
     note_error(r, "session %u: server error %s: %s", r->s[c->sidx].id,
                e->error->name ? e->error->name : "?", e->error->message ? e->error->message : "");
@@ -748,6 +764,7 @@ static int open_client(run *r, client *c, int transport, int role, int sidx, int
                                errcap);
     if (!c->tc) return -1;
     tc_set_frame_cb(c->tc, on_tc_frame, c);
+    tc_set_force_cb(c->tc, on_tc_force, c);
     tc_set_error_cb(c->tc, on_tc_error, c);
     tc_join_params p = {.session_id = r->s[sidx].id, .role = role, .radius = TL_RADIUS,
                         .frame_rate = rate};

@@ -60,6 +60,8 @@ static const setting settings[] = {
      "largest message accepted, bytes"},
     {"soft-output-limit", T_SIZE, OFF(soft_output_limit), 0, 1024, 1 << 30,
      "per-client queued bytes above which frames are skipped"},
+    {"soft-output-grace", T_DBL, OFF(soft_output_grace), 0, 0, 60,
+     "seconds a client may stay over the soft limit before it is resynchronised"},
     {"hard-output-limit", T_SIZE, OFF(hard_output_limit), 0, 4096, 1u << 31,
      "per-client queued bytes above which the client is dropped"},
     {"max-sessions", T_INT, OFF(max_sessions), 0, 1, 100000, "sessions per server"},
@@ -68,6 +70,11 @@ static const setting settings[] = {
     {"max-tools", T_INT, OFF(max_tools), 0, 1, 8, "tools per session"},
     {"session-idle-timeout", T_DBL, OFF(session_idle_timeout), 0, 1, 1e7,
      "seconds a session lives with no client"},
+    {"max-mesh-bytes", T_SIZE, OFF(max_mesh_bytes), 0, 84, 1u << 30,
+     "largest mesh file a client may upload, bytes (an upload is also one message: "
+     "see max-message)"},
+    {"max-mesh-triangles", T_INT, OFF(max_mesh_triangles), 0, 1, 4000000,
+     "largest uploaded mesh, triangles after triangulation"},
     {"log-level", T_LOG, OFF(log_level), 0, 0, 0, "error, warn, info or debug"},
 };
 #define N_SETTINGS (sizeof settings / sizeof settings[0])
@@ -87,10 +94,13 @@ void ts_config_defaults(ts_config *c) {
   c->max_message = 16u << 20;
   c->soft_output_limit = 1u << 20;
   c->hard_output_limit = 8u << 20;
+  c->soft_output_grace = 0.5;
   c->max_sessions = 64;
   c->max_clients_per_session = 256;
   c->max_tools = 4;
   c->session_idle_timeout = 600;
+  c->max_mesh_bytes = 12u << 20;
+  c->max_mesh_triangles = 200000;
   c->log_level = TS_LOG_INFO;
 }
 

@@ -23,10 +23,13 @@ typedef struct ts_config {
   size_t max_message;         /* largest accepted message, bytes */
   size_t soft_output_limit;   /* per client: over this, frames are skipped */
   size_t hard_output_limit;   /* per client: over this, the client is dropped */
+  double soft_output_grace;   /* s over the soft limit before a resynchronising keyframe (0.5) */
   int max_sessions;           /* per server */
   int max_clients_per_session;
   int max_tools;              /* tools per session */
   double session_idle_timeout;/* s without clients before a session ends */
+  size_t max_mesh_bytes;      /* largest uploaded mesh file, bytes (32 MiB) */
+  int max_mesh_triangles;     /* largest uploaded mesh, triangles after triangulation (200000) */
   int log_level;              /* TS_LOG_* */
 } ts_config;
 

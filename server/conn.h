@@ -50,7 +50,8 @@ struct ts_conn {
   uint32_t tool_id;
   uint32_t frame_interval_ms;  /* per-client frame rate */
   uint64_t last_frame_ms;
-  uint64_t baseline_seq;       /* last frame written; 0 = needs a keyframe */
+  ts_frame_ref *baseline;      /* last frame written (a reference); NULL = needs a keyframe */
+  uint64_t over_soft_since_ms; /* when its output went over the soft limit; 0 = under it */
   ts_conn *next_in_session;    /* session's client list */
   ts_conn *prev_in_session;
   ts_conn *next_conn;          /* the server's list of every open connection */

@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "core/ts_error.h"
+#include "core/ts_mesh_io.h"
+#include "force.h"
 #include "log.h"
 #include "physics.h"
 #include "requests.h"
@@ -89,18 +91,78 @@ static void on_hello(ts_conn *c, uint64_t rid, const Tissued__V1__Hello *h) {
               c->transport == TS_TRANSPORT_WS ? "websocket" : "tcp");
 }
 
+/* An uploaded mesh is checked for absurd input before any work: format,
+ * size against max-mesh-bytes, scale (0 means 1). 0, or -1 with the Error
+ * sent. */
+static int check_mesh(ts_conn *c, uint64_t rid, const Tissued__V1__MeshUpload *u, int *format,
+                      double *scale) {
+  if (!u) {
+    ts_send_error(c, rid, TS_EINVAL, "mesh upload without a mesh");
+    return -1;
+  }
+  switch (u->format) {
+  case TISSUED__V1__MESH_UPLOAD__FORMAT__OBJ: *format = TS_MESH_OBJ; break;
+  case TISSUED__V1__MESH_UPLOAD__FORMAT__STL: *format = TS_MESH_STL; break;
+  case TISSUED__V1__MESH_UPLOAD__FORMAT__PLY: *format = TS_MESH_PLY; break;
+  default:
+    ts_send_error(c, rid, TS_EUNSUPPORTED, "unknown mesh format %d (OBJ = 0, STL = 1, PLY = 2)",
+                  (int)u->format);
+    return -1;
+  }
+  if (u->data.len == 0) {
+    ts_send_error(c, rid, TS_EMESH, "the uploaded mesh file is empty");
+    return -1;
+  }
+  if (u->data.len > c->server->cfg.max_mesh_bytes) {
+    ts_send_error(c, rid, TS_ETOOBIG, "the mesh file is %zu bytes; this server accepts at most %zu",
+                  u->data.len, c->server->cfg.max_mesh_bytes);
+    return -1;
+  }
+  double sc = u->scale == 0 ? 1.0 : u->scale;
+  if (!isfinite(sc)) {
+    ts_send_error(c, rid, TS_ENAN, "mesh scale is NaN or infinite");
+    return -1;
+  }
+  if (sc < 1e-6 || sc > 1e3) {
+    ts_send_error(c, rid, TS_ERANGE,
+                  "mesh scale %g must be in [1e-6, 1000] (file units to metres: 0.001 for "
+                  "millimetres, 0.01 for centimetres, 1 for metres)",
+                  sc);
+    return -1;
+  }
+  *scale = sc;
+  return 0;
+}
+
 static void on_create(ts_conn *c, uint64_t rid, const Tissued__V1__CreateSession *m) {
   ts_server *s = c->server;
+  const Tissued__V1__MeshUpload *mesh = NULL;
+  int mesh_format = 0;
+  double mesh_scale = 1;
   if (m->tissue_case == TISSUED__V1__CREATE_SESSION__TISSUE_MESH) {
-    ts_send_error(c, rid, TS_EUNSUPPORTED, "mesh upload is not supported yet; use builtin");
-    return;
+    if (check_mesh(c, rid, m->mesh, &mesh_format, &mesh_scale)) return;
+    mesh = m->mesh;
+    if (m->name && strcmp(m->name, "stomach-patch") == 0) {
+      ts_send_error(c, rid, TS_EINVAL, "'stomach-patch' is the built-in tissue; name the mesh otherwise");
+      return;
+    }
   }
   const char *builtin = m->tissue_case == TISSUED__V1__CREATE_SESSION__TISSUE_BUILTIN
                             ? m->builtin
                             : "stomach-patch";
   if (!builtin[0]) builtin = "stomach-patch";
-  if (strcmp(builtin, "stomach-patch") != 0) {
-    ts_send_error(c, rid, TS_ENOTISSUE, "no built-in tissue '%.64s' (available: stomach-patch)",
+  /* any other name is a stored tissue (an earlier upload), rebuilt from its
+   * stored mesh and layers */
+  int stored = !mesh && strcmp(builtin, "stomach-patch") != 0;
+  if (stored && strlen(builtin) > 63) {
+    ts_send_error(c, rid, TS_ENOTISSUE, "no tissue '%.64s...' (names are at most 63 bytes)",
+                  builtin);
+    return;
+  }
+  if (stored && m->n_layers > 0) {
+    ts_send_error(c, rid, TS_EINVAL,
+                  "stored tissue '%s' keeps the layers it was uploaded with; upload the mesh "
+                  "again to change them",
                   builtin);
     return;
   }
@@ -167,11 +229,24 @@ static void on_create(ts_conn *c, uint64_t rid, const Tissued__V1__CreateSession
     snprintf(name, sizeof name, "%s", m->name);
   else
     snprintf(name, sizeof name, "session-%u", s->next_session_id + s->pending_creates);
-  ts_log_info("%s asks for a session '%s' (%u layers, dt %g s)", c->peer, name, def.n_layers, dt);
-  ts_request_create_session(c, rid, name, &def, material, dt,
-                            m->solver == TISSUED__V1__SOLVER__SOLVER_XPBD
-                                ? TISSUED__V1__SOLVER__SOLVER_XPBD
-                                : TISSUED__V1__SOLVER__SOLVER_MASS_SPRING);
+  int solver = m->solver == TISSUED__V1__SOLVER__SOLVER_XPBD
+                   ? TISSUED__V1__SOLVER__SOLVER_XPBD
+                   : TISSUED__V1__SOLVER__SOLVER_MASS_SPRING;
+  if (mesh) {
+    ts_log_info("%s uploads a %zu-byte mesh for a session '%s' (%u layers, scale %g, dt %g s)",
+                c->peer, mesh->data.len, name, def.n_layers, mesh_scale, dt);
+    ts_request_create_mesh_session(c, rid, name, m->name ? m->name : "", mesh_format,
+                                   mesh->data.data, mesh->data.len, mesh_scale, &def, material,
+                                   dt, solver);
+  } else if (stored) {
+    ts_log_info("%s asks for a session '%s' of stored tissue '%s' (dt %g s)", c->peer, name,
+                builtin, dt);
+    ts_request_create_stored_session(c, rid, name, builtin, dt, solver);
+  } else {
+    ts_log_info("%s asks for a session '%s' (%u layers, dt %g s)", c->peer, name, def.n_layers,
+                dt);
+    ts_request_create_session(c, rid, name, &def, material, dt, solver);
+  }
 }
 
 static void on_join(ts_conn *c, uint64_t rid, const Tissued__V1__JoinSession *m) {
@@ -189,6 +264,10 @@ static void on_join(ts_conn *c, uint64_t rid, const Tissued__V1__JoinSession *m)
   uint32_t rate = m->frame_rate ? m->frame_rate : (uint32_t)s->cfg.frame_rate;
   if (rate < 1 || rate > 1000) {
     ts_send_error(c, rid, TS_ERANGE, "frame_rate must be in [1, 1000]");
+    return;
+  }
+  if (m->force_rate > 100000) {
+    ts_send_error(c, rid, TS_ERANGE, "force_rate must be at most 100000 (0: every physics step)");
     return;
   }
   double radius = 0.005, length = 0;
@@ -242,6 +321,7 @@ static void on_join(ts_conn *c, uint64_t rid, const Tissued__V1__JoinSession *m)
   if (tool_id) {
     se->tool_owner[tool_id - 1] = c;
     ts_session_set_tool(se, tool_id, 1, kind, radius, length);
+    ts_session_set_force_every(se, tool_id, ts_force_every(m->force_rate, se->sim.dt));
   }
   if (tool_id)
     ts_log_info("%s joined session %u as controller of tool %u", c->peer, se->id, tool_id);
@@ -254,6 +334,8 @@ static void on_join(ts_conn *c, uint64_t rid, const Tissued__V1__JoinSession *m)
   r.dt = (float)se->sim.dt;
   r.frame_rate = rate;
   r.vertex_count = se->topo->vertex_count;
+  if (tool_id)
+    r.force_rate = (uint32_t)(1.0 / (se->sim.dt * ts_force_every(m->force_rate, se->sim.dt)) + 0.5);
   Envelope env = TISSUED__V1__ENVELOPE__INIT;
   env.request_id = rid;
   env.body_case = TISSUED__V1__ENVELOPE__BODY_JOINED;

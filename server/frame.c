@@ -37,16 +37,18 @@ void ts_frame_release(ts_frame_ref *f) {
 }
 
 static int pack_frame(ts_frame_ref *f, const ts_frame_ref *base, const ts_topology *topo,
-                      ts_encoded *out) {
-  uint8_t *payload = malloc(ts_codec_bound(f->n));
+                      ts_codec_ctx *cx, ts_encoded *out) {
+  size_t cap = ts_codec_payload_bound(TS_CODEC_DEFAULT, f->n);
+  uint8_t *payload = malloc(cap);
   if (!payload) return TS_ENOMEM;
   size_t plen;
   uint32_t changed = f->n;
-  if (base)
-    plen = ts_encode_delta((const int32_t(*)[3])base->q, (const int32_t(*)[3])f->q, f->n,
-                           payload, &changed);
-  else
-    plen = ts_encode_keyframe((const int32_t(*)[3])f->q, f->n, payload);
+  int erc = ts_codec_encode(cx, TS_CODEC_DEFAULT, base ? (const int32_t(*)[3])base->q : NULL,
+                            (const int32_t(*)[3])f->q, f->n, payload, cap, &plen, &changed);
+  if (erc) {
+    free(payload);
+    return erc;
+  }
 
   Tissued__V1__Frame fr = TISSUED__V1__FRAME__INIT;
   fr.session_id = f->session_id;
@@ -59,6 +61,7 @@ static int pack_frame(ts_frame_ref *f, const ts_frame_ref *base, const ts_topolo
   fr.payload.data = payload;
   fr.payload.len = plen;
   fr.flags = f->flags;
+  fr.codec = TS_CODEC_DEFAULT;
 
   Tissued__V1__Topology tp = TISSUED__V1__TOPOLOGY__INIT;
   char *names[TS_MAX_LAYERS + 1];
@@ -128,15 +131,15 @@ static int pack_frame(ts_frame_ref *f, const ts_frame_ref *base, const ts_topolo
 }
 
 const ts_encoded *ts_frame_encode(ts_frame_ref *f, const ts_frame_ref *base,
-                                  const ts_topology *topo) {
+                                  const ts_topology *topo, ts_codec_ctx *cx) {
   if (!base) {
-    if (!f->key.bytes && pack_frame(f, NULL, topo, &f->key)) return NULL;
+    if (!f->key.bytes && pack_frame(f, NULL, topo, cx, &f->key)) return NULL;
     return &f->key;
   }
   for (uint32_t i = 0; i < f->n_delta; i++)
     if (f->delta[i].baseline_seq == base->seq) return &f->delta[i];
   ts_encoded e;
-  if (pack_frame(f, base, topo, &e)) return NULL;
+  if (pack_frame(f, base, topo, cx, &e)) return NULL;
   uint32_t slot;
   if (f->n_delta < TS_FRAME_DELTA_CACHE) {
     slot = f->n_delta++;

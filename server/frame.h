@@ -67,9 +67,11 @@ void ts_frame_retain(ts_frame_ref *f);
 void ts_frame_release(ts_frame_ref *f);
 
 /* Returns the Envelope bytes of this frame for a client whose baseline is
- * `base` (NULL: keyframe with topology). Encoded once and cached. NULL on
- * out of memory. */
+ * `base` (NULL: keyframe with topology), its payload in TS_CODEC_DEFAULT
+ * (q2) coded with the loop thread's codec context cx. Encoded once and
+ * cached. NULL on out of memory. */
+typedef struct ts_codec_ctx ts_codec_ctx;
 const ts_encoded *ts_frame_encode(ts_frame_ref *f, const ts_frame_ref *base,
-                                  const ts_topology *topo);
+                                  const ts_topology *topo, ts_codec_ctx *cx);
 
 #endif

@@ -91,6 +91,12 @@ char *ts_metrics_text(ts_server *s, size_t *len) {
       {"tissued_session_clients_dropped_total", "counter",
        "Clients dropped over the hard output limit."},
       {"tissued_session_diverged_total", "counter", "Times the simulation diverged."},
+      {"tissued_session_clients_resynced_total", "counter",
+       "Clients given a fresh keyframe after staying over the soft output limit."},
+      {"tissued_session_forces_sent_total", "counter",
+       "ToolForce messages sent to the session's controllers."},
+      {"tissued_session_forces_skipped_total", "counter",
+       "ToolForce messages skipped for controllers over the soft output limit."},
       {"tissued_session_keyframe_bytes", "gauge", "Encoded size of the newest keyframe."},
       {"tissued_session_verlet_fraction", "gauge",
        "Fraction of nodes the mass-spring integrator stepped by Verlet in the last step."},
@@ -101,7 +107,7 @@ char *ts_metrics_text(ts_server *s, size_t *len) {
     family(&b, per[k].name, per[k].type, per[k].help);
     for (ts_session *se = s->sessions; se; se = se->next) {
       if (se->ending) continue;
-      const ts_frame_ref *f = se->n_recent ? se->recent[se->n_recent - 1] : NULL;
+      const ts_frame_ref *f = se->latest;
       double v = 0;
       switch (k) {
       case 0: v = se->n_clients; break;
@@ -114,9 +120,12 @@ char *ts_metrics_text(ts_server *s, size_t *len) {
       case 7: v = (double)se->frames_skipped; break;
       case 8: v = (double)se->clients_dropped; break;
       case 9: v = (double)se->diverged_count; break;
-      case 10: v = f && f->key.bytes ? (double)f->key.len : 0; break;
-      case 11: v = f ? f->verlet_fraction : 0; break;
-      case 12: v = f ? f->beeman_fraction : 0; break;
+      case 10: v = (double)se->clients_resynced; break;
+      case 11: v = (double)se->forces_sent; break;
+      case 12: v = (double)se->forces_skipped; break;
+      case 13: v = f && f->key.bytes ? (double)f->key.len : 0; break;
+      case 14: v = f ? f->verlet_fraction : 0; break;
+      case 15: v = f ? f->beeman_fraction : 0; break;
       }
       put(&b, "%s{session=\"%u\"} %.9g\n", per[k].name, se->id, v);
     }

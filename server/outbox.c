@@ -19,12 +19,13 @@ int ts_outbox_init(ts_outbox *o, uv_loop_t *loop, uv_async_cb cb, void *data) {
   return 0;
 }
 
-int ts_outbox_push(ts_outbox *o, int kind, ts_session *se, ts_frame_ref *f) {
+static int push(ts_outbox *o, int kind, ts_session *se, ts_frame_ref *f, ts_force_batch *b) {
   ts_event *e = malloc(sizeof *e);
   if (!e) return TS_ENOMEM;
   e->kind = kind;
   e->session = se;
   e->frame = f;
+  e->forces = b;
   e->next = NULL;
   uv_mutex_lock(&o->lock);
   if (o->tail)
@@ -36,6 +37,14 @@ int ts_outbox_push(ts_outbox *o, int kind, ts_session *se, ts_frame_ref *f) {
   if (o->depth > o->max_depth) o->max_depth = o->depth;
   uv_mutex_unlock(&o->lock);
   return 0;
+}
+
+int ts_outbox_push(ts_outbox *o, int kind, ts_session *se, ts_frame_ref *f) {
+  return push(o, kind, se, f, NULL);
+}
+
+int ts_outbox_push_forces(ts_outbox *o, ts_session *se, ts_force_batch *b) {
+  return push(o, TS_EV_FORCE, se, NULL, b);
 }
 
 void ts_outbox_wake(ts_outbox *o) { uv_async_send(&o->async); }

@@ -12,12 +12,15 @@
 
 typedef struct ts_session ts_session;
 
-enum { TS_EV_FRAME = 1, TS_EV_REMOVED = 2, TS_EV_DIVERGED = 3 };
+enum { TS_EV_FRAME = 1, TS_EV_REMOVED = 2, TS_EV_DIVERGED = 3, TS_EV_FORCE = 4 };
+
+typedef struct ts_force_batch ts_force_batch;
 
 typedef struct ts_event {
   int kind;
   ts_session *session;
   ts_frame_ref *frame; /* TS_EV_FRAME */
+  ts_force_batch *forces; /* TS_EV_FORCE (the receiver frees it) */
   struct ts_event *next;
 } ts_event;
 
@@ -32,6 +35,8 @@ typedef struct ts_outbox {
 int ts_outbox_init(ts_outbox *o, uv_loop_t *loop, uv_async_cb cb, void *data);
 /* Queues an event (any thread); returns 0 or TS_ENOMEM. Does not wake. */
 int ts_outbox_push(ts_outbox *o, int kind, ts_session *se, ts_frame_ref *f);
+/* Queues a TS_EV_FORCE event carrying b (any thread); 0 or TS_ENOMEM. */
+int ts_outbox_push_forces(ts_outbox *o, ts_session *se, ts_force_batch *b);
 void ts_outbox_wake(ts_outbox *o);
 /* Takes the whole queue (loop thread). */
 ts_event *ts_outbox_take(ts_outbox *o);

@@ -6,10 +6,12 @@
  */
 #include "physics.h"
 
+
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/ts_error.h"
+#include "force.h"
 #include "log.h"
 #include "server.h"
 
@@ -104,6 +106,13 @@ static void thread_main(void *arg) {
         int diverged = 0;
         ts_frame_ref *f = ts_session_step(se, &diverged);
         if (diverged) publish(p, TS_EV_DIVERGED, se, NULL, &woke);
+        ts_force_batch *fb = diverged ? NULL : ts_force_collect(se);
+        if (fb) {
+          if (ts_outbox_push_forces(&p->server->outbox, se, fb))
+            free(fb); /* out of memory: the next step's sample replaces it */
+          else
+            woke = 1;
+        }
         if (f) publish(p, TS_EV_FRAME, se, f, &woke);
         sim->next_step_ns += sim->dt_ns;
         done++;

@@ -5,16 +5,24 @@
  */
 #include "requests.h"
 
+#include <math.h>
+#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/ts_error.h"
+#include "core/ts_extrude.h"
+#include "core/ts_massspring.h"
 #include "core/ts_material.h"
+#include "core/ts_mesh_check.h"
+#include "core/ts_mesh_io.h"
 #include "log.h"
 #include "materials.h"
 #include "physics.h"
 #include "server.h"
+#include "ts_layer_spec.h"
+#include "ts_storage.h"
 #include "worker.h"
 
 typedef Tissued__V1__Envelope Envelope;
@@ -30,6 +38,9 @@ static void send_env(ts_conn *c, Envelope *env) {
 
 /* ---- create session ------------------------------------------------------ */
 
+/* Where the tissue of a new session comes from. */
+enum { SRC_BUILTIN = 0, SRC_UPLOAD = 1, SRC_STORED = 2 };
+
 typedef struct create_job {
   ts_job job;
   ts_server *server;
@@ -39,9 +50,18 @@ typedef struct create_job {
   char material[TS_MAX_LAYERS][64];
   double dt;
   int solver;
+  /* mesh tissues */
+  int source;                 /* SRC_* */
+  char tissue_name[64];       /* stored name ("" for an upload: from the hash) */
+  int format;                 /* TS_MESH_* */
+  uint8_t *data;              /* the uploaded file (owned) */
+  size_t len;
+  double scale;               /* file units to metres */
+  size_t max_bytes;           /* limits, copied from the config */
+  uint32_t max_tris;
   /* results */
   int rc;
-  char err[256];
+  char err[512];
   ts_session *session;
 } create_job;
 
@@ -70,12 +90,349 @@ static int resolve_materials(create_job *j, ts_storage *st) {
   return 0;
 }
 
+/* ---- tissues from meshes ---------------------------------------------------
+ *
+ * An uploaded surface becomes a tissue the way the built-in patch does
+ * (ts_patch.c), with these choices:
+ *   - placement: the mesh is moved (not rotated) so that its bounding box is
+ *     centred on the origin in x and z and its highest point is at y = 0,
+ *     the built-in patch's frame, so clients and tools see every tissue in
+ *     the same place (the tool rests above y = 0);
+ *   - layers: each surface vertex is offset along its inward vertex normal
+ *     once per layer (ts_extrude.h); with no LayerSpec the default stomach
+ *     wall (mucosa 1.0, submucosa 1.5, muscularis 2.0 mm); a fold (an
+ *     offset deeper than the local radius of a bulge) is refused with the
+ *     first folded prism named, and the client is told to use thinner layers;
+ *   - anchors: an open surface is held by its boundary (every sheet's nodes
+ *     under a boundary vertex, as the patch); a closed one rests on a support:
+ *     every sheet's nodes under a surface vertex in the lowest 10 % of the
+ *     surface's height (y) are anchored;
+ *   - gravity and drag as the patch (ts_default_patch_def).
+ */
+#define TS__SUPPORT_FRACTION 0.10
+#define TS__MIN_EXTENT_LAYERS 4.0 /* the mesh must be this many total thicknesses across */
+#define TS__MAX_EXTENT 2.0        /* m: the largest organ a session may hold */
+
+static const char *format_name(int f) {
+  return f == TS_MESH_STL ? "stl" : f == TS_MESH_PLY ? "ply" : "obj";
+}
+
+static void sha256_hex(const uint8_t *data, size_t len, char hex[65]) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  hex[0] = 0;
+  if (EVP_Digest(data, len, md, &n, EVP_sha256(), NULL) != 1 || n != 32) return;
+  for (unsigned i = 0; i < 32; i++) snprintf(hex + 2 * i, 3, "%02x", md[i]);
+}
+
+/* Bounding box centre in x, z to 0 and top to y = 0. */
+static void place(ts_mesh *m) {
+  double lo[3], hi[3];
+  for (int a = 0; a < 3; a++) lo[a] = hi[a] = m->v[0][a];
+  for (uint32_t i = 1; i < m->n_verts; i++)
+    for (int a = 0; a < 3; a++) {
+      if (m->v[i][a] < lo[a]) lo[a] = m->v[i][a];
+      if (m->v[i][a] > hi[a]) hi[a] = m->v[i][a];
+    }
+  double shift[3] = {-(lo[0] + hi[0]) / 2, -hi[1], -(lo[2] + hi[2]) / 2};
+  for (uint32_t i = 0; i < m->n_verts; i++)
+    for (int a = 0; a < 3; a++) m->v[i][a] += shift[a];
+}
+
+static double extent(const ts_mesh *m) {
+  double lo[3], hi[3], e = 0;
+  for (int a = 0; a < 3; a++) lo[a] = hi[a] = m->v[0][a];
+  for (uint32_t i = 1; i < m->n_verts; i++)
+    for (int a = 0; a < 3; a++) {
+      if (m->v[i][a] < lo[a]) lo[a] = m->v[i][a];
+      if (m->v[i][a] > hi[a]) hi[a] = m->v[i][a];
+    }
+  for (int a = 0; a < 3; a++)
+    if (hi[a] - lo[a] > e) e = hi[a] - lo[a];
+  return e;
+}
+
+/* The anchor flags of every node (n_sheets * nv), as described above. */
+static uint8_t *anchors(const ts_extrusion *e) {
+  uint32_t nv = e->nv, n = e->n_sheets * nv;
+  uint8_t *a = calloc(n, 1);
+  if (!a) return NULL;
+  int open = 0;
+  for (uint32_t j = 0; j < nv; j++) open |= e->boundary[j];
+  double ylo = e->x[0][1], yhi = e->x[0][1];
+  for (uint32_t j = 1; j < nv; j++) {
+    if (e->x[j][1] < ylo) ylo = e->x[j][1];
+    if (e->x[j][1] > yhi) yhi = e->x[j][1];
+  }
+  double cut = ylo + TS__SUPPORT_FRACTION * (yhi - ylo);
+  for (uint32_t j = 0; j < nv; j++) {
+    int held = open ? e->boundary[j] : e->x[j][1] <= cut;
+    for (uint32_t s = 0; s < e->n_sheets; s++) a[s * nv + j] = (uint8_t)held;
+  }
+  return a;
+}
+
+static double signed_tet(const double *a, const double *b, const double *c, const double *d) {
+  double u[3], v[3], w[3];
+  for (int k = 0; k < 3; k++) u[k] = b[k] - a[k], v[k] = c[k] - a[k], w[k] = d[k] - a[k];
+  return (u[0] * (v[1] * w[2] - v[2] * w[1]) - u[1] * (v[0] * w[2] - v[2] * w[0]) +
+          u[2] * (v[0] * w[1] - v[1] * w[0])) / 6;
+}
+
+/* Names the first prism that ts_tissue_build refuses as twisted: its three
+ * tetrahedra (the builder's split) not all of one orientation. That happens
+ * where a vertex normal leans more than 90 degrees away from a face at a
+ * sharp crease, whatever the thickness. */
+static void name_twisted(const ts_extrusion *e, char *buf, size_t cap) {
+  snprintf(buf, cap, "a prism is degenerate");
+  for (uint32_t l = 0; l < e->n_layers; l++)
+    for (uint32_t i = 0; i < e->n_surface_tris; i++) {
+      const uint32_t *t = e->surface_tris[i];
+      const double *P[3], *Q[3];
+      for (int k = 0; k < 3; k++) {
+        P[k] = e->x[l * e->nv + t[k]];
+        Q[k] = e->x[(l + 1) * e->nv + t[k]];
+      }
+      double t0 = signed_tet(P[0], P[1], P[2], Q[0]), t1 = signed_tet(P[1], P[2], Q[0], Q[1]);
+      double t2 = signed_tet(P[2], Q[0], Q[1], Q[2]), v = t0 + t1 + t2;
+      if (v == 0 || t0 * v <= 0 || t1 * v <= 0 || t2 * v <= 0) {
+        snprintf(buf, cap, "layer %u's prism under surface triangle %u (%u,%u,%u) is twisted",
+                 l, i, t[0], t[1], t[2]);
+        return;
+      }
+    }
+}
+
+/* Imports the file and builds the tissue of j's layers. *nv and *nt get the
+ * imported surface's counts. Returns 0 or a ts_errno with j->err set. */
+static int build_mesh_tissue(create_job *j, ts_tissue **out, uint32_t *nv, uint32_t *nt) {
+  ts_mesh_import_opts o = ts_mesh_import_opts_default();
+  o.scale = j->scale;
+  o.max_bytes = j->max_bytes;
+  o.max_tris = j->max_tris;
+  o.max_verts = j->max_tris <= UINT32_MAX / 3 ? 3 * j->max_tris : UINT32_MAX;
+  ts_mesh *m = NULL;
+  ts_extrusion *e = NULL;
+  uint8_t *anch = NULL;
+  char msg[400] = "";
+  int rc = ts_mesh_import(j->data, j->len, j->format, &o, &m, NULL, NULL, msg, sizeof msg);
+  if (rc) {
+    snprintf(j->err, sizeof j->err, "the %s mesh is refused: %s", format_name(j->format),
+             msg[0] ? msg : ts_strerror(rc));
+    return rc;
+  }
+  *nv = m->n_verts;
+  *nt = m->n_tris;
+  double total = 0;
+  ts_extrude_def d;
+  memset(&d, 0, sizeof d);
+  d.n_layers = j->def.n_layers;
+  d.mode = TS_EXTRUDE_NORMAL;
+  for (uint32_t l = 0; l < d.n_layers; l++) total += d.thickness[l] = j->def.layers[l].thickness;
+  double ext = extent(m);
+  if (ext > TS__MAX_EXTENT || ext < TS__MIN_EXTENT_LAYERS * total) {
+    snprintf(j->err, sizeof j->err,
+             "the mesh is %.4g mm across after scaling by %g: %s (check the scale: file units "
+             "to metres, e.g. 0.01 for centimetres)",
+             ext * 1e3, j->scale,
+             ext > TS__MAX_EXTENT ? "larger than 2 m"
+                                  : "too small for its layers, which need at least four times "
+                                    "their total thickness");
+    rc = TS_ERANGE;
+    goto out;
+  }
+  place(m);
+  rc = ts_extrude(m, &d, &e, msg, sizeof msg);
+  if (rc == TS_EMESH) {
+    snprintf(j->err, sizeof j->err,
+             "layers of %.3g mm in all fold the surface (give thinner layers): %s", total * 1e3,
+             msg);
+    goto out;
+  }
+  if (rc) {
+    snprintf(j->err, sizeof j->err, "extrusion failed: %s", msg[0] ? msg : ts_strerror(rc));
+    goto out;
+  }
+  anch = anchors(e);
+  if (!anch) {
+    rc = TS_ENOMEM;
+    snprintf(j->err, sizeof j->err, "out of memory");
+    goto out;
+  }
+  ts_patch_def pd = ts_default_patch_def();
+  rc = ts_tissue_build(e, j->def.layers, anch, pd.gravity, out);
+  if (rc == TS_EMESH) {
+    name_twisted(e, msg, sizeof msg);
+    snprintf(j->err, sizeof j->err,
+             "%s: a vertex normal leans over 90 degrees from a face at a sharp crease; smooth or "
+             "remesh the surface there",
+             msg);
+    goto out;
+  }
+  if (rc) {
+    snprintf(j->err, sizeof j->err, "cannot build the tissue: %s", ts_strerror(rc));
+    goto out;
+  }
+  (*out)->drag = pd.drag;
+  (*out)->stable_dt = ts_massspring_stable_dt(*out); /* with the drag */
+out:
+  free(anch);
+  ts_extrusion_free(e);
+  ts_mesh_free(m);
+  return rc;
+}
+
+/* A session holding tissue t (taken over, also on failure). */
+static int session_with_tissue(create_job *j, ts_tissue *t, const char *tissue_name) {
+  return ts_session_create_with_tissue(j->server, j->name, tissue_name, t, j->dt,
+                                       j->server->cfg.frame_rate, &j->session, j->err,
+                                       sizeof j->err);
+}
+
+/* The layer spec stored with a tissue, from j's layers. */
+static int spec_text(const create_job *j, char *buf, size_t cap) {
+  ts_layer_spec ls;
+  memset(&ls, 0, sizeof ls);
+  ls.scale = j->scale;
+  ls.n_layers = j->def.n_layers;
+  for (uint32_t i = 0; i < ls.n_layers; i++) {
+    snprintf(ls.layers[i].name, sizeof ls.layers[i].name, "%s", j->def.layers[i].name);
+    ls.layers[i].thickness = j->def.layers[i].thickness;
+    snprintf(ls.layers[i].material, sizeof ls.layers[i].material, "%s", j->material[i]);
+  }
+  return ts_layer_spec_format(&ls, buf, cap);
+}
+
+static void upload_work(create_job *j, ts_storage *st) {
+  char hash[65];
+  sha256_hex(j->data, j->len, hash);
+  if (!hash[0]) {
+    j->rc = TS_EINTERNAL;
+    snprintf(j->err, sizeof j->err, "cannot compute the SHA-256 of the mesh");
+    return;
+  }
+  char tname[64];
+  if (j->tissue_name[0])
+    snprintf(tname, sizeof tname, "%s", j->tissue_name);
+  else
+    snprintf(tname, sizeof tname, "mesh-%.12s", hash);
+  if ((j->rc = resolve_materials(j, st))) return;
+  ts_tissue *t = NULL;
+  uint32_t nv = 0, nt = 0;
+  if ((j->rc = build_mesh_tissue(j, &t, &nv, &nt))) return;
+  char spec[2048];
+  int n = spec_text(j, spec, sizeof spec);
+  if (n < 0) {
+    ts_tissue_destroy(t);
+    j->rc = n;
+    snprintf(j->err, sizeof j->err, "cannot describe the layers: %s", ts_strerror(n));
+    return;
+  }
+  ts_mesh_rec rec = {.hash = hash, .format = format_name(j->format), .bytes = j->data,
+                     .n_bytes = j->len, .vertex_count = nv, .triangle_count = nt};
+  int inserted = 0;
+  int64_t id = ts_storage_put_mesh_tissue(st, &rec, tname, spec, &inserted);
+  if (id < 0) {
+    ts_tissue_destroy(t);
+    j->rc = (int)id;
+    snprintf(j->err, sizeof j->err, "cannot store tissue '%s': %s", tname,
+             ts_storage_errmsg(st));
+    return;
+  }
+  ts_log_info("mesh %.12s (%s, %zu bytes, %u vertices, %u triangles) %s; tissue '%s'", hash,
+              format_name(j->format), j->len, nv, nt, inserted ? "stored" : "already stored",
+              tname);
+  j->rc = session_with_tissue(j, t, tname);
+}
+
+typedef struct names {
+  char text[400];
+  size_t len;
+} names;
+
+static int add_name(void *ud, const ts_tissue_rec *t) {
+  names *n = ud;
+  if (strcmp(t->kind, "mesh") != 0 || n->len >= sizeof n->text - 1) return 0;
+  int w = snprintf(n->text + n->len, sizeof n->text - n->len, ", %s", t->name);
+  if (w < 0 || (size_t)w >= sizeof n->text - n->len) {
+    n->len = sizeof n->text - 1; /* cut: the list is only a hint */
+    return 0;
+  }
+  n->len += (size_t)w;
+  return 0;
+}
+
+static void stored_work(create_job *j, ts_storage *st) {
+  ts_tissue_rec rec;
+  int rc = ts_storage_get_tissue(st, j->tissue_name, &rec);
+  if (rc == 0 && strcmp(rec.kind, "mesh") != 0) {
+    ts_storage_tissue_free(&rec);
+    rc = TS_ENOTISSUE;
+  }
+  if (rc) {
+    names n;
+    snprintf(n.text, sizeof n.text, "stomach-patch");
+    n.len = strlen(n.text);
+    j->rc = rc;
+    if (rc != TS_ENOTISSUE) {
+      snprintf(j->err, sizeof j->err, "cannot look up tissue '%s': %s", j->tissue_name,
+               ts_storage_errmsg(st));
+      return;
+    }
+    ts_storage_list_tissues(st, add_name, &n);
+    snprintf(j->err, sizeof j->err, "no tissue '%s' (available: %s)", j->tissue_name, n.text);
+    return;
+  }
+  ts_layer_spec ls;
+  char msg[200];
+  ts_mesh_rec mesh;
+  if ((rc = ts_layer_spec_parse(rec.layer_spec, &ls, msg, sizeof msg))) {
+    j->rc = TS_ESTORAGE;
+    snprintf(j->err, sizeof j->err, "stored tissue '%s' is damaged: %s", j->tissue_name, msg);
+  } else if ((rc = ts_storage_get_mesh(st, rec.mesh_hash, &mesh))) {
+    j->rc = rc == TS_ENOTISSUE ? TS_ESTORAGE : rc;
+    snprintf(j->err, sizeof j->err, "stored tissue '%s': %s", j->tissue_name,
+             ts_storage_errmsg(st));
+  }
+  ts_storage_tissue_free(&rec);
+  if (j->rc) return;
+  /* the layers as a CreateSession naming them would give (dispatch.c) */
+  ts_patch_def base = ts_default_patch_def();
+  j->def.n_layers = ls.n_layers;
+  for (uint32_t i = 0; i < ls.n_layers; i++) {
+    ts_layer *d = &j->def.layers[i];
+    *d = base.layers[i < base.n_layers ? i : base.n_layers - 1];
+    snprintf(d->name, sizeof d->name, "%s", ls.layers[i].name);
+    d->thickness = ls.layers[i].thickness;
+    snprintf(j->material[i], sizeof j->material[i], "%s", ls.layers[i].material);
+  }
+  j->scale = ls.scale;
+  j->format = strcmp(mesh.format, "stl") == 0   ? TS_MESH_STL
+              : strcmp(mesh.format, "ply") == 0 ? TS_MESH_PLY
+                                                : TS_MESH_OBJ;
+  j->data = (uint8_t *)mesh.bytes; /* borrowed until mesh is freed below */
+  j->len = mesh.n_bytes;
+  ts_tissue *t = NULL;
+  uint32_t nv, nt;
+  if (!(j->rc = resolve_materials(j, st)) && !(j->rc = build_mesh_tissue(j, &t, &nv, &nt)))
+    j->rc = session_with_tissue(j, t, j->tissue_name);
+  j->data = NULL;
+  j->len = 0;
+  ts_storage_mesh_free(&mesh);
+}
+
 static void create_work(ts_job *jb, ts_storage *st) {
   create_job *j = (create_job *)jb;
-  j->rc = resolve_materials(j, st);
-  if (j->rc) return;
-  j->rc = ts_session_create(j->server, j->name, &j->def, j->dt, j->server->cfg.frame_rate,
-                            &j->session, j->err, sizeof j->err);
+  if (j->source == SRC_UPLOAD) {
+    upload_work(j, st);
+  } else if (j->source == SRC_STORED) {
+    stored_work(j, st);
+  } else {
+    j->rc = resolve_materials(j, st);
+    if (j->rc) return;
+    j->rc = ts_session_create(j->server, j->name, &j->def, j->dt, j->server->cfg.frame_rate,
+                              &j->session, j->err, sizeof j->err);
+  }
   if (j->rc) return;
   j->session->solver = j->solver;
   if (j->solver == TISSUED__V1__SOLVER__SOLVER_XPBD)
@@ -91,9 +448,11 @@ static void create_done(ts_job *jb) {
     if (c) ts_send_error(c, j->rid, j->rc ? j->rc : TS_ESHUTDOWN, "%s",
                          j->rc ? j->err : "server is shutting down");
     ts_session_free(j->session);
+    free(j->data);
     free(j);
     return;
   }
+  free(j->data);
   ts_session *se = j->session;
   ts_server_add_session(s, se);
   ts_log_info("session %u '%s' created: %u nodes, %u triangles, dt %g s", se->id, se->name,
@@ -113,13 +472,12 @@ static void create_done(ts_job *jb) {
   free(j);
 }
 
-void ts_request_create_session(ts_conn *c, uint64_t rid, const char *name,
-                               const ts_patch_def *def, char material[][64], double dt,
-                               int solver) {
+static create_job *new_create_job(ts_conn *c, uint64_t rid, const char *name, double dt,
+                                  int solver) {
   create_job *j = calloc(1, sizeof *j);
   if (!j) {
     ts_send_error(c, rid, TS_ENOMEM, "out of memory");
-    return;
+    return NULL;
   }
   j->job.work = create_work;
   j->job.done = create_done;
@@ -127,13 +485,67 @@ void ts_request_create_session(ts_conn *c, uint64_t rid, const char *name,
   j->conn_id = c->id;
   j->rid = rid;
   snprintf(j->name, sizeof j->name, "%s", name);
+  j->dt = dt;
+  j->solver = solver;
+  j->scale = 1;
+  return j;
+}
+
+static void set_layers(create_job *j, const ts_patch_def *def, char material[][64]) {
   j->def = *def;
   for (uint32_t i = 0; i < def->n_layers && i < TS_MAX_LAYERS; i++)
     snprintf(j->material[i], sizeof j->material[i], "%s", material[i]);
-  j->dt = dt;
-  j->solver = solver;
+}
+
+static void submit_create(ts_conn *c, create_job *j) {
   c->server->pending_creates++;
   ts_worker_submit(&c->server->worker, &j->job);
+}
+
+void ts_request_create_session(ts_conn *c, uint64_t rid, const char *name,
+                               const ts_patch_def *def, char material[][64], double dt,
+                               int solver) {
+  create_job *j = new_create_job(c, rid, name, dt, solver);
+  if (!j) return;
+  set_layers(j, def, material);
+  submit_create(c, j);
+}
+
+void ts_request_create_mesh_session(ts_conn *c, uint64_t rid, const char *name,
+                                    const char *tissue_name, int format, const uint8_t *data,
+                                    size_t len, double scale, const ts_patch_def *def,
+                                    char material[][64], double dt, int solver) {
+  create_job *j = new_create_job(c, rid, name, dt, solver);
+  if (!j) return;
+  j->data = malloc(len ? len : 1);
+  if (!j->data) {
+    free(j);
+    ts_send_error(c, rid, TS_ENOMEM, "out of memory for a mesh of %zu bytes", len);
+    return;
+  }
+  if (len) memcpy(j->data, data, len);
+  j->len = len;
+  j->source = SRC_UPLOAD;
+  snprintf(j->tissue_name, sizeof j->tissue_name, "%s", tissue_name ? tissue_name : "");
+  j->format = format;
+  j->scale = scale;
+  j->max_bytes = c->server->cfg.max_mesh_bytes;
+  j->max_tris = (uint32_t)c->server->cfg.max_mesh_triangles;
+  set_layers(j, def, material);
+  submit_create(c, j);
+}
+
+void ts_request_create_stored_session(ts_conn *c, uint64_t rid, const char *name,
+                                      const char *tissue_name, double dt, int solver) {
+  create_job *j = new_create_job(c, rid, name, dt, solver);
+  if (!j) return;
+  j->source = SRC_STORED;
+  snprintf(j->tissue_name, sizeof j->tissue_name, "%s", tissue_name);
+  /* a stored file was within the limits when it was uploaded; the limits
+   * apply again in case they were lowered since */
+  j->max_bytes = c->server->cfg.max_mesh_bytes;
+  j->max_tris = (uint32_t)c->server->cfg.max_mesh_triangles;
+  submit_create(c, j);
 }
 
 /* ---- materials ----------------------------------------------------------- */

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "core/ts_error.h"
+#include "force.h"
 #include "log.h"
 #include "materials.h"
 #include "metrics.h"
@@ -99,6 +100,10 @@ static void drain_events(ts_server *s, ts_event *e) {
         ts_frame_release(e->frame);
       else
         ts_session_on_frame(se, e->frame, now);
+      break;
+    case TS_EV_FORCE:
+      if (!se->ending && !s->shutting_down) ts_force_deliver(se, e->forces);
+      free(e->forces);
       break;
     case TS_EV_DIVERGED:
       ts_log_warn("session %u diverged and stopped; a ResetSession restarts it", se->id);
@@ -214,6 +219,8 @@ int ts_server_start(ts_server *s, uv_loop_t *loop, const ts_config *cfg) {
     return TS_EINTERNAL;
   }
   if (ts_outbox_init(&s->outbox, loop, on_outbox, s)) return TS_EINTERNAL;
+  s->codec = ts_codec_ctx_new();
+  if (!s->codec) return TS_ENOMEM;
   int rc = ts_physics_start(s, cfg->physics_threads, &s->physics);
   if (rc) return rc;
 
@@ -292,6 +299,7 @@ void ts_server_shutdown(ts_server *s, const char *why) {
   while (e) {
     ts_event *next = e->next;
     if (e->kind == TS_EV_FRAME) ts_frame_release(e->frame);
+    free(e->forces);
     free(e);
     e = next;
   }
@@ -312,6 +320,8 @@ void ts_server_shutdown(ts_server *s, const char *why) {
 
 void ts_server_finish(ts_server *s) {
   if (s->storage) ts_storage_close(s->storage);
+  ts_codec_ctx_free(s->codec);
+  s->codec = NULL;
   s->storage = NULL;
   uv_mutex_destroy(&s->outbox.lock);
 }

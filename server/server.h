@@ -13,6 +13,7 @@
 #include "config.h"
 #include "conn.h"
 #include "outbox.h"
+#include "ts_codec.h"
 #include "session.h"
 #include "worker.h"
 
@@ -31,6 +32,7 @@ struct ts_server {
   int http_port;  /* bound */
   ts_physics *physics;
   ts_outbox outbox;
+  ts_codec_ctx *codec;  /* frame encoding scratch and zstd context (loop thread) */
   uv_timer_t cron;
   uv_signal_t sigint, sigterm;
 

@@ -17,17 +17,26 @@
 
 int ts_session_create(ts_server *s, const char *name, const ts_patch_def *def, double dt,
                       int frame_rate, ts_session **out, char *err, size_t errcap) {
+  ts_tissue *t = NULL;
+  int rc = ts_patch_create(def, &t);
+  if (rc) {
+    snprintf(err, errcap, "cannot build the tissue: %s", ts_strerror(rc));
+    return rc;
+  }
+  return ts_session_create_with_tissue(s, name, "stomach-patch", t, dt, frame_rate, out, err,
+                                       errcap);
+}
+
+int ts_session_create_with_tissue(ts_server *s, const char *name, const char *tissue_name,
+                                  ts_tissue *t, double dt, int frame_rate, ts_session **out,
+                                  char *err, size_t errcap) {
   ts_session *se = calloc(1, sizeof *se);
   if (!se) {
+    ts_tissue_destroy(t);
     snprintf(err, errcap, "out of memory");
     return TS_ENOMEM;
   }
-  int rc = ts_patch_create(def, &se->sim.tissue);
-  if (rc) {
-    snprintf(err, errcap, "cannot build the tissue: %s", ts_strerror(rc));
-    free(se);
-    return rc;
-  }
+  se->sim.tissue = t;
   se->topo = ts_topology_from_tissue(se->sim.tissue);
   if (!se->topo || uv_mutex_init(&se->mbox.lock)) {
     ts_topology_free(se->topo);
@@ -38,20 +47,21 @@ int ts_session_create(ts_server *s, const char *name, const ts_patch_def *def, d
   }
   se->server = s;
   snprintf(se->name, sizeof se->name, "%s", name);
-  snprintf(se->tissue_name, sizeof se->tissue_name, "stomach-patch");
+  snprintf(se->tissue_name, sizeof se->tissue_name, "%s", tissue_name);
   se->sim.dt = dt;
   se->sim.dt_ns = (uint64_t)llround(dt * 1e9);
   se->sim.frame_interval = 1.0 / frame_rate;
   se->sim.next_frame_time = 0;
   se->sim.quantum = TS_DEFAULT_QUANTUM;
   for (int i = 0; i < TS_MAX_TOOLS; i++) {
-    ts_tool *t = &se->sim.tools[i];
-    t->kind = TS_TOOL_SPHERE;
-    t->radius = 0.005;
-    t->quat[0] = 1;
-    t->pos[1] = 0.05; /* parked above the tissue */
+    ts_tool *tool = &se->sim.tools[i];
+    tool->kind = TS_TOOL_SPHERE;
+    tool->radius = 0.005;
+    tool->quat[0] = 1;
+    tool->pos[1] = 0.05; /* parked above the tissue */
     se->mbox.tool[i].quat[0] = 1;
     se->mbox.tool[i].pos[1] = 0.05;
+    ts_force_filter_init(&se->sim.force_filter[i], TS_FORCE_FILTER_DEFAULT_HZ, 0);
   }
   *out = se;
   return 0;
@@ -68,11 +78,20 @@ int ts_session_use_xpbd(ts_session *se, char *err, size_t errcap) {
 void ts_session_free(ts_session *se) {
   if (!se) return;
   ts_xpbd_destroy(se->sim.xpbd);
-  for (uint32_t i = 0; i < se->n_recent; i++) ts_frame_release(se->recent[i]);
+  if (se->latest) ts_frame_release(se->latest);
   ts_topology_free(se->topo);
   ts_tissue_destroy(se->sim.tissue);
   uv_mutex_destroy(&se->mbox.lock);
   free(se);
+}
+
+/* A client's baseline is the last frame written to it, held by reference
+ * so that a delta can be made against it however old it is (a 60 Hz client
+ * beside a 1 kHz one, or a client that briefly fell behind). */
+static void set_baseline(ts_conn *c, ts_frame_ref *f) {
+  if (f) ts_frame_retain(f);
+  if (c->baseline) ts_frame_release(c->baseline);
+  c->baseline = f;
 }
 
 void ts_session_attach(ts_session *se, ts_conn *c) {
@@ -83,7 +102,8 @@ void ts_session_attach(ts_session *se, ts_conn *c) {
   se->clients = c;
   se->n_clients++;
   se->idle_since_ms = 0;
-  c->baseline_seq = 0;
+  set_baseline(c, NULL);
+  c->over_soft_since_ms = 0;
   c->last_frame_ms = 0;
 }
 
@@ -102,24 +122,15 @@ void ts_session_detach(ts_session *se, ts_conn *c) {
       ts_session_set_tool(se, (uint32_t)i + 1, 0, TS_TOOL_SPHERE, 0, 0);
     }
   }
+  set_baseline(c, NULL);
+  c->over_soft_since_ms = 0;
   c->session = NULL;
   if (se->n_clients == 0) se->idle_since_ms = ts_now_ms(se->server);
 }
 
-static ts_frame_ref *find_recent(ts_session *se, uint64_t seq) {
-  if (seq == 0) return NULL;
-  for (uint32_t i = 0; i < se->n_recent; i++)
-    if (se->recent[i]->seq == seq) return se->recent[i];
-  return NULL;
-}
-
 void ts_session_on_frame(ts_session *se, ts_frame_ref *f, uint64_t now_ms) {
-  if (se->n_recent == TS_RECENT_FRAMES) {
-    ts_frame_release(se->recent[0]);
-    memmove(se->recent, se->recent + 1, sizeof(se->recent[0]) * (TS_RECENT_FRAMES - 1));
-    se->n_recent--;
-  }
-  se->recent[se->n_recent++] = f; /* takes the event's reference */
+  if (se->latest) ts_frame_release(se->latest);
+  se->latest = f; /* takes the event's reference */
   ts_server *s = se->server;
   ts_conn *next;
   for (ts_conn *c = se->clients; c; c = next) {
@@ -129,11 +140,24 @@ void ts_session_on_frame(ts_session *se, ts_frame_ref *f, uint64_t now_ms) {
      * that a 60 Hz client is not pushed to 30 Hz by jitter) */
     if (c->last_frame_ms && now_ms + 2 < c->last_frame_ms + c->frame_interval_ms) continue;
     if (c->ops->pending(c) > s->cfg.soft_output_limit) {
+      /* Over the soft limit: skip frames (never queue a backlog). A short
+       * hiccup keeps its baseline and resumes with a delta against it; a
+       * client over the limit for longer than the grace period is
+       * resynchronised: its next frame is a keyframe of the newest state. */
       se->frames_skipped++;
-      continue; /* its baseline stays; once it is out of `recent` it gets a keyframe */
+      if (!c->over_soft_since_ms) {
+        c->over_soft_since_ms = now_ms ? now_ms : 1;
+      } else if (c->baseline &&
+                 (double)(now_ms - c->over_soft_since_ms) >= s->cfg.soft_output_grace * 1e3) {
+        set_baseline(c, NULL);
+        se->clients_resynced++;
+      }
+      continue;
     }
-    ts_frame_ref *base = find_recent(se, c->baseline_seq);
-    const ts_encoded *e = ts_frame_encode(f, base, se->topo);
+    c->over_soft_since_ms = 0;
+    ts_frame_ref *base = c->baseline;
+    if (base && base->n != f->n) base = NULL; /* the topology changed: keyframe */
+    const ts_encoded *e = ts_frame_encode(f, base, se->topo, s->codec);
     if (!e) {
       ts_log_error("session %u: out of memory encoding a frame", se->id);
       return;
@@ -146,7 +170,7 @@ void ts_session_on_frame(ts_session *se, ts_frame_ref *f, uint64_t now_ms) {
       continue;
     }
     if (rc) continue;
-    c->baseline_seq = f->seq;
+    set_baseline(c, f);
     c->last_frame_ms = now_ms;
     se->frames_sent++;
     s->frames_out++;
@@ -160,6 +184,7 @@ void ts_session_set_tool(ts_session *se, uint32_t tool_id, int active, int kind,
   uv_mutex_lock(&se->mbox.lock);
   ts_mailbox_tool *m = &se->mbox.tool[tool_id - 1];
   m->active = active;
+  if (!active) m->force_every = 0;
   m->kind = kind;
   if (radius > 0) m->radius = radius;
   m->length = length;
@@ -189,6 +214,13 @@ void ts_session_post_pose(ts_session *se, uint32_t tool_id, const double pos[3],
   uv_mutex_unlock(&se->mbox.lock);
 }
 
+void ts_session_set_force_every(ts_session *se, uint32_t tool_id, uint32_t every) {
+  if (tool_id < 1 || tool_id > TS_MAX_TOOLS) return;
+  uv_mutex_lock(&se->mbox.lock);
+  se->mbox.tool[tool_id - 1].force_every = every;
+  uv_mutex_unlock(&se->mbox.lock);
+}
+
 void ts_session_request_reset(ts_session *se) {
   uv_mutex_lock(&se->mbox.lock);
   se->mbox.reset = 1;
@@ -200,8 +232,11 @@ static void drain_mailbox(ts_session *se) {
   uv_mutex_lock(&se->mbox.lock);
   for (int i = 0; i < TS_MAX_TOOLS; i++) {
     ts_mailbox_tool *m = &se->mbox.tool[i];
+    sim->force_every[i] = m->force_every;
     if (!m->dirty) continue;
     ts_tool *t = &sim->tools[i];
+    if (t->active != m->active) /* taken or released: its force starts from rest */
+      ts_force_filter_init(&sim->force_filter[i], TS_FORCE_FILTER_DEFAULT_HZ, 0);
     t->active = m->active;
     t->kind = m->kind;
     if (m->radius > 0) t->radius = m->radius;
@@ -219,6 +254,23 @@ static void drain_mailbox(ts_session *se) {
     ts_tissue_reset(sim->tissue);
     sim->stopped = 0;
     sim->next_frame_time = sim->tissue->time; /* a frame right away */
+  }
+}
+
+/* The reaction on each tool through its haptic filter (force.h). */
+static void filter_forces(ts_session_sim *sim) {
+  for (int i = 0; i < TS_MAX_TOOLS; i++) {
+    const ts_tool *t = &sim->tools[i];
+    double in[TS_FORCE_FILTER_N], out[TS_FORCE_FILTER_N];
+    for (int a = 0; a < 3; a++) {
+      in[a] = t->active ? t->force[a] : 0;
+      in[3 + a] = t->active ? t->torque[a] : 0;
+    }
+    if (ts_force_filter_step(&sim->force_filter[i], sim->dt, in, out)) continue;
+    for (int a = 0; a < 3; a++) {
+      sim->force_out[i][a] = out[a];
+      sim->torque_out[i][a] = out[3 + a];
+    }
   }
 }
 
@@ -241,6 +293,7 @@ ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
   } else {
     rc = ts_massspring_step(sim->tissue, sim->dt, sim->tools, TS_MAX_TOOLS, &st);
   }
+  if (rc == 0) filter_forces(sim);
   double ns = (double)(uv_hrtime() - t0);
   sim->step_ns_ewma = sim->steps ? 0.99 * sim->step_ns_ewma + 0.01 * ns : ns;
   sim->steps++;
@@ -290,7 +343,7 @@ ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
     s->last_pose_seq = sim->last_pose_seq[i];
     s->last_client_time_us = sim->last_client_time_us[i];
     for (int a = 0; a < 3; a++) {
-      s->force[a] = (float)tool->force[a];
+      s->force[a] = (float)sim->force_out[i][a];
       s->pos[a] = (float)tool->pos[a];
     }
     for (int a = 0; a < 4; a++) s->quat[a] = (float)tool->quat[a];

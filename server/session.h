@@ -1,7 +1,7 @@
 /*
  * session.h: a live tissue session. Its parts have different owners:
  *   - the loop thread owns the registry fields, the client list, tool
- *     ownership, the recent frames and the topology;
+ *     ownership, the newest frame and the topology;
  *   - one physics thread owns `sim` (the tissue and tools) from ts_physics_add
  *     until it reports the session removed;
  *   - `mbox` is the only shared part: the loop writes the latest pose per tool
@@ -14,12 +14,12 @@
 #include <uv.h>
 
 #include "conn.h"
+#include "core/ts_force_filter.h"
 #include "core/ts_massspring.h"
 #include "core/ts_xpbd.h"
 #include "frame.h"
 #include "topology.h"
 
-#define TS_RECENT_FRAMES 8
 
 /* Latest request per tool; "latest pose wins". */
 typedef struct ts_mailbox_tool {
@@ -32,6 +32,7 @@ typedef struct ts_mailbox_tool {
   double jaw;
   uint64_t seq;
   uint64_t client_time_us;
+  uint32_t force_every;  /* steps between force samples for its controller; 0: none */
 } ts_mailbox_tool;
 
 typedef struct ts_mailbox {
@@ -47,6 +48,10 @@ typedef struct ts_session_sim {
   ts_tool tools[TS_MAX_TOOLS];
   uint64_t last_pose_seq[TS_MAX_TOOLS];
   uint64_t last_client_time_us[TS_MAX_TOOLS];
+  uint32_t force_every[TS_MAX_TOOLS];        /* force samples: every k-th step; 0 none */
+  ts_force_filter force_filter[TS_MAX_TOOLS];
+  double force_out[TS_MAX_TOOLS][3];         /* filtered reaction on each tool, N */
+  double torque_out[TS_MAX_TOOLS][3];        /* and its moment about the tip, N m */
   double dt;                 /* s */
   uint64_t dt_ns;
   uint64_t next_step_ns;     /* uv_hrtime deadline of the next step */
@@ -78,11 +83,11 @@ typedef struct ts_session {
   ts_conn *clients;
   uint32_t n_clients;
   ts_conn *tool_owner[TS_MAX_TOOLS];
-  ts_frame_ref *recent[TS_RECENT_FRAMES]; /* newest at recent[n_recent-1] */
-  uint32_t n_recent;
+  ts_frame_ref *latest;  /* the newest frame (clients hold their own baselines) */
   uint64_t idle_since_ms;    /* when the last client left; 0 with clients */
   int ending;                /* removal requested */
-  uint64_t frames_sent, frames_skipped, clients_dropped, diverged_count;
+  uint64_t frames_sent, frames_skipped, clients_dropped, clients_resynced, diverged_count;
+  uint64_t forces_sent, forces_skipped; /* ToolForce messages */
 
   int physics_thread;        /* index of the owning thread */
   ts_mailbox mbox;
@@ -93,6 +98,12 @@ typedef struct ts_session {
  * Returns 0 or a negative ts_errno with a message in err. */
 int ts_session_create(ts_server *s, const char *name, const ts_patch_def *def, double dt,
                       int frame_rate, ts_session **out, char *err, size_t errcap);
+
+/* The same around a tissue built elsewhere (an uploaded mesh), called
+ * tissue_name in session lists; takes t over, also on failure. */
+int ts_session_create_with_tissue(ts_server *s, const char *name, const char *tissue_name,
+                                  ts_tissue *t, double dt, int frame_rate, ts_session **out,
+                                  char *err, size_t errcap);
 
 /* Switches a new session (before physics owns it) to the XPBD solver
  * (Tissued__V1__Solver SOLVER_XPBD). 0 or a negative ts_errno. */
@@ -113,6 +124,10 @@ void ts_session_set_tool(ts_session *se, uint32_t tool_id, int active, int kind,
                          double length);
 void ts_session_post_pose(ts_session *se, uint32_t tool_id, const double pos[3],
                           const double quat[4], double jaw, uint64_t seq, uint64_t client_time_us);
+
+/* Force samples for tool_id's controller every `every` physics steps (0:
+ * none). */
+void ts_session_set_force_every(ts_session *se, uint32_t tool_id, uint32_t every);
 
 /* Asks the physics thread to put the tissue back at rest (and restart a
  * session stopped by divergence) before its next step. */

@@ -1,9 +1,10 @@
 /*
  * ts_storage.h: what tissued keeps across restarts, in one SQLite file.
  *
- * Three tables (schema in ts_storage_schema.c, applied by versioned
+ * Four tables (schema in ts_storage_schema.c, applied by versioned
  * migrations): the tissue catalog, material fits per tissue layer and
- * direction, and learned shortcut models (theta as an opaque blob). The
+ * direction, learned shortcut models (theta as an opaque blob), and the
+ * uploaded mesh files that tissues of kind "mesh" are built from. The
  * daemon keeps its database in its data directory; the offline tool opens the
  * same file directly.
  *
@@ -143,5 +144,43 @@ int ts_storage_list_models(ts_storage *s, int64_t tissue, ts_storage_model_cb cb
 
 /* Deletes a model: 0, or TS_EINVAL when there is no such model. */
 int ts_storage_delete_model(ts_storage *s, int64_t id);
+
+/* ---- uploaded meshes (ts_storage_mesh.c) ---------------------------------- */
+
+/* A mesh file as uploaded, stored once per content: its key is the SHA-256
+ * of the bytes (computed by the caller, 64 lowercase hex digits). The bytes
+ * are kept in the file's own units; the scale to metres belongs to the
+ * tissue that uses them (its layer_spec, ts_layer_spec.h). */
+typedef struct ts_mesh_rec {
+  const char *hash;        /* 64 lowercase hex digits */
+  const char *format;      /* "obj", "stl" or "ply" */
+  const uint8_t *bytes;    /* the file, n_bytes > 0 */
+  size_t n_bytes;
+  int64_t vertex_count;    /* after import and repair, >= 0 */
+  int64_t triangle_count;
+  int64_t created;         /* unix seconds, set by the database */
+  void *mem_;
+} ts_mesh_rec;
+
+/* Stores a mesh unless one with its hash is stored already (then nothing
+ * changes). Returns 1 when inserted, 0 when it was there, or an error
+ * (TS_EINVAL for a malformed hash, format or empty bytes). */
+int ts_storage_put_mesh(ts_storage *s, const ts_mesh_rec *m);
+
+/* By hash: 0 and *out filled (free with ts_storage_mesh_free), or
+ * TS_ENOTISSUE when no mesh has that hash. */
+int ts_storage_get_mesh(ts_storage *s, const char *hash, ts_mesh_rec *out);
+void ts_storage_mesh_free(ts_mesh_rec *m);
+
+/* Number of stored meshes, or an error. */
+int64_t ts_storage_count_meshes(ts_storage *s);
+
+/* In one transaction: stores the mesh (as ts_storage_put_mesh) and the
+ * tissue `name` of kind "mesh" pointing at it with layer_spec, inserting it
+ * or replacing the mesh tissue of that name. A name taken by a built-in
+ * tissue is refused (TS_EINVAL). *mesh_inserted (may be NULL) is 1 when the
+ * bytes were new. Returns the tissue id (> 0) or an error. */
+int64_t ts_storage_put_mesh_tissue(ts_storage *s, const ts_mesh_rec *m, const char *name,
+                                   const char *layer_spec, int *mesh_inserted);
 
 #endif

@@ -6,6 +6,11 @@
  * script in its own transaction. Rules: never edit a released script; add a
  * new one at the end. A database whose version is above the count was written
  * by newer code and is refused.
+ *
+ * A tissue of kind 'mesh' names its source by tissues.mesh_hash = meshes.hash
+ * (no foreign key: the tissues table predates meshes, and SQLite cannot add
+ * one to an existing table; ts_storage_put_mesh_tissue writes both in one
+ * transaction instead).
  */
 #include "ts_storage_int.h"
 
@@ -48,6 +53,15 @@ const char *const ts__migrations[] = {
     "  heldout_max REAL NOT NULL,"
     "  created INTEGER NOT NULL DEFAULT " TS__NOW ","
     "  UNIQUE (tissue, material, kind, version)"
+    ");",
+    /* 2: uploaded meshes, stored once by the SHA-256 of their bytes */
+    "CREATE TABLE meshes ("
+    "  hash TEXT PRIMARY KEY CHECK (length(hash) = 64),"
+    "  format TEXT NOT NULL CHECK (format IN ('obj', 'stl', 'ply')),"
+    "  bytes BLOB NOT NULL,"
+    "  vertex_count INTEGER NOT NULL CHECK (vertex_count >= 0),"
+    "  triangle_count INTEGER NOT NULL CHECK (triangle_count >= 0),"
+    "  created INTEGER NOT NULL DEFAULT " TS__NOW
     ");",
 };
 

@@ -54,7 +54,7 @@ export class FrameStream {
       const n = frame.vertexCount;
       if (n !== this.vertexCount) throw new Error('delta ' + seq + ' has ' + n + ' vertices, held ' + this.vertexCount);
       if (quantum !== this.quantum) throw new Error('delta ' + seq + ' changes the quantum');
-      this.lastChanged = decodeDelta(payload, n, this.q);
+      this.lastChanged = decodeDelta(payload, n, this.q, frame.codec || 0);
       this.deltas++;
     }
     this.seq = seq;
@@ -77,7 +77,7 @@ export class FrameStream {
     // decodeKeyframe validates before it writes, so decoding into the held
     // array leaves it intact when the payload is bad.
     const q = this.q && this.q.length === 3 * n ? this.q : new Int32Array(3 * n);
-    decodeKeyframe(payload, n, q);
+    decodeKeyframe(payload, n, q, frame.codec || 0);
     const resized = !this.positions || this.positions.length !== 3 * n;
     if (resized) this.positions = new Float32Array(3 * n);
     if (resized || topology !== this.topology) this.topologyVersion++;

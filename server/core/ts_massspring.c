@@ -815,8 +815,22 @@ typedef struct ts__ptool {
   double bc[3], br2;  /* bounding sphere of the tool: centre, radius^2 */
   int index;          /* in the caller's tools[] */
   double force[3];    /* sum over substeps */
+  double torque[3];   /* sum over substeps, about the tool's tip */
   uint32_t contacts;  /* in the last substep */
 } ts__ptool;
+
+/* Adds a reaction f on the tool at point p to its force and to its torque
+ * about the tool's tip. */
+static inline void add_reaction(ts__ptool *p, const double at[3], const double f[3]) {
+  double r[3];
+  for (int c = 0; c < 3; c++) {
+    p->force[c] += f[c];
+    r[c] = at[c] - p->tool->pos[c];
+  }
+  p->torque[0] += r[1] * f[2] - r[2] * f[1];
+  p->torque[1] += r[2] * f[0] - r[0] * f[2];
+  p->torque[2] += r[0] * f[1] - r[1] * f[0];
+}
 
 /* The tool holds node i this substep (its push into the tool is being
  * cancelled): the node has no normal motion of its own while held, so its
@@ -848,10 +862,12 @@ static inline void reaction(ts_tissue *t, const struct ts__ms *ms, uint32_t i, d
   const double *n = ms->cn[i];
   double fn = F[0] * n[0] + F[1] * n[1] + F[2] * n[2];
   if (!(fn < 0)) return;
+  double fr[3];
   for (int c = 0; c < 3; c++) {
     F[c] -= fn * n[c];
-    pt[j].force[c] += fn * n[c];
+    fr[c] = fn * n[c];
   }
+  add_reaction(&pt[j], t->x[i], fr);
   hold_history(t, i, n);
 }
 
@@ -1002,7 +1018,8 @@ static void integrate_sms(ts_tissue *t, struct ts__ms *ms, double h, int taylor,
       double lambda = -acn / col[sc];
       for (uint32_t s = 0; s < S; s++)
         for (int c = 0; c < 3; c++) an[s * nv + j][c] += lambda * col[s] * n[c];
-      for (int c = 0; c < 3; c++) pt[slot[k - 1]].force[c] -= lambda * n[c];
+      double fr[3] = {-lambda * n[0], -lambda * n[1], -lambda * n[2]};
+      add_reaction(&pt[slot[k - 1]], t->x[ic], fr);
       hold_history(t, ic, n);
     }
     for (uint32_t s = 0; s < S; s++) {
@@ -1268,6 +1285,7 @@ int ts_massspring_step(ts_tissue *t, double dt, ts_tool *tools, int n_tools,
   memset(slot, -1, sizeof slot);
   for (int i = 0; i < n_tools; i++) {
     tools[i].force[0] = tools[i].force[1] = tools[i].force[2] = 0;
+    tools[i].torque[0] = tools[i].torque[1] = tools[i].torque[2] = 0;
     tools[i].contacts = 0;
     if (!tools[i].active) continue;
     slot[i] = (int8_t)np;
@@ -1349,7 +1367,10 @@ int ts_massspring_step(ts_tissue *t, double dt, ts_tool *tools, int n_tools,
 
   uint32_t contacts = 0;
   for (int j = 0; j < np; j++) {
-    for (int k = 0; k < 3; k++) pt[j].tool->force[k] = pt[j].force[k] / n;
+    for (int k = 0; k < 3; k++) {
+      pt[j].tool->force[k] = pt[j].force[k] / n;
+      pt[j].tool->torque[k] = pt[j].torque[k] / n;
+    }
     pt[j].tool->contacts = pt[j].contacts;
     contacts += pt[j].contacts;
   }

@@ -18,6 +18,7 @@ typedef struct ts_tool {
   double pos[3];       /* tip (sphere centre / capsule's lower end centre), m */
   double quat[4];      /* w, x, y, z: orientation; the axis is local +y from the tip */
   double force[3];     /* out: the reaction force of the tissue on the tool, N */
+  double torque[3];    /* out: its moment about the tip (pos), N m */
   uint32_t contacts;   /* out: nodes in contact this step */
 } ts_tool;
 

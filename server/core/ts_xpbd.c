@@ -65,6 +65,14 @@
  * with 4 iterations), at twice its resolution 7 (within 0.3 %), where 4
  * would be 10 % too soft.
  *
+ * Tools given as placed OBB trees (ts_xpbd_step_posed) are handled by
+ * ts_contact.c and ts_grasp.c instead of the node-wise push below: the
+ * tissue's AABB tree is refitted at the predicted positions of every
+ * substep, each tool's candidates are taken from it, and the held and the
+ * contact vertices are projected after the other constraints in every
+ * sweep (the contact swept between the substep's two poses in the first
+ * sweep); the reaction is their sum(m dx) / h^2 like the multipliers here.
+ *
  * Tools move linearly between their previous and current poses over the
  * substeps, so that a tool's motion does not reach the tissue as one jump
  * in the first substep. Contact candidates (free nodes within a margin of a
@@ -1068,8 +1076,65 @@ static void sweep_contacts(ts_xpbd *s, ts_tissue *t, const ts__ptool *pt) {
 
 /* ---- the step ---- */
 
+/* Checks the tree-based tools and places each at its start pose. */
+static int valid_posed(const ts_tissue *t, ts_aabb_tree *tree, ts_xpbd_tool *pt, int n) {
+  if (n < 0 || n > TS__MAX_TOOLS || (n > 0 && (!pt || !tree))) return TS_EINVAL;
+  if (n > 0 && tree->n_points != t->n_nodes) return TS_EINVAL;
+  for (int i = 0; i < n; i++) {
+    const ts_xpbd_tool *p = &pt[i];
+    if (!p->posed || !p->posed->tree || !p->contact || !p->contact->v) return TS_EINVAL;
+    if (p->contact->n_points != t->n_nodes) return TS_EINVAL;
+    if (p->grasp && (!p->grasp->held || p->grasp->n_points != t->n_nodes)) return TS_EINVAL;
+    if (p->posed->tree->kind == TS_SHAPE_MESH) return TS_EUNSUPPORTED;
+    int rc = ts_posed_tool_set_pose(pt[i].posed, &p->pose);
+    if (!rc) rc = ts_posed_tool_set_pose(pt[i].posed, &p->prev);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+/* Substep k of nsub of the tree-based tools: their poses over the substep,
+ * candidates and grasps. Returns the candidates dropped. */
+static uint32_t begin_posed(ts_tissue *t, ts_aabb_tree *tree, ts_xpbd_tool *pt, int n,
+                            uint32_t k, uint32_t nsub) {
+  uint32_t dropped = 0;
+  if (n > 0) ts_aabb_tree_refit(tree, (const double (*)[3])t->x);
+  for (int q = 0; q < n; q++) {
+    ts_xpbd_tool *p = &pt[q];
+    ts_pose a, b;
+    ts_pose_lerp(&p->prev, &p->pose, (double)k / nsub, &a);
+    ts_pose_lerp(&p->prev, &p->pose, (double)(k + 1) / nsub, &b);
+    const uint8_t *skip = p->grasp ? ts_grasp_held(p->grasp) : NULL;
+    ts_contact_begin(p->contact, p->posed, &a, &b, tree, t->inv_mass, skip);
+    if (p->grasp) {
+      const uint32_t before = p->grasp->n;
+      ts_grasp_update(p->grasp, p->posed, p->contact, (const double (*)[3])t->x);
+      ts_grasp_clear_impulses(p->grasp);
+      if (p->grasp->n != before) /* newly held: not contact candidates too */
+        ts_contact_begin(p->contact, p->posed, &a, &b, tree, t->inv_mass, skip);
+    }
+    dropped += p->contact->dropped;
+  }
+  return dropped;
+}
+
+static void sweep_posed(ts_xpbd *s, ts_tissue *t, ts_xpbd_tool *pt, int n, int first) {
+  for (int q = 0; q < n; q++) {
+    ts_xpbd_tool *p = &pt[q];
+    if (p->grasp) ts_grasp_project(p->grasp, p->posed, t->x, t->inv_mass);
+    ts_contact_project(p->contact, p->posed, t->x, (const double (*)[3])s->x_prev, t->inv_mass,
+                       first);
+  }
+}
+
 int ts_xpbd_step(ts_xpbd *s, ts_tissue *t, double dt, ts_tool *tools, int n_tools,
                  ts_xpbd_stats *stats) {
+  return ts_xpbd_step_posed(s, t, dt, tools, n_tools, NULL, NULL, 0, stats);
+}
+
+int ts_xpbd_step_posed(ts_xpbd *s, ts_tissue *t, double dt, ts_tool *tools, int n_tools,
+                       ts_aabb_tree *tree, ts_xpbd_tool *posed, int n_posed,
+                       ts_xpbd_stats *stats) {
   if (stats) memset(stats, 0, sizeof *stats);
   if (!s || !t || !t->x || !t->v || !t->inv_mass || !t->rest) return TS_EINVAL;
   if (t->n_nodes != s->n_nodes || t->n_springs != s->n_springs) return TS_EINVAL;
@@ -1083,6 +1148,10 @@ int ts_xpbd_step(ts_xpbd *s, ts_tissue *t, double dt, ts_tool *tools, int n_tool
   for (int i = 0; i < n_tools; i++) {
     if (!tools[i].active) continue;
     int rc = valid_tool(&tools[i]);
+    if (rc) return rc;
+  }
+  {
+    int rc = valid_posed(t, tree, posed, n_posed);
     if (rc) return rc;
   }
 
@@ -1124,6 +1193,13 @@ int ts_xpbd_step(ts_xpbd *s, ts_tissue *t, double dt, ts_tool *tools, int n_tool
     memcpy(pv->b, p->b1, sizeof pv->b);
   }
   for (int i = n_tools; i < TS__MAX_TOOLS; i++) s->prev[i].valid = 0;
+  for (int q = 0; q < n_posed; q++) {
+    ts_xpbd_tool *p = &posed[q];
+    memset(p->force, 0, sizeof p->force);
+    memset(p->torque, 0, sizeof p->torque);
+    p->contacts = 0;
+    p->held = p->grasp ? p->grasp->n : 0;
+  }
 
   const double h = dt / nsub, ih2 = 1.0 / (h * h);
   const double bh = s->def.stiffness_damping / h; /* gamma of a damper beta k */
@@ -1153,6 +1229,7 @@ int ts_xpbd_step(ts_xpbd *s, ts_tissue *t, double dt, ts_tool *tools, int n_tool
     }
     for (int q = 0; q < np; q++) place_tool(&pt[q], (double)(k + 1) / nsub);
     s->n_contacts = np ? gather_contacts(s, t, pt, np, &dropped) : 0;
+    dropped += begin_posed(t, tree, posed, n_posed, k, nsub);
     linearise_distance(s, t, h, s->def.stiffness_damping);
 
     /* solve */
@@ -1164,6 +1241,7 @@ int ts_xpbd_step(ts_xpbd *s, ts_tissue *t, double dt, ts_tool *tools, int n_tool
       if (s->n_bend) sweep_bending(s, t, ih2, bh);
       if (s->n_vol) sweep_volume(s, t, ih2, bh);
       if (s->n_contacts) sweep_contacts(s, t, pt);
+      if (n_posed) sweep_posed(s, t, posed, n_posed, it == 0);
     }
 
     /* velocities, damping, health */
@@ -1181,6 +1259,20 @@ int ts_xpbd_step(ts_xpbd *s, ts_tissue *t, double dt, ts_tool *tools, int n_tool
     for (uint32_t j = 0; j < s->n_bend; j++) s->sum_b[j] += s->lam_b[j];
     for (uint32_t j = 0; j < s->n_vol; j++) s->sum_v[j] += s->lam_v[j];
     int last = k + 1 == nsub;
+    for (int q = 0; q < n_posed; q++) {
+      ts_xpbd_tool *p = &posed[q];
+      double f[3], tq[3], fg[3], tg[3];
+      ts_contact_reaction(p->contact, (const double (*)[3])x, 1.0, f, tq);
+      ts_grasp_reaction(p->grasp, (const double (*)[3])x, 1.0, fg, tg);
+      for (int c = 0; c < 3; c++) {
+        p->force[c] += f[c] + fg[c];
+        p->torque[c] += tq[c] + tg[c];
+      }
+      if (last) {
+        p->contacts = p->contact->touching;
+        p->held = p->grasp ? p->grasp->n : 0;
+      }
+    }
     for (uint32_t j = 0; j < s->n_contacts; j++) {
       const ts__contact *c = &s->contacts[j];
       if (!(c->lambda > 0)) continue;
@@ -1220,6 +1312,14 @@ int ts_xpbd_step(ts_xpbd *s, ts_tissue *t, double dt, ts_tool *tools, int n_tool
     s->force_scale = 0;
     for (int i = 0; i < TS__MAX_TOOLS; i++) s->prev[i].valid = 0;
     for (int q = 0; q < np; q++) pt[q].tool->contacts = 0;
+    for (int q = 0; q < n_posed; q++) {
+      memset(posed[q].force, 0, sizeof posed[q].force);
+      memset(posed[q].torque, 0, sizeof posed[q].torque);
+      posed[q].contacts = 0;
+      if (posed[q].grasp) ts_grasp_release(posed[q].grasp);
+      posed[q].held = 0;
+    }
+    if (n_posed) ts_aabb_tree_rebuild(tree, (const double (*)[3])t->x);
     if (stats) {
       stats->substeps = nsub;
       stats->iterations = nit;
@@ -1236,6 +1336,13 @@ int ts_xpbd_step(ts_xpbd *s, ts_tissue *t, double dt, ts_tool *tools, int n_tool
   for (int q = 0; q < np; q++) {
     for (int k = 0; k < 3; k++) pt[q].tool->force[k] = pt[q].force[k] * s->force_scale;
     contacts += pt[q].tool->contacts;
+  }
+  for (int q = 0; q < n_posed; q++) {
+    for (int k = 0; k < 3; k++) {
+      posed[q].force[k] *= s->force_scale;
+      posed[q].torque[k] *= s->force_scale;
+    }
+    contacts += posed[q].contacts;
   }
   if (stats) {
     stats->substeps = nsub;

@@ -29,7 +29,12 @@
  *             from E and Poisson's ratio;
  *   contact   the nodes against the sphere/capsule tools (ts_tool.h), as
  *             rigid inequality constraints; the reaction on a tool is
- *             F = -sum(lambda * grad C) / h^2.
+ *             F = -sum(lambda * grad C) / h^2. Tools given as placed OBB
+ *             trees (ts_xpbd_step_posed) use the tree-based response
+ *             instead: ts_contact.h (candidates from the tissue's AABB
+ *             tree, a swept first projection against tunnelling, Coulomb
+ *             friction) and ts_grasp.h (vertices held by closed jaws), both
+ *             as rigid position constraints in every sweep.
  * Since every compliance is a material property, the converged response does
  * not depend on the iteration count, the substep count or the time step,
  * and it is the mass-spring step's static equilibrium (the same springs).
@@ -46,6 +51,10 @@
 
 #include <stdint.h>
 
+#include "ts_aabb_tree.h"
+#include "ts_contact.h"
+#include "ts_grasp.h"
+#include "ts_obb_tree.h"
 #include "ts_tissue.h"
 #include "ts_tool.h"
 
@@ -143,6 +152,39 @@ void ts_xpbd_destroy(ts_xpbd *s);
  * to the given one across the substeps. No allocation. */
 int ts_xpbd_step(ts_xpbd *s, ts_tissue *t, double dt, ts_tool *tools, int n_tools,
                  ts_xpbd_stats *stats);
+
+/* A tool of the tree-based contact path: a placed OBB tree (sphere,
+ * capsule or grasper jaws) with its contact workspace and, for jaws, its
+ * grasp state, all owned by the caller and kept from step to step. */
+typedef struct ts_xpbd_tool {
+  ts_posed_tool *posed;   /* the tool's tree, placed; left at `pose` */
+  ts_pose prev;           /* in: pose at the start of the step (the last step's `pose`) */
+  ts_pose pose;           /* in: pose at the end of the step */
+  ts_contact_ws *contact; /* workspace (ts_contact_ws_init with the tissue's node count) */
+  ts_grasp *grasp;        /* NULL: never holds; else the jaws' held vertices */
+  double force[3];        /* out: the tissue's reaction on the tool (contact and
+                             grasp), N, mean over the substeps */
+  double torque[3];       /* out: its torque about the tool's origin, N m, mean */
+  uint32_t contacts;      /* out: vertices touching the tool after the last substep */
+  uint32_t held;          /* out: vertices held by the jaws */
+} ts_xpbd_tool;
+
+/* As ts_xpbd_step (the ts_tool array may be NULL with n_tools 0), plus
+ * n_posed tools on the tree-based path: each substep refits tree (the
+ * tissue's AABB tree over t->x, ts_aabb_tree_create_tissue) at the
+ * predicted positions, moves every posed tool linearly from prev to pose
+ * across the substeps, takes its contact candidates (ts_contact_begin),
+ * updates its grasp, and in every Gauss-Seidel sweep projects the held
+ * vertices (ts_grasp_project) and then the contacts (ts_contact_project,
+ * swept in the first sweep of the substep). Returns as ts_xpbd_step, plus
+ * TS_EINVAL (a posed tool without tree or workspace, a workspace or tree
+ * for another node count, n_posed < 0 or over 64), TS_EUNSUPPORTED (a mesh
+ * tool), TS_ENAN / TS_EQUAT (a bad pose). Candidates over a workspace's
+ * capacity are counted in stats->contacts_dropped and ignored. No
+ * allocation. */
+int ts_xpbd_step_posed(ts_xpbd *s, ts_tissue *t, double dt, ts_tool *tools, int n_tools,
+                       ts_aabb_tree *tree, ts_xpbd_tool *posed, int n_posed,
+                       ts_xpbd_stats *stats);
 
 /* Constraint counts of the solver. */
 void ts_xpbd_counts(const ts_xpbd *s, uint32_t *distance, uint32_t *bending, uint32_t *volume);

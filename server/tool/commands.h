@@ -33,4 +33,9 @@ int ts_cmd_materials(int argc, char **argv, FILE *out, FILE *err);
 /* cmd_mesh.c: mesh info, extrude, subdivide --loop, refine --leb. */
 int ts_cmd_mesh(int argc, char **argv, FILE *out, FILE *err);
 
+/* cmd_learn.c: train the learned shortcut and store it; list, export,
+ * import and delete stored models. */
+int ts_cmd_learn(int argc, char **argv, FILE *out, FILE *err);
+int ts_cmd_models(int argc, char **argv, FILE *out, FILE *err);
+
 #endif

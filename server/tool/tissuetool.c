@@ -17,6 +17,8 @@
 static const ts_tool_command commands[] = {
     {"fit", "fit sigma = a*e^(b*strain) to strain,stress samples and store it", ts_cmd_fit},
     {"materials", "list the stored material fits as JSON", ts_cmd_materials},
+    {"learn", "train the learned shortcut of the quasi-static solve and store it", ts_cmd_learn},
+    {"models", "list, export, import or delete stored learned models", ts_cmd_models},
     {"mesh", "check, extrude, subdivide (Loop) or refine (LEB) a surface mesh", ts_cmd_mesh},
 };
 

@@ -124,14 +124,17 @@ static int recv_env(int fd, int timeout_ms, Envelope **out) {
   return 1;
 }
 
-/* Next Envelope that is not a Frame (frames stream to joined clients). */
+/* Next Envelope that is not a Frame or a ToolForce (both stream to joined
+ * clients). */
 static int recv_reply(int fd, int timeout_ms, Envelope **out) {
   long long deadline = now_ms() + timeout_ms;
   for (;;) {
     long long left = deadline - now_ms();
     int r = recv_env(fd, left > 0 ? (int)left : 0, out);
     if (r != 1) return r;
-    if ((*out)->body_case != TISSUED__V1__ENVELOPE__BODY_FRAME) return 1;
+    if ((*out)->body_case != TISSUED__V1__ENVELOPE__BODY_FRAME &&
+        (*out)->body_case != TISSUED__V1__ENVELOPE__BODY_TOOL_FORCE)
+      return 1;
     tissued__v1__envelope__free_unpacked(*out, NULL);
   }
 }

@@ -7,6 +7,11 @@
  * written here, so that it can shrink its socket buffers before it
  * connects) stops reading for two seconds, three times.
  *
+ * A client over the soft limit is skipped; once it has stayed over it for
+ * the grace period (--soft-output-grace, 0.5 s) its baseline is dropped and
+ * its next frame is a keyframe, while a shorter hiccup resumes with a delta
+ * against the baseline it still holds.
+ *
  * Asserted: the slow reader is resynchronised (after each stall its next
  * frames start with a keyframe, and every frame it gets applies to the one
  * before it, decoded with proto/ts_codec.h whatever Frame.codec says) and is
@@ -59,6 +64,7 @@ static long long now_ms(void) {
 
 typedef struct watch {
   uint64_t frames, keyframes, gaps;
+  uint64_t long_deltas; /* deltas against a frame more than 8 frames older */
   uint64_t last_seq;
   double sim_time;
 } watch;
@@ -68,6 +74,7 @@ static void on_frame(void *ud, const tc_frame *f) {
   w->frames++;
   if (f->keyframe) w->keyframes++;
   else if (f->baseline_seq != w->last_seq) w->gaps++;
+  if (!f->keyframe && f->seq > f->baseline_seq + 8) w->long_deltas++;
   w->last_seq = f->seq;
   w->sim_time = f->sim_time;
 }
@@ -304,6 +311,9 @@ START_TEST(test_slow_reader_is_resynchronised) {
   char skipped_name[96];
   snprintf(skipped_name, sizeof skipped_name,
            "tissued_session_frames_skipped_total{session=\"%u\"}", sid);
+  char resynced_name[96];
+  snprintf(resynced_name, sizeof resynced_name,
+           "tissued_session_clients_resynced_total{session=\"%u\"}", sid);
   long rss[4];
   slow_open(&g.sr, d.tcp_port, sid);
   rss[0] = vm_rss_kib(d.pid);
@@ -315,6 +325,7 @@ START_TEST(test_slow_reader_is_resynchronised) {
     uint64_t sk0 = g.sr.keyframes;
     uint64_t k0 = g.wo.keyframes, gaps0 = g.wo.gaps;
     double skipped0 = metric(d.http_port, skipped_name);
+    double resynced0 = metric(d.http_port, resynced_name);
 
     /* the stall: the slow reader reads nothing for 2 s */
     f0 = g.wo.frames;
@@ -344,8 +355,11 @@ START_TEST(test_slow_reader_is_resynchronised) {
                   stall, (unsigned long long)g.sr.frames,
                   metric(d.http_port, skipped_name) - skipped0);
     ck_assert_uint_eq(g.sr.bad_chain, 0);
-    /* the daemon skipped at least the 8 frames of its ring for it */
+    /* the daemon skipped frames for it (at 240 Hz, a 2 s stall is hundreds),
+     * and resynchronised it once it had been over the soft limit for longer
+     * than the grace period (0.5 s by default) */
     ck_assert_double_ge(metric(d.http_port, skipped_name) - skipped0, 8);
+    ck_assert_double_ge(metric(d.http_port, resynced_name) - resynced0, 1);
     rss[stall] = vm_rss_kib(d.pid);
   }
   slow_close(&g.sr);
@@ -369,6 +383,63 @@ START_TEST(test_slow_reader_is_resynchronised) {
 }
 END_TEST
 
+/* Clients at different frame rates on one session: a 20 Hz observer beside
+ * the session's 1 kHz stream gets deltas against the last frame written to
+ * it, however many frames the session published in between (its baseline is
+ * held by reference, not looked up in a ring of recent frames). A small
+ * patch (resolution 9) keeps the physics near real time on a busy machine,
+ * so that dozens of frames pass between two of the observer's. Asserted:
+ * one keyframe only and an unbroken chain for both clients; deltas that
+ * span more than 8 frames (what a ring of recent frames would have held);
+ * and the observer's rate at most 30 frames a second (its 20 Hz applied,
+ * with slack for jitter). */
+START_TEST(test_mixed_rates_share_the_chain) {
+  ts_dproc d;
+  char err[256];
+  const char *args[] = {"--patch-resolution", "9", "--frame-rate", "1000", NULL};
+  ck_assert_msg(ts_dproc_start(&d, args, err, sizeof err) == 0, "%s", err);
+  rig g;
+  memset(&g, 0, sizeof g);
+  g.ctl = tc_connect("127.0.0.1", d.tcp_port, "itest-rates-ctl", err, sizeof err);
+  ck_assert_msg(g.ctl != NULL, "%s", err);
+  g.obs = tc_connect("127.0.0.1", d.tcp_port, "itest-rates-obs20", err, sizeof err);
+  ck_assert_msg(g.obs != NULL, "%s", err);
+  tc_set_frame_cb(g.ctl, on_frame, &g.wc);
+  tc_set_frame_cb(g.obs, on_frame, &g.wo);
+  tc_set_error_cb(g.ctl, on_error, NULL);
+  tc_set_error_cb(g.obs, on_error, NULL);
+  uint32_t sid, n;
+  ck_assert_int_eq(tc_create_session(g.ctl, "stomach-patch", &sid, &n, NULL), 0);
+  ck_assert_int_eq(tc_join(g.ctl, sid, TC_ROLE_CONTROLLER, 0, 0.005, &g.tool), 0);
+  tc_join_params jp = {.session_id = sid, .role = TC_ROLE_OBSERVER, .frame_rate = 20};
+  tc_joined jd;
+  ck_assert_int_eq(tc_join_ex(g.obs, &jp, &jd), 0);
+  ck_assert_uint_eq(jd.frame_rate, 20);
+  long long t0 = now_ms();
+  run_ms(&g, 3000, 0);
+  double secs = (double)(now_ms() - t0) / 1e3;
+  fprintf(stderr, "itest_stream: 1 kHz controller %llu frames (%llu keyframes), "
+                  "20 Hz observer %llu frames (%llu keyframes, %llu spanning > 8 frames) "
+                  "in %.1f s\n",
+          (unsigned long long)g.wc.frames, (unsigned long long)g.wc.keyframes,
+          (unsigned long long)g.wo.frames, (unsigned long long)g.wo.keyframes,
+          (unsigned long long)g.wo.long_deltas, secs);
+  ck_assert_uint_eq(g.wo.keyframes, 1);
+  ck_assert_uint_eq(g.wo.gaps, 0);
+  ck_assert_uint_eq(g.wc.keyframes, 1);
+  ck_assert_uint_eq(g.wc.gaps, 0);
+  ck_assert_msg(g.wo.frames >= 5 && g.wo.frames <= 30 * secs,
+                "the 20 Hz observer got %llu frames in %.1f s",
+                (unsigned long long)g.wo.frames, secs);
+  ck_assert_msg(g.wo.long_deltas >= 3, "only %llu of the observer's deltas spanned > 8 frames",
+                (unsigned long long)g.wo.long_deltas);
+  tc_close(g.ctl);
+  tc_close(g.obs);
+  char why[256] = "";
+  ck_assert_msg(ts_dproc_stop(&d, 10000, why, sizeof why) == 0, "stop: %s", why);
+}
+END_TEST
+
 int main(void) {
   ts_dproc_scratch_begin();
   Suite *s = suite_create("stream");
@@ -376,6 +447,10 @@ int main(void) {
   tcase_set_timeout(tc, 300);
   tcase_add_test(tc, test_slow_reader_is_resynchronised);
   suite_add_tcase(s, tc);
+  TCase *tr = tcase_create("mixed_rates");
+  tcase_set_timeout(tr, 120);
+  tcase_add_test(tr, test_mixed_rates_share_the_chain);
+  suite_add_tcase(s, tr);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
   int failed = srunner_ntests_failed(sr);

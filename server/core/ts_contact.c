@@ -1,0 +1,421 @@
+/*
+ * ts_contact.c: tool-tissue contact response (ts_contact.h): candidate
+ * vertices from the tissue's AABB tree around the swept tool, projection
+ * to the surface of the tool's exact signed distance along a substepped
+ * sweep (no tunnelling), and position-level Coulomb friction (Mueller et
+ * al. 2020, "Detailed Rigid Body Simulation with Extended Position Based
+ * Dynamics", section 3.5).
+ */
+#include "ts_contact.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ts_error.h"
+#include "ts_tritri.h"
+
+#define TS__MAX_SUBSTEPS 4096u
+
+ts_contact_def ts_default_contact_def(void) {
+  ts_contact_def d = {
+      .mu_static = 0, .mu_kinetic = 0, .margin = 5e-4, .travel_fraction = 0.25, .max_substeps = 256,
+      .triangle_pass = 1};
+  return d;
+}
+
+static int def_ok(const ts_contact_def *d) {
+  if (!(d->mu_static >= 0) || !isfinite(d->mu_static)) return 0;
+  if (!(d->mu_kinetic >= 0) || !(d->mu_kinetic <= d->mu_static)) return 0;
+  if (!(d->margin >= 0) || !isfinite(d->margin)) return 0;
+  if (!(d->travel_fraction > 0) || !(d->travel_fraction <= 1)) return 0;
+  return d->max_substeps >= 1 && d->max_substeps <= TS__MAX_SUBSTEPS;
+}
+
+int ts_contact_ws_init(ts_contact_ws *ws, const ts_contact_def *def, uint32_t n_points,
+                       uint32_t cap, uint32_t tri_cap) {
+  if (!ws) return TS_EINVAL;
+  memset(ws, 0, sizeof *ws);
+  ts_contact_def d = def ? *def : ts_default_contact_def();
+  if (!def_ok(&d) || n_points == 0 || cap == 0 || tri_cap == 0) return TS_EINVAL;
+  ws->def = d;
+  ws->n_points = n_points;
+  ws->cap = cap;
+  ws->tri_cap = tri_cap;
+  ws->v = calloc(cap, sizeof *ws->v);
+  ws->carry = calloc(cap, sizeof *ws->carry);
+  ws->tri_buf = calloc(tri_cap, sizeof *ws->tri_buf);
+  ws->mark = calloc(n_points, sizeof *ws->mark);
+  ws->slot = calloc(n_points, sizeof *ws->slot);
+  if (!ws->v || !ws->carry || !ws->tri_buf || !ws->mark || !ws->slot) {
+    ts_contact_ws_free(ws);
+    return TS_ENOMEM;
+  }
+  ws->substeps = 1;
+  return 0;
+}
+
+void ts_contact_ws_free(ts_contact_ws *ws) {
+  if (!ws) return;
+  free(ws->v);
+  free(ws->carry);
+  free(ws->tri_buf);
+  free(ws->mark);
+  free(ws->slot);
+  memset(ws, 0, sizeof *ws);
+}
+
+/* ---- signed distance of the primitives ---- */
+
+static double dot3(const double a[3], const double b[3]) {
+  return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+}
+
+/* Signed distance from an oriented box and the outward direction. */
+static double box_sdf(const ts_obb *b, const double p[3], double n[3]) {
+  double d[3], q[3], o[3];
+  for (int k = 0; k < 3; k++) d[k] = p[k] - b->c[k];
+  int inside = 1, imax = 0;
+  for (int i = 0; i < 3; i++) {
+    q[i] = dot3(d, b->r[i]);
+    o[i] = fabs(q[i]) - b->e[i];
+    inside &= o[i] <= 0;
+    if (o[i] > o[imax]) imax = i;
+  }
+  if (inside) {
+    const double s = q[imax] < 0 ? -1.0 : 1.0;
+    for (int k = 0; k < 3; k++) n[k] = s * b->r[imax][k];
+    return o[imax];
+  }
+  double v[3], l2 = 0;
+  for (int i = 0; i < 3; i++) {
+    v[i] = o[i] > 0 ? (q[i] < 0 ? -o[i] : o[i]) : 0.0;
+    l2 += v[i] * v[i];
+  }
+  const double l = sqrt(l2);
+  for (int k = 0; k < 3; k++) n[k] = (v[0] * b->r[0][k] + v[1] * b->r[1][k] + v[2] * b->r[2][k]) / l;
+  return l;
+}
+
+double ts_contact_tool_sdf(const ts_posed_tool *tool, const double p[3], double n[3]) {
+  double nn[3];
+  if (!n) n = nn;
+  if (!tool || !tool->tree || !p) return NAN;
+  const ts_obb_tree *tr = tool->tree;
+  if (tr->kind == TS_SHAPE_SPHERE || tr->kind == TS_SHAPE_CAPSULE) {
+    double a[3], b[3], ab[3], ap[3];
+    ts_posed_tool_segment(tool, a, b);
+    for (int k = 0; k < 3; k++) ab[k] = b[k] - a[k], ap[k] = p[k] - a[k];
+    const double l2 = dot3(ab, ab);
+    double u = l2 > 0 ? dot3(ap, ab) / l2 : 0.0;
+    u = u < 0 ? 0 : u > 1 ? 1 : u;
+    double d[3];
+    for (int k = 0; k < 3; k++) d[k] = ap[k] - u * ab[k];
+    const double dl = sqrt(dot3(d, d));
+    if (dl > 0) {
+      for (int k = 0; k < 3; k++) n[k] = d[k] / dl;
+    } else {
+      n[0] = 0, n[1] = 1, n[2] = 0;
+    }
+    return dl - tr->radius;
+  }
+  if (tr->kind == TS_SHAPE_JAWS) {
+    ts_obb j0, j1;
+    double n1[3];
+    ts_posed_tool_jaw(tool, 0, &j0);
+    ts_posed_tool_jaw(tool, 1, &j1);
+    double d0 = box_sdf(&j0, p, n), d1 = box_sdf(&j1, p, n1);
+    if (d1 < d0) {
+      memcpy(n, n1, sizeof n1);
+      return d1;
+    }
+    return d0;
+  }
+  return NAN;
+}
+
+/* ---- the step ---- */
+
+/* Bound of the distance any tool point moves from a to b (as ts_collide's
+ * sweep): translation, rotation angle times reach, the jaws' turn. */
+static double travel_bound(const ts_obb_tree *tr, const ts_pose *a, const ts_pose *b) {
+  double dp[3], qa = 0, qb = 0, qd = 0;
+  for (int k = 0; k < 3; k++) dp[k] = b->p[k] - a->p[k];
+  for (int k = 0; k < 4; k++) qa += a->q[k] * a->q[k], qb += b->q[k] * b->q[k], qd += a->q[k] * b->q[k];
+  double c = fabs(qd) / sqrt(qa * qb);
+  c = c > 1 ? 1 : c;
+  const double angle = 2.0 * acos(c);
+  double t = sqrt(dot3(dp, dp)) + angle * tr->reach;
+  if (tr->kind == TS_SHAPE_JAWS)
+    t += fabs(b->jaw - a->jaw) * 0.5 * tr->jaw_max_angle * tr->reach;
+  return t;
+}
+
+int ts_contact_begin(ts_contact_ws *ws, ts_posed_tool *tool, const ts_pose *from,
+                     const ts_pose *to, const ts_aabb_tree *tree, const double *inv_mass,
+                     const uint8_t *skip) {
+  if (!ws || !ws->v || !tool || !tool->tree || !from || !to || !tree || !inv_mass)
+    return TS_EINVAL;
+  if (tree->n_points != ws->n_points) return TS_EINVAL;
+  if (tool->tree->kind == TS_SHAPE_MESH) return TS_EUNSUPPORTED;
+  ws->n = 0;
+  ws->dropped = 0;
+  ws->touching = 0;
+  /* the tool's swept box */
+  double lo[3], hi[3];
+  int rc = ts_posed_tool_set_pose(tool, from);
+  if (rc) return rc;
+  ws->from = tool->pose;
+  memcpy(ws->Rf, tool->R, sizeof ws->Rf);
+  const double *ext;
+  const ts_obb *b = ts_posed_tool_box_ext(tool, 0, &ext);
+  for (int k = 0; k < 3; k++) lo[k] = b->c[k] - ext[k], hi[k] = b->c[k] + ext[k];
+  rc = ts_posed_tool_set_pose(tool, to);
+  if (rc) return rc;
+  ws->to = tool->pose;
+  memcpy(ws->Rt, tool->R, sizeof ws->Rt);
+  b = ts_posed_tool_box_ext(tool, 0, &ext);
+  for (int k = 0; k < 3; k++) {
+    lo[k] = fmin(lo[k], b->c[k] - ext[k]) - ws->def.margin;
+    hi[k] = fmax(hi[k], b->c[k] + ext[k]) + ws->def.margin;
+  }
+  /* substeps of the sweep */
+  const double travel = travel_bound(tool->tree, &ws->from, &ws->to);
+  const double per = ws->def.travel_fraction * tool->tree->thickness;
+  double m = per > 0 ? ceil(travel / per) : ws->def.max_substeps;
+  if (!(m >= 1)) m = 1;
+  if (m > ws->def.max_substeps) m = ws->def.max_substeps;
+  ws->substeps = (uint32_t)m;
+
+  /* candidates: free nodes of the triangles in the box */
+  uint32_t nt = ts_aabb_tree_query_box(tree, lo, hi, ws->tri_buf, ws->tri_cap);
+  int full = nt > ws->tri_cap;
+  if (full) nt = ws->tri_cap;
+  ws->n_tris = nt;
+  ws->tree = tree;
+  if (++ws->stamp == 0) { /* wrapped: clear the marks */
+    memset(ws->mark, 0, sizeof *ws->mark * ws->n_points);
+    ws->stamp = 1;
+  }
+  for (uint32_t j = 0; j < nt; j++) {
+    const uint32_t *tri = tree->tris[ws->tri_buf[j]];
+    for (int c = 0; c < 3; c++) {
+      const uint32_t i = tri[c];
+      if (ws->mark[i] == ws->stamp) continue;
+      ws->mark[i] = ws->stamp;
+      ws->slot[i] = UINT32_MAX;
+      if (!(inv_mass[i] > 0) || (skip && skip[i])) continue;
+      if (ws->n == ws->cap) {
+        ws->dropped++;
+        continue;
+      }
+      ws->slot[i] = ws->n;
+      ts_contact_vertex *v = &ws->v[ws->n++];
+      memset(v, 0, sizeof *v);
+      v->node = i;
+      v->n[1] = 1;
+    }
+  }
+  return full || ws->dropped ? TS_EFULL : 0;
+}
+
+/* Pushes y out of the tool when inside: returns the correction's length
+ * (0 outside) with the normal in n. */
+static double push_out(const ts_posed_tool *tool, double y[3], double n[3]) {
+  const double d = ts_contact_tool_sdf(tool, y, n);
+  if (!(d < 0)) return 0;
+  for (int k = 0; k < 3; k++) y[k] -= d * n[k];
+  return -d;
+}
+
+/* Coulomb friction of vertex v at y (already outside the tool): removes its
+ * tangential displacement relative to the tool's material point within the
+ * cone. Returns the tangential correction made (m). */
+static double friction(const ts_contact_ws *ws, ts_contact_vertex *v, double y[3],
+                       const double y0[3]) {
+  if (!(v->lam_n > 0) || !(ws->def.mu_static > 0)) return 0;
+  /* where the tool's material point now at y was at `from` */
+  double l[3], w[3], d[3];
+  for (int k = 0; k < 3; k++) w[k] = y[k] - ws->to.p[k];
+  for (int k = 0; k < 3; k++) l[k] = ws->Rt[0][k] * w[0] + ws->Rt[1][k] * w[1] + ws->Rt[2][k] * w[2];
+  for (int k = 0; k < 3; k++) {
+    const double pf = ws->from.p[k] + dot3(ws->Rf[k], l);
+    d[k] = (y[k] - y0[k]) - (y[k] - pf); /* vertex motion minus tool point motion */
+  }
+  const double dn = dot3(d, v->n);
+  double dt[3];
+  for (int k = 0; k < 3; k++) dt[k] = d[k] - dn * v->n[k];
+  const double len = sqrt(dot3(dt, dt));
+  if (!(len > 0)) return 0;
+  double corr;
+  if (len + v->lam_t <= ws->def.mu_static * v->lam_n) {
+    corr = len; /* static: stick */
+  } else {
+    corr = ws->def.mu_kinetic * v->lam_n - v->lam_t;
+    if (corr <= 0) return 0;
+    if (corr > len) corr = len;
+  }
+  for (int k = 0; k < 3; k++) y[k] -= dt[k] * (corr / len);
+  v->lam_t += corr;
+  return corr;
+}
+
+/* Barycentric coordinates of p (in the plane of T or projected onto it). */
+static void barycentric(const double T[3][3], const double p[3], double bc[3]) {
+  double e0[3], e1[3], d[3];
+  for (int k = 0; k < 3; k++) e0[k] = T[1][k] - T[0][k], e1[k] = T[2][k] - T[0][k], d[k] = p[k] - T[0][k];
+  const double d00 = dot3(e0, e0), d01 = dot3(e0, e1), d11 = dot3(e1, e1);
+  const double d20 = dot3(d, e0), d21 = dot3(d, e1), den = d00 * d11 - d01 * d01;
+  if (!(den > 0)) {
+    bc[0] = bc[1] = bc[2] = 1.0 / 3;
+    return;
+  }
+  double v = (d11 * d20 - d01 * d21) / den, w = (d00 * d21 - d01 * d20) / den;
+  v = v < 0 ? 0 : v > 1 ? 1 : v;
+  w = w < 0 ? 0 : w > 1 - v ? 1 - v : w;
+  bc[0] = 1 - v - w, bc[1] = v, bc[2] = w;
+}
+
+int ts_contact_project(ts_contact_ws *ws, ts_posed_tool *tool, double (*x)[3],
+                       const double (*x0)[3], const double *inv_mass, int sweep) {
+  if (!ws || !tool || !tool->tree || !x || !x0 || !inv_mass) return TS_EINVAL;
+  if (tool->tree->kind == TS_SHAPE_MESH) return TS_EUNSUPPORTED;
+  const uint32_t n = ws->n;
+  const uint32_t m = sweep ? ws->substeps : 1;
+  if (m > 1) {
+    memset(ws->carry, 0, sizeof *ws->carry * n);
+    for (uint32_t k = 1; k < m; k++) {
+      const double s = (double)k / m;
+      ts_pose p;
+      ts_pose_lerp(&ws->from, &ws->to, s, &p);
+      ts_posed_tool_set_pose(tool, &p);
+      for (uint32_t j = 0; j < n; j++) {
+        ts_contact_vertex *v = &ws->v[j];
+        const uint32_t i = v->node;
+        double y[3], nn[3];
+        for (int q = 0; q < 3; q++) y[q] = x0[i][q] + s * (x[i][q] - x0[i][q]) + ws->carry[j][q];
+        const double c = push_out(tool, y, nn);
+        if (c > 0) {
+          for (int q = 0; q < 3; q++) ws->carry[j][q] += c * nn[q];
+          memcpy(v->n, nn, sizeof nn);
+        }
+      }
+    }
+  }
+  ts_posed_tool_set_pose(tool, &ws->to);
+  uint32_t touching = 0;
+  for (uint32_t j = 0; j < n; j++) {
+    ts_contact_vertex *v = &ws->v[j];
+    const uint32_t i = v->node;
+    double y[3], nn[3];
+    memcpy(y, x[i], sizeof y);
+    if (m > 1)
+      for (int q = 0; q < 3; q++) y[q] += ws->carry[j][q];
+    /* normal: carried corrections plus the push at `to` */
+    const double c = push_out(tool, y, nn);
+    if (c > 0) memcpy(v->n, nn, sizeof nn);
+    double moved[3];
+    for (int q = 0; q < 3; q++) moved[q] = y[q] - x[i][q];
+    const double cn = sqrt(dot3(moved, moved));
+    v->lam_n += cn;
+    /* friction, then back onto the surface if it slid inside */
+    if (v->lam_n > 0 && friction(ws, v, y, x0[i]) > 0) {
+      const double c2 = push_out(tool, y, nn);
+      if (c2 > 0) {
+        memcpy(v->n, nn, sizeof nn);
+        v->lam_n += c2;
+      }
+    }
+    const double mass = 1.0 / inv_mass[i];
+    for (int q = 0; q < 3; q++) {
+      v->imp[q] += mass * (y[q] - x[i][q]);
+      x[i][q] = y[q];
+    }
+    const double d = ts_contact_tool_sdf(tool, y, NULL);
+    v->touching = cn > 0 || d < 1e-9;
+    touching += (uint32_t)v->touching;
+  }
+  /* the triangles the tool still meets, by barycentric weights */
+  ws->tri_hits = 0;
+  const ts_obb_tree *tr = tool->tree;
+  double a[3], b[3];
+  ts_obb jaw[2];
+  const double allow = 0.25 * tr->thickness;
+  if (tr->kind == TS_SHAPE_JAWS) {
+    ts_posed_tool_jaw(tool, 0, &jaw[0]);
+    ts_posed_tool_jaw(tool, 1, &jaw[1]);
+  } else {
+    ts_posed_tool_segment(tool, a, b);
+  }
+  for (uint32_t j = 0; ws->def.triangle_pass && j < ws->n_tris; j++) {
+    const uint32_t *tri = ws->tree->tris[ws->tri_buf[j]];
+    uint32_t sl[3];
+    double T[3][3], w[3];
+    int movable = 0;
+    for (int c = 0; c < 3; c++) {
+      sl[c] = ws->slot[tri[c]];
+      w[c] = sl[c] != UINT32_MAX ? inv_mass[tri[c]] : 0.0;
+      movable |= w[c] > 0;
+      memcpy(T[c], x[tri[c]], sizeof T[c]);
+    }
+    if (!movable) continue;
+    ts_hit hit;
+    int got;
+    if (tr->kind == TS_SHAPE_JAWS) {
+      got = ts_contact_box_triangle(&jaw[0], (const double (*)[3])T, &hit);
+      ts_hit h1;
+      if (ts_contact_box_triangle(&jaw[1], (const double (*)[3])T, &h1) && (!got || h1.depth > hit.depth)) {
+        hit = h1;
+        got = 1;
+      }
+    } else if (tr->kind == TS_SHAPE_CAPSULE) {
+      got = ts_contact_capsule_triangle(a, b, tr->radius, (const double (*)[3])T, &hit);
+    } else {
+      got = ts_contact_sphere_triangle(a, tr->radius, (const double (*)[3])T, &hit);
+    }
+    if (!got || !(hit.depth > allow)) continue;
+    double bc[3];
+    barycentric(T, hit.point, bc);
+    double den = 0;
+    for (int c = 0; c < 3; c++) den += w[c] * bc[c] * bc[c];
+    if (!(den > 0)) continue;
+    const double s = (hit.depth - allow) / den;
+    for (int c = 0; c < 3; c++) {
+      if (!(w[c] > 0) || !(bc[c] > 0)) continue;
+      ts_contact_vertex *v = &ws->v[sl[c]];
+      const double k = w[c] * bc[c] * s, mass = 1.0 / w[c];
+      for (int q = 0; q < 3; q++) {
+        x[tri[c]][q] += k * hit.normal[q];
+        v->imp[q] += mass * k * hit.normal[q];
+      }
+      v->lam_n += k;
+      memcpy(v->n, hit.normal, sizeof v->n);
+      if (!v->touching) touching++;
+      v->touching = 1;
+    }
+    ws->tri_hits++;
+  }
+  ws->touching = touching;
+  return (int)touching;
+}
+
+void ts_contact_reaction(const ts_contact_ws *ws, const double (*x)[3], double scale,
+                         double force[3], double torque[3]) {
+  double f[3] = {0, 0, 0}, tq[3] = {0, 0, 0};
+  if (ws && x) {
+    for (uint32_t j = 0; j < ws->n; j++) {
+      const ts_contact_vertex *v = &ws->v[j];
+      double fi[3], r[3];
+      for (int k = 0; k < 3; k++) {
+        fi[k] = -scale * v->imp[k];
+        r[k] = x[v->node][k] - ws->to.p[k];
+        f[k] += fi[k];
+      }
+      tq[0] += r[1] * fi[2] - r[2] * fi[1];
+      tq[1] += r[2] * fi[0] - r[0] * fi[2];
+      tq[2] += r[0] * fi[1] - r[1] * fi[0];
+    }
+  }
+  if (force) memcpy(force, f, sizeof f);
+  if (torque) memcpy(torque, tq, sizeof tq);
+}

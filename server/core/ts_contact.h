@@ -1,0 +1,173 @@
+/*
+ * ts_contact.h: the response half of tool-tissue collision (issue 5): tissue
+ * vertices inside a tool are moved out along the contact normal, with
+ * Coulomb friction, without letting a fast tool pass through a sheet. The
+ * detection half (trees, exact tests) is ts_collide.h; grasping is
+ * ts_grasp.h; the position-based solver uses this as its contact constraint
+ * (ts_xpbd.h), the mass-spring step as a projection after its integration.
+ *
+ * Which vertices move. Two passes, each a rigid position constraint:
+ *  1. the vertices found inside the tool, each projected to the tool's
+ *     surface at its closest point (C = sdf(x) >= 0, sdf the signed
+ *     distance from the tool; Mueller et al., "Position Based Dynamics",
+ *     2007, section 3.5). This is exact for a vertex and its multiplier is
+ *     the vertex's contact force;
+ *  2. then every nearby triangle the tool still meets more than a quarter
+ *     of its thickness deep (exact tests of ts_tritri.h: sphere, capsule,
+ *     box against triangle; contact point q, normal n, depth d) although
+ *     its vertices are outside: the triangle's vertices are moved along n,
+ *     weighted by the barycentric coordinates b_i of q, by the
+ *     point-triangle constraint C = d - thickness / 4 along n:
+ *     dx_i = w_i b_i C n / sum_j w_j b_j^2 (w the inverse masses). This
+ *     keeps a tool thinner than the triangles (a 1 mm capsule on 1.6 mm
+ *     triangles) from slipping between the vertices: the tool's core
+ *     stays a quarter thickness away from every triangle. The allowance
+ *     lets a surface wrapped around the tool rest on it by its vertices:
+ *     the triangles between two vertices on a convex tool dip into it by
+ *     their sagitta (0.3 mm for 3.3 mm triangles on a 5 mm sphere), which
+ *     would otherwise hold the vertices off the surface.
+ * The vertex pass comes first because the tools are primitives with an
+ * exact signed distance and mostly larger than the triangles (a 5 mm
+ * sphere on 1.6..3.5 mm triangles): there it leaves no vertex inside in one
+ * pass, while a barycentric split shares one correction among three
+ * vertices and needs repeated passes; the triangle pass covers what the
+ * vertex pass cannot see. Triangle-mesh tools (TS_SHAPE_MESH) have no
+ * signed distance here and are refused (TS_EUNSUPPORTED).
+ *
+ * Candidates. The tissue's AABB tree (ts_aabb_tree.h, refitted for the
+ * positions) is asked for the triangles whose fat leaf boxes overlap the
+ * box swept by the tool's root OBB between its two poses, grown by a
+ * margin; their free vertices are the candidates of the step. No other
+ * vertex can touch the tool within the step unless it moves more than the
+ * margin.
+ *
+ * No tunnelling. The tool moves from `from` to `to` in m substeps, m the
+ * smallest count for which no tool point moves more than travel_fraction
+ * (default 1/4) of the tool's thinnest part (ts_obb_tree.thickness) per
+ * substep, the travel bound of ts_collide_sweep (|dp| + rotation angle *
+ * reach + the jaws' own motion). Each candidate follows its own straight
+ * path from x0 to x over the same substeps and is projected out of the tool
+ * wherever it is inside; a vertex that is outside at one substep is then at
+ * most a quarter thickness deep at the next, so it is pushed back out on the
+ * side it came from and never past the tool's core. The corrections made on
+ * the way are carried to the end of the path. A 1 mm thick tool at 0.5 m/s
+ * and 1 ms steps takes 2 substeps; a 10 mm sphere 1.
+ *
+ * Friction (Coulomb, position level). For a vertex in contact, its
+ * displacement over the step relative to the tool's material point under it
+ * (the point's motion from `from` to `to` as a rigid body) is split into
+ * normal and tangential parts; the tangential part d_t is removed entirely
+ * while |d_t| <= mu_s * lambda_n (static friction: the vertex sticks),
+ * otherwise reduced by mu_k * lambda_n (kinetic), lambda_n the normal
+ * correction of the vertex accumulated since ts_contact_begin and the
+ * tangential correction already made counted against it (the cone of
+ * Mueller et al., "Detailed Rigid Body Simulation with Extended Position
+ * Based Dynamics", 2020, section 3.5). The jaws' opening motion is not part
+ * of the tool's rigid motion for friction.
+ *
+ * Force. Every correction dx of a vertex of mass m is an impulse-like
+ * quantity m dx; the reaction on the tool over a (sub)step of length h is
+ * F = -sum(m dx) / h^2 (XPBD: M (x - x~) = grad C^T lambda), and its torque
+ * about the tool's origin sum((x - p) x F_i).
+ *
+ * All memory belongs to a workspace created once; the step allocates
+ * nothing.
+ */
+#ifndef TS_CONTACT_H
+#define TS_CONTACT_H
+
+#include <stdint.h>
+
+#include "ts_aabb_tree.h"
+#include "ts_obb_tree.h"
+
+typedef struct ts_contact_def {
+  double mu_static;       /* Coulomb static coefficient (>= 0) */
+  double mu_kinetic;      /* kinetic coefficient (0 <= mu_k <= mu_s) */
+  double margin;          /* candidate margin, m (>= 0) */
+  double travel_fraction; /* of the tool's thickness per substep, (0, 1] */
+  uint32_t max_substeps;  /* 1 .. 4096 */
+  int triangle_pass;      /* nonzero: pass 2 (triangles) after the vertices */
+} ts_contact_def;
+
+/* Defaults: frictionless (mu 0, 0), margin 0.5 mm, a quarter of the
+ * thickness per substep, at most 256 substeps, the triangle pass on. */
+ts_contact_def ts_default_contact_def(void);
+
+/* One candidate vertex. */
+typedef struct ts_contact_vertex {
+  uint32_t node;
+  double n[3];     /* normal of the last projection (out of the tool) */
+  double lam_n;    /* normal correction since ts_contact_begin, m */
+  double lam_t;    /* tangential (friction) correction since then, m */
+  double imp[3];   /* sum of m dx of every correction since then, kg m */
+  int touching;    /* projected or on the surface in the last call */
+} ts_contact_vertex;
+
+typedef struct ts_contact_ws {
+  ts_contact_def def;
+  uint32_t n_points;   /* tissue nodes */
+  uint32_t cap;        /* candidate capacity */
+  uint32_t n;          /* candidates of this step */
+  uint32_t dropped;    /* candidates over cap (then ignored) */
+  ts_contact_vertex *v;
+  uint32_t *tri_buf;   /* tree query scratch */
+  uint32_t tri_cap;
+  uint32_t *mark;      /* per node: stamp of the step that took it */
+  uint32_t stamp;
+  ts_pose from, to;    /* the step's poses */
+  uint32_t substeps;   /* of the sweep between them */
+  uint32_t touching;   /* vertices touching after the last projection */
+  uint32_t n_tris;     /* triangles of this step near the tool */
+  uint32_t tri_hits;   /* triangles the last projection moved */
+  /* private */
+  const ts_aabb_tree *tree; /* of this step */
+  uint32_t *slot;      /* per node: its candidate index when mark == stamp, else UINT32_MAX */
+  double (*carry)[3];  /* per candidate: correction carried along the sweep */
+  double Rf[3][3], Rt[3][3]; /* rotations of from and to */
+} ts_contact_ws;
+
+/* Allocates a workspace for a tissue of n_points nodes with room for cap
+ * candidate vertices and tri_cap triangles per query. def NULL means
+ * defaults. Returns 0, TS_EINVAL (NULL, zero sizes, a def out of range) or
+ * TS_ENOMEM. */
+int ts_contact_ws_init(ts_contact_ws *ws, const ts_contact_def *def, uint32_t n_points,
+                       uint32_t cap, uint32_t tri_cap);
+void ts_contact_ws_free(ts_contact_ws *ws);
+
+/* Signed distance (m, negative inside) of p from a placed primitive tool at
+ * its current pose, and in n (may be NULL) the unit direction that moves p
+ * out fastest (jaws: of the nearer jaw box; a point on a sphere's or
+ * capsule's core gets +y). NAN for a mesh tool. */
+double ts_contact_tool_sdf(const ts_posed_tool *tool, const double p[3], double n[3]);
+
+/* Starts a step: the tool goes from pose `from` to `to` (tool left at `to`);
+ * tree must be refitted for the positions the candidates will be taken at.
+ * Takes as candidates the free nodes (inv_mass > 0, skip[i] == 0 when skip
+ * is not NULL) of the triangles near the swept tool, and clears their
+ * multipliers. Returns 0, TS_EFULL (candidates or triangles over capacity:
+ * the first ones are kept, ws->dropped counts the rest), TS_EINVAL (NULL,
+ * node count differs from the tree's), TS_EUNSUPPORTED (a mesh tool),
+ * TS_ENAN or TS_EQUAT (bad poses). */
+int ts_contact_begin(ts_contact_ws *ws, ts_posed_tool *tool, const ts_pose *from,
+                     const ts_pose *to, const ts_aabb_tree *tree, const double *inv_mass,
+                     const uint8_t *skip);
+
+/* Projects the candidates out of the tool and applies friction. sweep
+ * nonzero: each candidate walks from x0 to x while the tool walks from
+ * `from` to `to` (the first projection of a step: no tunnelling); zero: the
+ * tool at `to` only (later passes, e.g. the solver's further sweeps). x0:
+ * the positions at the start of the step (friction, sweep). Moves x;
+ * accumulates the candidates' multipliers. Returns the number of vertices
+ * touching the tool (>= 0) or TS_EINVAL. The tool is left at `to`. */
+int ts_contact_project(ts_contact_ws *ws, ts_posed_tool *tool, double (*x)[3],
+                       const double (*x0)[3], const double *inv_mass, int sweep);
+
+/* The reaction on the tool of the corrections since ts_contact_begin:
+ * force = -scale * sum(m dx) (scale = 1 / h^2 for a step of length h: N)
+ * and the torque of those forces about the tool's origin at `to` (N m),
+ * with the vertices at positions x. */
+void ts_contact_reaction(const ts_contact_ws *ws, const double (*x)[3], double scale,
+                         double force[3], double torque[3]);
+
+#endif

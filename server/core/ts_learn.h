@@ -1,0 +1,206 @@
+/*
+ * ts_learn.h: the learned shortcut of the second method (issue 6): samples
+ * recorded from the quasi-static solve (ts_qstatic.h), a linear model of
+ * the final positions, trained by batch gradient descent and checked against
+ * the closed-form normal equations, and prediction.
+ *
+ * Samples: for every interval delta (one force application, a tool press)
+ * and every non-control node the solve moved: the initial position x0 (the
+ * state at the start of the interval, the control points already at their
+ * prescribed positions), the internal force f at x0 (the springs of
+ * ts_qstatic.h, N), gravity g = m_i * gravity (N), the final position x1
+ * (the solve's equilibrium), and for the richer model the mean internal
+ * force f1 of the node's spring neighbours and its sheet.
+ *
+ * The method's model (TS_LEARN_METHOD, the default):
+ *   h_theta(eta) = theta0 * x0 + theta1 * f + theta2 * g,
+ * three scalars applied alike to each of the three components (the issue
+ * writes theta0..theta2 as scalars multiplying vectors; this is that
+ * reading: one sample gives three rows, one per axis, sharing theta).
+ * J(theta) = 1/(2N) sum over rows (h_theta - x1)^2, N rows.
+ *
+ * The richer model (TS_LEARN_RICH, beyond the method): per sheet s its own
+ * four scalars on (x0, f, g, f1): the sheets of different layers respond
+ * differently, and f1 carries the pull of a neighbour held by the tool to
+ * nodes one spring further. 4 * n_sheets parameters.
+ *
+ * Training: the moments A = (1/N) sum phi phi^T and c = (1/N) sum phi y are
+ * accumulated once (phi the feature row, y the target), so the batch
+ * gradient grad J = A theta - c is exact over every sample at O(p^2) per
+ * iteration. The features are scaled to unit RMS (theta~ = D theta, D the
+ * column RMS) so that one step suits all parameters; gradient descent
+ *   theta~ <- theta~ - beta (A~ theta~ - c~)
+ * runs with step beta (default: 1 / lambda_max(A~), by power iteration)
+ * until the relative change |d theta~| / |theta~| is below rel_tol or the
+ * iteration cap; both are reported. The closed form solves A~ theta~ = c~ by
+ * Cholesky.
+ *
+ * Threads: a learner belongs to one thread at a time. Training reads only a
+ * sample set and writes a ts_learn_model, so a session can copy its samples
+ * (ts_learn_set_copy), train the copy on another thread and hand the model
+ * back to be installed between two steps (ts_learner_set_model).
+ */
+#ifndef TS_LEARN_H
+#define TS_LEARN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ts_qstatic.h"
+
+typedef enum ts_learn_kind { TS_LEARN_METHOD = 0, TS_LEARN_RICH = 1 } ts_learn_kind;
+
+#define TS_LEARN_MAX_PARAMS (4 * TS_MAX_LAYERS + 4)
+
+/* "method" or "rich"; NULL for an unknown kind. */
+const char *ts_learn_kind_name(ts_learn_kind k);
+/* Parses a kind name: 0, or TS_EINVAL. */
+int ts_learn_kind_parse(const char *name, ts_learn_kind *out);
+/* Parameter count of a kind for n_sheets sheets (0 when unknown or
+ * n_sheets is 0 or too many). */
+uint32_t ts_learn_n_params(ts_learn_kind k, uint32_t n_sheets);
+
+typedef struct ts_learn_sample {
+  double x0[3], f[3], g[3], f1[3], x1[3];
+  uint32_t sheet;
+} ts_learn_sample;
+
+typedef struct ts_learn_set {
+  uint32_t n, cap;
+  uint32_t n_sheets;
+  ts_learn_sample *s;
+} ts_learn_set;
+
+/* A set with room for cap samples. Returns 0, TS_EINVAL (cap or n_sheets
+ * 0, n_sheets over TS_MAX_LAYERS + 1) or TS_ENOMEM. */
+int ts_learn_set_create(uint32_t cap, uint32_t n_sheets, ts_learn_set **out);
+/* A copy holding the same samples (capacity = count). */
+int ts_learn_set_copy(const ts_learn_set *src, ts_learn_set **out);
+void ts_learn_set_free(ts_learn_set *s);
+
+typedef struct ts_learn_model {
+  ts_learn_kind kind;
+  uint32_t n_sheets;
+  uint32_t n_params;
+  double theta[TS_LEARN_MAX_PARAMS]; /* in the features' own units */
+  double loss;                       /* J(theta) over the training rows, m^2 */
+  uint64_t samples;                  /* training samples (nodes x intervals) */
+  uint64_t iterations;               /* gradient descent iterations */
+  double rel_change;                 /* last relative change of theta~ */
+  int converged;                     /* rel_change < rel_tol before the cap */
+} ts_learn_model;
+
+typedef struct ts_learn_train_opts {
+  double beta;          /* step on the scaled problem; 0 = 1 / lambda_max */
+  double rel_tol;       /* stop when |d theta~| <= rel_tol |theta~| (> 0) */
+  uint64_t max_iter;    /* iteration cap (>= 1) */
+  /* progress, called about every 1/64 of the way and at the end: fraction
+   * in [0, 1] (by iterations or by the decade of rel_change reached,
+   * whichever is further) and the current loss, m^2; may be NULL */
+  void (*progress)(void *ud, double fraction, double loss);
+  void *progress_ud;
+} ts_learn_train_opts;
+
+/* beta 0, rel_tol 1e-14, max_iter 50,000,000, no progress. */
+ts_learn_train_opts ts_learn_train_defaults(void);
+
+/* Gradient descent over the set for the given kind. Returns 0 (also when
+ * the cap stopped it: see converged), TS_EINVAL (NULL, bad options, no
+ * samples, unknown kind) or TS_ERANGE (a feature column is constant zero or
+ * the moments are singular: the samples cannot determine theta). */
+int ts_learn_train_gd(const ts_learn_set *set, ts_learn_kind kind,
+                      const ts_learn_train_opts *opts, ts_learn_model *out);
+
+/* The closed-form least-squares theta (normal equations). Returns 0,
+ * TS_EINVAL or TS_ERANGE as ts_learn_train_gd. */
+int ts_learn_train_closed(const ts_learn_set *set, ts_learn_kind kind, ts_learn_model *out);
+
+/* J(theta) of a model over a set, m^2 (NaN for a mismatch). */
+double ts_learn_loss(const ts_learn_model *m, const ts_learn_set *set);
+
+/* The model's prediction of x1 for one sample's features. */
+void ts_learn_predict_sample(const ts_learn_model *m, const ts_learn_sample *s, double x1[3]);
+
+/* theta as bytes: n_params IEEE-754 doubles, little-endian. Returns the byte
+ * count (8 n_params), or 0 when cap is too small. */
+size_t ts_learn_theta_encode(const ts_learn_model *m, uint8_t *buf, size_t cap);
+/* Reads theta for a kind and sheet count. Returns 0, or TS_EINVAL (unknown
+ * kind, wrong byte count) or TS_ENAN (a non-finite value). */
+int ts_learn_theta_decode(ts_learn_kind kind, uint32_t n_sheets, const uint8_t *buf,
+                          size_t bytes, ts_learn_model *out);
+
+/* ---- force applications (ts_learn_apply.c) ------------------------------ */
+
+/* A tool press: the outer-sheet nodes within radius of point are held and
+ * moved by depth along dir (unit vector into the tissue). */
+typedef struct ts_learn_press {
+  double point[3];  /* m */
+  double dir[3];    /* unit */
+  double radius;    /* m, > 0 */
+  double depth;     /* m, this interval's displacement of the held nodes */
+} ts_learn_press;
+
+/* What a learner does with one interval. */
+typedef struct ts_learn_step_stats {
+  ts_qstatic_stats qs;  /* of the solve (zero for a learned step) */
+  uint32_t n_ctrl;      /* control points */
+  uint32_t n_free;      /* non-control points moved */
+} ts_learn_step_stats;
+
+typedef struct ts_learner {
+  ts_qstatic *q;        /* not owned */
+  double range;         /* region search range, m */
+  int local;            /* 1: region solve; 0: whole mesh */
+  ts_learn_set *set;    /* recorded samples (owned) */
+  ts_learn_model model; /* valid when learned */
+  int learned;          /* 1: steps use the model */
+  /* scratch */
+  double (*x0)[3];
+  uint32_t *ctrl;
+  double (*ctrl_pos)[3];
+  uint32_t *nodes;
+  ts_learn_sample *feat;
+} ts_learner;
+
+/* A learner over q recording up to sample_cap samples; range (m, > 0) is
+ * the region search range, or 0 for whole-mesh solves. Returns 0,
+ * TS_EINVAL or TS_ENOMEM. */
+int ts_learner_create(ts_qstatic *q, double range, uint32_t sample_cap, ts_learner **out);
+void ts_learner_destroy(ts_learner *l);
+
+/* Installs a trained model: later steps use it. Returns 0 or TS_EINVAL
+ * (kind unknown, sheet count not q's). */
+int ts_learner_set_model(ts_learner *l, const ts_learn_model *m);
+
+/* One interval: the control points of the press are moved, then the
+ * non-control points (of the region when local) go to the quasi-static
+ * equilibrium (record != 0: and the samples are recorded; a full set is
+ * TS_EFULL, with x already advanced) or, when learned, to the model's
+ * prediction. x: n_nodes positions, m, updated. Returns 0, TS_EINVAL,
+ * TS_ENAN, TS_ERANGE (the press holds no node), TS_EDIVERGED or TS_EFULL. */
+int ts_learner_step(ts_learner *l, double (*x)[3], const ts_learn_press *p, int record,
+                    ts_learn_step_stats *stats);
+
+/* Error accumulator of ts_learner_compare. */
+typedef struct ts_learn_error {
+  uint64_t n;        /* node positions compared */
+  double sum_err2;   /* m^2 */
+  double max_err;    /* m */
+  double sum_disp2;  /* of the solve's displacement |x1 - x0|, m^2 */
+  double max_disp;   /* m */
+} ts_learn_error;
+
+/* Runs one interval from x both ways: the quasi-static solve (x advances
+ * along it, nothing recorded) and the model (l must be learned), adding the
+ * position differences over the non-control points to err. Returns as
+ * ts_learner_step. */
+int ts_learner_compare(ts_learner *l, double (*x)[3], const ts_learn_press *p,
+                       ts_learn_error *err);
+
+/* A text naming the material a model belongs to: the tissue's layers
+ * (name, thickness, axial and radial laws) and the solve's parameters
+ * (E, b, d), "%.6g" numbers. Returns the length written (truncated to cap)
+ * or 0 for bad arguments. */
+size_t ts_learn_material_id(const ts_tissue *t, const ts_qstatic_params *p, char *buf, size_t cap);
+
+#endif

@@ -1,0 +1,206 @@
+/*
+ * ts_learn_apply.c: force applications for the learned shortcut
+ * (ts_learn.h): a tool press picks the control points, then an interval is
+ * answered by the quasi-static solve (recording the samples) or by the
+ * trained model; and the comparison of both from one state, which gives the
+ * held-out error. Scratch is allocated by ts_learner_create only.
+ */
+#include "ts_learn.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ts_error.h"
+
+int ts_learner_create(ts_qstatic *q, double range, uint32_t sample_cap, ts_learner **out) {
+  if (!out) return TS_EINVAL;
+  *out = NULL;
+  if (!q || !isfinite(range) || range < 0 || (range > 0 && !q->surf)) return TS_EINVAL;
+  ts_learner *l = calloc(1, sizeof *l);
+  if (!l) return TS_ENOMEM;
+  l->q = q;
+  l->range = range;
+  l->local = range > 0;
+  uint32_t n = q->n_nodes;
+  int rc = ts_learn_set_create(sample_cap, q->n_sheets, &l->set);
+  l->x0 = malloc(sizeof *l->x0 * n);
+  l->ctrl = malloc(sizeof *l->ctrl * n);
+  l->ctrl_pos = malloc(sizeof *l->ctrl_pos * n);
+  l->nodes = malloc(sizeof *l->nodes * n);
+  l->feat = malloc(sizeof *l->feat * n);
+  if (rc || !l->x0 || !l->ctrl || !l->ctrl_pos || !l->nodes || !l->feat) {
+    ts_learner_destroy(l);
+    return rc ? rc : TS_ENOMEM;
+  }
+  *out = l;
+  return 0;
+}
+
+void ts_learner_destroy(ts_learner *l) {
+  if (!l) return;
+  ts_learn_set_free(l->set);
+  free(l->x0);
+  free(l->ctrl);
+  free(l->ctrl_pos);
+  free(l->nodes);
+  free(l->feat);
+  free(l);
+}
+
+int ts_learner_set_model(ts_learner *l, const ts_learn_model *m) {
+  if (!l || !m || m->n_sheets != l->q->n_sheets ||
+      ts_learn_n_params(m->kind, m->n_sheets) != m->n_params || m->n_params == 0)
+    return TS_EINVAL;
+  l->model = *m;
+  l->learned = 1;
+  return 0;
+}
+
+/* Control points of a press at positions x; returns their count. */
+static uint32_t press_controls(ts_learner *l, const double (*x)[3], const ts_learn_press *p) {
+  const ts_qstatic *q = l->q;
+  uint32_t nc = 0;
+  double r2 = p->radius * p->radius;
+  for (uint32_t i = 0; i < q->n_surf; i++) {
+    if (!(q->mass[i] > 0)) continue;
+    double d[3] = {x[i][0] - p->point[0], x[i][1] - p->point[1], x[i][2] - p->point[2]};
+    if (d[0] * d[0] + d[1] * d[1] + d[2] * d[2] > r2) continue;
+    l->ctrl[nc] = i;
+    for (int c = 0; c < 3; c++) l->ctrl_pos[nc][c] = x[i][c] + p->depth * p->dir[c];
+    nc++;
+  }
+  return nc;
+}
+
+static int press_ok(const ts_learn_press *p) {
+  for (int c = 0; c < 3; c++)
+    if (!isfinite(p->point[c]) || !isfinite(p->dir[c])) return TS_ENAN;
+  if (!isfinite(p->radius) || !isfinite(p->depth)) return TS_ENAN;
+  double n = sqrt(p->dir[0] * p->dir[0] + p->dir[1] * p->dir[1] + p->dir[2] * p->dir[2]);
+  if (fabs(n - 1) > 1e-6 || !(p->radius > 0)) return TS_EINVAL;
+  return 0;
+}
+
+/* Features of the free nodes at x (the start state, controls placed). */
+static void features(ts_learner *l, const double (*x)[3], uint32_t nf, const uint32_t *fr) {
+  const ts_qstatic *q = l->q;
+  for (uint32_t k = 0; k < nf; k++) {
+    uint32_t i = fr[k];
+    ts_learn_sample *s = &l->feat[k];
+    memcpy(s->x0, x[i], sizeof s->x0);
+    ts_qstatic_node_force(q, x, i, s->f);
+    for (int c = 0; c < 3; c++) s->g[c] = q->mass[i] * q->gravity[c];
+    double acc[3] = {0, 0, 0};
+    uint32_t deg = q->adj_off[i + 1] - q->adj_off[i];
+    for (uint32_t e = q->adj_off[i]; e < q->adj_off[i + 1]; e++) {
+      uint32_t sp = q->adj[e];
+      uint32_t j = q->ends[sp][0] == i ? q->ends[sp][1] : q->ends[sp][0];
+      double fj[3];
+      ts_qstatic_node_force(q, x, j, fj);
+      for (int c = 0; c < 3; c++) acc[c] += fj[c];
+    }
+    for (int c = 0; c < 3; c++) s->f1[c] = deg ? acc[c] / deg : 0;
+    s->sheet = i / q->n_surf;
+    memset(s->x1, 0, sizeof s->x1);
+  }
+}
+
+/* Controls, region and free nodes of an interval; features when wanted. */
+static int begin(ts_learner *l, double (*x)[3], const ts_learn_press *p, uint32_t *nc,
+                 int want_features) {
+  int rc = press_ok(p);
+  if (rc) return rc;
+  *nc = press_controls(l, (const double(*)[3])x, p);
+  if (*nc == 0) return TS_ERANGE;
+  if (l->local) {
+    rc = ts_qstatic_select_region(l->q, (const double(*)[3])x, p->point, l->range);
+    if (rc) return rc;
+  }
+  rc = ts_qstatic_prepare(l->q, x, l->ctrl, (const double(*)[3])l->ctrl_pos, *nc, NULL, l->local);
+  if (rc) return rc;
+  if (want_features) features(l, (const double(*)[3])x, l->q->n_free, l->q->free_nodes);
+  return 0;
+}
+
+int ts_learner_step(ts_learner *l, double (*x)[3], const ts_learn_press *p, int record,
+                    ts_learn_step_stats *stats) {
+  if (!l || !x || !p) return TS_EINVAL;
+  ts_learn_step_stats st;
+  memset(&st, 0, sizeof st);
+  uint32_t nc = 0;
+  int use_model = l->learned && !record;
+  int rc = begin(l, x, p, &nc, use_model || record);
+  if (rc) return rc;
+  const ts_qstatic *q = l->q;
+  uint32_t nf = q->n_free;
+  st.n_ctrl = nc;
+  st.n_free = nf;
+  if (use_model) {
+    for (uint32_t k = 0; k < nf; k++)
+      ts_learn_predict_sample(&l->model, &l->feat[k], x[q->free_nodes[k]]);
+    for (uint32_t k = 0; k < nf; k++)
+      if (!isfinite(x[q->free_nodes[k]][0]) || !isfinite(x[q->free_nodes[k]][1]) ||
+          !isfinite(x[q->free_nodes[k]][2])) {
+        for (uint32_t m = 0; m < nf; m++) memcpy(x[q->free_nodes[m]], l->feat[m].x0, sizeof x[0]);
+        return TS_EDIVERGED;
+      }
+  } else {
+    rc = ts_qstatic_relax(l->q, x, NULL, &st.qs);
+    if (rc) return rc;
+    if (record) {
+      if (l->set->n + nf > l->set->cap) rc = TS_EFULL;
+      for (uint32_t k = 0; k < nf && l->set->n < l->set->cap; k++) {
+        ts_learn_sample *s = &l->set->s[l->set->n++];
+        *s = l->feat[k];
+        memcpy(s->x1, x[q->free_nodes[k]], sizeof s->x1);
+      }
+    }
+  }
+  if (stats) *stats = st;
+  return rc;
+}
+
+int ts_learner_compare(ts_learner *l, double (*x)[3], const ts_learn_press *p,
+                       ts_learn_error *err) {
+  if (!l || !x || !p || !err || !l->learned) return TS_EINVAL;
+  uint32_t nc = 0;
+  int rc = begin(l, x, p, &nc, 1);
+  if (rc) return rc;
+  rc = ts_qstatic_relax(l->q, x, NULL, NULL);
+  if (rc) return rc;
+  const ts_qstatic *q = l->q;
+  for (uint32_t k = 0; k < q->n_free; k++) {
+    const double *x1 = x[q->free_nodes[k]];
+    double y[3], e2 = 0, d2 = 0;
+    ts_learn_predict_sample(&l->model, &l->feat[k], y);
+    for (int c = 0; c < 3; c++) {
+      e2 += (y[c] - x1[c]) * (y[c] - x1[c]);
+      d2 += (x1[c] - l->feat[k].x0[c]) * (x1[c] - l->feat[k].x0[c]);
+    }
+    err->n++;
+    err->sum_err2 += e2;
+    err->sum_disp2 += d2;
+    if (sqrt(e2) > err->max_err) err->max_err = sqrt(e2);
+    if (sqrt(d2) > err->max_disp) err->max_disp = sqrt(d2);
+  }
+  return 0;
+}
+
+size_t ts_learn_material_id(const ts_tissue *t, const ts_qstatic_params *p, char *buf, size_t cap) {
+  if (!t || !p || !buf || cap == 0) return 0;
+  size_t n = 0;
+  buf[0] = 0;
+  for (uint32_t i = 0; i < t->n_layers && i < TS_MAX_LAYERS; i++) {
+    const ts_layer *L = &t->layers[i];
+    int w = snprintf(buf + n, cap - n, "%s%.*s:%.6g,%.6g/%.6g,%.6g/%.6g", i ? ";" : "",
+                     TS_NAME_MAX, L->name, L->thickness, L->axial.a, L->axial.b, L->radial.a,
+                     L->radial.b);
+    if (w < 0 || (size_t)w >= cap - n) return cap - 1;
+    n += (size_t)w;
+  }
+  int w = snprintf(buf + n, cap - n, "%sqs:E=%.6g,b=%.6g,d=%.6g", n ? "|" : "", p->E, p->b, p->d);
+  if (w < 0 || (size_t)w >= cap - n) return cap - 1;
+  return n + (size_t)w;
+}

@@ -1,0 +1,540 @@
+/*
+ * cmd_learn.c: the learned-shortcut commands of tissuetool (issue 6; the
+ * method is in server/core/ts_qstatic.h and ts_learn.h).
+ *
+ *   tissuetool learn [--db PATH] [--tissue stomach-patch] [--samples N]
+ *                    [--model method|rich]
+ *     presses a tool into the built-in patch at N points (4 intervals of
+ *     1 mm each), solves each interval quasi-statically and records the
+ *     samples, trains theta by gradient descent (progress on stderr), checks
+ *     it against the closed form, measures the error on 3 held-out presses,
+ *     stores the model and prints it as one JSON object.
+ *   tissuetool models [--db PATH] [list | export ID | import FILE | delete ID]
+ *     lists the stored models (JSON array), exports one as JSON, imports one
+ *     (refused unless its tissue and material are the tissue's own), deletes.
+ */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "tool_util.h"
+#include "ts_error.h"
+#include "ts_learn.h"
+#include "ts_qstatic.h"
+#include "ts_storage.h"
+#include "ts_tissue.h"
+
+#define LEARN_TISSUE "stomach-patch"
+#define LEARN_RANGE 0.015   /* m: region search range */
+#define LEARN_RADIUS 0.003  /* m: nodes held by the tool */
+#define LEARN_STEP 0.001    /* m per interval */
+#define LEARN_STEPS 4       /* intervals per press */
+#define LEARN_HELD 3        /* held-out presses */
+#define LEARN_SPREAD 0.02   /* m: presses within this radius of the centre */
+#define EXPORT_FORMAT "tissued-learned-model"
+
+/* The tissue a model is for: the built-in patch with its defaults, and the
+ * solver on it. Only the built-in patch is known to the tool. */
+typedef struct learn_ctx {
+  ts_tissue *t;
+  ts_qstatic *q;
+  ts_qstatic_params p;
+  char material[1024];
+} learn_ctx;
+
+static int ctx_open(const char *cmd, const char *tissue, learn_ctx *c, FILE *err) {
+  memset(c, 0, sizeof *c);
+  if (strcmp(tissue, LEARN_TISSUE) != 0) {
+    fprintf(err, "tissuetool %s: unknown tissue '%s' (known: %s)\n", cmd, tissue, LEARN_TISSUE);
+    return 1;
+  }
+  ts_patch_def d = ts_default_patch_def();
+  int rc = ts_patch_create(&d, &c->t);
+  if (!rc) {
+    c->p = ts_qstatic_default_params(c->t);
+    rc = ts_qstatic_create(c->t, &c->p, &c->q);
+  }
+  if (rc) {
+    fprintf(err, "tissuetool %s: cannot build %s: %s\n", cmd, tissue, ts_err_name(rc));
+    ts_tissue_destroy(c->t);
+    return 1;
+  }
+  ts_learn_material_id(c->t, &c->p, c->material, sizeof c->material);
+  return 0;
+}
+
+static void ctx_close(learn_ctx *c) {
+  ts_qstatic_destroy(c->q);
+  ts_tissue_destroy(c->t);
+}
+
+static int64_t tissue_id(const char *cmd, ts_storage *st, const char *name, FILE *err) {
+  ts_tissue_rec r;
+  if (ts_storage_get_tissue(st, name, &r) == 0) {
+    int64_t id = r.id;
+    ts_storage_tissue_free(&r);
+    return id;
+  }
+  ts_tissue_rec nr;
+  memset(&nr, 0, sizeof nr);
+  nr.name = name;
+  nr.kind = "builtin";
+  nr.layer_spec = "{\"layers\":[\"mucosa\",\"submucosa\",\"muscularis\"]}";
+  int64_t id = ts_storage_put_tissue(st, &nr);
+  if (id <= 0) fprintf(err, "tissuetool %s: %s\n", cmd, ts_storage_errmsg(st));
+  return id;
+}
+
+/* Press i of a golden-angle spiral (offset shifts the held-out ones). */
+static void press_point(uint32_t i, uint32_t n, double offset, double *px, double *pz) {
+  double r = LEARN_SPREAD * sqrt((i + 0.5) / n), a = (i + offset) * 2.39996322972865332;
+  *px = r * cos(a);
+  *pz = r * sin(a);
+}
+
+/* One press of LEARN_STEPS intervals from rest near (px, pz). */
+static int press(ts_learner *l, const ts_tissue *t, double (*x)[3], double px, double pz,
+                 ts_learn_error *e) {
+  memcpy(x, t->rest, sizeof *x * t->n_nodes);
+  uint32_t node = 0;
+  double bd = INFINITY;
+  for (uint32_t i = 0; i < t->nodes_per_sheet; i++) {
+    double dx = t->rest[i][0] - px, dz = t->rest[i][2] - pz;
+    if (dx * dx + dz * dz < bd) {
+      bd = dx * dx + dz * dz;
+      node = i;
+    }
+  }
+  for (int k = 0; k < LEARN_STEPS; k++) {
+    ts_learn_press p = {{x[node][0], x[node][1], x[node][2]}, {0, -1, 0}, LEARN_RADIUS, LEARN_STEP};
+    int rc = e ? ts_learner_compare(l, x, &p, e) : ts_learner_step(l, x, &p, 1, NULL);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+static void progress(void *ud, double fraction, double loss) {
+  fprintf((FILE *)ud, "training: %5.1f %%  loss %.6g m^2\n", 100 * fraction, loss);
+}
+
+static void learn_help(FILE *f) {
+  fprintf(f,
+          "usage: tissuetool learn [--db PATH] [--tissue stomach-patch] [--samples N]\n"
+          "                        [--model method|rich]\n"
+          "\n"
+          "Trains the learned shortcut of the quasi-static solve for a tissue and stores\n"
+          "it: N training presses (default 8, 1..1000) of a tool into the tissue, each\n"
+          "4 intervals of 1 mm, solved quasi-statically in a 15 mm region; theta by\n"
+          "gradient descent (checked against the closed form); RMS and maximum error\n"
+          "on 3 held-out presses. Prints one JSON object:\n"
+          "  {\"id\",\"tissue\",\"material\",\"kind\",\"version\",\"theta\",\"loss\",\"samples\",\n"
+          "   \"iterations\",\"rel_change\",\"closed_form_rel_diff\",\"heldout_rmse\",\n"
+          "   \"heldout_max\",\"heldout_rel_rmse\"} (metres; loss in m^2).\n"
+          "Progress goes to stderr. Exit status: 0 stored, 1 failed, 2 usage error.\n");
+}
+
+int ts_cmd_learn(int argc, char **argv, FILE *out, FILE *err) {
+  const char *db = TS_TOOL_DEFAULT_DB, *tissue = LEARN_TISSUE, *samples = "8", *model = "method";
+  const ts_tool_opt opts[] = {
+      {"db", &db}, {"tissue", &tissue}, {"samples", &samples}, {"model", &model}};
+  int npos = 0;
+  int rc = ts_tool_parse(argc, argv, opts, 4, NULL, 0, &npos, err);
+  if (rc == 1) {
+    learn_help(out);
+    return 0;
+  }
+  if (rc) return rc;
+  char *end = NULL;
+  long n = strtol(samples, &end, 10);
+  if (!end || *end || n < 1 || n > 1000) {
+    fprintf(err, "tissuetool learn: --samples must be a whole number from 1 to 1000\n");
+    return 2;
+  }
+  ts_learn_kind kind;
+  if (ts_learn_kind_parse(model, &kind)) {
+    fprintf(err, "tissuetool learn: --model must be method or rich\n");
+    return 2;
+  }
+  learn_ctx c;
+  if (ctx_open("learn", tissue, &c, err)) return 1;
+  ts_storage *st = NULL;
+  ts_learner *l = NULL;
+  double(*x)[3] = malloc(sizeof *x * c.t->n_nodes);
+  int status = 1;
+  uint32_t per_press = LEARN_STEPS * c.t->n_nodes;
+  if (!x || ts_learner_create(c.q, LEARN_RANGE, per_press * (uint32_t)n, &l)) {
+    fprintf(err, "tissuetool learn: out of memory\n");
+    goto done;
+  }
+  if (ts_tool_open_db("learn", db, &st, err)) goto done;
+  int64_t tid = tissue_id("learn", st, tissue, err);
+  if (tid <= 0) goto done;
+  for (long i = 0; i < n; i++) {
+    double px, pz;
+    press_point((uint32_t)i, (uint32_t)n, 0, &px, &pz);
+    rc = press(l, c.t, x, px, pz, NULL);
+    if (rc) {
+      fprintf(err, "tissuetool learn: quasi-static solve: %s\n", ts_err_name(rc));
+      goto done;
+    }
+    fprintf(err, "recording: press %ld/%ld, %u samples\n", i + 1, n, l->set->n);
+  }
+  ts_learn_train_opts o = ts_learn_train_defaults();
+  o.progress = progress;
+  o.progress_ud = err;
+  ts_learn_model m, cf;
+  rc = ts_learn_train_gd(l->set, kind, &o, &m);
+  if (!rc) rc = ts_learn_train_closed(l->set, kind, &cf);
+  if (rc) {
+    fprintf(err, "tissuetool learn: training: %s\n", ts_err_name(rc));
+    goto done;
+  }
+  double cfdiff = 0;
+  for (uint32_t a = 0; a < m.n_params; a++)
+    cfdiff = fmax(cfdiff, fabs(m.theta[a] - cf.theta[a]) / fmax(fabs(cf.theta[a]), 1e-300));
+  ts_learner_set_model(l, &m);
+  ts_learn_error e;
+  memset(&e, 0, sizeof e);
+  for (uint32_t i = 0; i < LEARN_HELD; i++) {
+    double px, pz;
+    press_point(i, LEARN_HELD, 0.5, &px, &pz);
+    rc = press(l, c.t, x, px, pz, &e);
+    if (rc) {
+      fprintf(err, "tissuetool learn: held-out press: %s\n", ts_err_name(rc));
+      goto done;
+    }
+  }
+  double rmse = e.n ? sqrt(e.sum_err2 / e.n) : 0, drms = e.n ? sqrt(e.sum_disp2 / e.n) : 0;
+  uint8_t blob[8 * TS_LEARN_MAX_PARAMS];
+  size_t nb = ts_learn_theta_encode(&m, blob, sizeof blob);
+  ts_model_rec rec;
+  memset(&rec, 0, sizeof rec);
+  rec.tissue = tid;
+  rec.material = c.material;
+  rec.kind = ts_learn_kind_name(kind);
+  rec.theta = blob;
+  rec.theta_bytes = nb;
+  rec.loss = m.loss;
+  rec.samples = (int64_t)m.samples;
+  rec.heldout_rmse = rmse;
+  rec.heldout_max = e.max_err;
+  int64_t version = 0;
+  int64_t id = ts_storage_put_model(st, &rec, &version);
+  if (id <= 0) {
+    fprintf(err, "tissuetool learn: storing the model: %s\n", ts_storage_errmsg(st));
+    goto done;
+  }
+  fprintf(out, "{\"id\":%lld,\"tissue\":", (long long)id);
+  ts_tool_json_string(out, tissue);
+  fputs(",\"material\":", out);
+  ts_tool_json_string(out, c.material);
+  fprintf(out, ",\"kind\":\"%s\",\"version\":%lld,\"theta\":[", rec.kind, (long long)version);
+  for (uint32_t a = 0; a < m.n_params; a++) {
+    if (a) fputc(',', out);
+    ts_tool_json_number(out, m.theta[a]);
+  }
+  fputs("],\"loss\":", out);
+  ts_tool_json_number(out, m.loss);
+  fprintf(out, ",\"samples\":%llu,\"iterations\":%llu,\"rel_change\":",
+          (unsigned long long)m.samples, (unsigned long long)m.iterations);
+  ts_tool_json_number(out, m.rel_change);
+  fputs(",\"closed_form_rel_diff\":", out);
+  ts_tool_json_number(out, cfdiff);
+  fputs(",\"heldout_rmse\":", out);
+  ts_tool_json_number(out, rmse);
+  fputs(",\"heldout_max\":", out);
+  ts_tool_json_number(out, e.max_err);
+  fputs(",\"heldout_rel_rmse\":", out);
+  ts_tool_json_number(out, drms > 0 ? rmse / drms : 0);
+  fputs("}\n", out);
+  status = 0;
+done:
+  ts_storage_close(st);
+  ts_learner_destroy(l);
+  free(x);
+  ctx_close(&c);
+  return status;
+}
+
+/* ---- models -------------------------------------------------------------- */
+
+/* The model as a cJSON object (tissue by name). NULL when out of memory. */
+static cJSON *model_json(const ts_model_rec *m, const char *tissue_name) {
+  cJSON *o = cJSON_CreateObject();
+  if (!o) return NULL;
+  cJSON_AddStringToObject(o, "format", EXPORT_FORMAT);
+  cJSON_AddNumberToObject(o, "id", (double)m->id);
+  cJSON_AddStringToObject(o, "tissue", tissue_name);
+  cJSON_AddStringToObject(o, "material", m->material);
+  cJSON_AddStringToObject(o, "kind", m->kind);
+  cJSON_AddNumberToObject(o, "version", (double)m->version);
+  cJSON *th = cJSON_AddArrayToObject(o, "theta");
+  for (size_t a = 0; th && a + 8 <= m->theta_bytes; a += 8) {
+    uint64_t u = 0;
+    double v;
+    for (int k = 0; k < 8; k++) u |= (uint64_t)m->theta[a + k] << (8 * k);
+    memcpy(&v, &u, 8);
+    cJSON_AddItemToArray(th, cJSON_CreateNumber(v));
+  }
+  cJSON_AddNumberToObject(o, "loss", m->loss);
+  cJSON_AddNumberToObject(o, "samples", (double)m->samples);
+  cJSON_AddNumberToObject(o, "heldout_rmse", m->heldout_rmse);
+  cJSON_AddNumberToObject(o, "heldout_max", m->heldout_max);
+  cJSON_AddNumberToObject(o, "created", (double)m->created);
+  return o;
+}
+
+typedef struct list_ctx {
+  ts_storage *st;
+  FILE *out;
+  int count;
+} list_ctx;
+
+static int tissue_name_of(ts_storage *st, int64_t id, char *buf, size_t cap);
+
+static int print_model(void *ud, const ts_model_rec *m) {
+  list_ctx *c = ud;
+  char name[256];
+  if (tissue_name_of(c->st, m->tissue, name, sizeof name)) snprintf(name, sizeof name, "?");
+  cJSON *o = model_json(m, name);
+  char *s = o ? cJSON_PrintUnformatted(o) : NULL;
+  cJSON_Delete(o);
+  if (!s) return TS_ENOMEM;
+  fprintf(c->out, "%s%s", c->count++ ? ",\n" : "[\n", s);
+  cJSON_free(s);
+  return 0;
+}
+
+typedef struct name_ctx {
+  int64_t id;
+  char *buf;
+  size_t cap;
+  int found;
+} name_ctx;
+
+static int find_name(void *ud, const ts_tissue_rec *t) {
+  name_ctx *c = ud;
+  if (t->id != c->id) return 0;
+  snprintf(c->buf, c->cap, "%s", t->name);
+  c->found = 1;
+  return 1;
+}
+
+static int tissue_name_of(ts_storage *st, int64_t id, char *buf, size_t cap) {
+  name_ctx c = {id, buf, cap, 0};
+  ts_storage_list_tissues(st, find_name, &c);
+  return c.found ? 0 : -1;
+}
+
+static void models_help(FILE *f) {
+  fprintf(f,
+          "usage: tissuetool models [--db PATH] [list | export ID | import FILE | delete ID]\n"
+          "\n"
+          "  list         the stored learned models as a JSON array, one per line\n"
+          "  export ID    model ID as one JSON object on stdout (format\n"
+          "               \"" EXPORT_FORMAT "\": tissue, material, kind, version, theta, loss,\n"
+          "               samples, heldout_rmse, heldout_max)\n"
+          "  import FILE  stores an exported model as a new version; refused unless\n"
+          "               its tissue is known and its material is the tissue's own\n"
+          "  delete ID    deletes model ID\n"
+          "\n"
+          "Exit status: 0 done, 1 failed, 2 usage error.\n");
+}
+
+static int parse_id(const char *s, int64_t *id) {
+  char *end = NULL;
+  long long v = strtoll(s, &end, 10);
+  if (!end || *end || v <= 0) return -1;
+  *id = v;
+  return 0;
+}
+
+static char *read_file(const char *path, FILE *err) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    fprintf(err, "tissuetool models: cannot open %s\n", path);
+    return NULL;
+  }
+  size_t cap = 4096, n = 0;
+  char *b = malloc(cap);
+  while (b) {
+    size_t r = fread(b + n, 1, cap - n - 1, f);
+    n += r;
+    if (n + 1 < cap) break;
+    if (cap > (16u << 20)) {
+      fprintf(err, "tissuetool models: %s is over 16 MiB\n", path);
+      free(b);
+      b = NULL;
+      break;
+    }
+    char *nb = realloc(b, cap * 2);
+    if (!nb) {
+      free(b);
+      b = NULL;
+      break;
+    }
+    b = nb;
+    cap *= 2;
+  }
+  fclose(f);
+  if (b) b[n] = 0;
+  return b;
+}
+
+static int import_model(ts_storage *st, const char *path, FILE *out, FILE *err) {
+  char *text = read_file(path, err);
+  if (!text) return 1;
+  cJSON *o = cJSON_Parse(text);
+  free(text);
+  int status = 1;
+  learn_ctx c;
+  int have_ctx = 0;
+  const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(o, "format");
+  const cJSON *tis = cJSON_GetObjectItemCaseSensitive(o, "tissue");
+  const cJSON *mat = cJSON_GetObjectItemCaseSensitive(o, "material");
+  const cJSON *kind = cJSON_GetObjectItemCaseSensitive(o, "kind");
+  const cJSON *th = cJSON_GetObjectItemCaseSensitive(o, "theta");
+  if (!o || !cJSON_IsString(fmt) || strcmp(fmt->valuestring, EXPORT_FORMAT) != 0 ||
+      !cJSON_IsString(tis) || !cJSON_IsString(mat) || !cJSON_IsString(kind) ||
+      !cJSON_IsArray(th)) {
+    fprintf(err, "tissuetool models: %s is not an exported model (format \"%s\" with tissue, "
+                 "material, kind and theta)\n", path, EXPORT_FORMAT);
+    goto done;
+  }
+  if (ctx_open("models", tis->valuestring, &c, err)) goto done;
+  have_ctx = 1;
+  if (strcmp(mat->valuestring, c.material) != 0) {
+    fprintf(err, "tissuetool models: the model was trained for another material of %s:\n"
+                 "  model:  %s\n  tissue: %s\n", tis->valuestring, mat->valuestring, c.material);
+    goto done;
+  }
+  ts_learn_kind k;
+  if (ts_learn_kind_parse(kind->valuestring, &k)) {
+    fprintf(err, "tissuetool models: unknown model kind '%s' (method, rich)\n", kind->valuestring);
+    goto done;
+  }
+  ts_learn_model m;
+  memset(&m, 0, sizeof m);
+  uint32_t np = (uint32_t)cJSON_GetArraySize(th);
+  if (np != ts_learn_n_params(k, c.q->n_sheets)) {
+    fprintf(err, "tissuetool models: a %s model of %s has %u parameters, the file gives %u\n",
+            kind->valuestring, tis->valuestring, ts_learn_n_params(k, c.q->n_sheets), np);
+    goto done;
+  }
+  m.kind = k;
+  m.n_sheets = c.q->n_sheets;
+  m.n_params = np;
+  uint32_t a = 0;
+  const cJSON *v;
+  cJSON_ArrayForEach(v, th) {
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) {
+      fprintf(err, "tissuetool models: theta[%u] is not a finite number\n", a);
+      goto done;
+    }
+    m.theta[a++] = v->valuedouble;
+  }
+  uint8_t blob[8 * TS_LEARN_MAX_PARAMS];
+  ts_model_rec rec;
+  memset(&rec, 0, sizeof rec);
+  int64_t tid = tissue_id("models", st, tis->valuestring, err);
+  if (tid <= 0) goto done;
+  rec.tissue = tid;
+  rec.material = c.material;
+  rec.kind = ts_learn_kind_name(k);
+  rec.theta = blob;
+  rec.theta_bytes = ts_learn_theta_encode(&m, blob, sizeof blob);
+  const char *nums[] = {"loss", "heldout_rmse", "heldout_max", "samples"};
+  double val[4] = {0, 0, 0, 0};
+  for (int i = 0; i < 4; i++) {
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, nums[i]);
+    if (x && (!cJSON_IsNumber(x) || !isfinite(x->valuedouble) || x->valuedouble < 0)) {
+      fprintf(err, "tissuetool models: %s must be a non-negative number\n", nums[i]);
+      goto done;
+    }
+    if (x) val[i] = x->valuedouble;
+  }
+  rec.loss = val[0];
+  rec.heldout_rmse = val[1];
+  rec.heldout_max = val[2];
+  rec.samples = (int64_t)val[3];
+  int64_t version = 0, id = ts_storage_put_model(st, &rec, &version);
+  if (id <= 0) {
+    fprintf(err, "tissuetool models: storing the model: %s\n", ts_storage_errmsg(st));
+    goto done;
+  }
+  fprintf(out, "{\"id\":%lld,\"version\":%lld}\n", (long long)id, (long long)version);
+  status = 0;
+done:
+  if (have_ctx) ctx_close(&c);
+  cJSON_Delete(o);
+  return status;
+}
+
+int ts_cmd_models(int argc, char **argv, FILE *out, FILE *err) {
+  const char *db = TS_TOOL_DEFAULT_DB;
+  const ts_tool_opt opts[] = {{"db", &db}};
+  const char *pos[2] = {NULL, NULL};
+  int npos = 0;
+  int rc = ts_tool_parse(argc, argv, opts, 1, pos, 2, &npos, err);
+  if (rc == 1) {
+    models_help(out);
+    return 0;
+  }
+  if (rc) return rc;
+  const char *verb = npos ? pos[0] : "list";
+  int needs_arg = strcmp(verb, "list") != 0;
+  if ((strcmp(verb, "list") && strcmp(verb, "export") && strcmp(verb, "import") &&
+       strcmp(verb, "delete")) ||
+      (needs_arg && npos != 2) || (!needs_arg && npos > 1)) {
+    fprintf(err, "tissuetool models: expected list, export ID, import FILE or delete ID "
+                 "(see tissuetool models --help)\n");
+    return 2;
+  }
+  int64_t id = 0;
+  if ((!strcmp(verb, "export") || !strcmp(verb, "delete")) && parse_id(pos[1], &id)) {
+    fprintf(err, "tissuetool models: '%s' is not a model id\n", pos[1]);
+    return 2;
+  }
+  ts_storage *st = NULL;
+  if (ts_tool_open_db("models", db, &st, err)) return 1;
+  int status = 1;
+  if (!strcmp(verb, "list")) {
+    list_ctx c = {st, out, 0};
+    if (ts_storage_list_models(st, 0, print_model, &c))
+      fprintf(err, "tissuetool models: %s\n", ts_storage_errmsg(st));
+    else {
+      fputs(c.count ? "\n]\n" : "[]\n", out);
+      status = 0;
+    }
+  } else if (!strcmp(verb, "export")) {
+    ts_model_rec m;
+    if (ts_storage_get_model(st, id, &m)) {
+      fprintf(err, "tissuetool models: no model %lld\n", (long long)id);
+    } else {
+      char name[256];
+      if (tissue_name_of(st, m.tissue, name, sizeof name)) snprintf(name, sizeof name, "?");
+      cJSON *o = model_json(&m, name);
+      char *s = o ? cJSON_Print(o) : NULL;
+      if (s) {
+        fprintf(out, "%s\n", s);
+        status = 0;
+      }
+      cJSON_free(s);
+      cJSON_Delete(o);
+      ts_storage_model_free(&m);
+    }
+  } else if (!strcmp(verb, "import")) {
+    status = import_model(st, pos[1], out, err);
+  } else {
+    if (ts_storage_delete_model(st, id))
+      fprintf(err, "tissuetool models: no model %lld\n", (long long)id);
+    else
+      status = 0;
+  }
+  ts_storage_close(st);
+  return status;
+}

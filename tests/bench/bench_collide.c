@@ -1,0 +1,276 @@
+/*
+ * bench_collide.c: collision per physics step (issue 5, "Benchmark"): the
+ * tissue's AABB tree refitted for the step's positions plus the query of
+ * the standard tool (the dental instrument's OBB tree on the standard path,
+ * bench_path.h) against it, beside the brute-force all-pairs test
+ * (ts_collide_tool_tissue_brute) on the same poses and positions; and the
+ * contact response of ts_contact.h (candidates from the same tree, the swept
+ * projection) for the sphere on the path's tip, the tool the daemon's
+ * clients use.
+ *
+ *   bench_collide [--quick | --full] [SCENARIO ...]   (default: all)
+ *
+ * The tissue deforms as under the tool, locally and step by step, without
+ * the cost of a mechanics step in the figures: every step each surface node
+ * within 12 mm of the tip (measured in the tangent plane) is pushed along
+ * -normal by 0.8 of the tip's depth below the undeformed surface times the
+ * smooth bump (1 - (d / 12 mm)^2)^2, all others rest (so the tool is in
+ * contact, a fifth of its depth into the dent). So the refit sees what a real
+ * press and drag give it: the nodes around the tool move every step, the
+ * rest of the tissue not at all (the case the fat boxes of ts_aabb_tree.h
+ * are for).
+ *
+ * Steps of 1 ms (the session dt). --quick: 300 steps from t = 2.5 s (press
+ * into drag); default: 2000 steps from t = 2 s; --full: the whole 10 s path.
+ * Brute force on every 20th step (every 5th in --full is too slow on
+ * patch-L: every 50th there).
+ *
+ * Lines: refit_query_us_per_step (ref brute_force_us_per_step, target 100
+ * on patch-L), refit_us_per_step, contact_response_us_per_step (sphere),
+ * and the contact counts that show both found the same set.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_path.h"
+#include "bench_report.h"
+#include "bench_scenario.h"
+#include "ts_aabb_tree.h"
+#include "ts_collide.h"
+#include "ts_contact.h"
+#include "ts_error.h"
+#include "ts_mesh.h"
+#include "ts_mesh_io.h"
+#include "ts_obb_tree.h"
+
+#define DENT_RADIUS 0.012 /* m */
+#define DENT_SHARE 0.8    /* of the tip's depth: the tool stays 20 % of it into the dent */
+
+typedef enum { MODE_QUICK, MODE_DEFAULT, MODE_FULL } run_mode;
+
+typedef struct plan {
+  const char *name;
+  double t0;      /* s: path time of the first step */
+  uint32_t steps; /* of 1 ms */
+  uint32_t brute_every;
+} plan;
+
+static plan plan_for(run_mode m) {
+  if (m == MODE_QUICK) return (plan){"quick", 2.5, 300, 20};
+  if (m == MODE_FULL) return (plan){"full", 0.0, 10000, 50};
+  return (plan){"default", 2.0, 2000, 20};
+}
+
+static const char *shared_dir(void) {
+  const char *env = getenv("TS_SHARED_DIR");
+  return env && env[0] ? env : TS_SHARED_DIR;
+}
+
+/* The dented positions for the tip at `tip`. */
+static void dent(const ts_tissue *t, const ts_bench_path *p, const double tip[3], double (*x)[3]) {
+  double rel[3];
+  for (int k = 0; k < 3; k++) rel[k] = tip[k] - p->centre[k];
+  const double depth =
+      -DENT_SHARE * (rel[0] * p->normal[0] + rel[1] * p->normal[1] + rel[2] * p->normal[2]);
+  memcpy(x, t->rest, sizeof *x * t->n_nodes);
+  if (!(depth > 0)) return;
+  for (uint32_t i = 0; i < t->n_nodes; i++) {
+    double d[3];
+    for (int k = 0; k < 3; k++) d[k] = t->rest[i][k] - tip[k];
+    const double dn = d[0] * p->normal[0] + d[1] * p->normal[1] + d[2] * p->normal[2];
+    double r2 = 0;
+    for (int k = 0; k < 3; k++) {
+      const double tk = d[k] - dn * p->normal[k];
+      r2 += tk * tk;
+    }
+    const double u = r2 / (DENT_RADIUS * DENT_RADIUS);
+    if (u >= 1) continue;
+    const double s = depth * (1 - u) * (1 - u);
+    for (int k = 0; k < 3; k++) x[i][k] -= s * p->normal[k];
+  }
+}
+
+static int run_scenario(const char *name, const plan *pl, const ts_mesh *instrument) {
+  char err[1024] = "";
+  ts_bench_scenario sc;
+  if (ts_bench_scenario_create(name, &sc, err, sizeof err)) {
+    fprintf(stderr, "collide: %s\n", err);
+    return -1;
+  }
+  ts_tissue *t = sc.tissue;
+  int status = -1;
+  ts_aabb_tree *tree = NULL;
+  ts_obb_tree *itree = NULL, *stree = NULL;
+  ts_posed_tool ipt, spt;
+  memset(&ipt, 0, sizeof ipt);
+  memset(&spt, 0, sizeof spt);
+  ts_contacts buf, bbuf;
+  memset(&buf, 0, sizeof buf);
+  memset(&bbuf, 0, sizeof bbuf);
+  ts_contact_ws ws;
+  memset(&ws, 0, sizeof ws);
+  double (*x)[3] = malloc(sizeof *x * t->n_nodes);
+  double (*x0)[3] = malloc(sizeof *x0 * t->n_nodes);
+  if (!x || !x0) goto out;
+  if (ts_aabb_tree_create_tissue(NULL, t, &tree)) goto out;
+  ts_tool_shape_def d = ts_default_tool_shape_def();
+  d.kind = TS_SHAPE_MESH;
+  d.mesh = instrument;
+  if (ts_obb_tree_create(&d, &itree) || ts_posed_tool_init(&ipt, itree)) goto out;
+  d = ts_default_tool_shape_def();
+  d.kind = TS_SHAPE_SPHERE;
+  d.radius = TS_BENCH_SPHERE_RADIUS;
+  if (ts_obb_tree_create(&d, &stree) || ts_posed_tool_init(&spt, stree)) goto out;
+  if (ts_contacts_init(&buf, 1u << 16) || ts_contacts_init(&bbuf, 1u << 16)) goto out;
+  if (ts_contact_ws_init(&ws, NULL, t->n_nodes, t->n_nodes, t->n_tris)) goto out;
+  double tip_local[3];
+  if (ts_bench_instrument_tip(instrument, tip_local)) goto out;
+
+  double t_refit = 0, t_query = 0, t_brute = 0, t_contact = 0;
+  uint32_t n_brute = 0, mismatches = 0;
+  uint64_t contacts = 0, brute_contacts = 0, escaped = 0, rebuilds0 = tree->stats.rebuilds;
+  uint64_t sphere_touch = 0, box_tests = 0, leaf_tests = 0;
+  ts_pose sphere_prev;
+  int have_prev = 0;
+  for (uint32_t k = 0; k < pl->steps; k++) {
+    const double time = pl->t0 + k * sc.dt;
+    double tip[3], R[3][3], trans[3];
+    ts_bench_path_tip(&sc.path, time, tip);
+    dent(t, &sc.path, tip, x);
+    ts_bench_path_instrument_pose(&sc.path, time, tip_local, 1.0, R, trans);
+    ts_pose ip;
+    memcpy(ip.p, trans, sizeof ip.p);
+    ts_bench_path_instrument_quat(&sc.path, ip.q);
+    ip.jaw = 0;
+    if (ts_posed_tool_set_pose(&ipt, &ip)) goto out;
+
+    double c0 = ts_bench_cpu_s();
+    if (ts_aabb_tree_refit(tree, (const double (*)[3])x) < 0) goto out;
+    double c1 = ts_bench_cpu_s();
+    ts_collide_stats cst;
+    int rc = ts_collide_tool_tissue(&ipt, tree, (const double (*)[3])x, &buf, &cst);
+    double c2 = ts_bench_cpu_s();
+    if (rc < 0 && rc != TS_EFULL) goto out;
+    t_refit += c1 - c0;
+    t_query += c2 - c1;
+    contacts += buf.total;
+    box_tests += cst.box_tests;
+    leaf_tests += cst.leaf_tests;
+    escaped += tree->stats.escaped;
+    if (k % pl->brute_every == 0) {
+      double b0 = ts_bench_cpu_s();
+      rc = ts_collide_tool_tissue_brute(&ipt, tree, (const double (*)[3])x, &bbuf);
+      t_brute += ts_bench_cpu_s() - b0;
+      if (rc < 0 && rc != TS_EFULL) goto out;
+      n_brute++;
+      brute_contacts += bbuf.total;
+      mismatches += bbuf.total != buf.total;
+    }
+
+    /* the sphere's response on the same tree (positions x0 -> x) */
+    ts_tool sp;
+    ts_bench_path_sphere(&sc.path, time, TS_BENCH_SPHERE_RADIUS, &sp);
+    ts_pose spose = {.p = {sp.pos[0], sp.pos[1], sp.pos[2]},
+                     .q = {sp.quat[0], sp.quat[1], sp.quat[2], sp.quat[3]}};
+    if (!have_prev) sphere_prev = spose, have_prev = 1;
+    memcpy(x0, x, sizeof *x0 * t->n_nodes);
+    double s0 = ts_bench_cpu_s();
+    rc = ts_contact_begin(&ws, &spt, &sphere_prev, &spose, tree, t->inv_mass, NULL);
+    if (rc < 0 && rc != TS_EFULL) goto out;
+    rc = ts_contact_project(&ws, &spt, x, (const double (*)[3])x0, t->inv_mass, 1);
+    t_contact += ts_bench_cpu_s() - s0;
+    if (rc < 0) goto out;
+    sphere_touch += (uint64_t)rc;
+    sphere_prev = spose;
+  }
+  const double n = pl->steps;
+  const double per_step = (t_refit + t_query) / n * 1e6;
+  const double brute_per = n_brute ? t_brute / n_brute * 1e6 : 0;
+  cJSON *o = ts_bench_line("collide", name, "refit_query_us_per_step", per_step, "us");
+  ts_bench_line_ref(o, "brute_force_us_per_step", brute_per);
+  if (strcmp(name, "patch-L") == 0) ts_bench_line_num(o, "target", 100);
+  ts_bench_line_num(o, "steps", n);
+  ts_bench_line_num(o, "brute_steps", n_brute);
+  ts_bench_line_num(o, "mean_contacts", contacts / n);
+  ts_bench_line_num(o, "brute_mean_contacts", n_brute ? (double)brute_contacts / n_brute : 0);
+  ts_bench_line_num(o, "count_mismatches", mismatches);
+  ts_bench_line_num(o, "mean_box_tests", box_tests / n);
+  ts_bench_line_num(o, "mean_leaf_tests", leaf_tests / n);
+  ts_bench_line_num(o, "triangles", t->n_tris);
+  ts_bench_line_str(o, "tool", "dental_instrument_light");
+  ts_bench_line_str(o, "plan", pl->name);
+  ts_bench_line_emit(o);
+  o = ts_bench_line("collide", name, "refit_us_per_step", t_refit / n * 1e6, "us");
+  ts_bench_line_num(o, "mean_escaped_nodes", escaped / n);
+  ts_bench_line_num(o, "rebuilds", (double)(tree->stats.rebuilds - rebuilds0));
+  ts_bench_line_str(o, "plan", pl->name);
+  ts_bench_line_emit(o);
+  o = ts_bench_line("collide", name, "contact_response_us_per_step", t_contact / n * 1e6, "us");
+  ts_bench_line_num(o, "mean_touching", sphere_touch / n);
+  ts_bench_line_str(o, "tool", "sphere 5 mm");
+  ts_bench_line_str(o, "plan", pl->name);
+  ts_bench_line_emit(o);
+  status = 0;
+out:
+  if (status) fprintf(stderr, "collide: %s failed\n", name);
+  ts_contact_ws_free(&ws);
+  ts_contacts_free(&buf);
+  ts_contacts_free(&bbuf);
+  ts_posed_tool_free(&ipt);
+  ts_posed_tool_free(&spt);
+  ts_obb_tree_destroy(itree);
+  ts_obb_tree_destroy(stree);
+  ts_aabb_tree_destroy(tree);
+  free(x);
+  free(x0);
+  ts_bench_scenario_destroy(&sc);
+  return status;
+}
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: bench_collide [--quick | --full] [SCENARIO ...]\n"
+          "scenarios: patch-S patch-L liver (default: all)\n");
+}
+
+int main(int argc, char **argv) {
+  run_mode mode = MODE_DEFAULT;
+  const char *names[16];
+  int n_names = 0;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--quick") == 0) {
+      mode = MODE_QUICK;
+    } else if (strcmp(argv[i], "--full") == 0) {
+      mode = MODE_FULL;
+    } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+      usage(stdout);
+      return 0;
+    } else if (ts_bench_scenario_known(argv[i]) && n_names < 16) {
+      names[n_names++] = argv[i];
+    } else {
+      fprintf(stderr, "bench_collide: unknown argument '%s'\n", argv[i]);
+      usage(stderr);
+      return 2;
+    }
+  }
+  if (n_names == 0)
+    for (int i = 0; ts_bench_scenario_names[i]; i++) names[n_names++] = ts_bench_scenario_names[i];
+  char path[1024], msg[512] = "";
+  snprintf(path, sizeof path, "%s/data/meshes/dental_instrument_light.obj", shared_dir());
+  ts_mesh_import_opts o = ts_mesh_import_opts_default();
+  o.scale = TS_BENCH_INSTRUMENT_SCALE;
+  ts_mesh *instrument = NULL;
+  int rc = ts_mesh_import_file(path, TS_MESH_AUTO, &o, &instrument, NULL, NULL, msg, sizeof msg);
+  if (rc) {
+    fprintf(stderr, "bench_collide: %s (%s)\n", msg, ts_err_name(rc));
+    return 1;
+  }
+  const plan pl = plan_for(mode);
+  int failed = 0;
+  for (int i = 0; i < n_names; i++)
+    if (run_scenario(names[i], &pl, instrument)) failed++;
+  ts_mesh_free(instrument);
+  return failed ? 1 : 0;
+}

@@ -1,0 +1,188 @@
+/*
+ * bench_learn.c: time per force application of the second method (issue
+ * 6): the quasi-static solve (ts_qstatic.h) against the learned shortcut
+ * (ts_learn.h), in the same run, with the learned model's held-out error
+ * beside it.
+ *
+ *   bench_learn [--quick | --full] [SCENARIO ...]   (default: patch-S liver)
+ *
+ * Per scenario: training presses around the path's centre node (4
+ * intervals of 1 mm each, a 3 mm contact, a 15 mm region), the method's
+ * model trained by gradient descent, then held-out presses timed both ways
+ * from the same states. Lines: "qs_application_s" (reference),
+ * "learned_application_s" with ref = the solve and ratio; the target is a
+ * ratio of 1/20 or less ("speedup" >= 20); "heldout_rmse_mm" and
+ * "heldout_max_mm" with the relative figures.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_report.h"
+#include "bench_scenario.h"
+#include "ts_error.h"
+#include "ts_learn.h"
+#include "ts_qstatic.h"
+
+#define RANGE 0.015
+#define RADIUS 0.003
+#define STEP 0.001
+#define STEPS 4
+
+static uint32_t near_node(const ts_tissue *t, double px, double pz) {
+  uint32_t n = t->nodes_per_sheet ? t->nodes_per_sheet : t->n_nodes, best = 0;
+  double bd = INFINITY;
+  for (uint32_t i = 0; i < n; i++) {
+    double dx = t->rest[i][0] - px, dz = t->rest[i][2] - pz;
+    if (t->inv_mass[i] > 0 && dx * dx + dz * dz < bd) {
+      bd = dx * dx + dz * dz;
+      best = i;
+    }
+  }
+  return best;
+}
+
+/* Press i of n on a golden-angle spiral of radius 12 mm around the centre. */
+static uint32_t press_node(const ts_tissue *t, const double c[3], uint32_t i, uint32_t n,
+                           double off) {
+  double r = 0.012 * sqrt((i + 0.5) / n), a = (i + off) * 2.39996322972865332;
+  return near_node(t, c[0] + r * cos(a), c[2] + r * sin(a));
+}
+
+static ts_learn_press make_press(double (*x)[3], uint32_t node) {
+  ts_learn_press p = {{x[node][0], x[node][1], x[node][2]}, {0, -1, 0}, RADIUS, STEP};
+  return p;
+}
+
+static int run(const char *name, int n_train, int n_held) {
+  char err[512];
+  ts_bench_scenario s;
+  if (ts_bench_scenario_create(name, &s, err, sizeof err)) {
+    fprintf(stderr, "bench_learn: %s\n", err);
+    return -1;
+  }
+  ts_tissue *t = s.tissue;
+  int status = -1;
+  ts_qstatic *q = NULL;
+  ts_learner *l = NULL;
+  double(*x)[3] = malloc(sizeof *x * t->n_nodes);
+  ts_qstatic_params prm = ts_qstatic_default_params(t);
+  int rc = x ? ts_qstatic_create(t, &prm, &q) : TS_ENOMEM;
+  if (!rc) rc = ts_learner_create(q, RANGE, (uint32_t)n_train * STEPS * 20000u, &l);
+  if (rc) {
+    fprintf(stderr, "bench_learn: %s: setup: %s\n", name, ts_err_name(rc));
+    goto out;
+  }
+  const double *c = t->rest[s.path_node];
+  for (int i = 0; i < n_train; i++) {
+    uint32_t node = press_node(t, c, (uint32_t)i, (uint32_t)n_train, 0);
+    memcpy(x, t->rest, sizeof *x * t->n_nodes);
+    for (int k = 0; k < STEPS; k++) {
+      ts_learn_press p = make_press(x, node);
+      rc = ts_learner_step(l, x, &p, 1, NULL);
+      if (rc) {
+        fprintf(stderr, "bench_learn: %s: training press: %s\n", name, ts_err_name(rc));
+        goto out;
+      }
+    }
+  }
+  ts_learn_train_opts o = ts_learn_train_defaults();
+  ts_learn_model m;
+  rc = ts_learn_train_gd(l->set, TS_LEARN_METHOD, &o, &m);
+  if (rc || ts_learner_set_model(l, &m)) {
+    fprintf(stderr, "bench_learn: %s: training: %s\n", name, ts_err_name(rc));
+    goto out;
+  }
+  /* held-out: the error first, then both timings from the same states */
+  ts_learn_error e;
+  memset(&e, 0, sizeof e);
+  double t_qs = 0, t_ln = 0;
+  long n_app = 0, iters = 0;
+  double(*y)[3] = malloc(sizeof *y * t->n_nodes);
+  if (!y) goto out;
+  for (int i = 0; i < n_held; i++) {
+    uint32_t node = press_node(t, c, (uint32_t)i, (uint32_t)n_held, 0.5);
+    memcpy(x, t->rest, sizeof *x * t->n_nodes);
+    for (int k = 0; k < STEPS; k++) {
+      ts_learn_press p = make_press(x, node);
+      memcpy(y, x, sizeof *x * t->n_nodes);
+      double t0 = ts_bench_cpu_s();
+      rc = ts_learner_step(l, y, &p, 0, NULL); /* learned */
+      double t1 = ts_bench_cpu_s();
+      l->learned = 0;
+      ts_learn_step_stats st;
+      if (!rc) rc = ts_learner_step(l, y, &p, 0, &st); /* solve, from the same state */
+      double t2 = ts_bench_cpu_s();
+      l->learned = 1;
+      if (!rc) rc = ts_learner_compare(l, x, &p, &e); /* x advances along the solve */
+      if (rc) {
+        fprintf(stderr, "bench_learn: %s: held-out press: %s\n", name, ts_err_name(rc));
+        free(y);
+        goto out;
+      }
+      t_ln += t1 - t0;
+      t_qs += t2 - t1;
+      iters += st.qs.iterations;
+      n_app++;
+    }
+  }
+  free(y);
+  double qs = t_qs / n_app, ln = t_ln / n_app;
+  double rmse = sqrt(e.sum_err2 / e.n), drms = sqrt(e.sum_disp2 / e.n);
+  cJSON *L = ts_bench_line("learn", name, "qs_application_s", qs, "s");
+  ts_bench_line_num(L, "iterations", (double)iters / n_app);
+  ts_bench_line_num(L, "applications", (double)n_app);
+  ts_bench_line_emit(L);
+  L = ts_bench_line("learn", name, "learned_application_s", ln, "s");
+  ts_bench_line_ref(L, "quasi-static", qs);
+  ts_bench_line_num(L, "speedup", ln > 0 ? qs / ln : 0);
+  ts_bench_line_num(L, "target_speedup", 20);
+  ts_bench_line_num(L, "heldout_rmse_mm", rmse * 1e3);
+  ts_bench_line_emit(L);
+  L = ts_bench_line("learn", name, "heldout_rmse_mm", rmse * 1e3, "mm");
+  ts_bench_line_num(L, "relative_to_rms_displacement", drms > 0 ? rmse / drms : 0);
+  ts_bench_line_num(L, "training_samples", (double)m.samples);
+  ts_bench_line_emit(L);
+  L = ts_bench_line("learn", name, "heldout_max_mm", e.max_err * 1e3, "mm");
+  ts_bench_line_num(L, "relative_to_max_displacement", e.max_disp > 0 ? e.max_err / e.max_disp : 0);
+  ts_bench_line_emit(L);
+  status = 0;
+out:
+  ts_learner_destroy(l);
+  ts_qstatic_destroy(q);
+  free(x);
+  ts_bench_scenario_destroy(&s);
+  return status;
+}
+
+int main(int argc, char **argv) {
+  int n_train = 6, n_held = 3;
+  const char *names[16];
+  int n_names = 0;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--quick") == 0) {
+      n_train = 3;
+      n_held = 1;
+    } else if (strcmp(argv[i], "--full") == 0) {
+      n_train = 12;
+      n_held = 6;
+    } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+      printf("usage: bench_learn [--quick | --full] [SCENARIO ...]\n");
+      return 0;
+    } else if (ts_bench_scenario_known(argv[i]) && n_names < 16) {
+      names[n_names++] = argv[i];
+    } else {
+      fprintf(stderr, "bench_learn: unknown argument '%s'\n", argv[i]);
+      return 2;
+    }
+  }
+  if (n_names == 0) {
+    names[n_names++] = "patch-S";
+    names[n_names++] = "liver";
+  }
+  int status = 0;
+  for (int i = 0; i < n_names; i++)
+    if (run(names[i], n_train, n_held)) status = 1;
+  return status;
+}

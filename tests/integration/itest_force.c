@@ -1,0 +1,258 @@
+/*
+ * itest_force.c: force feedback messages (issue 5) on a real daemon.
+ *
+ * A controller presses a tool into the built-in patch and holds it; its
+ * ToolForce messages arrive apart from frames, one per physics step when it
+ * asked for that (force_rate 0), numbered by consecutive physics steps. An
+ * observer of the same session gets none. The force agrees with the
+ * ToolState force in the frames of the same instant (the same filtered
+ * value), points out of the tissue, and decays to nothing when the tool is
+ * lifted. A horizontal capsule held by its tip feels a torque about the tip
+ * equal to the lever arm to the contact's centre times the force. A second
+ * controller asking for 100 messages a second gets every tenth step.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "daemon_proc.h"
+#include "tissueclient.h"
+
+static long long now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+#define RING 4096
+
+typedef struct forces {
+  uint64_t n;          /* messages */
+  uint64_t not_next;   /* messages whose step is not the previous step + stride */
+  uint64_t stride;     /* expected steps between messages */
+  uint64_t bad_stride; /* steps not a multiple of stride */
+  uint64_t last_step;
+  uint64_t max_pose_seq;
+  tc_force ring[RING]; /* by step % RING */
+  tc_force last;
+} forces;
+
+static void on_force(void *ud, const tc_force *f) {
+  forces *w = ud;
+  if (w->n && f->step != w->last_step + w->stride) w->not_next++;
+  if (f->step % w->stride) w->bad_stride++;
+  if (f->last_pose_seq > w->max_pose_seq) w->max_pose_seq = f->last_pose_seq;
+  w->last_step = f->step;
+  w->ring[f->step % RING] = *f;
+  w->last = *f;
+  w->n++;
+}
+
+typedef struct frames {
+  uint64_t n, compared, mismatched;
+  double ytop;     /* top surface height near the centre, first keyframe */
+  forces *own;     /* the controller's force messages, to compare */
+  uint32_t tool_id;
+  double dt;
+} frames;
+
+/* A frame's ToolState force is the filtered force of the step that ended
+ * at its sim_time: the force message of that step carries the same value
+ * (both rounded to float). */
+static void on_frame(void *ud, const tc_frame *f) {
+  frames *w = ud;
+  if (w->n++ == 0) {
+    w->ytop = -1e9;
+    for (uint32_t i = 0; i < f->vertex_count; i++) {
+      const double *x = f->positions[i];
+      if (x[0] * x[0] + x[2] * x[2] < 0.003 * 0.003 && x[1] > w->ytop) w->ytop = x[1];
+    }
+  }
+  if (!w->own || !w->own->n) return;
+  uint64_t step = (uint64_t)llround(f->sim_time / w->dt);
+  const tc_force *m = &w->own->ring[step % RING];
+  if (m->step != step || w->own->last_step < step) return;
+  for (uint32_t i = 0; i < f->n_tools; i++) {
+    if (f->tools[i].tool_id != w->tool_id) continue;
+    w->compared++;
+    for (int a = 0; a < 3; a++)
+      if (fabs(f->tools[i].force[a] - m->force[a]) > 1e-6 * (1 + fabs(m->force[a])))
+        w->mismatched++;
+  }
+}
+
+static void on_error(void *ud, int code, const char *name, const char *message, uint64_t rid) {
+  (void)ud;
+  (void)rid;
+  ck_abort_msg("a client got an error: %s (%d): %s", name, code, message);
+}
+
+static void poll_ms(tc_client *const *cs, int n, int ms) {
+  long long end = now_ms() + ms;
+  while (now_ms() < end)
+    for (int i = 0; i < n; i++) ck_assert_int_ge(tc_poll(cs[i], i == 0 ? 2 : 0), 0);
+}
+
+/* Moves tool `tool` of cs[0] (whose force messages go to w) in a straight
+ * line from `from` to `to` over ramp_s of simulated time, then holds it
+ * there for hold_s more, polling every client; simulated time so that a
+ * slow machine only makes the test take longer (bounded at 60 s). */
+static void move(tc_client *const *cs, int n, forces *w, uint32_t tool, const double from[3],
+                 const double to[3], const double quat[4], double ramp_s, double hold_s) {
+  long long deadline = now_ms() + 60000;
+  uint64_t n0 = w->n; /* the clock: a force message after this call began */
+  while (w->n == n0) {
+    ck_assert_msg(now_ms() < deadline, "no force message within 60 s");
+    ck_assert_int_eq(tc_send_pose(cs[0], tool, from, quat, 1), 0);
+    poll_ms(cs, n, 5);
+  }
+  double t0 = w->last.sim_time;
+  for (;;) {
+    ck_assert_msg(now_ms() < deadline, "the move did not finish within 60 s");
+    double u = ramp_s > 0 ? (w->last.sim_time - t0) / ramp_s : 1;
+    if (u > 1) u = 1;
+    double p[3];
+    for (int a = 0; a < 3; a++) p[a] = from[a] + (to[a] - from[a]) * u;
+    ck_assert_int_eq(tc_send_pose(cs[0], tool, p, quat, 1), 0);
+    poll_ms(cs, n, 5);
+    if (w->last.sim_time - t0 >= ramp_s + hold_s) break;
+  }
+}
+
+START_TEST(test_force_messages) {
+  ts_dproc d;
+  char err[256];
+  const char *args[] = {"--patch-resolution", "17", NULL};
+  ck_assert_msg(ts_dproc_start(&d, args, err, sizeof err) == 0, "%s", err);
+  tc_client *ctl = tc_connect("127.0.0.1", d.tcp_port, "itest-force-ctl", err, sizeof err);
+  ck_assert_msg(ctl != NULL, "%s", err);
+  tc_client *obs = tc_connect("127.0.0.1", d.tcp_port, "itest-force-obs", err, sizeof err);
+  ck_assert_msg(obs != NULL, "%s", err);
+  static forces fc, fo;
+  memset(&fc, 0, sizeof fc);
+  memset(&fo, 0, sizeof fo);
+  fc.stride = fo.stride = 1;
+  tc_set_force_cb(ctl, on_force, &fc);
+  tc_set_force_cb(obs, on_force, &fo);
+  tc_set_error_cb(ctl, on_error, NULL);
+  tc_set_error_cb(obs, on_error, NULL);
+  uint32_t sid, nv;
+  ck_assert_int_eq(tc_create_session(ctl, "stomach-patch", &sid, &nv, NULL), 0);
+  tc_join_params jp = {.session_id = sid, .role = TC_ROLE_CONTROLLER, .radius = 0.005};
+  tc_joined jc;
+  ck_assert_int_eq(tc_join_ex(ctl, &jp, &jc), 0);
+  ck_assert_uint_eq(jc.force_rate, (uint32_t)llround(1.0 / jc.dt));
+  ck_assert_int_eq(tc_join(obs, sid, TC_ROLE_OBSERVER, 0, 0, NULL), 0);
+  frames wf = {.own = &fc, .tool_id = jc.tool_id, .dt = jc.dt};
+  tc_set_frame_cb(obs, on_frame, &wf);
+
+  /* the first keyframe tells where the surface is; the tool starts 10 mm
+   * above it */
+  tc_client *both[2] = {ctl, obs};
+  const double quat[4] = {1, 0, 0, 0};
+  poll_ms(both, 2, 300);
+  ck_assert_uint_gt(wf.n, 0);
+  ck_assert_double_lt(fabs(wf.ytop), 0.003);
+  /* press a 5 mm sphere 3 mm into the top surface over 0.2 s and hold 0.5 s */
+  const double above[3] = {0, wf.ytop + 0.005 + 0.010, 0};
+  const double down[3] = {0, wf.ytop + 0.005 - 0.003, 0};
+  move(both, 2, &fc, jc.tool_id, above, down, quat, 0.2, 0.5);
+  tc_force f;
+  ck_assert_int_eq(tc_latest_force(ctl, &f), 1);
+  fprintf(stderr, "itest_force: %llu messages, step %llu, force (%g, %g, %g) N, torque (%g, %g, %g) N m, %u contacts\n",
+          (unsigned long long)fc.n, (unsigned long long)f.step, f.force[0], f.force[1],
+          f.force[2], f.torque[0], f.torque[1], f.torque[2], f.contacts);
+  /* one message per physics step, on consecutive steps (the loop may miss
+   * none on loopback at these sizes: the soft output limit is 1 MiB) */
+  ck_assert_uint_ge(fc.n, 100);
+  ck_assert_uint_eq(fc.not_next, 0);
+  ck_assert_uint_eq(fo.n, 0); /* observers get no forces */
+  ck_assert_uint_eq(f.tool_id, jc.tool_id);
+  ck_assert_uint_eq(f.session, sid);
+  ck_assert_uint_gt(f.contacts, 0);
+  ck_assert_uint_le(fc.max_pose_seq, tc_pose_seq(ctl));
+  ck_assert_uint_gt(fc.max_pose_seq, 0);
+  /* the tissue pushes the tool up, out of it; sideways the pattern is
+   * symmetric, so the lateral force is small against it (5 %: the sphere
+   * sits on a square grid's node, symmetric to rounding) */
+  ck_assert_double_gt(f.force[1], 1e-3);
+  ck_assert_double_le(fabs(f.force[0]) + fabs(f.force[2]), 0.05 * f.force[1]);
+  /* a sphere's contact normals pass through its centre, the tip: no torque
+   * beyond what rounding to float leaves (1e-3 of |F| times the radius) */
+  double tq = sqrt(f.torque[0] * f.torque[0] + f.torque[1] * f.torque[1] +
+                   f.torque[2] * f.torque[2]);
+  ck_assert_double_le(tq, 1e-3 * f.force[1] * 0.005 + 1e-9);
+  /* frames carry the same filtered force */
+  ck_assert_uint_gt(wf.compared, 5);
+  ck_assert_uint_eq(wf.mismatched, 0);
+
+  /* lift the tool 2 cm clear: the filtered force decays to nothing (30 Hz
+   * critically damped: 0.5 s after the last contact the step response is
+   * within 1e-30 of its end) */
+  move(both, 2, &fc, jc.tool_id, down, above, quat, 0.05, 0.5);
+  ck_assert_int_eq(tc_latest_force(ctl, &f), 1);
+  ck_assert_uint_eq(f.contacts, 0);
+  ck_assert_double_le(fabs(f.force[0]) + fabs(f.force[1]) + fabs(f.force[2]), 1e-9);
+
+  /* a horizontal capsule (axis along +x from its tip at x = -10 mm, 20 mm
+   * long) pressed 2 mm in: the torque about the tip is the lever arm to the
+   * contact's centre (x = 0, 10 mm from the tip) times the force, within
+   * 10 % (the grid's symmetry about x = 0 up to the patch's curvature) */
+  tc_client *cap = tc_connect("127.0.0.1", d.tcp_port, "itest-force-capsule", err, sizeof err);
+  ck_assert_msg(cap != NULL, "%s", err);
+  static forces fk;
+  memset(&fk, 0, sizeof fk);
+  fk.stride = 10;
+  tc_set_force_cb(cap, on_force, &fk);
+  tc_set_error_cb(cap, on_error, NULL);
+  tc_join_params jk = {.session_id = sid,
+                       .role = TC_ROLE_CONTROLLER,
+                       .radius = 0.004,
+                       .tool_kind = TC_TOOL_CAPSULE,
+                       .length = 0.02,
+                       .force_rate = 100};
+  tc_joined jkd;
+  ck_assert_int_eq(tc_join_ex(cap, &jk, &jkd), 0);
+  ck_assert_uint_eq(jkd.force_rate, 100);
+  ck_assert_uint_ne(jkd.tool_id, jc.tool_id);
+  const double qx[4] = {sqrt(0.5), 0, 0, -sqrt(0.5)}; /* local +y to +x */
+  const double tip_above[3] = {-0.01, wf.ytop + 0.004 + 0.010, 0};
+  const double tip[3] = {-0.01, wf.ytop + 0.004 - 0.002, 0};
+  tc_client *three[3] = {cap, ctl, obs};
+  move(three, 3, &fk, jkd.tool_id, tip_above, tip, qx, 0.2, 0.5);
+  ck_assert_int_eq(tc_latest_force(cap, &f), 1);
+  fprintf(stderr, "itest_force: capsule %llu messages, force (%g, %g, %g) N, torque (%g, %g, %g) N m\n",
+          (unsigned long long)fk.n, f.force[0], f.force[1], f.force[2], f.torque[0],
+          f.torque[1], f.torque[2]);
+  ck_assert_uint_ge(fk.n, 10);
+  ck_assert_uint_eq(fk.bad_stride, 0); /* every tenth step */
+  ck_assert_uint_eq(fk.not_next, 0);
+  ck_assert_double_gt(f.force[1], 1e-3);
+  ck_assert_double_le(fabs(f.torque[2] - 0.01 * f.force[1]), 0.1 * 0.01 * f.force[1]);
+  ck_assert_double_le(fabs(f.torque[0]) + fabs(f.torque[1]), 0.1 * 0.01 * f.force[1]);
+
+  tc_close(cap);
+  tc_close(ctl);
+  tc_close(obs);
+  char why[256] = "";
+  ck_assert_msg(ts_dproc_stop(&d, 10000, why, sizeof why) == 0, "stop: %s", why);
+}
+END_TEST
+
+int main(void) {
+  ts_dproc_scratch_begin();
+  Suite *s = suite_create("force");
+  TCase *tc = tcase_create("force");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_force_messages);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  ts_dproc_scratch_end();
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,296 @@
+/*
+ * test_learn.c: the quasi-static solve and the learned shortcut of the
+ * second method (ts_qstatic.h, ts_learn.h; issue 6).
+ *
+ *   - the solve converges (residual below tol) and matches a hanging chain's
+ *     static deflection in closed form;
+ *   - gradient descent reaches the closed-form theta;
+ *   - on patch-S (the benchmarks' resolution, 50), a tool pressing at
+ *     several points and depths gives the training samples; on presses at
+ *     other points the learned model's RMS and maximum position errors
+ *     against the solve are printed and asserted.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ts_error.h"
+#include "ts_learn.h"
+#include "ts_qstatic.h"
+#include "ts_tissue.h"
+
+/* ---- a hanging chain ---------------------------------------------------- */
+
+/* n nodes in a vertical line, node 0 anchored, rest lengths alternating
+ * 10 mm and 20 mm, 2 g each, gravity -9.81 y. */
+static ts_tissue *chain(uint32_t n) {
+  ts_tissue *t = NULL;
+  ck_assert_int_eq(ts_tissue_alloc(n, n - 1, 0, &t), 0);
+  double y = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    if (i > 0) y -= (i % 2) ? 0.010 : 0.020;
+    t->rest[i][0] = t->rest[i][2] = 0;
+    t->rest[i][1] = y;
+    memcpy(t->x[i], t->rest[i], sizeof t->x[i]);
+    t->inv_mass[i] = i == 0 ? 0 : 1.0 / 0.002;
+  }
+  for (uint32_t i = 0; i + 1 < n; i++) {
+    t->springs[i].a = i;
+    t->springs[i].b = i + 1;
+    t->springs[i].k = 50;
+  }
+  t->gravity[1] = -9.81;
+  return t;
+}
+
+START_TEST(chain_static_deflection) {
+  const uint32_t n = 12;
+  ts_tissue *t = chain(n);
+  ts_qstatic_params p = ts_qstatic_default_params(t);
+  ck_assert_double_eq_tol(p.E, 50, 1e-12);
+  p.b = 2;
+  p.d = 0.25;
+  p.tol = 1e-11; /* N */
+  p.max_iter = 2000000;
+  ts_qstatic *q = NULL;
+  ck_assert_int_eq(ts_qstatic_create(t, &p, &q), 0);
+  double(*x)[3] = malloc(sizeof *x * n);
+  memcpy(x, t->rest, sizeof *x * n);
+  ts_qstatic_stats st;
+  ck_assert_int_eq(ts_qstatic_solve(q, x, NULL, NULL, 0, NULL, &st), 0);
+  ck_assert(st.converged);
+  ck_assert(st.residual < p.tol);
+  ck_assert_uint_eq(st.n_free, n - 1);
+  /* closed form: spring i (nodes i, i+1) carries the weight of nodes
+   * i+1..n-1 and stretches by W / K_i; K_i = E (1 + d) / (s^b + d), s = 0
+   * for the 10 mm springs and 1 for the 20 mm ones */
+  double K10 = 50 * 1.25 / 0.25, K20 = 50 * 1.25 / 1.25;
+  double y = 0, maxerr = 0;
+  for (uint32_t i = 0; i + 1 < n; i++) {
+    double L0 = (i % 2) ? 0.020 : 0.010, K = (i % 2) ? K20 : K10;
+    double W = (n - 1 - i) * 0.002 * 9.81;
+    y -= L0 + W / K;
+    maxerr = fmax(maxerr, fabs(x[i + 1][1] - y));
+    ck_assert_double_eq_tol(x[i + 1][0], 0, 1e-15);
+  }
+  printf("chain: %u iterations, residual %.3g N, max deviation from closed form %.3g m\n",
+         st.iterations, st.residual, maxerr);
+  /* tolerance: the chain's compliance matrix has entries at most the total
+   * compliance 6/250 + 5/50 = 0.124 m/N, so residuals below 1e-11 N on 11
+   * nodes leave at most 11 * 0.124 * 1e-11 = 1.4e-11 m */
+  ck_assert(maxerr < 1.4e-11);
+  free(x);
+  ts_qstatic_destroy(q);
+  ts_tissue_destroy(t);
+}
+END_TEST
+
+START_TEST(bad_input) {
+  ts_tissue *t = chain(4);
+  ts_qstatic_params p = ts_qstatic_default_params(t);
+  ts_qstatic *q = NULL;
+  ts_qstatic_params bad = p;
+  bad.d = 0;
+  ck_assert_int_eq(ts_qstatic_create(t, &bad, &q), TS_EINVAL);
+  bad = p;
+  bad.E = NAN;
+  ck_assert_int_eq(ts_qstatic_create(t, &bad, &q), TS_EINVAL);
+  ck_assert_int_eq(ts_qstatic_create(t, &p, &q), 0);
+  double x[4][3];
+  memcpy(x, t->rest, sizeof x);
+  uint32_t ctrl[2] = {1, 1};
+  double pos[2][3] = {{0, 0, 0}, {0, 0, 0}};
+  ck_assert_int_eq(ts_qstatic_solve(q, x, ctrl, (const double(*)[3])pos, 2, NULL, NULL), TS_EINVAL);
+  ctrl[1] = 9;
+  ck_assert_int_eq(ts_qstatic_solve(q, x, ctrl, (const double(*)[3])pos, 2, NULL, NULL), TS_EINVAL);
+  pos[0][1] = NAN;
+  ctrl[1] = 2;
+  ck_assert_int_eq(ts_qstatic_solve(q, x, ctrl, (const double(*)[3])pos, 2, NULL, NULL), TS_ENAN);
+  /* no outer surface: no region search */
+  ck_assert_int_eq(ts_qstatic_select_region(q, (const double(*)[3])x, x[0], 0.01), TS_EINVAL);
+  ts_learner *l = NULL;
+  ck_assert_int_eq(ts_learner_create(q, 0.01, 10, &l), TS_EINVAL);
+  ts_learn_model m;
+  uint8_t b[8] = {0};
+  ck_assert_int_eq(ts_learn_theta_decode(TS_LEARN_METHOD, 4, b, 8, &m), TS_EINVAL);
+  ts_learn_kind k;
+  ck_assert_int_eq(ts_learn_kind_parse("cubic", &k), TS_EINVAL);
+  ts_qstatic_destroy(q);
+  ts_tissue_destroy(t);
+}
+END_TEST
+
+/* ---- patch-S: training and held-out presses ----------------------------- */
+
+#define PRESS_RADIUS 0.003 /* m: the nodes a 5 mm sphere holds when pressing */
+#define PRESS_STEP 0.001   /* m per interval */
+#define PRESS_STEPS 4      /* intervals per application: 1..4 mm deep */
+#define REGION_RANGE 0.015 /* m */
+
+typedef struct fixture {
+  ts_tissue *t;
+  ts_qstatic *q;
+  ts_learner *l;
+  double (*x)[3];
+} fixture;
+
+static void fixture_init(fixture *f) {
+  ts_patch_def d = ts_default_patch_def();
+  d.resolution = 50; /* patch-S */
+  ck_assert_int_eq(ts_patch_create(&d, &f->t), 0);
+  ts_qstatic_params p = ts_qstatic_default_params(f->t);
+  ck_assert_int_eq(ts_qstatic_create(f->t, &p, &f->q), 0);
+  ck_assert_int_eq(ts_learner_create(f->q, REGION_RANGE, 400000, &f->l), 0);
+  f->x = malloc(sizeof *f->x * f->t->n_nodes);
+  ck_assert_ptr_nonnull(f->x);
+}
+
+static void fixture_free(fixture *f) {
+  free(f->x);
+  ts_learner_destroy(f->l);
+  ts_qstatic_destroy(f->q);
+  ts_tissue_destroy(f->t);
+}
+
+/* The outer-sheet node nearest (px, pz). */
+static uint32_t surface_node(const fixture *f, double px, double pz) {
+  uint32_t best = 0;
+  double bd = INFINITY;
+  for (uint32_t i = 0; i < f->t->nodes_per_sheet; i++) {
+    double dx = f->t->rest[i][0] - px, dz = f->t->rest[i][2] - pz;
+    if (dx * dx + dz * dz < bd) {
+      bd = dx * dx + dz * dz;
+      best = i;
+    }
+  }
+  return best;
+}
+
+/* One application from rest: PRESS_STEPS intervals of PRESS_STEP each at
+ * (px, pz). mode 0: record; 1: compare with the model. */
+static void apply(fixture *f, double px, double pz, int mode, ts_learn_error *err) {
+  memcpy(f->x, f->t->rest, sizeof *f->x * f->t->n_nodes);
+  uint32_t node = surface_node(f, px, pz);
+  for (int k = 0; k < PRESS_STEPS; k++) {
+    ts_learn_press p = {{0, 0, 0}, {0, -1, 0}, PRESS_RADIUS, PRESS_STEP};
+    memcpy(p.point, f->x[node], sizeof p.point);
+    if (mode == 0) {
+      ts_learn_step_stats st;
+      ck_assert_int_eq(ts_learner_step(f->l, f->x, &p, 1, &st), 0);
+      ck_assert(st.qs.converged);
+      if (getenv("TS_LEARN_VERBOSE"))
+        printf("press %d: %u control, %u free, %u iterations, residual %.3g N (tol %.3g)\n", k,
+               st.n_ctrl, st.n_free, st.qs.iterations, st.qs.residual, f->q->p.tol);
+      ck_assert(st.n_ctrl > 0 && st.n_free > 0);
+    } else {
+      ck_assert_int_eq(ts_learner_compare(f->l, f->x, &p, err), 0);
+    }
+  }
+}
+
+static const double train_pts[][2] = {{0, 0},        {0.012, 0},      {-0.010, 0.008},
+                                      {0.004, -0.014}, {-0.018, -0.006}, {0.020, 0.016}};
+static const double held_pts[][2] = {{0.007, 0.009}, {-0.013, 0.015}, {0.016, -0.011}};
+#define N_TRAIN (int)(sizeof train_pts / sizeof train_pts[0])
+#define N_HELD (int)(sizeof held_pts / sizeof held_pts[0])
+
+static void record_training(fixture *f) {
+  for (int i = 0; i < N_TRAIN; i++) apply(f, train_pts[i][0], train_pts[i][1], 0, NULL);
+}
+
+/* The patch and its training samples, recorded once for the test case
+ * (recording is most of the case's time). */
+static fixture shared;
+static void shared_setup(void) {
+  fixture_init(&shared);
+  record_training(&shared);
+}
+static void shared_teardown(void) { fixture_free(&shared); }
+
+START_TEST(gd_matches_closed_form) {
+  fixture f = shared;
+  for (int kind = TS_LEARN_METHOD; kind <= TS_LEARN_RICH; kind++) {
+    ts_learn_model cf, gd;
+    ck_assert_int_eq(ts_learn_train_closed(f.l->set, (ts_learn_kind)kind, &cf), 0);
+    ts_learn_train_opts o = ts_learn_train_defaults();
+    ck_assert_int_eq(ts_learn_train_gd(f.l->set, (ts_learn_kind)kind, &o, &gd), 0);
+    ck_assert(gd.converged);
+    double worst = 0;
+    for (uint32_t a = 0; a < cf.n_params; a++)
+      worst = fmax(worst, fabs(gd.theta[a] - cf.theta[a]) / fabs(cf.theta[a]));
+    printf("%s: %u samples, gradient descent %llu iterations (last relative change %.3g), "
+           "largest relative difference from the closed form %.3g, loss %.6g vs %.6g m^2\n",
+           ts_learn_kind_name((ts_learn_kind)kind), f.l->set->n,
+           (unsigned long long)gd.iterations, gd.rel_change, worst, gd.loss, cf.loss);
+    /* 1e-6 relative, every parameter: the issue's figure. Stopping at a
+     * relative change of 1e-14 leaves at most 1e-14 times the condition
+     * number of the scaled moments, which is far below it here */
+    ck_assert(worst < 1e-6);
+    ck_assert(gd.loss <= cf.loss * (1 + 1e-9));
+  }
+}
+END_TEST
+
+START_TEST(heldout_error) {
+  fixture f = shared;
+  double rms_mm[2], max_mm[2];
+  for (int kind = TS_LEARN_METHOD; kind <= TS_LEARN_RICH; kind++) {
+    ts_learn_model m;
+    ck_assert_int_eq(ts_learn_train_closed(f.l->set, (ts_learn_kind)kind, &m), 0);
+    ck_assert_int_eq(ts_learner_set_model(f.l, &m), 0);
+    ts_learn_error e;
+    memset(&e, 0, sizeof e);
+    for (int i = 0; i < N_HELD; i++) apply(&f, held_pts[i][0], held_pts[i][1], 1, &e);
+    ck_assert(e.n > 0);
+    double rms = sqrt(e.sum_err2 / e.n), drms = sqrt(e.sum_disp2 / e.n);
+    rms_mm[kind] = rms * 1e3;
+    max_mm[kind] = e.max_err * 1e3;
+    printf("held-out, %s model: theta =", ts_learn_kind_name((ts_learn_kind)kind));
+    for (uint32_t a = 0; a < m.n_params; a++) printf(" %.6g", m.theta[a]);
+    printf("\n  %llu positions: RMS error %.4f mm (%.1f %% of the RMS displacement %.4f mm), "
+           "max %.4f mm (%.1f %% of the max displacement %.4f mm)\n",
+           (unsigned long long)e.n, rms * 1e3, 100 * rms / drms, drms * 1e3, e.max_err * 1e3,
+           100 * e.max_err / e.max_disp, e.max_disp * 1e3);
+  }
+  f.l->learned = 0;
+  /* The figures this method achieves on patch-S (6 training presses, 3
+   * held-out ones, 4 intervals of 1 mm each, region range 15 mm), measured
+   * RMS 0.276 mm / max 0.983 mm (method) and 0.258 / 1.016 mm (rich), about
+   * 87 % and 81 % of the RMS displacement: the three-parameter model sees
+   * only each node's own internal force at the start of an interval, which
+   * is non-zero next to the held nodes alone, so the displacement that
+   * spreads through the region is mostly missed. Asserted with a 15 %
+   * margin for rounding differences between builds. */
+  ck_assert(rms_mm[TS_LEARN_METHOD] < 0.276 * 1.15);
+  ck_assert(max_mm[TS_LEARN_METHOD] < 0.983 * 1.15);
+  ck_assert(rms_mm[TS_LEARN_RICH] < 0.258 * 1.15);
+  ck_assert(max_mm[TS_LEARN_RICH] < 1.016 * 1.15);
+  /* the richer model is the better one on held-out presses */
+  ck_assert(rms_mm[TS_LEARN_RICH] < rms_mm[TS_LEARN_METHOD]);
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("learn");
+  TCase *c = tcase_create("qstatic");
+  tcase_add_test(c, chain_static_deflection);
+  tcase_add_test(c, bad_input);
+  suite_add_tcase(s, c);
+  c = tcase_create("learn");
+  tcase_set_timeout(c, 600);
+  tcase_add_unchecked_fixture(c, shared_setup, shared_teardown);
+  tcase_add_test(c, gd_matches_closed_form);
+  tcase_add_test(c, heldout_error);
+  suite_add_tcase(s, c);
+  return s;
+}
+
+int main(void) {
+  SRunner *r = srunner_create(suite());
+  srunner_run_all(r, CK_NORMAL);
+  int failed = srunner_ntests_failed(r);
+  srunner_free(r);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
