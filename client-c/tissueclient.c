@@ -686,14 +686,12 @@ const tc_frame *tc_last_frame(const tc_client *c) {
 
 /* ---- requests --------------------------------------------------------------------- */
 
-int tc_create_session(tc_client *c, const char *builtin, uint32_t *session_id,
-                      uint32_t *vertex_count, uint32_t *triangle_count) {
-  Tissued__V1__CreateSession m = TISSUED__V1__CREATE_SESSION__INIT;
-  m.tissue_case = TISSUED__V1__CREATE_SESSION__TISSUE_BUILTIN;
-  m.builtin = (char *)(builtin ? builtin : "stomach-patch");
+/* Sends a CreateSession and reads its SessionCreated (counts may be NULL). */
+static int create_session(tc_client *c, Tissued__V1__CreateSession *m, uint32_t *session_id,
+                          uint32_t *vertex_count, uint32_t *triangle_count) {
   Envelope env = TISSUED__V1__ENVELOPE__INIT;
   env.body_case = TISSUED__V1__ENVELOPE__BODY_CREATE_SESSION;
-  env.create_session = &m;
+  env.create_session = m;
   Envelope *r;
   int rc = request(c, &env, TISSUED__V1__ENVELOPE__BODY_SESSION_CREATED, &r);
   if (rc) return rc;
@@ -702,6 +700,14 @@ int tc_create_session(tc_client *c, const char *builtin, uint32_t *session_id,
   if (triangle_count) *triangle_count = r->session_created->triangle_count;
   tissued__v1__envelope__free_unpacked(r, NULL);
   return 0;
+}
+
+int tc_create_session(tc_client *c, const char *builtin, uint32_t *session_id,
+                      uint32_t *vertex_count, uint32_t *triangle_count) {
+  Tissued__V1__CreateSession m = TISSUED__V1__CREATE_SESSION__INIT;
+  m.tissue_case = TISSUED__V1__CREATE_SESSION__TISSUE_BUILTIN;
+  m.builtin = (char *)(builtin ? builtin : "stomach-patch");
+  return create_session(c, &m, session_id, vertex_count, triangle_count);
 }
 
 /* ResetSession / EndSession share one shape: a session id, answered by Ack. */
@@ -893,15 +899,5 @@ int tc_create_session_mesh(tc_client *c, int format, const void *bytes, size_t l
   m.n_layers = n_layers;
   m.layers = n_layers ? ptrs : NULL;
   m.name = (char *)(name ? name : "");
-  Envelope env = TISSUED__V1__ENVELOPE__INIT;
-  env.body_case = TISSUED__V1__ENVELOPE__BODY_CREATE_SESSION;
-  env.create_session = &m;
-  Envelope *r;
-  int rc = request(c, &env, TISSUED__V1__ENVELOPE__BODY_SESSION_CREATED, &r);
-  if (rc) return rc;
-  if (session_id) *session_id = r->session_created->session_id;
-  if (vertex_count) *vertex_count = r->session_created->vertex_count;
-  if (triangle_count) *triangle_count = r->session_created->triangle_count;
-  tissued__v1__envelope__free_unpacked(r, NULL);
-  return 0;
+  return create_session(c, &m, session_id, vertex_count, triangle_count);
 }

@@ -12,7 +12,7 @@ if ! command -v clang >/dev/null; then
 fi
 CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTS_SANITIZE=ON -DTS_FUZZ=ON \
   -DTS_BUILD_TESTS=ON >/dev/null
-targets=(codec framing envelope csv obj stl ply)
+targets=(codec framing envelope csv obj stl ply layerspec)
 cmake --build build-fuzz -j"$(nproc)" --target "${targets[@]/#/fuzz_}"
 mkdir -p tests/fuzz/findings
 fail=0
