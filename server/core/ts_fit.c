@@ -352,6 +352,16 @@ int ts_fit_exp(const double *strain, const double *stress, const uint32_t *line,
                     "the optimum (b = %g) needs a = e^%g, outside the range of a double "
                     "(samples crowd the %s strain)",
                     b, la, best.B >= 0.0 ? "largest" : "smallest");
+  /* users evaluate the law as a * exp(b * strain): both factors and the
+   * product must stay finite at every sample strain */
+  for (uint32_t i = 0; i < n; i++) {
+    double be = b * strain[i];
+    if (!(be < 709.0 && la + be < 709.0))
+      return fit_fail(err, errcap, TS_ERANGE,
+                      "the optimum (b = %g) makes e^(b * strain) overflow at strain %g: one "
+                      "sample dominates the fit; check the data",
+                      b, strain[i]);
+  }
 
   double rnorm;
   double opt = optimality(&c, &best, &rnorm);
