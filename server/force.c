@@ -5,7 +5,6 @@
 #include "force.h"
 
 #include <math.h>
-#include <stdlib.h>
 
 #include "log.h"
 #include "server.h"
@@ -18,17 +17,13 @@ uint32_t ts_force_every(uint32_t rate, double dt) {
   return k < 1 ? 1 : k > 1e6 ? 1000000u : (uint32_t)k;
 }
 
-ts_force_batch *ts_force_collect(ts_session *se) {
+uint32_t ts_force_collect(ts_session *se, ts_force_batch *b) {
   ts_session_sim *sim = &se->sim;
-  ts_force_batch *b = NULL;
+  b->n = 0;
   for (int i = 0; i < TS_MAX_TOOLS; i++) {
     uint32_t every = sim->force_every[i];
     const ts_tool *t = &sim->tools[i];
     if (!every || !t->active || sim->steps % every != 0) continue;
-    if (!b) {
-      if (!(b = malloc(sizeof *b))) return NULL;
-      b->n = 0;
-    }
     ts_force_sample *s = &b->s[b->n++];
     s->tool_id = (uint32_t)i + 1;
     s->contacts = t->contacts;
@@ -41,7 +36,7 @@ ts_force_batch *ts_force_collect(ts_session *se) {
     s->last_pose_seq = sim->last_pose_seq[i];
     s->last_client_time_us = sim->last_client_time_us[i];
   }
-  return b;
+  return b->n;
 }
 
 void ts_force_deliver(ts_session *se, const ts_force_batch *b) {

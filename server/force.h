@@ -33,10 +33,9 @@ typedef struct ts_force_batch {
   ts_force_sample s[TS_MAX_TOOLS];
 } ts_force_batch;
 
-/* Physics thread, after a step of se: the samples due at this step, in a
- * new batch (freed by the receiver with free()), or NULL when none is due
- * or memory ran out (a lost sample is replaced by the next step's). */
-ts_force_batch *ts_force_collect(ts_session *se);
+/* Physics thread, after a step of se: writes the samples due at this step
+ * into b and returns how many (0: none due). */
+uint32_t ts_force_collect(ts_session *se, ts_force_batch *b);
 
 /* Loop thread: sends each sample of b to the controller that owns its tool. */
 void ts_force_deliver(ts_session *se, const ts_force_batch *b);

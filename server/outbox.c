@@ -6,6 +6,12 @@
 #include <stdlib.h>
 
 #include "core/ts_error.h"
+#include "force.h"
+
+typedef struct ts_event_with_forces {
+  ts_event ev; /* first: the queue sees a ts_event */
+  ts_force_batch batch;
+} ts_event_with_forces;
 
 int ts_outbox_init(ts_outbox *o, uv_loop_t *loop, uv_async_cb cb, void *data) {
   o->head = o->tail = NULL;
@@ -19,13 +25,20 @@ int ts_outbox_init(ts_outbox *o, uv_loop_t *loop, uv_async_cb cb, void *data) {
   return 0;
 }
 
-static int push(ts_outbox *o, int kind, ts_session *se, ts_frame_ref *f, ts_force_batch *b) {
-  ts_event *e = malloc(sizeof *e);
+static int push(ts_outbox *o, int kind, ts_session *se, ts_frame_ref *f,
+                const ts_force_batch *b) {
+  /* a force batch travels in the event's own allocation, right after it */
+  ts_event *e = malloc(b ? sizeof(ts_event_with_forces) : sizeof *e);
   if (!e) return TS_ENOMEM;
   e->kind = kind;
   e->session = se;
   e->frame = f;
-  e->forces = b;
+  e->forces = NULL;
+  if (b) {
+    ts_event_with_forces *ef = (ts_event_with_forces *)e;
+    ef->batch = *b;
+    e->forces = &ef->batch;
+  }
   e->next = NULL;
   uv_mutex_lock(&o->lock);
   if (o->tail)
@@ -43,7 +56,7 @@ int ts_outbox_push(ts_outbox *o, int kind, ts_session *se, ts_frame_ref *f) {
   return push(o, kind, se, f, NULL);
 }
 
-int ts_outbox_push_forces(ts_outbox *o, ts_session *se, ts_force_batch *b) {
+int ts_outbox_push_forces(ts_outbox *o, ts_session *se, const ts_force_batch *b) {
   return push(o, TS_EV_FORCE, se, NULL, b);
 }
 

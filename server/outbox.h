@@ -20,7 +20,7 @@ typedef struct ts_event {
   int kind;
   ts_session *session;
   ts_frame_ref *frame; /* TS_EV_FRAME */
-  ts_force_batch *forces; /* TS_EV_FORCE (the receiver frees it) */
+  ts_force_batch *forces; /* TS_EV_FORCE: a copy in the event's own allocation */
   struct ts_event *next;
 } ts_event;
 
@@ -35,8 +35,9 @@ typedef struct ts_outbox {
 int ts_outbox_init(ts_outbox *o, uv_loop_t *loop, uv_async_cb cb, void *data);
 /* Queues an event (any thread); returns 0 or TS_ENOMEM. Does not wake. */
 int ts_outbox_push(ts_outbox *o, int kind, ts_session *se, ts_frame_ref *f);
-/* Queues a TS_EV_FORCE event carrying b (any thread); 0 or TS_ENOMEM. */
-int ts_outbox_push_forces(ts_outbox *o, ts_session *se, ts_force_batch *b);
+/* Queues a TS_EV_FORCE event carrying a copy of b, made in the same
+ * allocation as the event (any thread); 0 or TS_ENOMEM. */
+int ts_outbox_push_forces(ts_outbox *o, ts_session *se, const ts_force_batch *b);
 void ts_outbox_wake(ts_outbox *o);
 /* Takes the whole queue (loop thread). */
 ts_event *ts_outbox_take(ts_outbox *o);

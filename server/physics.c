@@ -106,13 +106,11 @@ static void thread_main(void *arg) {
         int diverged = 0;
         ts_frame_ref *f = ts_session_step(se, &diverged);
         if (diverged) publish(p, TS_EV_DIVERGED, se, NULL, &woke);
-        ts_force_batch *fb = diverged ? NULL : ts_force_collect(se);
-        if (fb) {
-          if (ts_outbox_push_forces(&p->server->outbox, se, fb))
-            free(fb); /* out of memory: the next step's sample replaces it */
-          else
-            woke = 1;
-        }
+        ts_force_batch fb;
+        /* out of memory: a lost sample is replaced by the next step's */
+        if (!diverged && ts_force_collect(se, &fb) &&
+            ts_outbox_push_forces(&p->server->outbox, se, &fb) == 0)
+          woke = 1;
         if (f) publish(p, TS_EV_FRAME, se, f, &woke);
         sim->next_step_ns += sim->dt_ns;
         done++;

@@ -103,7 +103,6 @@ static void drain_events(ts_server *s, ts_event *e) {
       break;
     case TS_EV_FORCE:
       if (!se->ending && !s->shutting_down) ts_force_deliver(se, e->forces);
-      free(e->forces);
       break;
     case TS_EV_DIVERGED:
       ts_log_warn("session %u diverged and stopped; a ResetSession restarts it", se->id);
@@ -299,7 +298,6 @@ void ts_server_shutdown(ts_server *s, const char *why) {
   while (e) {
     ts_event *next = e->next;
     if (e->kind == TS_EV_FRAME) ts_frame_release(e->frame);
-    free(e->forces);
     free(e);
     e = next;
   }

@@ -21,9 +21,11 @@ const DEFAULT_RADIUS = 0.005;
 export class SessionClient {
   /**
    * opts: { url, protocol (Protocol), WebSocket (constructor), sessionId
-   * (0 = create one), role (Role.*), clientName, frameRate, handlers:
+   * (0 = create one), role (Role.*), clientName, frameRate, forceRate
+   * (ToolForce messages per second for a controller; 60 by default: a page
+   * shows the force, it drives no haptic device), handlers:
    * { state(s), session(id), joined(info), frame(stream, isKeyframe),
-   *   error(text, err), rtt(ms), closed(code, reason) } }
+   *   force(toolForce), error(text, err), rtt(ms), closed(code, reason) } }
    */
   constructor(opts) {
     this.url = opts.url;
@@ -33,6 +35,7 @@ export class SessionClient {
     this.role = opts.role ?? Role.CONTROLLER;
     this.clientName = opts.clientName || 'web';
     this.frameRate = opts.frameRate || 0;
+    this.forceRate = opts.forceRate ?? 60;
     this.handlers = opts.handlers || {};
     this.stream = new FrameStream();
     this.state = 'idle';
@@ -159,6 +162,10 @@ export class SessionClient {
       case 'frame':
         this._onFrame(b);
         break;
+      case 'toolForce':
+        if (this.joined && b.sessionId === this.sessionId && b.toolId === this.toolId)
+          this.handlers.force?.(b);
+        break;
       case 'error':
         this._onError(msg.requestId, b);
         break;
@@ -178,6 +185,7 @@ export class SessionClient {
       toolId: 0,
       tool: { kind: 0, radius: DEFAULT_RADIUS },
       frameRate: this.frameRate,
+      forceRate: this.forceRate,
     });
   }
 

@@ -21,6 +21,7 @@ const hook = {
   simTime: 0,
   toolId: 0,
   force: null,
+  forceMessages: 0,
   fps: 0,
   lastError: null,
   errors: [],
@@ -130,9 +131,14 @@ async function start() {
           view.update(stream);
         }
         const own = hook.toolId ? stream.tool(hook.toolId) : null;
-        hook.force = own && own.force ? { x: own.force.x || 0, y: own.force.y || 0, z: own.force.z || 0 } : null;
         if (pointer && own && own.radius > 0) pointer.radius = own.radius;
         overlay.behind((stream.flags & 1) !== 0);
+      },
+      force(m) {
+        // the controller's own ToolForce messages (filtered by the server)
+        const f = m.force || {};
+        hook.force = { x: f.x || 0, y: f.y || 0, z: f.z || 0 };
+        hook.forceMessages++;
       },
       error(text) { showError(text); },
       rtt(ms) { overlay.rtt(ms); },

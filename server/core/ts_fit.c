@@ -43,7 +43,8 @@
  *  5. Check. At the result the residual vector must be orthogonal to the
  *     tangent plane of the model (both partial derivatives of S zero); the
  *     size of its projection relative to the residual is reported as
- *     `optimality` and must be below 1e-6 (or the fit exact to rounding).
+ *     `optimality` and must be below 1e-6 (or the fit exact to rounding, or
+ *     the projection below the rounding of the residuals themselves).
  *
  * The shifted exponent E_i = e^(B (u_i - c)) with c = 1 for B >= 0 and c = 0
  * otherwise keeps every E_i in (0, 1]: no overflow for any B on the grid, and
@@ -373,7 +374,12 @@ int ts_fit_exp(const double *strain, const double *stress, const uint32_t *line,
   }
   ynorm = sqrt(ynorm);
   ymean /= n;
-  int exact = rnorm <= 1e-12 * ynorm;
+  /* Each residual carries a rounding error of about eps * |y_i|, so the
+   * projection (sums of E_i * r_i) cannot be told from zero below about
+   * n * eps * |y|: a residual that small (samples at one strain that differ
+   * in their last digits, say) is at the optimum to rounding, whatever
+   * the ratio to |r| says. */
+  int exact = rnorm <= 1e-12 * ynorm || opt * rnorm <= 16.0 * n * DBL_EPSILON * ynorm;
   if (!(opt <= TS__FIT_OPTIMALITY) && !exact)
     return fit_fail(err, errcap, TS_EINTERNAL,
                     "the fit failed its optimality check (residual %.3g of the way into the "

@@ -43,8 +43,9 @@ typedef struct ts_expfit {
                          not absolute, errors) */
   double optimality;  /* |residual projected on the model's tangent plane| /
                          |residual|: 0 where both partial derivatives of S
-                         vanish; at most 1e-6 on success unless the fit is
-                         exact to rounding */
+                         vanish; at most 1e-6 on success, and 0 when the
+                         fit is exact to rounding or the projection is below
+                         the rounding of the residuals */
   uint32_t minima;    /* local minima of the profile S(a(b), b) found (>= 1) */
 } ts_expfit;
 

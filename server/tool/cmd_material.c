@@ -30,8 +30,8 @@ static void fit_help(FILE *f) {
       "(the true minimum of the summed squared stress errors, not the log-linear\n"
       "approximation), stores the fit in the database under (T, L, direction, NAME),\n"
       "replacing a fit stored under the same key, and prints it as JSON:\n"
-      "  {\"tissue\",\"layer\",\"direction\",\"name\",\"id\",\"a\",\"b\",\"rmse\",\"r2\",\"n\",\n"
-      "   \"a_loglinear\",\"b_loglinear\",\"db\"}\n"
+      "  {\"id\",\"tissue\",\"layer\",\"direction\",\"name\",\"a\",\"b\",\"rmse\",\"r2\",\n"
+      "   \"samples\",\"created\",\"n\",\"a_loglinear\",\"b_loglinear\",\"db\"}\n"
       "with a and rmse in Pa, b per unit strain, n the number of samples.\n"
       "\n"
       "FILE: one sample per line, strain,stress (engineering strain as a fraction,\n"
@@ -80,8 +80,11 @@ static void stem(const char *path, char *out, size_t cap) {
   snprintf(out, cap, "%.*s", (int)len, base);
 }
 
-static void print_fit(FILE *out, const ts_material *m, const ts_expfit *f, const char *db) {
-  fputs("{\"tissue\":", out);
+/* A stored fit's fields as JSON members, without braces: "id", "tissue",
+ * "layer", "direction", "name", "a", "b", "rmse", "r2", "samples", "created"
+ * (what `materials` lists; `fit` adds to them). */
+static void print_fields(FILE *out, const ts_material *m) {
+  fprintf(out, "\"id\":%lld,\"tissue\":", (long long)m->id);
   ts_tool_json_string(out, m->tissue);
   fputs(",\"layer\":", out);
   ts_tool_json_string(out, m->layer);
@@ -89,14 +92,21 @@ static void print_fit(FILE *out, const ts_material *m, const ts_expfit *f, const
   ts_tool_json_string(out, m->direction);
   fputs(",\"name\":", out);
   ts_tool_json_string(out, m->name);
-  fprintf(out, ",\"id\":%lld,\"a\":", (long long)m->id);
-  ts_tool_json_number(out, m->a);
-  fputs(",\"b\":", out);
-  ts_tool_json_number(out, m->b);
-  fputs(",\"rmse\":", out);
-  ts_tool_json_number(out, m->rmse);
-  fputs(",\"r2\":", out);
-  ts_tool_json_number(out, m->r2);
+  const struct {
+    const char *key;
+    double v;
+  } nums[] = {{"a", m->a}, {"b", m->b}, {"rmse", m->rmse}, {"r2", m->r2}};
+  for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++) {
+    fprintf(out, ",\"%s\":", nums[k].key);
+    ts_tool_json_number(out, nums[k].v);
+  }
+  fprintf(out, ",\"samples\":%lld,\"created\":%lld", (long long)m->samples,
+          (long long)m->created);
+}
+
+static void print_fit(FILE *out, const ts_material *m, const ts_expfit *f, const char *db) {
+  fputc('{', out);
+  print_fields(out, m);
   fprintf(out, ",\"n\":%lld,\"a_loglinear\":", (long long)m->samples);
   ts_tool_json_number(out, f->a_loglinear);
   fputs(",\"b_loglinear\":", out);
@@ -171,24 +181,9 @@ typedef struct list_ctx {
 static int print_material(void *ud, const ts_material *m) {
   list_ctx *c = ud;
   FILE *out = c->out;
-  fputs(c->count ? ",\n{\"id\":" : "[\n{\"id\":", out);
-  fprintf(out, "%lld,\"tissue\":", (long long)m->id);
-  ts_tool_json_string(out, m->tissue);
-  fputs(",\"layer\":", out);
-  ts_tool_json_string(out, m->layer);
-  fputs(",\"direction\":", out);
-  ts_tool_json_string(out, m->direction);
-  fputs(",\"name\":", out);
-  ts_tool_json_string(out, m->name);
-  fputs(",\"a\":", out);
-  ts_tool_json_number(out, m->a);
-  fputs(",\"b\":", out);
-  ts_tool_json_number(out, m->b);
-  fputs(",\"rmse\":", out);
-  ts_tool_json_number(out, m->rmse);
-  fputs(",\"r2\":", out);
-  ts_tool_json_number(out, m->r2);
-  fprintf(out, ",\"samples\":%lld,\"created\":%lld}", (long long)m->samples, (long long)m->created);
+  fputs(c->count ? ",\n{" : "[\n{", out);
+  print_fields(out, m);
+  fputc('}', out);
   c->count++;
   return 0;
 }

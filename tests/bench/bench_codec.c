@@ -379,26 +379,16 @@ static int measure(const char *name, int quick, const char *plan) {
 }
 
 int main(int argc, char **argv) {
-  int quick = 0, full = 0;
+  static const char usage[] =
+      "usage: bench_codec [--quick | --full] [SCENARIO ...]\n"
+      "  frame codec sizes and speeds on the standard path (default: patch-S;\n"
+      "  --full adds patch-L) and on the recorded daemon stream\n";
+  ts_bench_mode mode;
   const char *names[16];
-  int n_names = 0;
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--quick") == 0) {
-      quick = 1;
-    } else if (strcmp(argv[i], "--full") == 0) {
-      full = 1;
-    } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-      printf("usage: bench_codec [--quick | --full] [SCENARIO ...]\n"
-             "  frame codec sizes and speeds on the standard path (default: patch-S;\n"
-             "  --full adds patch-L) and on the recorded daemon stream\n");
-      return 0;
-    } else if (ts_bench_scenario_known(argv[i]) && n_names < 15) {
-      names[n_names++] = argv[i];
-    } else {
-      fprintf(stderr, "bench_codec: unknown argument '%s'\n", argv[i]);
-      return 2;
-    }
-  }
+  int n_names;
+  int a = ts_bench_args(argc, argv, usage, &mode, names, 15, &n_names);
+  if (a) return a == 1 ? 0 : 2;
+  int quick = mode == TS_BENCH_QUICK, full = mode == TS_BENCH_FULL;
   if (!n_names) {
     names[n_names++] = "patch-S";
     if (full) names[n_names++] = "patch-L";

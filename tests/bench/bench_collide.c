@@ -48,7 +48,6 @@
 #define DENT_RADIUS 0.012 /* m */
 #define DENT_SHARE 0.8    /* of the tip's depth: the tool stays 20 % of it into the dent */
 
-typedef enum { MODE_QUICK, MODE_DEFAULT, MODE_FULL } run_mode;
 
 typedef struct plan {
   const char *name;
@@ -57,9 +56,9 @@ typedef struct plan {
   uint32_t brute_every;
 } plan;
 
-static plan plan_for(run_mode m) {
-  if (m == MODE_QUICK) return (plan){"quick", 2.5, 300, 20};
-  if (m == MODE_FULL) return (plan){"full", 0.0, 10000, 50};
+static plan plan_for(ts_bench_mode m) {
+  if (m == TS_BENCH_QUICK) return (plan){"quick", 2.5, 300, 20};
+  if (m == TS_BENCH_FULL) return (plan){"full", 0.0, 10000, 50};
   return (plan){"default", 2.0, 2000, 20};
 }
 
@@ -229,32 +228,16 @@ out:
   return status;
 }
 
-static void usage(FILE *f) {
-  fprintf(f,
-          "usage: bench_collide [--quick | --full] [SCENARIO ...]\n"
-          "scenarios: patch-S patch-L liver (default: all)\n");
-}
+static const char usage[] =
+    "usage: bench_collide [--quick | --full] [SCENARIO ...]\n"
+    "scenarios: patch-S patch-L liver (default: all)\n";
 
 int main(int argc, char **argv) {
-  run_mode mode = MODE_DEFAULT;
+  ts_bench_mode mode;
   const char *names[16];
-  int n_names = 0;
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--quick") == 0) {
-      mode = MODE_QUICK;
-    } else if (strcmp(argv[i], "--full") == 0) {
-      mode = MODE_FULL;
-    } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-      usage(stdout);
-      return 0;
-    } else if (ts_bench_scenario_known(argv[i]) && n_names < 16) {
-      names[n_names++] = argv[i];
-    } else {
-      fprintf(stderr, "bench_collide: unknown argument '%s'\n", argv[i]);
-      usage(stderr);
-      return 2;
-    }
-  }
+  int n_names;
+  int a = ts_bench_args(argc, argv, usage, &mode, names, 16, &n_names);
+  if (a) return a == 1 ? 0 : 2;
   if (n_names == 0)
     for (int i = 0; ts_bench_scenario_names[i]; i++) names[n_names++] = ts_bench_scenario_names[i];
   char path[1024], msg[512] = "";

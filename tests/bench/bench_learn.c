@@ -157,26 +157,14 @@ out:
 }
 
 int main(int argc, char **argv) {
-  int n_train = 6, n_held = 3;
+  static const char usage[] = "usage: bench_learn [--quick | --full] [SCENARIO ...]\n";
+  ts_bench_mode mode;
   const char *names[16];
-  int n_names = 0;
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--quick") == 0) {
-      n_train = 3;
-      n_held = 1;
-    } else if (strcmp(argv[i], "--full") == 0) {
-      n_train = 12;
-      n_held = 6;
-    } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-      printf("usage: bench_learn [--quick | --full] [SCENARIO ...]\n");
-      return 0;
-    } else if (ts_bench_scenario_known(argv[i]) && n_names < 16) {
-      names[n_names++] = argv[i];
-    } else {
-      fprintf(stderr, "bench_learn: unknown argument '%s'\n", argv[i]);
-      return 2;
-    }
-  }
+  int n_names;
+  int a = ts_bench_args(argc, argv, usage, &mode, names, 16, &n_names);
+  if (a) return a == 1 ? 0 : 2;
+  int n_train = mode == TS_BENCH_QUICK ? 3 : mode == TS_BENCH_FULL ? 12 : 6;
+  int n_held = mode == TS_BENCH_QUICK ? 1 : mode == TS_BENCH_FULL ? 6 : 3;
   if (n_names == 0) {
     names[n_names++] = "patch-S";
     names[n_names++] = "liver";

@@ -62,7 +62,6 @@
 #define TS__TARGET_CORE_FRACTION 0.40  /* of one core for patch-S at 1 kHz */
 #define TS__TARGET_BULLET_RATIO 5.0    /* throughput per step over btSoftBody */
 
-typedef enum { MODE_QUICK, MODE_DEFAULT, MODE_FULL } run_mode;
 
 typedef struct bench_plan {
   const char *name;  /* "quick", "default", "full" */
@@ -74,17 +73,17 @@ typedef struct bench_plan {
   uint32_t chunk_steps; /* > 0: the model's chunks are this many steps instead */
 } bench_plan;
 
-static bench_plan plan_for(run_mode m) {
+static bench_plan plan_for(ts_bench_mode m) {
   bench_plan p;
   memset(&p, 0, sizeof p);
   switch (m) {
-  case MODE_QUICK:
+  case TS_BENCH_QUICK:
     p = (bench_plan){"quick", 0.0, 0.0, 0.0, 3, 0.25, 0};
     break;
-  case MODE_DEFAULT:
+  case TS_BENCH_DEFAULT:
     p = (bench_plan){"default", 0.25, 0.5, 4.0, 5, 1.5, 0};
     break;
-  case MODE_FULL:
+  case TS_BENCH_FULL:
     p = (bench_plan){"full", 0.25, 0.0, 0.0, 10, 1.5, 1000};
     break;
   }
@@ -394,32 +393,16 @@ done:
   return status;
 }
 
-static void usage(FILE *f) {
-  fprintf(f,
-          "usage: bench_mechanics [--quick | --full] [SCENARIO ...]\n"
-          "scenarios: patch-S patch-L liver (default: all)\n");
-}
+static const char usage[] =
+    "usage: bench_mechanics [--quick | --full] [SCENARIO ...]\n"
+    "scenarios: patch-S patch-L liver (default: all)\n";
 
 int main(int argc, char **argv) {
-  run_mode mode = MODE_DEFAULT;
+  ts_bench_mode mode;
   const char *names[16];
-  int n_names = 0;
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--quick") == 0) {
-      mode = MODE_QUICK;
-    } else if (strcmp(argv[i], "--full") == 0) {
-      mode = MODE_FULL;
-    } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-      usage(stdout);
-      return 0;
-    } else if (ts_bench_scenario_known(argv[i]) && n_names < 16) {
-      names[n_names++] = argv[i];
-    } else {
-      fprintf(stderr, "bench_mechanics: unknown argument '%s'\n", argv[i]);
-      usage(stderr);
-      return 2;
-    }
-  }
+  int n_names;
+  int a = ts_bench_args(argc, argv, usage, &mode, names, 16, &n_names);
+  if (a) return a == 1 ? 0 : 2;
   if (n_names == 0)
     for (int i = 0; ts_bench_scenario_names[i]; i++) names[n_names++] = ts_bench_scenario_names[i];
 

@@ -165,3 +165,26 @@ void ts_bench_scenario_destroy(ts_bench_scenario *s) {
   ts_tissue_destroy(s->tissue);
   s->tissue = NULL;
 }
+
+int ts_bench_args(int argc, char **argv, const char *usage, ts_bench_mode *mode,
+                  const char **names, int cap, int *n_names) {
+  *mode = TS_BENCH_DEFAULT;
+  *n_names = 0;
+  const char *prog = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--quick") == 0) {
+      *mode = TS_BENCH_QUICK;
+    } else if (strcmp(argv[i], "--full") == 0) {
+      *mode = TS_BENCH_FULL;
+    } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+      fputs(usage, stdout);
+      return 1;
+    } else if (ts_bench_scenario_known(argv[i]) && *n_names < cap) {
+      names[(*n_names)++] = argv[i];
+    } else {
+      fprintf(stderr, "%s: unknown argument '%s'\n%s", prog, argv[i], usage);
+      return 2;
+    }
+  }
+  return 0;
+}

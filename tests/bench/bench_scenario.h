@@ -57,4 +57,15 @@ int ts_bench_scenario_settle(ts_bench_scenario *s, double seconds);
 
 void ts_bench_scenario_destroy(ts_bench_scenario *s);
 
+/* How long a benchmark runs: --quick, the default, or --full. */
+typedef enum { TS_BENCH_QUICK, TS_BENCH_DEFAULT, TS_BENCH_FULL } ts_bench_mode;
+
+/* The command line every benchmark takes, "[--quick | --full] [SCENARIO
+ * ...]" (usage is its whole --help text): sets *mode and puts the named
+ * scenarios in names (at most cap; *n_names of them, 0 when none is named).
+ * Returns 0 to run, 1 after printing the usage for --help (exit 0), or 2
+ * after printing an error and the usage (exit 2). */
+int ts_bench_args(int argc, char **argv, const char *usage, ts_bench_mode *mode,
+                  const char **names, int cap, int *n_names);
+
 #endif

@@ -62,6 +62,7 @@ const hook = (page) => page.evaluate(() => {
   return t && {
     state: t.state, sessionId: t.sessionId, role: t.role, frames: t.frames, vertexCount: t.vertexCount,
     toolId: t.toolId, lastError: t.lastError, errors: t.errors, webgl: t.webgl, force: t.force,
+    forceMessages: t.forceMessages,
   };
 });
 const positions = (page) => page.evaluate(() => Array.from(window.tissued.positions));
@@ -143,6 +144,7 @@ test('the page creates a session, renders it, and the mouse dents the tissue', a
   assert.ok(dyObserver > 0.001, `the observer sees the dent: ${(dyObserver * 1000).toFixed(3)} mm`);
   assert.ok(held.force && Math.hypot(held.force.x, held.force.y, held.force.z) > 0,
     'a contact force is reported: ' + JSON.stringify(held.force));
+  assert.ok(held.forceMessages > 0, 'the force comes in ToolForce messages');
 
   // Pixels: the patch is drawn (pinkish mucosa in the middle), and the
   // middle of the view changes while the tool presses.

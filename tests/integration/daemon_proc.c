@@ -1,11 +1,13 @@
 /*
  * daemon_proc.c: a real tissued per integration test (see daemon_proc.h):
  * fork/exec with a scratch data directory, wait for the ports file, SIGTERM
- * and reap with a deadline, clean up even when a test fails half-way.
+ * and reap with a deadline, clean up even when a test fails half-way; and
+ * a plain HTTP GET with a Prometheus metric reader for /metrics.
  */
 #define _GNU_SOURCE
 #include "daemon_proc.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -13,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -267,4 +271,42 @@ int ts_dproc_stop(ts_dproc *d, int timeout_ms, char *why, size_t whycap) {
   untrack(d);
   remove_dir(d);
   return result;
+}
+
+char *ts_dproc_http_get(int port, const char *path) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+  inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+  if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a)) {
+    if (fd >= 0) close(fd);
+    return NULL;
+  }
+  char req[256];
+  int n = snprintf(req, sizeof req, "GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", path);
+  if (n < 0 || (size_t)n >= sizeof req || write(fd, req, (size_t)n) != n) {
+    close(fd);
+    return NULL;
+  }
+  size_t cap = 1 << 18, len = 0;
+  char *out = malloc(cap + 1);
+  ssize_t r;
+  while (out && len < cap && (r = read(fd, out + len, cap - len)) > 0) len += (size_t)r;
+  close(fd);
+  if (out) out[len] = 0;
+  return out;
+}
+
+double ts_dproc_metric_in(const char *page, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = page; (p = strstr(p, name)); p += n)
+    if ((p == page || p[-1] == '\n') && p[n] == ' ') return atof(p + n + 1);
+  return -1;
+}
+
+double ts_dproc_metric(int port, const char *name) {
+  char *page = ts_dproc_http_get(port, "/metrics");
+  if (!page) return -1;
+  double v = ts_dproc_metric_in(page, name);
+  free(page);
+  return v;
 }

@@ -46,4 +46,15 @@ int ts_dproc_stop(ts_dproc *d, int timeout_ms, char *why, size_t whycap);
 /* Prints the daemon's log to stderr (for a failing test). */
 void ts_dproc_dump_log(const ts_dproc *d);
 
+/* GET path from 127.0.0.1:port over plain HTTP/1.0: the malloc'd response
+ * (headers and body, at most 256 KiB), or NULL when the connection fails. */
+char *ts_dproc_http_get(int port, const char *path);
+
+/* The value of the line "name value" in a Prometheus text page, or -1. */
+double ts_dproc_metric_in(const char *page, const char *name);
+
+/* GET /metrics and the value of one metric, or -1 (also when the page could
+ * not be read). */
+double ts_dproc_metric(int port, const char *name);
+
 #endif

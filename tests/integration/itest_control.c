@@ -72,42 +72,6 @@ static void run_for(tc_client *a, tc_client *b, watch *wa, uint32_t tool, const 
   ck_assert_msg(wa->sim_time - t0 >= sim, "simulated time advanced only %g s", wa->sim_time - t0);
 }
 
-/* GET path over plain HTTP/1.0; returns the malloc'd response (headers and
- * body) or NULL. */
-static char *http_get(int port, const char *path) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-  inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-  if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a)) {
-    if (fd >= 0) close(fd);
-    return NULL;
-  }
-  char req[256];
-  int n = snprintf(req, sizeof req, "GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", path);
-  if (write(fd, req, (size_t)n) != n) {
-    close(fd);
-    return NULL;
-  }
-  size_t cap = 1 << 16, len = 0;
-  char *out = malloc(cap + 1);
-  ssize_t r;
-  while (out && len < cap && (r = read(fd, out + len, cap - len)) > 0) len += (size_t)r;
-  close(fd);
-  if (out) out[len] = 0;
-  return out;
-}
-
-/* The value of a metric line "name value" in a Prometheus page, or -1. */
-static double metric(const char *page, const char *name) {
-  const char *p = page;
-  size_t n = strlen(name);
-  while ((p = strstr(p, name))) {
-    if ((p == page || p[-1] == '\n') && p[n] == ' ') return atof(p + n + 1);
-    p += n;
-  }
-  return -1;
-}
-
 START_TEST(test_metrics) {
   ts_dproc d;
   char err[256];
@@ -123,21 +87,21 @@ START_TEST(test_metrics) {
   const double parked[3] = {0, 0.05, 0};
   run_for(a, NULL, &wa, tool, parked, 0.1);
 
-  char *page = http_get(d.http_port, "/metrics");
+  char *page = ts_dproc_http_get(d.http_port, "/metrics");
   ck_assert_ptr_nonnull(page);
   ck_assert_msg(strstr(page, "HTTP/1.1 200") && strstr(page, "text/plain; version=0.0.4"),
                 "%.200s", page);
-  ck_assert_double_eq(metric(page, "tissued_sessions"), 1);
-  ck_assert_double_eq(metric(page, "tissued_session_clients{session=\"1\"}"), 1);
+  ck_assert_double_eq(ts_dproc_metric_in(page, "tissued_sessions"), 1);
+  ck_assert_double_eq(ts_dproc_metric_in(page, "tissued_session_clients{session=\"1\"}"), 1);
   /* at least the steps behind the 0.1 s of frames seen (1 ms each) */
-  ck_assert_double_ge(metric(page, "tissued_session_steps_total{session=\"1\"}"), 100);
-  ck_assert_double_gt(metric(page, "tissued_session_step_seconds{session=\"1\"}"), 0);
-  ck_assert_double_ge(metric(page, "tissued_session_frames_sent_total{session=\"1\"}"), 5);
-  ck_assert_double_gt(metric(page, "tissued_frame_bytes_out_total"), 0);
-  ck_assert_double_ge(metric(page, "tissued_messages_in_total"), 3);
+  ck_assert_double_ge(ts_dproc_metric_in(page, "tissued_session_steps_total{session=\"1\"}"), 100);
+  ck_assert_double_gt(ts_dproc_metric_in(page, "tissued_session_step_seconds{session=\"1\"}"), 0);
+  ck_assert_double_ge(ts_dproc_metric_in(page, "tissued_session_frames_sent_total{session=\"1\"}"), 5);
+  ck_assert_double_gt(ts_dproc_metric_in(page, "tissued_frame_bytes_out_total"), 0);
+  ck_assert_double_ge(ts_dproc_metric_in(page, "tissued_messages_in_total"), 3);
   /* the integrator's branches cover every free node between them */
-  double verlet = metric(page, "tissued_session_verlet_fraction{session=\"1\"}");
-  double beeman = metric(page, "tissued_session_beeman_fraction{session=\"1\"}");
+  double verlet = ts_dproc_metric_in(page, "tissued_session_verlet_fraction{session=\"1\"}");
+  double beeman = ts_dproc_metric_in(page, "tissued_session_beeman_fraction{session=\"1\"}");
   ck_assert_msg(verlet >= 0 && beeman >= 0 && verlet + beeman <= 1.0 + 1e-9 &&
                     verlet + beeman > 0.5,
                 "verlet %g + beeman %g", verlet, beeman);

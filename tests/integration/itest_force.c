@@ -243,6 +243,13 @@ START_TEST(test_force_messages) {
   ck_assert_double_le(fabs(f.torque[2] - 0.01 * f.force[1]), 0.1 * 0.01 * f.force[1]);
   ck_assert_double_le(fabs(f.torque[0]) + fabs(f.torque[1]), 0.1 * 0.01 * f.force[1]);
 
+  /* the daemon counts what it sent, and skipped none (under the soft limit) */
+  char name[96];
+  snprintf(name, sizeof name, "tissued_session_forces_sent_total{session=\"%u\"}", sid);
+  ck_assert_double_ge(ts_dproc_metric(d.http_port, name), (double)(fc.n + fk.n));
+  snprintf(name, sizeof name, "tissued_session_forces_skipped_total{session=\"%u\"}", sid);
+  ck_assert_double_eq(ts_dproc_metric(d.http_port, name), 0);
+
   tc_close(cap);
   tc_close(ctl);
   tc_close(obs);

@@ -221,30 +221,6 @@ static long vm_rss_kib(pid_t pid) {
   return kib;
 }
 
-/* GET /metrics over HTTP/1.0; the value of a "name value" line, or -1. */
-static double metric(int port, const char *name) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-  inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-  ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
-  const char req[] = "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-  ck_assert_int_eq(write(fd, req, sizeof req - 1), (ssize_t)(sizeof req - 1));
-  size_t cap = 1 << 18, len = 0;
-  char *page = malloc(cap + 1);
-  ssize_t r;
-  while (len < cap && (r = read(fd, page + len, cap - len)) > 0) len += (size_t)r;
-  close(fd);
-  page[len] = 0;
-  double v = -1;
-  size_t n = strlen(name);
-  for (const char *p = page; (p = strstr(p, name)); p += n)
-    if ((p == page || p[-1] == '\n') && p[n] == ' ') {
-      v = atof(p + n + 1);
-      break;
-    }
-  free(page);
-  return v;
-}
 
 /* ---- the test -------------------------------------------------------------------- */
 
@@ -324,8 +300,8 @@ START_TEST(test_slow_reader_is_resynchronised) {
     ck_assert_uint_eq(g.sr.bad_chain, 0);
     uint64_t sk0 = g.sr.keyframes;
     uint64_t k0 = g.wo.keyframes, gaps0 = g.wo.gaps;
-    double skipped0 = metric(d.http_port, skipped_name);
-    double resynced0 = metric(d.http_port, resynced_name);
+    double skipped0 = ts_dproc_metric(d.http_port, skipped_name);
+    double resynced0 = ts_dproc_metric(d.http_port, resynced_name);
 
     /* the stall: the slow reader reads nothing for 2 s */
     f0 = g.wo.frames;
@@ -353,13 +329,13 @@ START_TEST(test_slow_reader_is_resynchronised) {
     ck_assert_msg(g.sr.keyframes > sk0,
                   "stall %d: no keyframe after the stall (%llu frames; %g skipped by the daemon)",
                   stall, (unsigned long long)g.sr.frames,
-                  metric(d.http_port, skipped_name) - skipped0);
+                  ts_dproc_metric(d.http_port, skipped_name) - skipped0);
     ck_assert_uint_eq(g.sr.bad_chain, 0);
     /* the daemon skipped frames for it (at 240 Hz, a 2 s stall is hundreds),
      * and resynchronised it once it had been over the soft limit for longer
      * than the grace period (0.5 s by default) */
-    ck_assert_double_ge(metric(d.http_port, skipped_name) - skipped0, 8);
-    ck_assert_double_ge(metric(d.http_port, resynced_name) - resynced0, 1);
+    ck_assert_double_ge(ts_dproc_metric(d.http_port, skipped_name) - skipped0, 8);
+    ck_assert_double_ge(ts_dproc_metric(d.http_port, resynced_name) - resynced0, 1);
     rss[stall] = vm_rss_kib(d.pid);
   }
   slow_close(&g.sr);
@@ -372,7 +348,7 @@ START_TEST(test_slow_reader_is_resynchronised) {
                 rss[0], rss[1]);
   char name[96];
   snprintf(name, sizeof name, "tissued_session_clients_dropped_total{session=\"%u\"}", sid);
-  ck_assert_double_eq(metric(d.http_port, name), 0);
+  ck_assert_double_eq(ts_dproc_metric(d.http_port, name), 0);
   fprintf(stderr, "itest_stream: observer %llu frames, VmRSS %ld -> %ld -> %ld -> %ld KiB\n",
           (unsigned long long)g.wo.frames, rss[0], rss[1], rss[2], rss[3]);
 
