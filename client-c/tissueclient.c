@@ -45,6 +45,8 @@ struct tc_client {
   uint64_t pose_seq;
   uint64_t client_id;
   char err[512];
+  tc_tokens tokens;           /* of the last session created */
+  int have_tokens;
 
   tc_force_cb force_cb;
   void *force_ud;
@@ -594,6 +596,11 @@ static int connect_to(tc_client *c, const char *host, int port, int timeout_ms) 
 
 tc_client *tc_connect_timeout(const char *host, int port, const char *client_name,
                               int timeout_ms, char *err, size_t errcap) {
+  return tc_connect_key(host, port, client_name, NULL, timeout_ms, err, errcap);
+}
+
+tc_client *tc_connect_key(const char *host, int port, const char *client_name,
+                          const char *credentials, int timeout_ms, char *err, size_t errcap) {
   if (errcap) err[0] = '\0';
   if (!host || port <= 0 || port > 65535) {
     if (errcap) snprintf(err, errcap, "bad address %s:%d", host ? host : "(null)", port);
@@ -612,6 +619,7 @@ tc_client *tc_connect_timeout(const char *host, int port, const char *client_nam
   Tissued__V1__Hello h = TISSUED__V1__HELLO__INIT;
   h.protocol_version = TC_PROTOCOL_VERSION;
   h.client_name = (char *)(client_name ? client_name : "libtissueclient");
+  h.credentials = (char *)(credentials ? credentials : "");
   Envelope env = TISSUED__V1__ENVELOPE__INIT;
   env.body_case = TISSUED__V1__ENVELOPE__BODY_HELLO;
   env.hello = &h;
@@ -698,8 +706,25 @@ static int create_session(tc_client *c, Tissued__V1__CreateSession *m, uint32_t 
   if (session_id) *session_id = r->session_created->session_id;
   if (vertex_count) *vertex_count = r->session_created->vertex_count;
   if (triangle_count) *triangle_count = r->session_created->triangle_count;
+  const Tissued__V1__SessionCreated *sc = r->session_created;
+  memset(&c->tokens, 0, sizeof c->tokens);
+  snprintf(c->tokens.observer, sizeof c->tokens.observer, "%s",
+           sc->observer_token ? sc->observer_token : "");
+  for (size_t i = 0; i < sc->n_controller_tokens && i < TC_MAX_TOOL_TOKENS; i++)
+    snprintf(c->tokens.controller[i], sizeof c->tokens.controller[i], "%s",
+             sc->controller_tokens[i] ? sc->controller_tokens[i] : "");
+  c->tokens.n_controller = (uint32_t)(sc->n_controller_tokens < TC_MAX_TOOL_TOKENS
+                                          ? sc->n_controller_tokens
+                                          : TC_MAX_TOOL_TOKENS);
+  c->have_tokens = 1;
   tissued__v1__envelope__free_unpacked(r, NULL);
   return 0;
+}
+
+int tc_session_tokens(const tc_client *c, tc_tokens *out) {
+  if (!c->have_tokens) return 0;
+  *out = c->tokens;
+  return 1;
 }
 
 int tc_create_session(tc_client *c, const char *builtin, uint32_t *session_id,
@@ -757,6 +782,7 @@ int tc_join_ex(tc_client *c, const tc_join_params *p, tc_joined *out) {
   m.tool = p->role == TC_ROLE_CONTROLLER ? &shape : NULL;
   m.frame_rate = p->frame_rate;
   m.force_rate = p->force_rate;
+  m.token = (char *)(p->token ? p->token : "");
   Envelope env = TISSUED__V1__ENVELOPE__INIT;
   env.body_case = TISSUED__V1__ENVELOPE__BODY_JOIN_SESSION;
   env.join_session = &m;

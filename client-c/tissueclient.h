@@ -111,7 +111,19 @@ typedef struct tc_join_params {
   double length;       /* capsule: length along the tool axis (local +y from the tip), m */
   uint32_t frame_rate; /* frames per second; 0 = server default */
   uint32_t force_rate; /* controllers: force messages per second; 0 = every physics step */
+  const char *token;   /* a token of the session (tc_tokens); NULL or "" when the
+                          connection gave the server key or a token at tc_connect_key */
 } tc_join_params;
+
+/* The tokens of a session, from its SessionCreated (only its creator gets
+ * them): observer opens the session for watching, controller[i] lets a
+ * client drive tool i + 1. 32 hex digits each. */
+#define TC_MAX_TOOL_TOKENS 8
+typedef struct tc_tokens {
+  char observer[33];
+  char controller[TC_MAX_TOOL_TOKENS][33];
+  uint32_t n_controller;
+} tc_tokens;
 
 typedef struct tc_joined {
   uint32_t session_id;
@@ -130,6 +142,11 @@ tc_client *tc_connect(const char *host, int port, const char *client_name, char 
                       size_t errcap);
 tc_client *tc_connect_timeout(const char *host, int port, const char *client_name,
                               int timeout_ms, char *err, size_t errcap);
+/* The same, sending credentials in Hello: the server key (needed to create
+ * sessions; opens every session) or a session token (then tc_join needs no
+ * token). NULL or "" sends none. */
+tc_client *tc_connect_key(const char *host, int port, const char *client_name,
+                          const char *credentials, int timeout_ms, char *err, size_t errcap);
 void tc_close(tc_client *c);
 
 /* The socket, for select/poll loops (readable: call tc_poll(c, 0)). */
@@ -155,6 +172,10 @@ int tc_latest_force(const tc_client *c, tc_force *out);
  * NULL. */
 int tc_create_session(tc_client *c, const char *builtin, uint32_t *session_id,
                       uint32_t *vertex_count, uint32_t *triangle_count);
+
+/* The tokens of the last session this client created: 1 and *out filled, or
+ * 0 before any. */
+int tc_session_tokens(const tc_client *c, tc_tokens *out);
 
 /* JoinSession. A controller gets a tool (tool_id 0 = any free one). */
 int tc_join(tc_client *c, uint32_t session_id, int role, uint32_t tool_id, double radius,

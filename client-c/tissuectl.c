@@ -24,7 +24,8 @@ static void on_signal(int sig) { interrupted = sig; }
 
 static void usage(FILE *out) {
   fprintf(out,
-          "usage: tissuectl [--host H] [--port P] [--timeout MS] <command> [options]\n"
+          "usage: tissuectl [--host H] [--port P] [--timeout MS] [--key K | --token T]\n"
+          "                 <command> [options]\n"
           "\n"
           "Talks to a running tissued over its TCP protocol port (default %s:%d).\n"
           "Output is one JSON object per line on stdout; errors go to stderr and give a\n"
@@ -33,7 +34,9 @@ static void usage(FILE *out) {
           "commands:\n"
           "  sessions                  list the sessions, one per line\n"
           "  create [--tissue NAME]    create a session (default tissue: stomach-patch);\n"
-          "                            prints {\"session_id\":N,...}\n"
+          "                            prints {\"session_id\":N,...,\"observer_token\":..,\n"
+          "                            \"controller_tokens\":[..]} (the tokens that let\n"
+          "                            others watch or drive a tool without the key)\n"
           "  create --mesh FILE [--scale S] [--name N] [--layers T1,T2,...]\n"
           "                            upload a surface mesh (.obj, .stl or .ply, by\n"
           "                            extension) and create a session of it: S converts\n"
@@ -61,6 +64,10 @@ static void usage(FILE *out) {
           "  --host H        daemon address (default %s)\n"
           "  --port P        daemon TCP port (default %d)\n"
           "  --timeout MS    how long a request waits for its reply (default 10000)\n"
+          "  --key K         the server key (needed by create; opens every session);\n"
+          "                  default $TISSUED_SERVER_KEY\n"
+          "  --token T       a session token (from create) instead of the key: an\n"
+          "                  observer token for watch, a controller token for poke\n"
           "  -h, --help      this text\n",
           DEFAULT_HOST, DEFAULT_PORT, POSE_RATE_HZ, DEFAULT_HOST, DEFAULT_PORT);
 }
@@ -230,11 +237,23 @@ static int cmd_sessions(tc_client *c) {
   return 0;
 }
 
+/* ,"observer_token":"..","controller_tokens":[..] of the session just created */
+static void print_tokens(tc_client *c) {
+  tc_tokens t;
+  if (!tc_session_tokens(c, &t)) return;
+  printf(",\"observer_token\":\"%s\",\"controller_tokens\":[", t.observer);
+  for (uint32_t i = 0; i < t.n_controller; i++)
+    printf("%s\"%s\"", i ? "," : "", t.controller[i]);
+  printf("]");
+}
+
 static int cmd_create(tc_client *c, const char *tissue) {
   uint32_t id, nv, nt;
   if (tc_create_session(c, tissue, &id, &nv, &nt) != 0)
     return die("creating a session: %s%s", tc_last_error(c), "");
-  printf("{\"session_id\":%u,\"vertex_count\":%u,\"triangle_count\":%u}\n", id, nv, nt);
+  printf("{\"session_id\":%u,\"vertex_count\":%u,\"triangle_count\":%u", id, nv, nt);
+  print_tokens(c);
+  printf("}\n");
   return 0;
 }
 
@@ -316,8 +335,10 @@ static int cmd_create_mesh(tc_client *c, const char *path, double scale, const c
                                   &nv, &nt);
   free(bytes);
   if (rc) return die("creating a session from %s: %s", path, tc_last_error(c));
-  printf("{\"session_id\":%u,\"vertex_count\":%u,\"triangle_count\":%u,\"bytes\":%zu}\n", id,
-         nv, nt, len);
+  printf("{\"session_id\":%u,\"vertex_count\":%u,\"triangle_count\":%u,\"bytes\":%zu", id, nv,
+         nt, len);
+  print_tokens(c);
+  printf("}\n");
   return 0;
 }
 
@@ -401,6 +422,7 @@ static int cmd_frames(tc_client *c, uint32_t session, int controller, double sec
 
 int main(int argc, char **argv) {
   const char *host = DEFAULT_HOST;
+  const char *cred = getenv("TISSUED_SERVER_KEY");
   double port = DEFAULT_PORT, timeout = 10000;
   int i = 1;
   for (; i < argc && argv[i][0] == '-'; i++) {
@@ -410,6 +432,8 @@ int main(int argc, char **argv) {
       return 0;
     } else if (!strcmp(a, "--host") && i + 1 < argc) {
       host = argv[++i];
+    } else if ((!strcmp(a, "--key") || !strcmp(a, "--token")) && i + 1 < argc) {
+      cred = argv[++i];
     } else if (!strcmp(a, "--port")) {
       if (parse_int(a, i + 1 < argc ? argv[++i] : NULL, 1, 65535, &port)) return 2;
     } else if (!strcmp(a, "--timeout")) {
@@ -482,7 +506,8 @@ int main(int argc, char **argv) {
   sigaction(SIGTERM, &sa, NULL);
 
   char err[512];
-  tc_client *c = tc_connect_timeout(host, (int)port, "tissuectl", (int)timeout, err, sizeof err);
+  tc_client *c =
+      tc_connect_key(host, (int)port, "tissuectl", cred, (int)timeout, err, sizeof err);
   if (!c) return die("cannot connect to %s: %s", host, err);
   int rc;
   if (!strcmp(cmd, "sessions"))

@@ -84,6 +84,7 @@ typedef struct opts {
   double record_switch;               /* s of simulated time; 0 = never */
   int record_frames;                  /* stop after this many; 0 = run's end */
   int quiet;
+  const char *key;                    /* the server key (Hello.credentials) */
 } opts;
 
 static void usage(FILE *f) {
@@ -103,6 +104,8 @@ static void usage(FILE *f) {
           "  --tcp-port N             daemon TCP port (for TCP clients)\n"
           "  --http-port N            daemon HTTP port (for WebSocket clients at /ws)\n"
           "  --ports-file FILE        read both ports from tissued's --ports-file\n"
+          "  --key K                  the server key (default $TISSUED_SERVER_KEY): every\n"
+          "                           client of the run says it in Hello\n"
           "  --sessions N             sessions to create (1, at most %d)\n"
           "  --observers M            observers per session (0, at most %d in all)\n"
           "  --controllers K          controllers per session (1, at most %d)\n"
@@ -168,6 +171,7 @@ static int read_ports_file(const char *path, int *tcp, int *http) {
 static int parse_opts(int argc, char **argv, opts *o) {
   memset(o, 0, sizeof *o);
   o->host = "127.0.0.1";
+  o->key = getenv("TISSUED_SERVER_KEY");
   o->sessions = 1;
   o->controllers = 1;
   o->obs_transport = o->ctl_transport = TL_TCP;
@@ -198,6 +202,7 @@ static int parse_opts(int argc, char **argv, opts *o) {
     else if (strcmp(a, "--tcp-port") == 0) bad = parse_num(v, 1, 65535, &d) || !(o->tcp_port = (int)d);
     else if (strcmp(a, "--http-port") == 0) bad = parse_num(v, 1, 65535, &d) || !(o->http_port = (int)d);
     else if (strcmp(a, "--ports-file") == 0) o->ports_file = v;
+    else if (strcmp(a, "--key") == 0) o->key = v;
     else if (strcmp(a, "--sessions") == 0) bad = parse_num(v, 1, TL_MAX_SESSIONS, &d) || !(o->sessions = (int)d);
     else if (strcmp(a, "--observers") == 0) { bad = parse_num(v, 0, TL_MAX_OBSERVERS, &d); o->observers = (int)d; }
     else if (strcmp(a, "--controllers") == 0) { bad = parse_num(v, 0, TL_MAX_CONTROLLERS, &d); o->controllers = (int)d; }
@@ -645,10 +650,11 @@ static int link_request(client *c, Envelope *e, int expect, Envelope **reply, ch
   return 0;
 }
 
-static int link_hello(client *c, char *err, size_t errcap) {
+static int link_hello(client *c, const char *key, char *err, size_t errcap) {
   Tissued__V1__Hello h = TISSUED__V1__HELLO__INIT;
   h.protocol_version = TC_PROTOCOL_VERSION;
   h.client_name = "tissueload";
+  h.credentials = (char *)(key ? key : "");
   Envelope e = TISSUED__V1__ENVELOPE__INIT;
   e.body_case = TISSUED__V1__ENVELOPE__BODY_HELLO;
   e.hello = &h;
@@ -760,8 +766,8 @@ static int open_client(run *r, client *c, int transport, int role, int sidx, int
   c->alive = 1;
   uint32_t rate = (uint32_t)(role == TC_ROLE_CONTROLLER ? o->ctl_frame_rate : o->frame_rate);
   if (transport == TL_TCP) {
-    c->tc = tc_connect_timeout(o->host, o->tcp_port, "tissueload", TL_SETUP_TIMEOUT_MS, err,
-                               errcap);
+    c->tc = tc_connect_key(o->host, o->tcp_port, "tissueload", o->key, TL_SETUP_TIMEOUT_MS, err,
+                           errcap);
     if (!c->tc) return -1;
     tc_set_frame_cb(c->tc, on_tc_frame, c);
     tc_set_force_cb(c->tc, on_tc_force, c);
@@ -778,7 +784,7 @@ static int open_client(run *r, client *c, int transport, int role, int sidx, int
   }
   c->ln = tl_link_open(TL_WS, o->host, o->http_port, TL_SETUP_TIMEOUT_MS, err, errcap);
   if (!c->ln) return -1;
-  if (link_hello(c, err, errcap)) return -1;
+  if (link_hello(c, o->key, err, errcap)) return -1;
   return link_join(c, r->s[sidx].id, role, rate, err, errcap) ? -1 : 0;
 }
 
@@ -1032,7 +1038,7 @@ int main(int argc, char **argv) {
   int at = o->tcp_port ? TL_TCP : TL_WS;
   admin.ln = tl_link_open(at, o->host, at == TL_TCP ? o->tcp_port : o->http_port,
                           TL_SETUP_TIMEOUT_MS, err, sizeof err);
-  if (!admin.ln || link_hello(&admin, err, sizeof err)) {
+  if (!admin.ln || link_hello(&admin, o->key, err, sizeof err)) {
     fprintf(stderr, "tissueload: %s\n", err);
     goto out;
   }
@@ -1077,7 +1083,7 @@ int main(int argc, char **argv) {
     c->decode = 1;
     c->alive = 1;
     c->ln = tl_link_open(TL_TCP, o->host, o->tcp_port, TL_SETUP_TIMEOUT_MS, err, sizeof err);
-    if (!c->ln || link_hello(c, err, sizeof err)) {
+    if (!c->ln || link_hello(c, o->key, err, sizeof err)) {
       fprintf(stderr, "tissueload: recorder: %s\n", err);
       goto out;
     }

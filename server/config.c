@@ -75,6 +75,19 @@ static const setting settings[] = {
      "see max-message)"},
     {"max-mesh-triangles", T_INT, OFF(max_mesh_triangles), 0, 1, 4000000,
      "largest uploaded mesh, triangles after triangulation"},
+    {"max-mesh-vertices", T_INT, OFF(max_mesh_vertices), 0, 3, 4000000,
+     "largest uploaded mesh, vertices (STL: after welding duplicates)"},
+    {"server-key", T_STR, OFF(server_key), sizeof(((ts_config *)0)->server_key), 0, 0,
+     "key(s) that may create sessions, comma-separated, at least 16 characters each; "
+     "default: $TISSUED_SERVER_KEY, else <data-dir>/server.key (generated and printed once)"},
+    {"allowed-origins", T_STR, OFF(allowed_origins), sizeof(((ts_config *)0)->allowed_origins),
+     0, 0,
+     "WebSocket page origins allowed besides the daemon's own, comma-separated "
+     "(e.g. https://sim.example.org); * allows any"},
+    {"max-sessions-per-key", T_INT, OFF(max_sessions_per_key), 0, 1, 100000,
+     "live sessions one server key may have created"},
+    {"max-pose-rate", T_INT, OFF(max_pose_rate), 0, 1, 1000000,
+     "tool poses per second accepted from one controller; more are dropped"},
     {"log-level", T_LOG, OFF(log_level), 0, 0, 0, "error, warn, info or debug"},
 };
 #define N_SETTINGS (sizeof settings / sizeof settings[0])
@@ -101,6 +114,9 @@ void ts_config_defaults(ts_config *c) {
   c->session_idle_timeout = 600;
   c->max_mesh_bytes = 12u << 20;
   c->max_mesh_triangles = 200000;
+  c->max_mesh_vertices = 100000;
+  c->max_sessions_per_key = 16;
+  c->max_pose_rate = 2000;
   c->log_level = TS_LOG_INFO;
 }
 

@@ -30,6 +30,12 @@ typedef struct ts_config {
   double session_idle_timeout;/* s without clients before a session ends */
   size_t max_mesh_bytes;      /* largest uploaded mesh file, bytes (32 MiB) */
   int max_mesh_triangles;     /* largest uploaded mesh, triangles after triangulation (200000) */
+  int max_mesh_vertices;      /* largest uploaded mesh, vertices (STL: after welding) (100000) */
+  /* access (issue 8) */
+  char server_key[1024];      /* comma-separated keys; "" = $TISSUED_SERVER_KEY or the key file */
+  char allowed_origins[1024]; /* WebSocket Origins allowed besides the daemon's own; "*" = any */
+  int max_sessions_per_key;   /* live sessions created with one key (16) */
+  int max_pose_rate;          /* poses per second per controller (2000); more are dropped */
   int log_level;              /* TS_LOG_* */
 } ts_config;
 

@@ -44,6 +44,11 @@ struct ts_conn {
 
   /* protocol state, owned by dispatch.c */
   int hello_done;
+  int key_index;               /* which server key Hello carried; -1 none (dispatch.c) */
+  char cred[136];              /* Hello.credentials when not a key: a session token */
+  uint64_t pose_window_ms;     /* pose rate limit: start of the current second */
+  uint32_t poses_in_window;
+  uint64_t last_rate_error_ms; /* one Error per second about dropped poses */
   int strikes;                 /* bad messages; closed past a limit */
   ts_session *session;         /* joined session or NULL */
   int role;                    /* Tissued__V1__Role */

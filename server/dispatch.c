@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth.h"
 #include "core/ts_error.h"
 #include "core/ts_mesh_io.h"
 #include "force.h"
@@ -49,6 +50,7 @@ void ts_conn_opened(ts_conn *c) {
   s->conns = c;
   c->server->n_conns++;
   c->frame_interval_ms = 1000u / (unsigned)c->server->cfg.frame_rate;
+  c->key_index = -1;
   ts_log_debug("connection %llu from %s", (unsigned long long)c->id, c->peer);
 }
 
@@ -69,6 +71,17 @@ static int finite3(const Tissued__V1__Vec3 *v) {
   return isfinite(v->x) && isfinite(v->y) && isfinite(v->z);
 }
 
+/* Refuses a request that needs the server key. 1 when refused. */
+static int needs_key(ts_conn *c, uint64_t rid, const char *what) {
+  if (c->key_index >= 0) return 0;
+  c->server->auth_refused++;
+  ts_send_error(c, rid, TS_EAUTH, "%s needs the server key in Hello.credentials", what);
+  strike(c);
+  return 1;
+}
+
+static void limit_refused(ts_server *s, int which) { s->limit_refused[which]++; }
+
 static void on_hello(ts_conn *c, uint64_t rid, const Tissued__V1__Hello *h) {
   if (h->protocol_version != TS_PROTOCOL_VERSION) {
     ts_send_error(c, rid, TS_EVERSION, "protocol version %u is not supported (this server: %d)",
@@ -77,6 +90,12 @@ static void on_hello(ts_conn *c, uint64_t rid, const Tissued__V1__Hello *h) {
     return;
   }
   c->hello_done = 1;
+  /* A key or a session token; which one is found out here (keys) or at
+   * JoinSession (tokens). Neither is ever logged. */
+  const char *cred = h->credentials ? h->credentials : "";
+  c->key_index = ts_auth_key_index(&c->server->keys, cred);
+  if (c->key_index < 0 && strlen(cred) < sizeof c->cred)
+    snprintf(c->cred, sizeof c->cred, "%s", cred);
   Tissued__V1__HelloReply r = TISSUED__V1__HELLO_REPLY__INIT;
   r.protocol_version = TS_PROTOCOL_VERSION;
   r.server_name = (char *)"tissued";
@@ -86,9 +105,10 @@ static void on_hello(ts_conn *c, uint64_t rid, const Tissued__V1__Hello *h) {
   env.body_case = TISSUED__V1__ENVELOPE__BODY_HELLO_REPLY;
   env.hello_reply = &r;
   send_env(c, &env);
-  ts_log_info("hello from %s (%s, %s)", c->peer,
+  ts_log_info("hello from %s (%s, %s, %s)", c->peer,
               h->client_name && h->client_name[0] ? h->client_name : "unnamed",
-              c->transport == TS_TRANSPORT_WS ? "websocket" : "tcp");
+              c->transport == TS_TRANSPORT_WS ? "websocket" : "tcp",
+              c->key_index >= 0 ? "server key" : cred[0] ? "token" : "no credentials");
 }
 
 /* An uploaded mesh is checked for absurd input before any work: format,
@@ -114,6 +134,7 @@ static int check_mesh(ts_conn *c, uint64_t rid, const Tissued__V1__MeshUpload *u
     return -1;
   }
   if (u->data.len > c->server->cfg.max_mesh_bytes) {
+    limit_refused(c->server, TS_LIMIT_MESH);
     ts_send_error(c, rid, TS_ETOOBIG, "the mesh file is %zu bytes; this server accepts at most %zu",
                   u->data.len, c->server->cfg.max_mesh_bytes);
     return -1;
@@ -136,6 +157,7 @@ static int check_mesh(ts_conn *c, uint64_t rid, const Tissued__V1__MeshUpload *u
 
 static void on_create(ts_conn *c, uint64_t rid, const Tissued__V1__CreateSession *m) {
   ts_server *s = c->server;
+  if (needs_key(c, rid, "creating a session")) return;
   const Tissued__V1__MeshUpload *mesh = NULL;
   int mesh_format = 0;
   double mesh_scale = 1;
@@ -182,8 +204,16 @@ static void on_create(ts_conn *c, uint64_t rid, const Tissued__V1__CreateSession
     return;
   }
   if ((int)(s->n_sessions + s->pending_creates) >= s->cfg.max_sessions) {
+    limit_refused(s, TS_LIMIT_SESSIONS);
     ts_send_error(c, rid, TS_EFULL, "the server hosts its maximum of %d sessions",
                   s->cfg.max_sessions);
+    return;
+  }
+  if ((int)ts_server_sessions_of_key(s, c->key_index) >= s->cfg.max_sessions_per_key) {
+    limit_refused(s, TS_LIMIT_SESSIONS_KEY);
+    ts_send_error(c, rid, TS_EFULL,
+                  "this server key has created its maximum of %d live sessions (end one first)",
+                  s->cfg.max_sessions_per_key);
     return;
   }
   ts_patch_def def = ts_default_patch_def();
@@ -249,6 +279,40 @@ static void on_create(ts_conn *c, uint64_t rid, const Tissued__V1__CreateSession
   }
 }
 
+/* May c join se in `role`? A server key opens every session in every role;
+ * otherwise the token (JoinSession.token, else Hello.credentials) must be
+ * se's observer token (observers only) or the controller token of a tool
+ * (that tool, or watching). 0 with *tool set (0 = any the key may take), or
+ * -1 with the Error sent. */
+static int join_allowed(ts_conn *c, uint64_t rid, ts_session *se, int role, uint32_t want_tool,
+                        const char *token, uint32_t *tool) {
+  *tool = want_tool;
+  if (c->key_index >= 0) return 0;
+  const char *tok = token && token[0] ? token : c->cred;
+  int is_observer = ts_auth_equal(tok, se->observer_token);
+  int ctl = -1;
+  for (int i = 0; i < TS_MAX_TOOLS; i++)
+    if (ts_auth_equal(tok, se->controller_token[i]) && ctl < 0) ctl = i;
+  const char *why = NULL;
+  if (!tok[0])
+    why = "joining needs a session token (JoinSession.token) or the server key";
+  else if (!is_observer && ctl < 0)
+    why = "the token does not open this session";
+  else if (is_observer && role == TISSUED__V1__ROLE__ROLE_CONTROLLER)
+    why = "an observer token cannot control a tool";
+  else if (ctl >= 0 && role == TISSUED__V1__ROLE__ROLE_CONTROLLER && want_tool &&
+           want_tool != (uint32_t)ctl + 1)
+    why = "this controller token is for another tool";
+  if (why) {
+    c->server->auth_refused++;
+    ts_send_error(c, rid, TS_EAUTH, "session %u: %s", se->id, why);
+    strike(c);
+    return -1;
+  }
+  if (ctl >= 0 && role == TISSUED__V1__ROLE__ROLE_CONTROLLER) *tool = (uint32_t)ctl + 1;
+  return 0;
+}
+
 static void on_join(ts_conn *c, uint64_t rid, const Tissued__V1__JoinSession *m) {
   ts_server *s = c->server;
   ts_session *se = ts_server_find_session(s, m->session_id);
@@ -256,7 +320,10 @@ static void on_join(ts_conn *c, uint64_t rid, const Tissued__V1__JoinSession *m)
     ts_send_error(c, rid, TS_ENOSESSION, "no session %u", m->session_id);
     return;
   }
+  uint32_t want_tool = 0;
+  if (join_allowed(c, rid, se, m->role, m->tool_id, m->token, &want_tool)) return;
   if ((int)se->n_clients >= s->cfg.max_clients_per_session && c->session != se) {
+    limit_refused(s, TS_LIMIT_CLIENTS);
     ts_send_error(c, rid, TS_EFULL, "session %u has its maximum of %d clients", se->id,
                   s->cfg.max_clients_per_session);
     return;
@@ -290,16 +357,17 @@ static void on_join(ts_conn *c, uint64_t rid, const Tissued__V1__JoinSession *m)
       }
     }
     int max_tools = s->cfg.max_tools < TS_MAX_TOOLS ? s->cfg.max_tools : TS_MAX_TOOLS;
-    if (m->tool_id) {
-      if (m->tool_id > (uint32_t)max_tools) {
+    if (want_tool) {
+      if (want_tool > (uint32_t)max_tools) {
+        limit_refused(s, TS_LIMIT_TOOLS);
         ts_send_error(c, rid, TS_ETOOL, "tool ids are 1..%d", max_tools);
         return;
       }
-      if (se->tool_owner[m->tool_id - 1] && se->tool_owner[m->tool_id - 1] != c) {
-        ts_send_error(c, rid, TS_ETOOL, "tool %u is taken", m->tool_id);
+      if (se->tool_owner[want_tool - 1] && se->tool_owner[want_tool - 1] != c) {
+        ts_send_error(c, rid, TS_ETOOL, "tool %u is taken", want_tool);
         return;
       }
-      tool_id = m->tool_id;
+      tool_id = want_tool;
     } else {
       for (int i = 0; i < max_tools; i++) {
         if (!se->tool_owner[i] || se->tool_owner[i] == c) {
@@ -308,6 +376,7 @@ static void on_join(ts_conn *c, uint64_t rid, const Tissued__V1__JoinSession *m)
         }
       }
       if (!tool_id) {
+        limit_refused(s, TS_LIMIT_TOOLS);
         ts_send_error(c, rid, TS_ETOOL, "every tool of session %u is taken", se->id);
         return;
       }
@@ -351,6 +420,22 @@ static void on_pose(ts_conn *c, uint64_t rid, const Tissued__V1__ToolPose *m) {
   if (c->role != TISSUED__V1__ROLE__ROLE_CONTROLLER) {
     ts_send_error(c, rid, TS_EROLE, "observers cannot move tools");
     strike(c);
+    return;
+  }
+  uint64_t now = ts_now_ms(c->server);
+  if (now - c->pose_window_ms >= 1000) {
+    c->pose_window_ms = now;
+    c->poses_in_window = 0;
+  }
+  if (++c->poses_in_window > (uint32_t)c->server->cfg.max_pose_rate) {
+    c->server->poses_dropped++;
+    if (now - c->last_rate_error_ms >= 1000 || !c->last_rate_error_ms) {
+      c->last_rate_error_ms = now;
+      limit_refused(c->server, TS_LIMIT_POSE_RATE);
+      ts_send_error(c, rid, TS_EFULL,
+                    "more than %d poses in a second: poses are dropped until the next second",
+                    c->server->cfg.max_pose_rate);
+    }
     return;
   }
   if (m->tool_id && m->tool_id != c->tool_id) {
@@ -520,7 +605,9 @@ void ts_dispatch_message(ts_conn *c, const uint8_t *msg, size_t len) {
   case TISSUED__V1__ENVELOPE__BODY_LIST_MATERIALS:
     ts_request_list_materials(c, rid, env->list_materials->tissue);
     break;
-  case TISSUED__V1__ENVELOPE__BODY_FIT_MATERIAL: ts_request_fit_material(c, rid, env->fit_material); break;
+  case TISSUED__V1__ENVELOPE__BODY_FIT_MATERIAL:
+    if (!needs_key(c, rid, "fitting a material")) ts_request_fit_material(c, rid, env->fit_material);
+    break;
   case TISSUED__V1__ENVELOPE__BODY__NOT_SET:
     ts_send_error(c, rid, TS_EPROTOCOL, "empty or unknown message body");
     strike(c);

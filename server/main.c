@@ -30,9 +30,18 @@ int main(int argc, char **argv) {
     ts_log_error("tissued could not start");
     return 1;
   }
-  printf("tissued: open http://%s:%d/ in a browser (TCP protocol on port %d)\n",
-         cfg.host[0] && cfg.host[0] != '0' ? cfg.host : "127.0.0.1", server.http_port,
-         server.tcp_port);
+  const char *host = cfg.host[0] && cfg.host[0] != '0' ? cfg.host : "127.0.0.1";
+  if (server.key_generated) {
+    /* the only time the key is ever printed: it was just generated */
+    printf("tissued: new server key %s (printed once; kept in %s)\n", server.keys.key[0],
+           server.key_source);
+    printf("tissued: open http://%s:%d/#key=%s in a browser (TCP protocol on port %d)\n", host,
+           server.http_port, server.keys.key[0], server.tcp_port);
+  } else {
+    printf("tissued: open http://%s:%d/ in a browser (TCP protocol on port %d); the page "
+           "asks for the server key (from %s) to create sessions\n",
+           host, server.http_port, server.tcp_port, server.key_source);
+  }
   fflush(stdout);
   uv_run(loop, UV_RUN_DEFAULT);
   ts_server_finish(&server);

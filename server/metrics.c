@@ -64,6 +64,19 @@ char *ts_metrics_text(ts_server *s, size_t *len) {
   put(&b, "tissued_bad_messages_total %llu\n", (unsigned long long)s->bad_messages);
   family(&b, "tissued_errors_sent_total", "counter", "Error replies sent.");
   put(&b, "tissued_errors_sent_total %llu\n", (unsigned long long)s->errors_sent);
+  family(&b, "tissued_auth_refused_total", "counter",
+         "Requests refused for a missing or wrong server key or session token.");
+  put(&b, "tissued_auth_refused_total %llu\n", (unsigned long long)s->auth_refused);
+  family(&b, "tissued_origin_refused_total", "counter",
+         "WebSocket upgrades refused for their Origin.");
+  put(&b, "tissued_origin_refused_total %llu\n", (unsigned long long)s->origin_refused);
+  family(&b, "tissued_poses_dropped_total", "counter", "Tool poses dropped over max-pose-rate.");
+  put(&b, "tissued_poses_dropped_total %llu\n", (unsigned long long)s->poses_dropped);
+  family(&b, "tissued_limit_refused_total", "counter",
+         "Requests refused by a configured limit, by setting.");
+  for (int i = 0; i < TS_LIMIT_COUNT; i++)
+    put(&b, "tissued_limit_refused_total{limit=\"%s\"} %llu\n", ts_limit_names[i],
+        (unsigned long long)s->limit_refused[i]);
   family(&b, "tissued_frames_out_total", "counter", "Frames written to clients.");
   put(&b, "tissued_frames_out_total %llu\n", (unsigned long long)s->frames_out);
   family(&b, "tissued_frame_bytes_out_total", "counter", "Bytes of frames written to clients.");

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth.h"
 #include "core/ts_error.h"
 #include "core/ts_extrude.h"
 #include "core/ts_massspring.h"
@@ -50,6 +51,7 @@ typedef struct create_job {
   char material[TS_MAX_LAYERS][64];
   double dt;
   int solver;
+  int key_index;              /* the server key that asked (auth.h) */
   /* mesh tissues */
   int source;                 /* SRC_* */
   char tissue_name[64];       /* stored name ("" for an upload: from the hash) */
@@ -59,6 +61,7 @@ typedef struct create_job {
   double scale;               /* file units to metres */
   size_t max_bytes;           /* limits, copied from the config */
   uint32_t max_tris;
+  uint32_t max_verts;
   /* results */
   int rc;
   char err[512];
@@ -210,7 +213,7 @@ static int build_mesh_tissue(create_job *j, ts_tissue **out, uint32_t *nv, uint3
   o.scale = j->scale;
   o.max_bytes = j->max_bytes;
   o.max_tris = j->max_tris;
-  o.max_verts = j->max_tris <= UINT32_MAX / 3 ? 3 * j->max_tris : UINT32_MAX;
+  o.max_verts = j->max_verts;
   ts_mesh *m = NULL;
   ts_extrusion *e = NULL;
   uint8_t *anch = NULL;
@@ -443,7 +446,21 @@ static void create_done(ts_job *jb) {
   create_job *j = (create_job *)jb;
   ts_server *s = j->server;
   s->pending_creates--;
+  if (j->key_index >= 0 && j->key_index < TS_MAX_KEYS) s->pending_per_key[j->key_index]--;
   ts_conn *c = ts_server_find_conn(s, j->conn_id);
+  if (!j->rc && !s->shutting_down) {
+    /* the tokens that open this session (auth.h) */
+    ts_session *ns = j->session;
+    ns->creator_key = j->key_index;
+    int trc = ts_auth_random_token(ns->observer_token);
+    for (int i = 0; i < TS_MAX_TOOLS && !trc; i++)
+      trc = ts_auth_random_token(ns->controller_token[i]);
+    if (trc) {
+      j->rc = trc;
+      snprintf(j->err, sizeof j->err, "no randomness from the kernel for session tokens");
+    }
+  }
+  if (j->rc == TS_ETOOBIG) s->limit_refused[TS_LIMIT_MESH]++;
   if (j->rc || s->shutting_down) {
     if (c) ts_send_error(c, j->rid, j->rc ? j->rc : TS_ESHUTDOWN, "%s",
                          j->rc ? j->err : "server is shutting down");
@@ -463,6 +480,12 @@ static void create_done(ts_job *jb) {
     r.name = se->name;
     r.vertex_count = se->topo->vertex_count;
     r.triangle_count = se->topo->n_tris;
+    r.observer_token = se->observer_token;
+    int ntools = s->cfg.max_tools < TS_MAX_TOOLS ? s->cfg.max_tools : TS_MAX_TOOLS;
+    char *ctl[TS_MAX_TOOLS];
+    for (int i = 0; i < ntools; i++) ctl[i] = se->controller_token[i];
+    r.n_controller_tokens = (size_t)ntools;
+    r.controller_tokens = ctl;
     Envelope env = TISSUED__V1__ENVELOPE__INIT;
     env.request_id = j->rid;
     env.body_case = TISSUED__V1__ENVELOPE__BODY_SESSION_CREATED;
@@ -499,6 +522,8 @@ static void set_layers(create_job *j, const ts_patch_def *def, char material[][6
 
 static void submit_create(ts_conn *c, create_job *j) {
   c->server->pending_creates++;
+  j->key_index = c->key_index;
+  if (j->key_index >= 0 && j->key_index < TS_MAX_KEYS) c->server->pending_per_key[j->key_index]++;
   ts_worker_submit(&c->server->worker, &j->job);
 }
 
@@ -531,6 +556,7 @@ void ts_request_create_mesh_session(ts_conn *c, uint64_t rid, const char *name,
   j->scale = scale;
   j->max_bytes = c->server->cfg.max_mesh_bytes;
   j->max_tris = (uint32_t)c->server->cfg.max_mesh_triangles;
+  j->max_verts = (uint32_t)c->server->cfg.max_mesh_vertices;
   set_layers(j, def, material);
   submit_create(c, j);
 }
@@ -545,6 +571,7 @@ void ts_request_create_stored_session(ts_conn *c, uint64_t rid, const char *name
    * apply again in case they were lowered since */
   j->max_bytes = c->server->cfg.max_mesh_bytes;
   j->max_tris = (uint32_t)c->server->cfg.max_mesh_triangles;
+  j->max_verts = (uint32_t)c->server->cfg.max_mesh_vertices;
   submit_create(c, j);
 }
 

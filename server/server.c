@@ -180,6 +180,18 @@ static int write_ports_file(ts_server *s) {
   return rename(tmp, s->cfg.ports_file); /* readers never see half a file */
 }
 
+const char *const ts_limit_names[TS_LIMIT_COUNT] = {
+    "max-message", "max-mesh", "max-sessions", "max-sessions-per-key",
+    "max-clients-per-session", "max-pose-rate", "max-tools"};
+
+uint32_t ts_server_sessions_of_key(const ts_server *s, int k) {
+  if (k < 0 || k >= TS_MAX_KEYS) return 0;
+  uint32_t n = s->pending_per_key[k];
+  for (const ts_session *se = s->sessions; se; se = se->next)
+    if (!se->ending && se->creator_key == k) n++;
+  return n;
+}
+
 int ts_server_start(ts_server *s, uv_loop_t *loop, const ts_config *cfg) {
   memset(s, 0, sizeof *s);
   s->cfg = *cfg;
@@ -192,6 +204,13 @@ int ts_server_start(ts_server *s, uv_loop_t *loop, const ts_config *cfg) {
     return TS_EIO;
   }
   char dbpath[600], err[256];
+  if (ts_auth_load_keys(cfg->server_key, getenv("TISSUED_SERVER_KEY"), cfg->data_dir, &s->keys,
+                        &s->key_generated, s->key_source, sizeof s->key_source, err,
+                        sizeof err)) {
+    ts_log_error("server key: %s", err);
+    return TS_EINVAL;
+  }
+  ts_log_info("server key%s from %s", s->keys.n > 1 ? "s" : "", s->key_source);
   snprintf(dbpath, sizeof dbpath, "%s/tissued.sqlite", cfg->data_dir);
   if (ts_storage_open(dbpath, &s->storage, err, sizeof err)) {
     ts_log_error("storage: %s", err);
@@ -234,6 +253,8 @@ int ts_server_start(ts_server *s, uv_loop_t *loop, const ts_config *cfg) {
   hc.max_message = cfg->max_message;
   hc.max_pending_output = cfg->hard_output_limit;
   hc.metrics = ts_metrics_text;
+  hc.allowed_origins = s->cfg.allowed_origins;
+  hc.origin_refused = &s->origin_refused;
   rc = ts_http_start(loop, s, &hc, healthz, &s->http, &s->http_port);
   if (rc) {
     ts_log_error("http: cannot listen on %s:%d", cfg->host, cfg->http_port);

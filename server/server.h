@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "auth.h"
 #include "config.h"
 #include "conn.h"
 #include "outbox.h"
@@ -48,9 +49,35 @@ struct ts_server {
   int exit_code;
   uint64_t start_ms;
 
+  ts_keyring keys;           /* who may create sessions (auth.h) */
+  int key_generated;         /* the key file was created at this start */
+  char key_source[600];      /* where the keys came from (never the key) */
+  uint32_t pending_per_key[TS_MAX_KEYS]; /* creates in flight per key */
+
   /* counters */
   uint64_t messages_in, bad_messages, errors_sent, frames_out, bytes_out;
+  uint64_t auth_refused;     /* requests refused for a missing or wrong key or token */
+  uint64_t origin_refused;   /* WebSocket upgrades from an Origin not allowed */
+  uint64_t poses_dropped;    /* over max-pose-rate */
+  uint64_t limit_refused[8]; /* TS_LIMIT_*: requests refused by a configured limit */
 };
+
+/* Configured limits, counted per kind in /metrics
+ * (tissued_limit_refused_total{limit="..."}). */
+enum {
+  TS_LIMIT_MESSAGE = 0,  /* max-message */
+  TS_LIMIT_MESH,         /* max-mesh-bytes, -triangles, -vertices */
+  TS_LIMIT_SESSIONS,     /* max-sessions */
+  TS_LIMIT_SESSIONS_KEY, /* max-sessions-per-key */
+  TS_LIMIT_CLIENTS,      /* max-clients-per-session */
+  TS_LIMIT_POSE_RATE,    /* max-pose-rate */
+  TS_LIMIT_TOOLS,        /* max-tools */
+  TS_LIMIT_COUNT
+};
+extern const char *const ts_limit_names[TS_LIMIT_COUNT];
+
+/* Live sessions created with server key k (plus those being built). */
+uint32_t ts_server_sessions_of_key(const ts_server *s, int k);
 
 /* Starts everything on `loop` with the given config (copied). Returns 0 or a
  * negative ts_errno (message already logged). */

@@ -83,6 +83,10 @@ typedef struct ts_session {
   ts_conn *clients;
   uint32_t n_clients;
   ts_conn *tool_owner[TS_MAX_TOOLS];
+  /* access (issue 8): 32 hex digits each, from the OS's randomness */
+  char observer_token[33];
+  char controller_token[TS_MAX_TOOLS][33];
+  int creator_key;           /* index of the server key that created it */
   ts_frame_ref *latest;  /* the newest frame (clients hold their own baselines) */
   uint64_t idle_since_ms;    /* when the last client left; 0 with clients */
   int ending;                /* removal requested */

@@ -163,10 +163,11 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
   if (nread == 0 || c->base.closing) return;
   int rc = ts_framer_feed(&c->framer, (const uint8_t *)buf->base, (size_t)nread, on_message, c);
   if (rc < 0 && !c->base.closing) {
-    if (rc == TS_ETOOBIG)
+    if (rc == TS_ETOOBIG) {
+      c->base.server->limit_refused[TS_LIMIT_MESSAGE]++;
       ts_send_error(&c->base, 0, TS_ETOOBIG, "declared message length over the limit of %zu bytes",
                     c->framer.max_msg);
-    else
+    } else
       ts_send_error(&c->base, 0, rc, "cannot read message");
     /* the stream is out of sync now: let the Error flush, then close */
     tcp_close(&c->base, ts_strerror(rc));

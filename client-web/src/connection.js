@@ -21,10 +21,12 @@ const DEFAULT_RADIUS = 0.005;
 export class SessionClient {
   /**
    * opts: { url, protocol (Protocol), WebSocket (constructor), sessionId
-   * (0 = create one), role (Role.*), clientName, frameRate, forceRate
+   * (0 = create one), role (Role.*), clientName, credentials (the server
+   * key, said in Hello: needed to create a session), token (a session token
+   * from a shared link, sent with JoinSession), frameRate, forceRate
    * (ToolForce messages per second for a controller; 60 by default: a page
    * shows the force, it drives no haptic device), handlers:
-   * { state(s), session(id), joined(info), frame(stream, isKeyframe),
+   * { state(s), session(id, sessionCreated), joined(info), frame(stream, isKeyframe),
    *   force(toolForce), error(text, err), rtt(ms), closed(code, reason) } }
    */
   constructor(opts) {
@@ -34,6 +36,8 @@ export class SessionClient {
     this.sessionId = opts.sessionId || 0;
     this.role = opts.role ?? Role.CONTROLLER;
     this.clientName = opts.clientName || 'web';
+    this.credentials = opts.credentials || '';
+    this.token = opts.token || '';
     this.frameRate = opts.frameRate || 0;
     this.forceRate = opts.forceRate ?? 60;
     this.handlers = opts.handlers || {};
@@ -85,7 +89,8 @@ export class SessionClient {
     ws.binaryType = 'arraybuffer';
     this.ws = ws;
     ws.onopen = () => {
-      this._send('hello', { protocolVersion: PROTOCOL_VERSION, clientName: this.clientName });
+      this._send('hello', { protocolVersion: PROTOCOL_VERSION, clientName: this.clientName,
+        credentials: this.credentials });
     };
     ws.onmessage = (ev) => this._onMessage(ev.data);
     ws.onclose = (ev) => {
@@ -145,7 +150,7 @@ export class SessionClient {
         clearInterval(this.pingTimer);
         this.pingTimer = setInterval(() => this._send('ping', { clientTimeUs: nowMicros() }), PING_INTERVAL_MS);
         if (this.sessionId) this._join();
-        else this._send('createSession', { builtin: 'stomach-patch' });
+        else this._create();
         break;
       case 'sessionCreated':
         this.sessionId = b.sessionId;
@@ -178,8 +183,19 @@ export class SessionClient {
     if (msg.requestId) this.pending.delete(msg.requestId);
   }
 
+  _create() {
+    if (!this.credentials) {
+      this.fatal = true;
+      this._fail('creating a session needs the server key: open the address tissued printed ' +
+        '(it ends in #key=...), or a link to a session');
+      return;
+    }
+    this._send('createSession', { builtin: 'stomach-patch' });
+  }
+
   _join() {
     this._send('joinSession', {
+      token: this.token,
       sessionId: this.sessionId,
       role: this.role,
       toolId: 0,
@@ -210,12 +226,14 @@ export class SessionClient {
   _onError(requestId, e) {
     const kind = this.pending.get(requestId);
     const text = (e.name || 'TS_E?') + (e.message ? ': ' + e.message : '') + (kind ? ' (' + kind + ')' : '');
-    if (e.name === 'TS_EVERSION') this.fatal = true;
-    if (kind === 'joinSession' && e.name === 'TS_ENOSESSION' && this.role === Role.CONTROLLER) {
+    if (e.name === 'TS_EVERSION' || e.name === 'TS_EAUTH') this.fatal = true;
+    if (kind === 'joinSession' && e.name === 'TS_ENOSESSION' && this.role === Role.CONTROLLER &&
+        this.credentials) {
       // The session is gone (daemon restarted): start a new one.
       this._fail(text + '; creating a new session', e);
       this.sessionId = 0;
-      this._send('createSession', { builtin: 'stomach-patch' });
+      this.token = '';
+      this._create();
       return;
     }
     this._fail(text, e);

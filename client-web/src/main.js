@@ -22,6 +22,7 @@ const hook = {
   toolId: 0,
   force: null,
   forceMessages: 0,
+  observerLink: '',             // the watch link this page hands out ('' if none)
   fps: 0,
   lastError: null,
   errors: [],
@@ -38,18 +39,45 @@ function showError(text) {
   overlay.error(text);
 }
 
+const KEY_STORE = 'tissued.serverKey';
+
+// The server key: from the address tissued printed (#key=..., then kept in
+// this browser and taken out of the address bar so it is not shared by
+// accident), else what this browser kept. '' when neither.
+function serverKey() {
+  const m = /(?:^#|&)key=([^&]+)/.exec(location.hash);
+  let key = '';
+  try {
+    if (m) {
+      key = decodeURIComponent(m[1]);
+      localStorage.setItem(KEY_STORE, key);
+    } else {
+      key = localStorage.getItem(KEY_STORE) || '';
+    }
+  } catch {
+    // storage refused (private mode): the key lives only in this page
+  }
+  if (m) history.replaceState(null, '', location.pathname + location.search);
+  return key;
+}
+
 function parseQuery() {
   const q = new URLSearchParams(location.search);
   const sessionId = Number.parseInt(q.get('session') || '0', 10);
   const role = q.get('role') === 'observer' ? Role.OBSERVER : Role.CONTROLLER;
   if (q.has('session') && !(sessionId > 0)) showError('ignoring bad ?session=' + q.get('session'));
-  return { sessionId: sessionId > 0 ? sessionId : 0, role };
+  return { sessionId: sessionId > 0 ? sessionId : 0, role, token: q.get('token') || '' };
 }
 
-function shareUrl(sessionId, role) {
+// This page's own address: the session, the role and the token it joined
+// with (never the server key).
+function pageUrl(sessionId, role, token) {
   const u = new URL(location.href);
+  u.hash = '';
   u.searchParams.set('session', String(sessionId));
   u.searchParams.set('role', role === Role.OBSERVER ? 'observer' : 'controller');
+  if (token) u.searchParams.set('token', token);
+  else u.searchParams.delete('token');
   return u;
 }
 
@@ -74,25 +102,31 @@ async function start() {
   const protocol = await loadProtocol(protobuf, '/proto/tissue.proto');
   const { view, ToolPointer } = await loadView();
 
-  const { sessionId, role } = parseQuery();
+  const { sessionId, role, token } = parseQuery();
+  const credentials = serverKey();
+  // The link to hand out: watch this session (the observer token), set once
+  // the session's creator has its tokens.
+  let observerLink = '';
   const wsUrl = (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/ws';
   let builtFor = -1;            // topologyVersion the view's mesh was built for
   let pointer = null;
   const fpsWindow = [];          // receive times of the last second's frames
 
   const client = new SessionClient({
-    url: wsUrl, protocol, WebSocket, sessionId, role, clientName: 'web',
+    url: wsUrl, protocol, WebSocket, sessionId, role, clientName: 'web', credentials, token,
     handlers: {
       state(s) {
         hook.state = s;
         overlay.state(s);
         if (s !== 'connected') pointer?.setEnabled(false);
       },
-      session(id) {
+      session(id, created) {
         hook.sessionId = id;
-        const url = shareUrl(id, client.role);
-        history.replaceState(null, '', url);
-        overlay.session(id, url.href);
+        if (created && created.observerToken)
+          observerLink = pageUrl(id, Role.OBSERVER, created.observerToken).href;
+        hook.observerLink = observerLink;
+        history.replaceState(null, '', pageUrl(id, client.role, client.token));
+        overlay.session(id, observerLink);
       },
       joined(j) {
         const isController = j.role === Role.CONTROLLER;
@@ -100,9 +134,9 @@ async function start() {
         hook.toolId = isController ? j.toolId : 0;
         hook.role = isController ? 'controller' : 'observer';
         hook.vertexCount = j.vertexCount;
-        const url = shareUrl(j.sessionId, j.role);
+        const url = pageUrl(j.sessionId, j.role, client.token);
         history.replaceState(null, '', url);
-        overlay.session(j.sessionId, url.href);
+        overlay.session(j.sessionId, observerLink || (j.role === Role.OBSERVER ? url.href : ''));
         overlay.role(hook.role, hook.toolId);
         overlay.error('');  // joined again: what went wrong before is over
         overlay.vertices(j.vertexCount);

@@ -34,7 +34,8 @@
   XX(TOOL, 20, "no such tool or tool taken")                                   \
   XX(SHUTDOWN, 21, "server is shutting down")                                  \
   XX(PROTOCOL, 22, "protocol violation")                                       \
-  XX(INTERNAL, 23, "internal error")
+  XX(INTERNAL, 23, "internal error")                                          \
+  XX(AUTH, 24, "not authorised: missing or wrong server key or session token")
 
 typedef enum ts_errno {
 #define TS__ERR_ENUM(name, num, msg) TS_E##name = -(num),

@@ -22,7 +22,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "../auth.h"
 #include "../core/ts_error.h"
+#include "../log.h"
 #include "net_internal.h"
 #include "static_files.h"
 #include "ws.h"
@@ -201,6 +203,16 @@ static void handle_ws(ts__net_conn *c) {
       header(r, "Sec-WebSocket-Version", ver, sizeof ver),
       header(r, "Sec-WebSocket-Key", key, sizeof key));
   if (!why && !c->parser.upgrade) why = "not an upgrade request";
+  char origin[512], host[512];
+  if (!why && !ts_auth_origin_allowed(header(r, "Origin", origin, sizeof origin),
+                                      header(r, "Host", host, sizeof host),
+                                      c->h->cfg.allowed_origins)) {
+    if (c->h->cfg.origin_refused) (*c->h->cfg.origin_refused)++;
+    ts_log_warn("WebSocket upgrade from %s refused: Origin '%.200s' is not allowed", c->base.peer,
+                origin);
+    respond_error(c, 403, "this Origin may not open a WebSocket here (see allowed-origins)", 0, 0);
+    return;
+  }
   char accept[TS_WS_ACCEPT_LEN + 1];
   if (!why && ts_ws_accept_key(key, accept) != 0) why = "cannot compute Sec-WebSocket-Accept";
   if (why) {

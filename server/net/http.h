@@ -20,6 +20,11 @@ typedef struct ts_http_config {
   const char *proto_file;     /* proto/tissue.proto, served at /proto/tissue.proto */
   size_t max_message;         /* largest WebSocket message accepted, bytes */
   size_t max_pending_output;  /* hard limit of queued output per connection */
+  /* WebSocket upgrades: Origins allowed besides the daemon's own (see
+   * ts_auth_origin_allowed; NULL = only its own), and a counter of refused
+   * upgrades (may be NULL). Neither is copied: both outlive the listener. */
+  const char *allowed_origins;
+  uint64_t *origin_refused;
 
   /* Optional hooks for tests: each one that is set replaces its daemon
    * counterpart (ts_conn_opened, ts_dispatch_message, ts_conn_closed) and

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { startDaemon, webRequire, artifactsDir, sleep, waitSettled } from '../integration/daemon_proc.mjs';
+import { SERVER_KEY, startDaemon, webRequire, artifactsDir, sleep, waitSettled } from '../integration/daemon_proc.mjs';
 import { decodePng, changedFraction, meanColour } from './png.mjs';
 
 const CHROMIUM = process.env.TS_CHROMIUM || '/usr/bin/chromium';
@@ -62,7 +62,7 @@ const hook = (page) => page.evaluate(() => {
   return t && {
     state: t.state, sessionId: t.sessionId, role: t.role, frames: t.frames, vertexCount: t.vertexCount,
     toolId: t.toolId, lastError: t.lastError, errors: t.errors, webgl: t.webgl, force: t.force,
-    forceMessages: t.forceMessages,
+    forceMessages: t.forceMessages, observerLink: t.observerLink,
   };
 });
 const positions = (page) => page.evaluate(() => Array.from(window.tissued.positions));
@@ -76,7 +76,9 @@ function maxDeltaY(a, b) {
 
 test('the page creates a session, renders it, and the mouse dents the tissue', async () => {
   const dir = artifactsDir();
-  const page = await openPage(base + '/', 'controller');
+  // The address tissued prints carries the key after '#'; the page keeps it
+  // and takes it out of the address bar.
+  const page = await openPage(base + '/#key=' + SERVER_KEY, 'controller');
   await page.waitForFunction(() => window.tissued && window.tissued.vertexCount > 0 && window.tissued.frames > 5,
     null, { timeout: WAIT_MS });
   const h = await hook(page);
@@ -89,12 +91,17 @@ test('the page creates a session, renders it, and the mouse dents the tissue', a
   const url = new URL(page.url());
   assert.equal(url.searchParams.get('session'), String(h.sessionId), 'the session is in the URL: ' + page.url());
   assert.equal(url.searchParams.get('role'), 'controller');
+  assert.ok(!page.url().includes(SERVER_KEY), 'the key is not left in the address: ' + page.url());
+  const link = new URL(h.observerLink);
+  assert.equal(link.searchParams.get('role'), 'observer');
+  assert.match(link.searchParams.get('token') || '', /^[0-9a-f]{32}$/, 'the watch link has a token: ' + h.observerLink);
+  assert.ok(!h.observerLink.includes(SERVER_KEY), 'the watch link does not carry the key');
 
   // An observer on the same session, from the shared URL.
   // A smaller window: two software-rendered pages share the machine's cores
   // with the daemon.
-  const observer = await openPage(`${base}/?session=${h.sessionId}&role=observer`, 'observer',
-    { width: 640, height: 400 });
+  // (its own browser context: no stored key, only the link's token)
+  const observer = await openPage(h.observerLink, 'observer', { width: 640, height: 400 });
   await observer.waitForFunction(() => window.tissued && window.tissued.frames > 5, null, { timeout: WAIT_MS });
   const ho = await hook(observer);
   assert.equal(ho.role, 'observer');
@@ -166,6 +173,16 @@ test('the page creates a session, renders it, and the mouse dents the tissue', a
     sessionId: h.sessionId, vertexCount: h.vertexCount, maxDyMm: dy * 1000,
     observerMaxDyMm: dyObserver * 1000, changedMiddle: changed, force: held.force, heldMs, heldSim,
   }, null, 2));
+});
+
+test('without the server key the page creates no session and says why', async () => {
+  const page = await openPage(base + '/', 'keyless');
+  await page.waitForFunction(() => window.tissued && window.tissued.errors.length > 0, null, { timeout: WAIT_MS });
+  const h = await hook(page);
+  assert.match(h.errors.join(' | '), /server key/, 'the page explains what is missing');
+  assert.equal(h.sessionId, 0, 'no session was created');
+  assert.equal(h.frames, 0);
+  await page.context().close();
 });
 
 test('SIGTERM stops the daemon with exit code 0', async () => {

@@ -190,6 +190,8 @@ int ts_dproc_start(ts_dproc *d, const char *const *extra_args, char *err, size_t
   argv[k++] = d->dir;
   argv[k++] = "--ports-file";
   argv[k++] = ports;
+  argv[k++] = "--server-key";
+  argv[k++] = TS_DPROC_KEY;
   for (int i = 0; extra_args && extra_args[i] && k < 63; i++) argv[k++] = extra_args[i];
   argv[k] = NULL;
 

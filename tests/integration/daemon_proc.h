@@ -11,6 +11,12 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+/* The server key every daemon started here gets (--server-key), so that
+ * clients can create sessions: tc_connect_key(..., TS_DPROC_KEY, ...). A test
+ * that wants the daemon's own key handling passes "--server-key", "" in its
+ * extra arguments (the later flag wins). */
+#define TS_DPROC_KEY "itest-server-key-5f0c2a9e41d7"
+
 typedef struct ts_dproc {
   pid_t pid;         /* 0 when not running */
   char dir[256];     /* temporary data directory (removed by stop) */
@@ -29,7 +35,8 @@ int ts_dproc_scratch_begin(void);
 void ts_dproc_scratch_end(void);
 
 /* Starts $TISSUED_BIN with --host 127.0.0.1 --tcp-port 0 --http-port 0
- * --data-dir <dir> --ports-file <dir>/ports.json plus extra_args (NULL-ended,
+ * --data-dir <dir> --ports-file <dir>/ports.json --server-key TS_DPROC_KEY
+ * plus extra_args (NULL-ended,
  * may be NULL) and waits up to 10 s for the ports file. Returns 0, or -1 with
  * a message in err (the daemon's log is printed to stderr). */
 int ts_dproc_start(ts_dproc *d, const char *const *extra_args, char *err, size_t errcap);

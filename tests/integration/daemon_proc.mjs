@@ -23,6 +23,12 @@ export function loadProtocol() {
   return loadProtocolSync(webRequire('protobufjs'), protoPath);
 }
 
+/**
+ * The server key every daemon started here gets (--server-key); clients say
+ * it in Hello.credentials to create sessions. The twin of TS_DPROC_KEY.
+ */
+export const SERVER_KEY = 'itest-server-key-5f0c2a9e41d7';
+
 export function sleep(ms) {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
@@ -63,7 +69,7 @@ export async function startDaemon({ name = 'tissued', timeoutMs = 20000, extraAr
   fs.mkdirSync(dataDir);
   const portsFile = path.join(dir, 'ports.json');
   const args = ['--host', '127.0.0.1', '--tcp-port', '0', '--http-port', '0',
-    '--data-dir', dataDir, '--ports-file', portsFile, ...extraArgs];
+    '--data-dir', dataDir, '--ports-file', portsFile, '--server-key', SERVER_KEY, ...extraArgs];
   const proc = spawn(daemonBin(), args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   const keep = (chunk) => {

@@ -173,6 +173,7 @@ static void hello(int fd, uint32_t version, uint64_t rid) {
   Tissued__V1__Hello h = TISSUED__V1__HELLO__INIT;
   h.protocol_version = version;
   h.client_name = (char *)"itest-badinput";
+  h.credentials = (char *)TS_DPROC_KEY;
   Envelope env = TISSUED__V1__ENVELOPE__INIT;
   env.body_case = TISSUED__V1__ENVELOPE__BODY_HELLO;
   env.hello = &h;
@@ -444,7 +445,7 @@ static void count_frame(void *ud, const tc_frame *f) {
 START_TEST(test_zz_survivor_and_clean_exit) {
   ck_assert_msg(ts_dproc_alive(&daemon_), "the daemon died during the bad-input cases");
   char err[256];
-  tc_client *c = tc_connect("127.0.0.1", daemon_.tcp_port, "itest-survivor", err, sizeof err);
+  tc_client *c = tc_connect_key("127.0.0.1", daemon_.tcp_port, "itest-survivor", TS_DPROC_KEY, 0, err, sizeof err);
   ck_assert_msg(c != NULL, "connect: %s", err);
   uint32_t sid, tool;
   ck_assert_int_eq(tc_create_session(c, NULL, &sid, NULL, NULL), 0);

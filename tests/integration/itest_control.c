@@ -76,7 +76,7 @@ START_TEST(test_metrics) {
   ts_dproc d;
   char err[256];
   ck_assert_msg(ts_dproc_start(&d, NULL, err, sizeof err) == 0, "%s", err);
-  tc_client *a = tc_connect("127.0.0.1", d.tcp_port, "itest-metrics", err, sizeof err);
+  tc_client *a = tc_connect_key("127.0.0.1", d.tcp_port, "itest-metrics", TS_DPROC_KEY, 0, err, sizeof err);
   ck_assert_msg(a != NULL, "%s", err);
   watch wa = {0};
   wa.centre = -1;
@@ -116,9 +116,9 @@ START_TEST(test_reset_and_end) {
   ts_dproc d;
   char err[256];
   ck_assert_msg(ts_dproc_start(&d, NULL, err, sizeof err) == 0, "%s", err);
-  tc_client *a = tc_connect("127.0.0.1", d.tcp_port, "itest-control-a", err, sizeof err);
+  tc_client *a = tc_connect_key("127.0.0.1", d.tcp_port, "itest-control-a", TS_DPROC_KEY, 0, err, sizeof err);
   ck_assert_msg(a != NULL, "%s", err);
-  tc_client *b = tc_connect("127.0.0.1", d.tcp_port, "itest-control-b", err, sizeof err);
+  tc_client *b = tc_connect_key("127.0.0.1", d.tcp_port, "itest-control-b", TS_DPROC_KEY, 0, err, sizeof err);
   ck_assert_msg(b != NULL, "%s", err);
   watch wa = {0}, wb = {0};
   wa.centre = wb.centre = -1;

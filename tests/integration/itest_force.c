@@ -128,9 +128,9 @@ START_TEST(test_force_messages) {
   char err[256];
   const char *args[] = {"--patch-resolution", "17", NULL};
   ck_assert_msg(ts_dproc_start(&d, args, err, sizeof err) == 0, "%s", err);
-  tc_client *ctl = tc_connect("127.0.0.1", d.tcp_port, "itest-force-ctl", err, sizeof err);
+  tc_client *ctl = tc_connect_key("127.0.0.1", d.tcp_port, "itest-force-ctl", TS_DPROC_KEY, 0, err, sizeof err);
   ck_assert_msg(ctl != NULL, "%s", err);
-  tc_client *obs = tc_connect("127.0.0.1", d.tcp_port, "itest-force-obs", err, sizeof err);
+  tc_client *obs = tc_connect_key("127.0.0.1", d.tcp_port, "itest-force-obs", TS_DPROC_KEY, 0, err, sizeof err);
   ck_assert_msg(obs != NULL, "%s", err);
   static forces fc, fo;
   memset(&fc, 0, sizeof fc);
@@ -210,7 +210,7 @@ START_TEST(test_force_messages) {
    * long) pressed 2 mm in: the torque about the tip is the lever arm to the
    * contact's centre (x = 0, 10 mm from the tip) times the force, within
    * 10 % (the grid's symmetry about x = 0 up to the patch's curvature) */
-  tc_client *cap = tc_connect("127.0.0.1", d.tcp_port, "itest-force-capsule", err, sizeof err);
+  tc_client *cap = tc_connect_key("127.0.0.1", d.tcp_port, "itest-force-capsule", TS_DPROC_KEY, 0, err, sizeof err);
   ck_assert_msg(cap != NULL, "%s", err);
   static forces fk;
   memset(&fk, 0, sizeof fk);

@@ -72,8 +72,7 @@ static char *read_all(const char *path, size_t *len) {
 
 static tc_client *connect_ok(const char *who) {
   char err[256];
-  tc_client *c = tc_connect(daemon_ok ? "127.0.0.1" : "0.0.0.0", daemon_.tcp_port, who, err,
-                            sizeof err);
+  tc_client *c = tc_connect_key(daemon_ok ? "127.0.0.1" : "0.0.0.0", daemon_.tcp_port, who, TS_DPROC_KEY, 0, err, sizeof err);
   ck_assert_msg(c != NULL, "connect: %s", err);
   tc_set_timeout(c, WAIT_S * 1000);
   return c;

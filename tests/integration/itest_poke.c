@@ -167,7 +167,7 @@ static void seen_free(seen *s) {
 
 static tc_client *connect_ok(const ts_dproc *d, const char *name) {
   char err[256];
-  tc_client *c = tc_connect("127.0.0.1", d->tcp_port, name, err, sizeof err);
+  tc_client *c = tc_connect_key("127.0.0.1", d->tcp_port, name, TS_DPROC_KEY, 0, err, sizeof err);
   ck_assert_msg(c != NULL, "connect %s: %s", name, err);
   return c;
 }
@@ -604,7 +604,7 @@ START_TEST(test_client_survives_bad_server_data) {
   close(lfd);
 
   char err[256];
-  tc_client *c = tc_connect("127.0.0.1", ntohs(a.sin_port), "itest-fake", err, sizeof err);
+  tc_client *c = tc_connect_key("127.0.0.1", ntohs(a.sin_port), "itest-fake", TS_DPROC_KEY, 0, err, sizeof err);
   ck_assert_msg(c != NULL, "%s", err);
   ck_assert_uint_eq(tc_client_id(c), 77);
   fake_seen s = {0};

@@ -47,9 +47,9 @@ START_TEST(test_sigterm_with_clients) {
   char err[256];
   ck_assert_msg(ts_dproc_start(&d, NULL, err, sizeof err) == 0, "%s", err);
 
-  tc_client *a = tc_connect("127.0.0.1", d.tcp_port, "itest-shutdown-a", err, sizeof err);
+  tc_client *a = tc_connect_key("127.0.0.1", d.tcp_port, "itest-shutdown-a", TS_DPROC_KEY, 0, err, sizeof err);
   ck_assert_msg(a != NULL, "connect a: %s", err);
-  tc_client *b = tc_connect("127.0.0.1", d.tcp_port, "itest-shutdown-b", err, sizeof err);
+  tc_client *b = tc_connect_key("127.0.0.1", d.tcp_port, "itest-shutdown-b", TS_DPROC_KEY, 0, err, sizeof err);
   ck_assert_msg(b != NULL, "connect b: %s", err);
   counter ca = {0}, cb = {0};
   tc_set_frame_cb(a, on_frame, &ca);

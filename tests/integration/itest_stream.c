@@ -177,6 +177,7 @@ static void slow_open(slow *s, int port, uint32_t session_id) {
   Tissued__V1__Hello h = TISSUED__V1__HELLO__INIT;
   h.protocol_version = 1;
   h.client_name = "itest-slow-reader";
+  h.credentials = TS_DPROC_KEY;
   Tissued__V1__Envelope e = TISSUED__V1__ENVELOPE__INIT;
   e.request_id = 1;
   e.body_case = TISSUED__V1__ENVELOPE__BODY_HELLO;
@@ -268,9 +269,9 @@ START_TEST(test_slow_reader_is_resynchronised) {
   ck_assert_msg(ts_dproc_start(&d, args, err, sizeof err) == 0, "%s", err);
   rig g;
   memset(&g, 0, sizeof g);
-  g.ctl = tc_connect("127.0.0.1", d.tcp_port, "itest-stream-ctl", err, sizeof err);
+  g.ctl = tc_connect_key("127.0.0.1", d.tcp_port, "itest-stream-ctl", TS_DPROC_KEY, 0, err, sizeof err);
   ck_assert_msg(g.ctl != NULL, "%s", err);
-  g.obs = tc_connect("127.0.0.1", d.tcp_port, "itest-stream-obs", err, sizeof err);
+  g.obs = tc_connect_key("127.0.0.1", d.tcp_port, "itest-stream-obs", TS_DPROC_KEY, 0, err, sizeof err);
   ck_assert_msg(g.obs != NULL, "%s", err);
   tc_set_frame_cb(g.ctl, on_frame, &g.wc);
   tc_set_frame_cb(g.obs, on_frame, &g.wo);
@@ -376,9 +377,9 @@ START_TEST(test_mixed_rates_share_the_chain) {
   ck_assert_msg(ts_dproc_start(&d, args, err, sizeof err) == 0, "%s", err);
   rig g;
   memset(&g, 0, sizeof g);
-  g.ctl = tc_connect("127.0.0.1", d.tcp_port, "itest-rates-ctl", err, sizeof err);
+  g.ctl = tc_connect_key("127.0.0.1", d.tcp_port, "itest-rates-ctl", TS_DPROC_KEY, 0, err, sizeof err);
   ck_assert_msg(g.ctl != NULL, "%s", err);
-  g.obs = tc_connect("127.0.0.1", d.tcp_port, "itest-rates-obs20", err, sizeof err);
+  g.obs = tc_connect_key("127.0.0.1", d.tcp_port, "itest-rates-obs20", TS_DPROC_KEY, 0, err, sizeof err);
   ck_assert_msg(g.obs != NULL, "%s", err);
   tc_set_frame_cb(g.ctl, on_frame, &g.wc);
   tc_set_frame_cb(g.obs, on_frame, &g.wo);

@@ -7,7 +7,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { startDaemon, loadProtocol, waitFor, waitSettled } from './daemon_proc.mjs';
+import { SERVER_KEY, startDaemon, loadProtocol, waitFor, waitSettled } from './daemon_proc.mjs';
 import { WsPeer } from './ws_peer.mjs';
 import { Role } from '../../client-web/src/protocol.js';
 
@@ -17,7 +17,7 @@ let peer = null;
 before(async () => {
   daemon = await startDaemon({ name: 'solver-test-tissued' });
   peer = await new WsPeer(loadProtocol(), `ws://127.0.0.1:${daemon.httpPort}/ws`).open();
-  const hello = await peer.request('hello', { protocolVersion: 1, clientName: 'solver.test' });
+  const hello = await peer.request('hello', { protocolVersion: 1, clientName: 'solver.test', credentials: SERVER_KEY });
   assert.equal(hello.kind, 'helloReply');
 });
 

@@ -17,7 +17,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 
-import { startDaemon, loadProtocol, waitFor, sleep, webRequire } from './daemon_proc.mjs';
+import { SERVER_KEY, startDaemon, loadProtocol, waitFor, sleep, webRequire } from './daemon_proc.mjs';
 import { Role, toNumber } from '../../client-web/src/protocol.js';
 import { decodeKeyframe, decodeDelta, CODEC_Q1 } from '../../client-web/src/codec.js';
 
@@ -159,7 +159,7 @@ test('one controller and 200 WebSocket observers for 10 s: no drops, no resync',
   const ctl = new Client('controller', false);
   clients.push(ctl);
   await ctl.open(url);
-  assert.equal((await ctl.request('hello', { protocolVersion: 1, clientName: 'stream.test ctl' })).kind, 'helloReply');
+  assert.equal((await ctl.request('hello', { protocolVersion: 1, clientName: 'stream.test ctl', credentials: SERVER_KEY })).kind, 'helloReply');
   const sc = await ctl.request('createSession', { builtin: 'stomach-patch' });
   assert.equal(sc.kind, 'sessionCreated', JSON.stringify(sc.body));
   const sessionId = sc.body.sessionId;
@@ -179,7 +179,7 @@ test('one controller and 200 WebSocket observers for 10 s: no drops, no resync',
       clients.push(o);
       batch.push((async () => {
         await o.open(url);
-        const h = await o.request('hello', { protocolVersion: 1, clientName: 'stream.test obs' });
+        const h = await o.request('hello', { protocolVersion: 1, clientName: 'stream.test obs', credentials: SERVER_KEY });
         assert.equal(h.kind, 'helloReply');
         const jo = await o.request('joinSession', { sessionId, role: Role.OBSERVER, frameRate: 0 });
         assert.equal(jo.kind, 'joined', o.name + ': ' + JSON.stringify(jo.body));

@@ -8,7 +8,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { startDaemon, loadProtocol, waitFor, waitSettled, sleep } from './daemon_proc.mjs';
+import { SERVER_KEY, startDaemon, loadProtocol, waitFor, waitSettled, sleep } from './daemon_proc.mjs';
 import { WsPeer } from './ws_peer.mjs';
 import { Role, toNumber } from '../../client-web/src/protocol.js';
 
@@ -49,7 +49,7 @@ function centreTopVertex(pos, n) {
 test('hello, create a session, join as controller', async () => {
   peer = await new WsPeer(protocol, `ws://127.0.0.1:${daemon.httpPort}/ws`).open();
 
-  const hello = await peer.request('hello', { protocolVersion: 1, clientName: 'ws.test' });
+  const hello = await peer.request('hello', { protocolVersion: 1, clientName: 'ws.test', credentials: SERVER_KEY });
   assert.equal(hello.kind, 'helloReply', 'reply to Hello: ' + JSON.stringify(hello.body));
   assert.equal(hello.body.protocolVersion, 1);
 
