@@ -13,7 +13,9 @@ BUILD_PKGS=(build-essential cmake pkg-config libuv1-dev libprotobuf-c-dev protob
   libcglm-dev libsqlite3-dev libwslay-dev libhttp-parser-dev libssl-dev libinih-dev check libzstd-dev
   libcjson-dev libmeshoptimizer-dev
   sqlite3)
-TEST_PKGS=(chromium clang libclang-rt-14-dev libopenmesh-dev)
+# haproxy, openssl: the proxy test (tests/integration/proxy.test.mjs); systemd
+# (systemd-analyze) and python3-yaml: the checks of deploy/'s files
+TEST_PKGS=(chromium clang libclang-rt-14-dev libopenmesh-dev haproxy openssl systemd python3-yaml)
 BENCH_PKGS=(g++ libbullet-dev)
 
 want=("${BUILD_PKGS[@]}")

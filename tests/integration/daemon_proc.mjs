@@ -97,8 +97,10 @@ export async function startDaemon({ name = 'tissued', timeoutMs = 20000, extraAr
     /** SIGTERM, then waits (bounded) for the exit; resolves to {code, signal}. */
     async stop(graceMs = 10000) {
       if (!exitStatus) proc.kill('SIGTERM');
-      const timer = sleep(graceMs).then(() => 'timeout');
-      let s = await Promise.race([exited, timer]);
+      let timer = null;  // cleared, so that a finished test does not wait out the grace
+      const timeout = new Promise((resolve) => { timer = setTimeout(resolve, graceMs, 'timeout'); });
+      let s = await Promise.race([exited, timeout]);
+      clearTimeout(timer);
       if (s === 'timeout') {
         proc.kill('SIGKILL');
         s = await exited;
