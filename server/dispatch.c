@@ -203,6 +203,14 @@ static void on_create(ts_conn *c, uint64_t rid, const Tissued__V1__CreateSession
     ts_send_error(c, rid, TS_ERANGE, "session name longer than 63 bytes");
     return;
   }
+  /* a session's name is how clients (and a proxy routing by name) find it */
+  for (ts_session *o = s->sessions; m->name && m->name[0] && o; o = o->next) {
+    if (!o->ending && strcmp(o->name, m->name) == 0) {
+      ts_send_error(c, rid, TS_EEXISTS, "a session named '%s' exists (session %u)", m->name,
+                    o->id);
+      return;
+    }
+  }
   if ((int)(s->n_sessions + s->pending_creates) >= s->cfg.max_sessions) {
     limit_refused(s, TS_LIMIT_SESSIONS);
     ts_send_error(c, rid, TS_EFULL, "the server hosts its maximum of %d sessions",

@@ -35,7 +35,8 @@
   XX(SHUTDOWN, 21, "server is shutting down")                                  \
   XX(PROTOCOL, 22, "protocol violation")                                       \
   XX(INTERNAL, 23, "internal error")                                          \
-  XX(AUTH, 24, "not authorised: missing or wrong server key or session token")
+  XX(AUTH, 24, "not authorised: missing or wrong server key or session token")  \
+  XX(EXISTS, 25, "the name is taken")
 
 typedef enum ts_errno {
 #define TS__ERR_ENUM(name, num, msg) TS_E##name = -(num),

@@ -18,14 +18,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-import { startDaemon, loadProtocol, waitFor } from './daemon_proc.mjs';
+import { SERVER_KEY, startDaemon, loadProtocol, waitFor } from './daemon_proc.mjs';
 import { WsPeer } from './ws_peer.mjs';
 import { makeCertificate, startHaproxy, httpsGet, TlsWsPeer } from './proxy_proc.mjs';
 import { Role, toNumber } from '../../client-web/src/protocol.js';
 
-// Sent in Hello.credentials on every connection; the daemons get it as their
-// server key, so creating and joining are allowed with access control on.
-const SERVER_KEY = '5eed0f7e55ed0c0ffee0ddba11fab1e5';
+// SERVER_KEY (every test daemon's --server-key) is sent in Hello.credentials
+// on every connection, so creating and joining are allowed.
 // Session names: the routing keys. With two daemons on the hash ring this set
 // lands on both (checked below), so the test shows real spreading.
 const NAMES = ['theatre-a', 'theatre-b', 'ward-3', 'ward-4', 'lab-5', 'lab-6'];
@@ -54,7 +53,6 @@ before(async () => {
   protocol = loadProtocol();
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tissued-proxy-'));
   cert = makeCertificate(tmp);
-  process.env.TISSUED_SERVER_KEY = SERVER_KEY;  // inherited by the daemons
   for (let i = 0; i < 2; i++) {
     daemons.push(await startDaemon({
       name: 'proxy-test-tissued-' + (i + 1),
@@ -109,6 +107,11 @@ test('every connection of a session reaches the daemon that hosts it', async () 
     assert.equal(r.body.vertexCount, PATCH_RESOLUTION * PATCH_RESOLUTION * (layers.length + 1),
       name + ': one sheet of nodes per layer boundary');
     created.set(name, { id: r.body.sessionId, vertexCount: r.body.vertexCount, dt });
+    // The name is the routing key: a second session of that name is refused
+    // by the daemon the name leads to.
+    const again = await creator.request('createSession', { name, builtin: 'stomach-patch' });
+    assert.equal(again.kind, 'error', name + ': a second session of the same name');
+    assert.equal(again.body.name, 'TS_EEXISTS');
   }
 
   // Join each through the proxy on a second connection with the same URL:
