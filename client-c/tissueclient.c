@@ -735,6 +735,18 @@ int tc_create_session(tc_client *c, const char *builtin, uint32_t *session_id,
   return create_session(c, &m, session_id, vertex_count, triangle_count);
 }
 
+int tc_create_session_solver(tc_client *c, const char *builtin, int solver,
+                             uint32_t *session_id, uint32_t *vertex_count,
+                             uint32_t *triangle_count) {
+  if (solver != TC_SOLVER_DEFAULT && solver != TC_SOLVER_MASS_SPRING && solver != TC_SOLVER_XPBD)
+    return fail(c, TS_EINVAL, "solver must be TC_SOLVER_DEFAULT, _MASS_SPRING or _XPBD");
+  Tissued__V1__CreateSession m = TISSUED__V1__CREATE_SESSION__INIT;
+  m.tissue_case = TISSUED__V1__CREATE_SESSION__TISSUE_BUILTIN;
+  m.builtin = (char *)(builtin ? builtin : "stomach-patch");
+  m.solver = (Tissued__V1__Solver)solver;
+  return create_session(c, &m, session_id, vertex_count, triangle_count);
+}
+
 /* ResetSession / EndSession share one shape: a session id, answered by Ack. */
 static int session_control(tc_client *c, uint32_t session_id, int end) {
   Tissued__V1__ResetSession reset = TISSUED__V1__RESET_SESSION__INIT;
@@ -765,15 +777,17 @@ int tc_join_ex(tc_client *c, const tc_join_params *p, tc_joined *out) {
     return fail(c, TS_EINVAL, "role must be TC_ROLE_OBSERVER or TC_ROLE_CONTROLLER");
   if (!isfinite(p->radius) || p->radius < 0)
     return fail(c, TS_ERANGE, "tool radius must be a finite number >= 0");
-  if (p->tool_kind != TC_TOOL_SPHERE && p->tool_kind != TC_TOOL_CAPSULE)
-    return fail(c, TS_EINVAL, "tool_kind must be TC_TOOL_SPHERE or TC_TOOL_CAPSULE");
+  if (p->tool_kind != TC_TOOL_SPHERE && p->tool_kind != TC_TOOL_CAPSULE &&
+      p->tool_kind != TC_TOOL_JAWS)
+    return fail(c, TS_EINVAL, "tool_kind must be TC_TOOL_SPHERE, TC_TOOL_CAPSULE or TC_TOOL_JAWS");
   if (!isfinite(p->length) || p->length < 0)
-    return fail(c, TS_ERANGE, "capsule length must be a finite number >= 0");
+    return fail(c, TS_ERANGE, "capsule or jaw length must be a finite number >= 0");
   Tissued__V1__ToolShape shape = TISSUED__V1__TOOL_SHAPE__INIT;
   shape.kind = p->tool_kind == TC_TOOL_CAPSULE ? TISSUED__V1__TOOL_SHAPE__KIND__CAPSULE
+               : p->tool_kind == TC_TOOL_JAWS  ? TISSUED__V1__TOOL_SHAPE__KIND__JAWS
                                                : TISSUED__V1__TOOL_SHAPE__KIND__SPHERE;
   shape.radius = (float)p->radius;
-  shape.length = p->tool_kind == TC_TOOL_CAPSULE ? (float)p->length : 0;
+  shape.length = p->tool_kind == TC_TOOL_SPHERE ? 0 : (float)p->length;
   Tissued__V1__JoinSession m = TISSUED__V1__JOIN_SESSION__INIT;
   m.session_id = p->session_id;
   m.role = p->role == TC_ROLE_CONTROLLER ? TISSUED__V1__ROLE__ROLE_CONTROLLER

@@ -32,7 +32,9 @@ extern "C" {
 typedef struct tc_client tc_client;
 
 enum { TC_ROLE_OBSERVER = 0, TC_ROLE_CONTROLLER = 1 };
-enum { TC_TOOL_SPHERE = 0, TC_TOOL_CAPSULE = 1 };
+/* Jaws: a grasper (XPBD sessions only); length is the jaw length (0: 10 mm)
+ * and ToolPose's jaw (tc_send_pose) opens (1) and closes (0) it. */
+enum { TC_TOOL_SPHERE = 0, TC_TOOL_CAPSULE = 1, TC_TOOL_JAWS = 2 };
 
 /* One tool's state as reported in a frame. */
 typedef struct tc_tool {
@@ -107,7 +109,7 @@ typedef struct tc_join_params {
   int role;            /* TC_ROLE_* */
   uint32_t tool_id;    /* 0 = any free tool (controllers) */
   double radius;       /* tool radius, m; 0 = server default */
-  int tool_kind;       /* TC_TOOL_SPHERE or TC_TOOL_CAPSULE */
+  int tool_kind;       /* TC_TOOL_SPHERE, TC_TOOL_CAPSULE or TC_TOOL_JAWS */
   double length;       /* capsule: length along the tool axis (local +y from the tip), m */
   uint32_t frame_rate; /* frames per second; 0 = server default */
   uint32_t force_rate; /* controllers: force messages per second; 0 = every physics step */
@@ -172,6 +174,12 @@ int tc_latest_force(const tc_client *c, tc_force *out);
  * NULL. */
 int tc_create_session(tc_client *c, const char *builtin, uint32_t *session_id,
                       uint32_t *vertex_count, uint32_t *triangle_count);
+
+/* The same with a solver (TC_SOLVER_*; the Solver enum of tissue.proto). */
+enum { TC_SOLVER_DEFAULT = 0, TC_SOLVER_MASS_SPRING = 1, TC_SOLVER_XPBD = 2 };
+int tc_create_session_solver(tc_client *c, const char *builtin, int solver,
+                             uint32_t *session_id, uint32_t *vertex_count,
+                             uint32_t *triangle_count);
 
 /* The tokens of the last session this client created: 1 and *out filled, or
  * 0 before any. */

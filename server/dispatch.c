@@ -357,7 +357,24 @@ static void on_join(ts_conn *c, uint64_t rid, const Tissued__V1__JoinSession *m)
     if (m->tool) {
       if (m->tool->radius != 0) radius = m->tool->radius;
       length = m->tool->length;
-      kind = m->tool->kind == TISSUED__V1__TOOL_SHAPE__KIND__CAPSULE ? 1 : 0;
+      switch (m->tool->kind) {
+      case TISSUED__V1__TOOL_SHAPE__KIND__SPHERE: kind = TS_TOOL_SPHERE; break;
+      case TISSUED__V1__TOOL_SHAPE__KIND__CAPSULE: kind = TS_TOOL_CAPSULE; break;
+      case TISSUED__V1__TOOL_SHAPE__KIND__JAWS: kind = TS_TOOL_JAWS; break;
+      default:
+        ts_send_error(c, rid, TS_EUNSUPPORTED, "unknown tool kind %d (sphere 0, capsule 1, jaws 2)",
+                      (int)m->tool->kind);
+        return;
+      }
+      if (kind == TS_TOOL_JAWS && !se->sim.contact) {
+        ts_send_error(c, rid, TS_EUNSUPPORTED,
+                      "grasper jaws need a session with the XPBD solver (CreateSession.solver)");
+        return;
+      }
+      if (kind == TS_TOOL_JAWS && length != 0 && (length < 0.002 || length > 0.05)) {
+        ts_send_error(c, rid, TS_ERANGE, "jaw length must be in [2, 50] mm (0: 10 mm)");
+        return;
+      }
       if (!isfinite(radius) || radius < 5e-4 || radius > 0.05 || !isfinite(length) ||
           length < 0 || length > 0.3) {
         ts_send_error(c, rid, TS_ERANGE, "tool radius must be in [0.5, 50] mm, length in [0, 300] mm");

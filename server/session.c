@@ -13,6 +13,7 @@
 #include "core/ts_error.h"
 #include "log.h"
 #include "server.h"
+#include "session_contact.h"
 #include "ts_codec.h"
 
 int ts_session_create(ts_server *s, const char *name, const ts_patch_def *def, double dt,
@@ -71,13 +72,21 @@ int ts_session_use_xpbd(ts_session *se, char *err, size_t errcap) {
   ts_xpbd_def def = ts_xpbd_default_def();
   def.damping = se->sim.tissue->drag;
   int rc = ts_xpbd_build(se->sim.tissue, &def, &se->sim.xpbd);
-  if (rc) snprintf(err, errcap, "cannot set up the XPBD solver: %s", ts_strerror(rc));
+  if (rc) {
+    snprintf(err, errcap, "cannot set up the XPBD solver: %s", ts_strerror(rc));
+    return rc;
+  }
+  se->sim.contact = calloc(1, sizeof *se->sim.contact);
+  rc = se->sim.contact ? ts_session_contact_init(se->sim.contact, se->sim.tissue) : TS_ENOMEM;
+  if (rc) snprintf(err, errcap, "cannot build the tissue's collision tree: %s", ts_strerror(rc));
   return rc;
 }
 
 void ts_session_free(ts_session *se) {
   if (!se) return;
   ts_xpbd_destroy(se->sim.xpbd);
+  ts_session_contact_free(se->sim.contact);
+  free(se->sim.contact);
   if (se->latest) ts_frame_release(se->latest);
   ts_topology_free(se->topo);
   ts_tissue_destroy(se->sim.tissue);
@@ -243,6 +252,7 @@ static void drain_mailbox(ts_session *se) {
     t->length = m->length;
     memcpy(t->pos, m->pos, sizeof t->pos);
     memcpy(t->quat, m->quat, sizeof t->quat);
+    t->jaw = m->jaw;
     sim->last_pose_seq[i] = m->seq;
     sim->last_client_time_us[i] = m->client_time_us;
     m->dirty = 0;
@@ -252,6 +262,7 @@ static void drain_mailbox(ts_session *se) {
   uv_mutex_unlock(&se->mbox.lock);
   if (reset) {
     ts_tissue_reset(sim->tissue);
+    if (sim->contact) ts_session_contact_reset(sim->contact);
     sim->stopped = 0;
     sim->next_frame_time = sim->tissue->time; /* a frame right away */
   }
@@ -286,7 +297,9 @@ ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
   if (sim->xpbd) {
     ts_xpbd_stats xs;
     memset(&xs, 0, sizeof xs);
-    rc = ts_xpbd_step(sim->xpbd, sim->tissue, sim->dt, sim->tools, TS_MAX_TOOLS, &xs);
+    rc = sim->contact ? ts_session_contact_step(sim->contact, sim->xpbd, sim->tissue, sim->dt,
+                                                sim->tools, &xs)
+                      : ts_xpbd_step(sim->xpbd, sim->tissue, sim->dt, sim->tools, TS_MAX_TOOLS, &xs);
     st.substeps = xs.substeps;
     st.contacts = xs.contacts;
     if (rc && rc != TS_EDIVERGED) rc = TS_EDIVERGED; /* any failure stops the session */

@@ -45,6 +45,7 @@ typedef struct ts_mailbox {
 typedef struct ts_session_sim {
   ts_tissue *tissue;
   ts_xpbd *xpbd;             /* the position-based solver, when chosen */
+  struct ts_session_contact *contact; /* its tree-based tool contact (session_contact.h) */
   ts_tool tools[TS_MAX_TOOLS];
   uint64_t last_pose_seq[TS_MAX_TOOLS];
   uint64_t last_client_time_us[TS_MAX_TOOLS];

@@ -24,6 +24,7 @@ int ts_grasp_init(ts_grasp *g, const ts_grasp_def *def, uint32_t n_points, uint3
       !(d.reach >= 0) || !isfinite(d.reach) || n_points == 0 || cap == 0)
     return TS_EINVAL;
   g->def = d;
+  g->last_jaw = 1;
   g->n_points = n_points;
   g->cap = cap;
   g->node = calloc(cap, sizeof *g->node);
@@ -53,6 +54,7 @@ void ts_grasp_release(ts_grasp *g) {
   for (uint32_t j = 0; j < g->n; j++) g->held[g->node[j]] = 0;
   g->n = 0;
   g->closed = 0;
+  g->last_jaw = 1;
 }
 
 int ts_grasp_update(ts_grasp *g, const ts_posed_tool *tool, const ts_contact_ws *ws,
@@ -63,13 +65,21 @@ int ts_grasp_update(ts_grasp *g, const ts_posed_tool *tool, const ts_contact_ws 
     return 0;
   }
   const double jaw = tool->pose.jaw;
-  if (g->closed) {
-    if (jaw > g->def.open_above) ts_grasp_release(g);
-    return (int)g->n;
+  /* Closed jaws hold what they took until they open past open_above. They
+   * take vertices while they close: when they first pass below close_below,
+   * and at every further narrowing, so tissue the jaws reach only as they
+   * pinch (coarse meshes: the nearest node lies between the jaws) is held
+   * too; closed jaws that stay put or move take nothing new. */
+  if (g->closed && jaw > g->def.open_above) {
+    ts_grasp_release(g);
+    g->last_jaw = jaw;
+    return 0;
   }
-  if (!(jaw < g->def.close_below)) return 0;
+  const int closing = !g->closed ? jaw < g->def.close_below : jaw < g->last_jaw;
+  g->last_jaw = jaw;
+  if (!closing) return (int)g->n;
+  if (!g->closed) g->dropped = 0;
   g->closed = 1;
-  g->dropped = 0;
   for (uint32_t j = 0; j < ws->n; j++) {
     const uint32_t i = ws->v[j].node;
     if (i >= g->n_points || g->held[i]) continue;

@@ -41,6 +41,7 @@ typedef struct ts_grasp {
   uint32_t n;          /* held vertices */
   uint32_t dropped;    /* vertices not held for want of room at the last closing */
   int closed;          /* the jaws hold (may hold nothing) */
+  double last_jaw;     /* opening at the last update */
   uint32_t *node;      /* n: held nodes */
   double (*local)[3];  /* n: their tool-frame coordinates, m */
   double (*imp)[3];    /* n: sum of m dx since ts_grasp_clear_impulses, kg m */
@@ -57,9 +58,11 @@ void ts_grasp_free(ts_grasp *g);
 /* Per node: 1 while held (the contact's skip flags). */
 const uint8_t *ts_grasp_held(const ts_grasp *g);
 
-/* Follows the jaw opening of the tool's current pose: closing takes the
+/* Follows the jaw opening of the tool's current pose: closing (passing below
+ * close_below, and every further narrowing while closed) takes the
  * candidates of ws (a contact step begun for this tool; the jaws at that
- * pose) within reach of a jaw at positions x; opening lets all go. A tool
+ * pose) within reach of a jaw at positions x; opening past open_above lets
+ * all go. A tool
  * that is not a grasper never holds. Returns the number of held vertices,
  * TS_EFULL (some not held for want of room; the first cap are) or
  * TS_EINVAL. */

@@ -501,10 +501,10 @@ int ts_obb_tree_create(const ts_tool_shape_def *def, ts_obb_tree **out) {
     t->t = malloc(sizeof *t->t * m->n_tris);
     t->nodes = calloc(t->n_nodes, sizeof *t->nodes);
     builder b = {.t = t, .next = 0};
-    b.perm = malloc(sizeof *b.perm * m->n_tris);
-    b.cent = malloc(sizeof *b.cent * m->n_tris);
-    b.area = malloc(sizeof *b.area * m->n_tris);
-    b.key = malloc(sizeof *b.key * m->n_tris);
+    b.perm = calloc(m->n_tris, sizeof *b.perm);
+    b.cent = calloc(m->n_tris, sizeof *b.cent);
+    b.area = calloc(m->n_tris, sizeof *b.area);
+    b.key = calloc(m->n_tris, sizeof *b.key);
     if (t->v && t->t && t->nodes && b.perm && b.cent && b.area && b.key) {
       for (uint32_t i = 0; i < m->n_verts; i++)
         for (int k = 0; k < 3; k++) t->v[i][k] = m->v[i][k] * scale;

@@ -8,7 +8,10 @@
 
 #include <stdint.h>
 
-enum { TS_TOOL_SPHERE = 0, TS_TOOL_CAPSULE = 1 };
+/* Jaws (a grasper: ts_obb_tree.h's TS_SHAPE_JAWS, `length` the jaw length)
+ * need the tree-based contact path (ts_xpbd_step_posed); the node-only
+ * contact of this header treats them as a sphere of `radius`. */
+enum { TS_TOOL_SPHERE = 0, TS_TOOL_CAPSULE = 1, TS_TOOL_JAWS = 2 };
 
 typedef struct ts_tool {
   int kind;            /* TS_TOOL_* */
@@ -17,6 +20,7 @@ typedef struct ts_tool {
   double length;       /* capsule: segment length along the axis, m */
   double pos[3];       /* tip (sphere centre / capsule's lower end centre), m */
   double quat[4];      /* w, x, y, z: orientation; the axis is local +y from the tip */
+  double jaw;          /* jaws: opening 0 (closed) .. 1 (open) */
   double force[3];     /* out: the reaction force of the tissue on the tool, N */
   double torque[3];    /* out: its moment about the tip (pos), N m */
   uint32_t contacts;   /* out: nodes in contact this step */

@@ -408,7 +408,7 @@ int ts_tri_tri_intersect(const double p[3][3], const double q[3][3], double s0[3
   for (int k = 0; k < 3; k++) D[k] /= Dl;
   /* intervals along D; each end remembers its point */
   int ip0 = 0, ip1 = 0, iq0 = 0, iq1 = 0;
-  double tp[4], tq[4];
+  double tp[4] = {0, 0, 0, 0}, tq[4] = {0, 0, 0, 0}; /* kp, kq >= 1 here */
   for (int i = 0; i < kp; i++) {
     tp[i] = dot(D, cp[i]);
     if (tp[i] < tp[ip0]) ip0 = i;
