@@ -30,6 +30,15 @@ typedef struct ts_config {
   double session_idle_timeout;/* s without clients before a session ends */
   size_t max_mesh_bytes;      /* largest uploaded mesh file, bytes (32 MiB) */
   int max_mesh_triangles;     /* largest uploaded mesh, triangles after triangulation (200000) */
+  double handshake_timeout;   /* s: a connection must finish its HTTP request / WebSocket
+                                 upgrade and its Hello within this (10) */
+  double ws_ping_interval;    /* s between WebSocket pings to an open client (15) */
+  double client_timeout;      /* s: a WebSocket client that sends nothing (not even a pong)
+                                 this long is closed; also the TCP user timeout for
+                                 unacknowledged output on either port (45) */
+  int tcp_keepalive;          /* s of silence before TCP keepalive probes start (30) */
+  double shutdown_timeout;    /* s: SIGTERM must finish within this, else exit 3 (5) */
+  double stall_threshold;     /* s: a physics step longer than this is a stall (0.1) */
   int log_level;              /* TS_LOG_* */
 } ts_config;
 
