@@ -46,7 +46,7 @@ run_suite "asan+ubsan" build-asan "." -DTS_SANITIZE=ON
 # driven by the functional integration tests (itest_stream measures frame
 # rates, which a TSan build is far too slow to reach; ASan runs it)
 TSAN_OPTIONS="halt_on_error=1" run_suite "tsan" build-tsan \
-  "^integration\\.itest_(auth|badinput|control|force|poke|shutdown)$" -DTS_TSAN=ON
+  "^integration\\.itest_(auth|badinput|control|faults|force|poke|shutdown)$" -DTS_TSAN=ON
 
 echo "== fuzz: each parser's target for ${TS_FUZZ_SECONDS:-20}s"
 if deploy/fuzz.sh "${TS_FUZZ_SECONDS:-20}"; then

@@ -88,6 +88,23 @@ static const setting settings[] = {
      "live sessions one server key may have created"},
     {"max-pose-rate", T_INT, OFF(max_pose_rate), 0, 1, 1000000,
      "tool poses per second accepted from one controller; more are dropped"},
+    {"handshake-timeout", T_DBL, OFF(handshake_timeout), 0, 0.05, 3600,
+     "seconds a new connection has to send its Hello (WebSocket: also the HTTP upgrade); "
+     "then it is closed"},
+    {"ws-ping-interval", T_DBL, OFF(ws_ping_interval), 0, 0.05, 3600,
+     "seconds between pings the server sends to each WebSocket client"},
+    {"client-timeout", T_DBL, OFF(client_timeout), 0, 0.1, 86400,
+     "seconds a WebSocket client may stay silent (no message, no pong) before it is closed; "
+     "also how long any client may leave sent data unacknowledged (TCP_USER_TIMEOUT)"},
+    {"tcp-keepalive", T_INT, OFF(tcp_keepalive), 0, 1, 7200,
+     "seconds of silence on a connection before TCP keepalive probes start (then 3 probes, "
+     "10 s apart, before a dead peer is dropped)"},
+    {"shutdown-timeout", T_DBL, OFF(shutdown_timeout), 0, 0.1, 3600,
+     "seconds SIGTERM/SIGINT may take to finish (clients told, writes done); after that the "
+     "daemon exits with status 3"},
+    {"stall-threshold", T_DBL, OFF(stall_threshold), 0, 1e-6, 60,
+     "seconds: a physics step that takes longer is a stall (logged once per episode, counted "
+     "in /metrics, flagged in frames)"},
     {"log-level", T_LOG, OFF(log_level), 0, 0, 0, "error, warn, info or debug"},
 };
 #define N_SETTINGS (sizeof settings / sizeof settings[0])
@@ -117,6 +134,12 @@ void ts_config_defaults(ts_config *c) {
   c->max_mesh_vertices = 100000;
   c->max_sessions_per_key = 16;
   c->max_pose_rate = 2000;
+  c->handshake_timeout = 10;
+  c->ws_ping_interval = 15;
+  c->client_timeout = 45;
+  c->tcp_keepalive = 30;
+  c->shutdown_timeout = 5;
+  c->stall_threshold = 0.1;
   c->log_level = TS_LOG_INFO;
 }
 
@@ -258,7 +281,9 @@ void ts_config_print_help(const char *argv0) {
     }
     printf("  --%-24s %s (default %s)\n", s->name, s->help, def);
   }
-  printf("\nSignals: SIGINT or SIGTERM shut down cleanly (exit 0).\n");
+  printf("\nSignals: SIGINT or SIGTERM shut down cleanly: listeners close, every client is\n"
+         "told (Error TS_ESHUTDOWN; WebSocket close 1001), queued database writes finish,\n"
+         "exit 0; after shutdown-timeout seconds it gives up and exits 3.\n");
 }
 
 int ts_config_parse_args(ts_config *c, int argc, char **argv, char *err, size_t errcap) {
@@ -302,6 +327,10 @@ int ts_config_parse_args(ts_config *c, int argc, char **argv, char *err, size_t 
       continue;
     }
     if (ts_config_set(c, key, value, err, errcap)) return -1;
+  }
+  if (c->client_timeout <= c->ws_ping_interval) {
+    snprintf(err, errcap, "client-timeout must be longer than ws-ping-interval");
+    return -1;
   }
   if (c->soft_output_limit > c->hard_output_limit) {
     snprintf(err, errcap, "soft-output-limit must not exceed hard-output-limit");

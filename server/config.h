@@ -36,6 +36,15 @@ typedef struct ts_config {
   char allowed_origins[1024]; /* WebSocket Origins allowed besides the daemon's own; "*" = any */
   int max_sessions_per_key;   /* live sessions created with one key (16) */
   int max_pose_rate;          /* poses per second per controller (2000); more are dropped */
+  double handshake_timeout;   /* s: a connection must finish its HTTP request / WebSocket
+                                 upgrade and its Hello within this (10) */
+  double ws_ping_interval;    /* s between WebSocket pings to an open client (15) */
+  double client_timeout;      /* s: a WebSocket client that sends nothing (not even a pong)
+                                 this long is closed; also the TCP user timeout for
+                                 unacknowledged output on either port (45) */
+  int tcp_keepalive;          /* s of silence before TCP keepalive probes start (30) */
+  double shutdown_timeout;    /* s: SIGTERM must finish within this, else exit 3 (5) */
+  double stall_threshold;     /* s: a physics step longer than this is a stall (0.1) */
   int log_level;              /* TS_LOG_* */
 } ts_config;
 

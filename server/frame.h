@@ -41,7 +41,7 @@ typedef struct ts_frame_ref {
   uint32_t session_id;
   uint64_t seq;              /* 1, 2, ... per session */
   double sim_time;
-  uint32_t flags;            /* bit 0: physics behind real time */
+  uint32_t flags;            /* TS_FRAME_* (physics.h): bit 0 behind real time, bit 1 stalled */
   double quantum;
   uint32_t n;                /* vertices */
   int32_t (*q)[3];           /* quantized positions */

@@ -1,15 +1,47 @@
 /*
  * main.c: tissued's entry point: settings from defaults, file and flags, then
  * the server on the default libuv loop until a signal ends it.
+ *
+ * The shutdown bound: when an orderly shutdown begins (SIGTERM/SIGINT), a
+ * watchdog thread starts; if the process is still running shutdown-timeout
+ * seconds later (a database write or a physics step that does not finish),
+ * it logs that and ends the process with status 3. A clean shutdown exits 0
+ * before then.
  */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <uv.h>
 
 #include "config.h"
 #include "log.h"
 #include "server.h"
+
+#define TS_EXIT_SHUTDOWN_TIMEOUT 3
+
+static uv_thread_t watchdog_thread;
+static uint64_t watchdog_ns; /* written before the thread starts */
+
+static void watchdog_main(void *arg) {
+  (void)arg;
+  /* sleep in slices: uv_sleep takes milliseconds in an unsigned int */
+  uint64_t end = uv_hrtime() + watchdog_ns;
+  for (uint64_t now = uv_hrtime(); now < end; now = uv_hrtime()) {
+    uint64_t left_ms = (end - now) / 1000000u + 1;
+    uv_sleep(left_ms > 100 ? 100 : (unsigned)left_ms);
+  }
+  ts_log_error("shutdown did not finish within shutdown-timeout (%.3g s); exiting with status %d",
+               (double)watchdog_ns * 1e-9, TS_EXIT_SHUTDOWN_TIMEOUT);
+  fflush(NULL);
+  _exit(TS_EXIT_SHUTDOWN_TIMEOUT);
+}
+
+static void on_shutdown_begin(ts_server *s) {
+  watchdog_ns = (uint64_t)(s->cfg.shutdown_timeout * 1e9);
+  if (uv_thread_create(&watchdog_thread, watchdog_main, NULL))
+    ts_log_warn("cannot start the shutdown watchdog; shutdown is not time-bounded");
+}
 
 int main(int argc, char **argv) {
   ts_config cfg;
@@ -42,6 +74,7 @@ int main(int argc, char **argv) {
            "asks for the server key (from %s) to create sessions\n",
            host, server.http_port, server.tcp_port, server.key_source);
   }
+  server.on_shutdown_begin = on_shutdown_begin;
   fflush(stdout);
   uv_run(loop, UV_RUN_DEFAULT);
   ts_server_finish(&server);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "physics.h"
 #include "server.h"
 
 typedef struct buf {
@@ -49,6 +50,14 @@ static void family(buf *b, const char *name, const char *type, const char *help)
   put(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+_Static_assert(TS_CLOSE_N == sizeof(((ts_server *)0)->closes) / sizeof(uint64_t),
+               "one counter per close reason");
+
+void ts_metrics_count_close(ts_server *s, int reason) {
+  if (!s || reason < 0 || reason >= TS_CLOSE_N) return;
+  s->closes[reason]++;
+}
+
 char *ts_metrics_text(ts_server *s, size_t *len) {
   buf b = {malloc(4096), 0, 4096, 0};
   if (!b.p) return NULL;
@@ -81,6 +90,18 @@ char *ts_metrics_text(ts_server *s, size_t *len) {
   put(&b, "tissued_frames_out_total %llu\n", (unsigned long long)s->frames_out);
   family(&b, "tissued_frame_bytes_out_total", "counter", "Bytes of frames written to clients.");
   put(&b, "tissued_frame_bytes_out_total %llu\n", (unsigned long long)s->bytes_out);
+  static const char *const reasons[TS_CLOSE_N] = {"peer", "server", "handshake_timeout",
+                                                   "client_timeout", "shutdown"};
+  family(&b, "tissued_connections_closed_total", "counter",
+         "Client connections closed, by reason (peer, server, handshake_timeout, "
+         "client_timeout, shutdown).");
+  for (int r = 0; r < TS_CLOSE_N; r++)
+    put(&b, "tissued_connections_closed_total{reason=\"%s\"} %llu\n", reasons[r],
+        (unsigned long long)s->closes[r]);
+  family(&b, "tissued_physics_stalls_total", "counter",
+         "Stall episodes: a session's physics step took longer than stall-threshold.");
+  put(&b, "tissued_physics_stalls_total %llu\n",
+      (unsigned long long)(s->physics ? ts_physics_stalls(s->physics) : 0));
   uv_mutex_lock(&s->outbox.lock);
   unsigned long long depth = s->outbox.depth, max_depth = s->outbox.max_depth;
   uv_mutex_unlock(&s->outbox.lock);

@@ -3,10 +3,20 @@
  * sessions in an array, steps every session whose deadline has come (several
  * steps to catch up after a short stall, at most TS_MAX_CATCHUP), then sleeps
  * on its condition variable until the earliest deadline or a new command.
+ *
+ * Stalls: every step is timed (wall clock, uv_hrtime). A step over the
+ * server's stall-threshold starts a stall episode for its session: the
+ * first such step logs one warning and counts one episode
+ * (tissued_physics_stalls_total); every frame published during the episode
+ * carries TS_FRAME_STALLED, so the session's clients see it in the stream.
+ * The episode ends at the first step back under the threshold (logged too).
+ * A step that never returns is not caught here; the frames then stop, which
+ * clients see as silence.
  */
 #include "physics.h"
 
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,7 +49,27 @@ struct ts_physics {
   ts_server *server;
   int n;
   pthread_ctx *threads;
+  uint64_t stall_ns;             /* stall-threshold */
+  atomic_uint_fast64_t stalls;   /* episodes, all threads */
 };
+
+/* Times one step of se against the stall threshold (physics thread; see
+ * the top of this file). */
+static void check_stall(ts_physics *p, ts_session *se, uint64_t took_ns) {
+  ts_session_sim *sim = &se->sim;
+  if (took_ns > p->stall_ns) {
+    sim->stall_flag = 1;
+    if (!sim->stalling) {
+      sim->stalling = 1;
+      atomic_fetch_add(&p->stalls, 1);
+      ts_log_warn("physics: session %u stalled: one step took %.1f ms (stall-threshold %.3g ms)",
+                  se->id, (double)took_ns * 1e-6, (double)p->stall_ns * 1e-6);
+    }
+  } else if (sim->stalling) {
+    sim->stalling = 0;
+    ts_log_info("physics: session %u steps within stall-threshold again", se->id);
+  }
+}
 
 static int push_ptr(ts_session ***arr, uint32_t *n, uint32_t *cap, ts_session *se) {
   if (*n == *cap) {
@@ -104,7 +134,13 @@ static void thread_main(void *arg) {
       int done = 0;
       while (sim->next_step_ns <= now && done < TS_MAX_CATCHUP) {
         int diverged = 0;
+        uint64_t t0 = uv_hrtime();
         ts_frame_ref *f = ts_session_step(se, &diverged);
+        check_stall(p, se, uv_hrtime() - t0);
+        if (f && sim->stall_flag) {
+          f->flags |= TS_FRAME_STALLED;
+          sim->stall_flag = 0;
+        }
         if (diverged) publish(p, TS_EV_DIVERGED, se, NULL, &woke);
         ts_force_batch fb;
         /* out of memory: a lost sample is replaced by the next step's */
@@ -150,6 +186,8 @@ int ts_physics_start(ts_server *s, int n_threads, ts_physics **out) {
     return TS_ENOMEM;
   }
   p->server = s;
+  p->stall_ns = (uint64_t)(s->cfg.stall_threshold * 1e9);
+  atomic_init(&p->stalls, 0);
   for (int i = 0; i < n_threads; i++) {
     pthread_ctx *t = &p->threads[i];
     t->pool = p;
@@ -219,3 +257,7 @@ void ts_physics_stop(ts_physics *p) {
 }
 
 int ts_physics_threads(const ts_physics *p) { return p->n; }
+
+uint64_t ts_physics_stalls(const ts_physics *p) {
+  return atomic_load(&((ts_physics *)p)->stalls);
+}

@@ -3,7 +3,7 @@
  * steps each at its own fixed dt on an earliest-deadline schedule, in real
  * time. Frames and notices go to the server's outbox (uv_async_send wakes the
  * loop, which drains it whole). Falling behind is counted and flagged in
- * frames, never silent.
+ * frames, never silent; so is a stall (one step over stall-threshold).
  */
 #ifndef TS_PHYSICS_H
 #define TS_PHYSICS_H
@@ -25,5 +25,14 @@ void ts_physics_remove(ts_physics *p, ts_session *se);
 void ts_physics_stop(ts_physics *p);
 
 int ts_physics_threads(const ts_physics *p);
+
+/* Frame flag bits (Frame.flags) set by the physics threads. */
+#define TS_FRAME_BEHIND 1u  /* fell behind real time since the last frame */
+#define TS_FRAME_STALLED 2u /* a step took longer than stall-threshold since the last frame */
+
+/* Stall episodes so far, all sessions (any thread). An episode starts with a
+ * step of a session that took longer than the server's stall-threshold and
+ * lasts until one of its steps is back under it; it is logged once. */
+uint64_t ts_physics_stalls(const ts_physics *p);
 
 #endif

@@ -255,6 +255,10 @@ int ts_server_start(ts_server *s, uv_loop_t *loop, const ts_config *cfg) {
   hc.metrics = ts_metrics_text;
   hc.allowed_origins = s->cfg.allowed_origins;
   hc.origin_refused = &s->origin_refused;
+  hc.handshake_ms = (unsigned)(cfg->handshake_timeout * 1000);
+  hc.ping_ms = (unsigned)(cfg->ws_ping_interval * 1000);
+  hc.client_timeout_ms = (unsigned)(cfg->client_timeout * 1000);
+  hc.keepalive_s = cfg->tcp_keepalive;
   rc = ts_http_start(loop, s, &hc, healthz, &s->http, &s->http_port);
   if (rc) {
     ts_log_error("http: cannot listen on %s:%d", cfg->host, cfg->http_port);
@@ -284,6 +288,7 @@ void ts_server_shutdown(ts_server *s, const char *why) {
   if (s->shutting_down) return;
   s->shutting_down = 1;
   ts_log_info("shutting down (%s)", why);
+  if (s->on_shutdown_begin) s->on_shutdown_begin(s);
 
   /* stop accepting; tell every client; close them (their close callbacks
    * detach them from sessions) */

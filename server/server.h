@@ -60,6 +60,10 @@ struct ts_server {
   uint64_t origin_refused;   /* WebSocket upgrades from an Origin not allowed */
   uint64_t poses_dropped;    /* over max-pose-rate */
   uint64_t limit_refused[8]; /* TS_LIMIT_*: requests refused by a configured limit */
+  uint64_t closes[5];       /* closed connections by enum ts_close_reason (metrics.h) */
+
+  /* main.c: called once when an orderly shutdown begins (may be NULL) */
+  void (*on_shutdown_begin)(ts_server *s);
 };
 
 /* Configured limits, counted per kind in /metrics
@@ -111,6 +115,9 @@ void ts_send_error(ts_conn *c, uint64_t request_id, int code, const char *fmt, .
 /* TCP transport (tcp.c). */
 int ts_tcp_start(ts_server *s, const char *host, int port, int *bound_port, ts_tcp **out);
 void ts_tcp_stop(ts_tcp *t);
+/* Keepalive (probes after idle_s of silence, 3 probes 10 s apart) and
+ * TCP_USER_TIMEOUT on an accepted socket, either port (tcp.c). */
+void ts_tcp_tune_socket(uv_tcp_t *h, int idle_s, unsigned user_timeout_ms);
 /* Sends an Error to every TCP client then closes it (shutdown). */
 void ts_tcp_close_all(ts_tcp *t, const uint8_t *goodbye, size_t len);
 

@@ -61,6 +61,8 @@ typedef struct ts_session_sim {
   uint64_t frame_seq;
   int behind;                /* fell behind real time since the last frame */
   int stopped;               /* diverged: no stepping until a reset */
+  int stalling;              /* in a stall episode (physics.c) */
+  int stall_flag;            /* a step stalled since the last frame (physics.c) */
   double quantum;
   /* statistics (physics thread writes; read approximately elsewhere) */
   uint64_t steps;

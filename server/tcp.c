@@ -4,13 +4,24 @@
  * Output is copied into one write request per message; the queued byte count
  * is tracked so the dispatcher can skip frames (soft limit) or drop the client
  * (hard limit) instead of letting a slow reader grow memory.
+ *
+ * Timeouts: a connection must send its Hello within handshake-timeout, or it
+ * gets Error TS_ENOHELLO and is closed. After that the protocol has no idle
+ * limit on TCP: an observer may only read for hours. Dead peers are found by
+ * the kernel instead: keepalive probes after tcp-keepalive seconds of silence
+ * (3 probes 10 s apart), and TCP_USER_TIMEOUT (client-timeout) for output the
+ * peer never acknowledges.
  */
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "core/ts_error.h"
 #include "log.h"
+#include "metrics.h"
 #include "server.h"
 #include "sockq.h"
 #include "ts_framing.h"
@@ -20,7 +31,7 @@
 typedef struct tcp_conn {
   ts_conn base; /* first: a ts_conn* is a tcp_conn* */
   uv_tcp_t handle;
-  uv_timer_t linger;  /* bounds how long a closing connection may flush */
+  uv_timer_t linger;  /* the Hello deadline; once closing, bounds the flush */
   uv_shutdown_t shutdown_req;
   int handle_closing;
   ts_framer framer;
@@ -28,6 +39,7 @@ typedef struct tcp_conn {
   struct tcp_conn *next, *prev;
   struct ts_tcp *owner;
   int opened;
+  int close_reason; /* enum ts_close_reason, -1 until decided */
   char rbuf[TS_TCP_READ_BUF];
 } tcp_conn;
 
@@ -72,7 +84,10 @@ static void on_listener_closed(uv_handle_t *h) {
 
 static void on_conn_closed(uv_handle_t *h) {
   tcp_conn *c = h->data;
-  if (c->opened) ts_conn_closed(&c->base);
+  if (c->opened) {
+    ts_metrics_count_close(c->owner->server, c->close_reason < 0 ? TS_CLOSE_PEER : c->close_reason);
+    ts_conn_closed(&c->base);
+  }
   c->opened = 0;
   uv_close((uv_handle_t *)&c->linger, on_linger_closed);
 }
@@ -92,6 +107,7 @@ static void on_shutdown(uv_shutdown_t *req, int status) { force_close(req->data)
 static void tcp_close(ts_conn *bc, const char *reason) {
   tcp_conn *c = (tcp_conn *)bc;
   if (bc->closing) return;
+  if (c->close_reason < 0) c->close_reason = TS_CLOSE_SERVER;
   bc->closing = 1;
   ts_log_debug("tcp: closing %s: %s", bc->peer, reason ? reason : "");
   uv_read_stop((uv_stream_t *)&c->handle);
@@ -103,8 +119,10 @@ static void tcp_close(ts_conn *bc, const char *reason) {
 static void on_write(uv_write_t *req, int status) {
   tcp_write *w = (tcp_write *)req;
   w->conn->queued -= w->len;
-  if (status < 0 && status != UV_ECANCELED && !w->conn->base.closing)
+  if (status < 0 && status != UV_ECANCELED && !w->conn->base.closing) {
+    if (w->conn->close_reason < 0) w->conn->close_reason = TS_CLOSE_PEER;
     tcp_close(&w->conn->base, uv_strerror(status));
+  }
   free(w);
 }
 
@@ -157,6 +175,7 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
     if (ts_framer_pending(&c->framer))
       ts_log_debug("tcp: %s left mid-message (%zu bytes dropped)", c->base.peer,
                    ts_framer_pending(&c->framer));
+    if (c->close_reason < 0) c->close_reason = TS_CLOSE_PEER;
     tcp_close(&c->base, nread == UV_EOF ? "peer closed" : uv_strerror((int)nread));
     return;
   }
@@ -172,6 +191,30 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
     /* the stream is out of sync now: let the Error flush, then close */
     tcp_close(&c->base, ts_strerror(rc));
   }
+}
+
+/* The Hello deadline (the linger timer's first use). */
+static void on_handshake_timeout(uv_timer_t *t) {
+  tcp_conn *c = t->data;
+  if (c->base.closing || c->base.hello_done) return;
+  double secs = c->owner->server->cfg.handshake_timeout;
+  ts_log_info("tcp: closing %s: no Hello within %g s", c->base.peer, secs);
+  ts_send_error(&c->base, 0, TS_ENOHELLO, "no Hello within %g s", secs);
+  c->close_reason = TS_CLOSE_HANDSHAKE_TIMEOUT;
+  tcp_close(&c->base, "handshake timeout");
+}
+
+/* Keepalive on an accepted socket: probes start after idle_s of silence,
+ * then 3 probes 10 s apart; unacknowledged output gives up after
+ * user_timeout_ms. Failures only cost the early detection of a dead peer. */
+void ts_tcp_tune_socket(uv_tcp_t *h, int idle_s, unsigned user_timeout_ms) {
+  uv_tcp_keepalive(h, 1, (unsigned)idle_s);
+  uv_os_fd_t fd;
+  if (uv_fileno((uv_handle_t *)h, &fd)) return;
+  int intvl = 10, cnt = 3;
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
+  setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof user_timeout_ms);
 }
 
 static void on_connection(uv_stream_t *server, int status) {
@@ -190,6 +233,7 @@ static void on_connection(uv_stream_t *server, int status) {
   c->handle.data = c;
   c->linger.data = c;
   c->owner = t;
+  c->close_reason = -1;
   c->next = t->conns;
   if (t->conns) t->conns->prev = c;
   t->conns = c;
@@ -198,7 +242,8 @@ static void on_connection(uv_stream_t *server, int status) {
     return;
   }
   uv_tcp_nodelay(&c->handle, 1);
-  uv_tcp_keepalive(&c->handle, 1, 30);
+  const ts_config *cfg = &t->server->cfg;
+  ts_tcp_tune_socket(&c->handle, cfg->tcp_keepalive, (unsigned)(cfg->client_timeout * 1000));
   ts_framer_init(&c->framer, t->server->cfg.max_message);
   c->base.ops = &tcp_ops;
   c->base.server = t->server;
@@ -221,6 +266,7 @@ static void on_connection(uv_stream_t *server, int status) {
   }
   c->opened = 1;
   ts_conn_opened(&c->base);
+  uv_timer_start(&c->linger, on_handshake_timeout, (uint64_t)(cfg->handshake_timeout * 1000), 0);
   uv_read_start((uv_stream_t *)&c->handle, on_alloc, on_read);
 }
 
@@ -259,7 +305,9 @@ int ts_tcp_start(ts_server *s, const char *host, int port, int *bound_port, ts_t
 void ts_tcp_close_all(ts_tcp *t, const uint8_t *goodbye, size_t len) {
   for (tcp_conn *c = t->conns; c; c = c->next) {
     if (c->base.closing) continue;
-    if (goodbye) tcp_send(&c->base, goodbye, len);
+    /* clients joined to a session were told already (ts_server_shutdown) */
+    if (goodbye && !c->base.session) tcp_send(&c->base, goodbye, len);
+    c->close_reason = TS_CLOSE_SHUTDOWN;
     /* let the goodbye flush: shutdown then close */
     tcp_close(&c->base, "server shutting down");
   }

@@ -12,6 +12,11 @@
  * and reading stops until the queue drains to half of that. Static files are
  * read whole with blocking reads (at most TS__HTTP_FILE_MAX): they are the
  * web client's own scripts and come from the page cache in microseconds.
+ *
+ * Timeouts: the first request must be complete within handshake_ms of the
+ * connection's start, each later one within handshake_ms of its first byte
+ * (a client that dribbles a request or never sends one is closed);
+ * between requests a keep-alive connection may idle TS__HTTP_IDLE_MS.
  */
 #include <limits.h>
 #include <netdb.h>
@@ -25,6 +30,7 @@
 #include "../auth.h"
 #include "../core/ts_error.h"
 #include "../log.h"
+#include "../metrics.h"
 #include "net_internal.h"
 #include "static_files.h"
 #include "ws.h"
@@ -283,9 +289,16 @@ static void handle_request(ts__net_conn *c) {
 
 /* ---- http-parser callbacks ---------------------------------------------- */
 
+static void on_idle(uv_timer_t *t);
+static void on_request_timeout(uv_timer_t *t);
+
 static int on_message_begin(http_parser *p) {
   ts__net_conn *c = p->data;
   ts__http_req *r = c->req;
+  /* a later request has handshake_ms from its first byte (the first one
+   * from the connection's start) */
+  if (c->requests_done > 0 && c->h->cfg.handshake_ms && !c->lingering && !c->close_started)
+    uv_timer_start(&c->timer, on_request_timeout, c->h->cfg.handshake_ms, 0);
   r->url_len = 0;
   r->url[0] = '\0';
   r->head_len = 1; /* offset 0 means "no value" */
@@ -386,6 +399,9 @@ static int on_body(http_parser *p, const char *at, size_t len) {
 
 static int on_message_complete(http_parser *p) {
   ts__net_conn *c = p->data;
+  c->requests_done++;
+  if (c->h->cfg.handshake_ms && !c->lingering && !c->close_started)
+    uv_timer_start(&c->timer, on_idle, TS__HTTP_IDLE_MS, 0);
   if (!c->http_done) handle_request(c);
   return 0;
 }
@@ -440,6 +456,13 @@ static void on_idle(uv_timer_t *t) {
   if (!c->is_ws && !c->lingering) ts__conn_close_now(c);
 }
 
+static void on_request_timeout(uv_timer_t *t) {
+  ts__net_conn *c = t->data;
+  if (c->is_ws || c->lingering || c->upgrade_ok) return;
+  ts_metrics_count_close(c->h->server, TS_CLOSE_HANDSHAKE_TIMEOUT);
+  ts__conn_close_now(c);
+}
+
 void ts__http_conn_init(ts__net_conn *c) {
   c->req = malloc(sizeof *c->req);
   if (!c->req) {
@@ -449,12 +472,15 @@ void ts__http_conn_init(ts__net_conn *c) {
   http_parser_init(&c->parser, HTTP_REQUEST);
   c->parser.data = c;
   on_message_begin(&c->parser);
-  uv_timer_start(&c->timer, on_idle, TS__HTTP_IDLE_MS, 0);
+  if (c->h->cfg.handshake_ms)
+    uv_timer_start(&c->timer, on_request_timeout, c->h->cfg.handshake_ms, 0);
+  else
+    uv_timer_start(&c->timer, on_idle, TS__HTTP_IDLE_MS, 0);
 }
 
 void ts__http_on_read(ts__net_conn *c, const uint8_t *data, size_t len) {
   if (!c->req || c->http_done) return;
-  uv_timer_start(&c->timer, on_idle, TS__HTTP_IDLE_MS, 0);
+  if (!c->h->cfg.handshake_ms) uv_timer_start(&c->timer, on_idle, TS__HTTP_IDLE_MS, 0);
   if (c->backpressure) { /* reading is stopped then; keep it anyway, in order */
     uint8_t *more = realloc(c->held, c->held_len + len);
     if (!more) {
@@ -603,6 +629,7 @@ void ts_http_stop(ts_http *h) {
   uv_close((uv_handle_t *)&h->listener, on_listener_closed);
   for (ts__net_conn *c = h->conns; c; c = c->next) {
     if (c->close_started) continue;
+    if (c->close_reason < 0) c->close_reason = TS_CLOSE_SHUTDOWN;
     if (c->is_ws)
       ts__ws_close(c, 1001, "server shutting down");
     else

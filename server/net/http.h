@@ -25,6 +25,15 @@ typedef struct ts_http_config {
    * upgrades (may be NULL). Neither is copied: both outlive the listener. */
   const char *allowed_origins;
   uint64_t *origin_refused;
+  /* Timeouts, milliseconds; 0 turns each off. handshake_ms bounds the
+   * first HTTP request (then each request, from its first byte) and, on a
+   * WebSocket, the time until the dispatcher has seen Hello (ts_conn
+   * hello_done). A WebSocket is pinged every ping_ms and closed (1001) when
+   * nothing at all (message, pong, ping) has arrived for client_timeout_ms. */
+  unsigned handshake_ms;
+  unsigned ping_ms;
+  unsigned client_timeout_ms;
+  int keepalive_s;            /* TCP keepalive idle time on accepted sockets; 0 = off */
 
   /* Optional hooks for tests: each one that is set replaces its daemon
    * counterpart (ts_conn_opened, ts_dispatch_message, ts_conn_closed) and

@@ -14,6 +14,8 @@
 #include <string.h>
 
 #include "../core/ts_error.h"
+#include "../metrics.h"
+#include "../server.h"
 #include "net_internal.h"
 
 typedef struct write_req {
@@ -27,6 +29,7 @@ static void on_handle_closed(uv_handle_t *handle) {
   if (--c->handles_open > 0) return;
   ts_http *h = c->h;
   if (c->opened) {
+    ts_metrics_count_close(h->server, c->close_reason < 0 ? TS_CLOSE_PEER : c->close_reason);
     if (h->cfg.on_closed)
       h->cfg.on_closed(&c->base, h->cfg.hook_ud);
     else
@@ -88,6 +91,7 @@ static void on_write(uv_write_t *req, int status) {
   free(w);
   if (c->close_started) return;
   if (status < 0) {
+    if (c->close_reason < 0) c->close_reason = TS_CLOSE_PEER;
     ts__conn_close_now(c);
     return;
   }
@@ -141,6 +145,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
   (void)buf;
   if (c->close_started) return;
   if (nread < 0) { /* EOF or error: nothing more can be said either way */
+    if (c->close_reason < 0) c->close_reason = TS_CLOSE_PEER;
     ts__conn_close_now(c);
     return;
   }
@@ -193,6 +198,7 @@ int ts__conn_accept(ts_http *h) {
   ts__net_conn *c = calloc(1, sizeof *c);
   if (!c) return TS_ENOMEM;
   c->h = h;
+  c->close_reason = -1;
   if (uv_tcp_init(h->loop, &c->tcp) != 0) {
     free(c);
     return TS_EIO;
@@ -210,6 +216,7 @@ int ts__conn_accept(ts_http *h) {
     return TS_EIO;
   }
   uv_tcp_nodelay(&c->tcp, 1); /* frames are latency-bound, not throughput-bound */
+  if (h->cfg.keepalive_s > 0) ts_tcp_tune_socket(&c->tcp, h->cfg.keepalive_s, h->cfg.client_timeout_ms);
   peer_name(c);
   ts__http_conn_init(c);
   ts__conn_read_start(c);

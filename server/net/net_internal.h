@@ -30,6 +30,7 @@
 #define TS__HTTP_LINGER_MS 10000       /* time to finish writing before a close */
 #define TS__CLOSE_WAIT_MS 1000         /* wait for the peer's EOF / a WS flush */
 #define TS__READ_BUF (64 * 1024)       /* one read from a socket */
+#define TS__WS_TICK_MIN_MS 20          /* finest WebSocket timeout check */
 
 #define TS__WS_DEFAULT_MAX_MESSAGE (1u << 20)
 #define TS__WS_DEFAULT_MAX_PENDING (8u << 20)
@@ -66,6 +67,8 @@ struct ts__net_conn {
   int lingering;      /* writes finishing, then FIN, input discarded */
   int shutdown_sent;
   int reading;        /* uv_read_start active */
+  int close_reason;   /* enum ts_close_reason (metrics.h), -1 until decided */
+  int requests_done;  /* HTTP requests completed on this connection */
 
   /* HTTP phase */
   http_parser parser;
@@ -85,6 +88,9 @@ struct ts__net_conn {
   uint8_t *obuf;      /* frames produced by wslay, handed to uv_write */
   size_t olen, ocap;
   int in_recv;        /* inside wslay_event_recv: flush afterwards */
+  uint64_t ws_open_ms;    /* loop time of the upgrade */
+  uint64_t last_rx_ms;    /* loop time anything was last read */
+  uint64_t last_ping_ms;  /* loop time of the last ping sent */
 };
 
 struct ts_http {

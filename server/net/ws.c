@@ -14,11 +14,22 @@
  * flushed together when wslay_event_recv returns. Reading pauses while the
  * queued output is over max_pending_output (a peer that pings without
  * reading), and resumes when it has drained to half.
+ *
+ * Liveness: the connection's timer ticks (at a fraction of the shortest
+ * timeout) from the upgrade on. A connection whose dispatcher has not seen
+ * Hello within handshake_ms is closed (1008); otherwise a ping goes out
+ * every ping_ms, and a peer from which nothing at all (message, pong) has
+ * arrived for client_timeout_ms is closed (1001): a browser answers pings by
+ * itself, so a healthy page that only watches frames stays open, while a
+ * vanished peer or a client that never reads goes. Each close is counted by
+ * reason (metrics.h).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "../core/ts_error.h"
+#include "../metrics.h"
+#include "../server.h"
 #include "../sockq.h"
 #include "net_internal.h"
 
@@ -155,6 +166,7 @@ static int ws_send(ts_conn *bc, const uint8_t *msg, size_t len) {
 void ts__ws_close(ts__net_conn *c, uint16_t code, const char *reason) {
   if (!c->ws || c->close_started || c->lingering) return;
   c->base.closing = 1;
+  if (c->close_reason < 0) c->close_reason = TS_CLOSE_SERVER;
   size_t rl = reason ? strlen(reason) : 0;
   if (rl > 123) { /* the close frame's limit; cut on a UTF-8 boundary */
     rl = 123;
@@ -172,11 +184,50 @@ void ts__ws_close(ts__net_conn *c, uint16_t code, const char *reason) {
 }
 
 static void ws_close_op(ts_conn *bc, const char *reason) {
-  ts__ws_close((ts__net_conn *)bc, 1000, reason);
+  ts__net_conn *c = (ts__net_conn *)bc;
+  if (c->close_reason < 0) c->close_reason = TS_CLOSE_SERVER;
+  ts__ws_close(c, 1000, reason);
+}
+
+/* The liveness tick (see the top of this file). */
+static void ws_tick(uv_timer_t *t) {
+  ts__net_conn *c = t->data;
+  if (!c->ws || c->close_started || c->lingering || c->base.closing) return;
+  const ts_http_config *cfg = &c->h->cfg;
+  uint64_t now = uv_now(c->h->loop);
+  if (cfg->handshake_ms && !c->base.hello_done && now - c->ws_open_ms >= cfg->handshake_ms) {
+    c->close_reason = TS_CLOSE_HANDSHAKE_TIMEOUT;
+    ts__ws_close(c, 1008, "no Hello in time");
+    return;
+  }
+  if (cfg->client_timeout_ms && now - c->last_rx_ms >= cfg->client_timeout_ms) {
+    c->close_reason = TS_CLOSE_CLIENT_TIMEOUT;
+    ts__ws_close(c, 1001, "no reply to pings");
+    /* a vanished peer never acknowledges the close: do not wait for it */
+    if (!c->close_started) ts__conn_close_now(c);
+    return;
+  }
+  if (cfg->ping_ms && now - c->last_ping_ms >= cfg->ping_ms) {
+    c->last_ping_ms = now;
+    struct wslay_event_msg m = {.opcode = WSLAY_PING, .msg = NULL, .msg_length = 0};
+    if (wslay_event_queue_msg(c->ws, &m) == 0) ws_flush(c);
+  }
+}
+
+/* Tick period: a quarter of the shortest timeout in use (0: none). */
+static uint64_t ws_tick_ms(const ts_http_config *cfg) {
+  unsigned v[3] = {cfg->handshake_ms, cfg->ping_ms, cfg->client_timeout_ms};
+  uint64_t m = 0;
+  for (int i = 0; i < 3; i++)
+    if (v[i] && (!m || v[i] < m)) m = v[i];
+  if (!m) return 0;
+  m /= 4;
+  return m < TS__WS_TICK_MIN_MS ? TS__WS_TICK_MIN_MS : m;
 }
 
 void ts__ws_on_read(ts__net_conn *c, const uint8_t *data, size_t len) {
   if (!c->ws || c->close_started || c->lingering) return;
+  c->last_rx_ms = uv_now(c->h->loop);
   c->rin = data;
   c->rin_len = len;
   c->in_recv = 1;
@@ -185,6 +236,7 @@ void ts__ws_on_read(ts__net_conn *c, const uint8_t *data, size_t len) {
   c->rin = NULL;
   c->rin_len = 0;
   if (r != 0) {
+    if (c->close_reason < 0) c->close_reason = TS_CLOSE_SERVER;
     ts__conn_close_now(c);
     return;
   }
@@ -218,9 +270,13 @@ int ts__ws_begin(ts__net_conn *c, const uint8_t *rest, size_t len) {
   c->is_ws = 1;
   c->base.ops = &ws_ops;
   c->base.server = h->server;
-  c->base.id = ++h->next_id;
+  /* ids are unique across transports: replies find their connection by id */
+  c->base.id = h->server ? ++h->server->next_conn_id : ++h->next_id;
   c->base.transport = TS_TRANSPORT_WS;
-  uv_timer_stop(&c->timer); /* no idle timeout: the dispatcher decides */
+  uv_timer_stop(&c->timer); /* the HTTP phase's */
+  c->ws_open_ms = c->last_rx_ms = c->last_ping_ms = uv_now(h->loop);
+  uint64_t tick = ws_tick_ms(&h->cfg);
+  if (tick) uv_timer_start(&c->timer, ws_tick, tick, tick);
   c->opened = 1;
   if (h->cfg.on_open)
     h->cfg.on_open(&c->base, h->cfg.hook_ud);

@@ -1,0 +1,556 @@
+/*
+ * itest_faults.c: faults a long-running tissued must survive (issue 8,
+ * "Faults"), each against a real daemon with raw sockets (rawclient.h):
+ *
+ *   - silent connections: a TCP or HTTP-port socket that sends nothing, and
+ *     a WebSocket that never sends Hello, are closed after
+ *     handshake-timeout; the close is counted by reason in /metrics;
+ *   - a WebSocket client that never answers pings is closed after
+ *     client-timeout, while a well-behaved WebSocket observer (it answers
+ *     pings) and a TCP observer that only reads stay connected and keep
+ *     getting frames for several times that long;
+ *   - TCP keepalive is on for accepted sockets of both ports (the kernel's
+ *     keepalive timer, read from /proc/net/tcp);
+ *   - 200 clients that leave in the middle of a message (TCP: length prefix
+ *     and part of the body; WebSocket: part of a frame) leave the
+ *     connection count where it was, the daemon still serves, and it exits
+ *     0 on SIGTERM (in the ASan build that includes LeakSanitizer's check);
+ *   - a stall (a step over stall-threshold, set below any real step time)
+ *     is logged once per episode, counted and flagged in frames;
+ *   - a session driven to divergence stops and tells its clients
+ *     (TS_EDIVERGED) while another session on the same physics thread keeps
+ *     streaming frames at its rate with the tissue in place.
+ *
+ * No wall-clock rate is asserted: every wait is a bounded poll for an event,
+ * generous enough for a sanitizer build.
+ */
+#include <arpa/inet.h>
+#include <check.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../server/core/ts_error.h"
+#include "daemon_proc.h"
+#include "rawclient.h"
+#include "ts_codec.h"
+
+typedef Tissued__V1__Envelope Envelope;
+
+#define REPLY_MS 20000 /* a reply under ASan on a loaded box */
+
+static long long now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void start(ts_dproc *d, const char *const *args) {
+  char err[256];
+  ck_assert_msg(ts_dproc_start(d, args, err, sizeof err) == 0, "%s", err);
+}
+
+static void stop_clean(ts_dproc *d) {
+  char why[256];
+  int st = ts_dproc_stop(d, 20000, why, sizeof why);
+  ck_assert_msg(st == 0, "daemon exit status %d %s", st, why);
+}
+
+static double closed_metric(int port, const char *reason) {
+  char name[128];
+  snprintf(name, sizeof name, "tissued_connections_closed_total{reason=\"%s\"}", reason);
+  return ts_dproc_metric(port, name);
+}
+
+/* Counts lines of the daemon's log containing needle. */
+static int log_count(const ts_dproc *d, const char *needle) {
+  FILE *f = fopen(d->log, "r");
+  if (!f) return -1;
+  char line[2048];
+  int n = 0;
+  while (fgets(line, sizeof line, f))
+    if (strstr(line, needle)) n++;
+  fclose(f);
+  return n;
+}
+
+/* ---- silent connections ------------------------------------------------- */
+
+START_TEST(test_silent_connections_closed) {
+  ts_dproc d;
+  const char *args[] = {"--handshake-timeout", "0.5", NULL};
+  start(&d, args);
+
+  /* TCP: connects, sends nothing; it gets Error TS_ENOHELLO, then EOF */
+  rc_conn t;
+  ck_assert_int_eq(rc_tcp(&t, d.tcp_port), 0);
+  int nohello = 0;
+  ck_assert_msg(rc_wait_closed(&t, 15000, TS_ENOHELLO, &nohello), "silent TCP client not closed");
+  ck_assert_int_eq(nohello, 1);
+  rc_close(&t);
+
+  /* HTTP port: connects, sends no request */
+  rc_conn h;
+  ck_assert_int_eq(rc_tcp(&h, d.http_port), 0);
+  ck_assert_msg(rc_wait_closed(&h, 15000, 0, NULL), "silent HTTP connection not closed");
+  rc_close(&h);
+
+  /* WebSocket: upgrades, answers pings, but never sends Hello: close 1008 */
+  rc_conn w;
+  ck_assert_int_eq(rc_ws(&w, d.http_port), 0);
+  ck_assert_msg(rc_wait_closed(&w, 15000, 0, NULL), "WebSocket without Hello not closed");
+  ck_assert_int_eq(w.close_code, 1008);
+  rc_close(&w);
+
+  /* a client that says Hello in time is not closed by the handshake timer */
+  rc_conn ok;
+  ck_assert_int_eq(rc_tcp(&ok, d.tcp_port), 0);
+  ck_assert_int_eq(rc_hello(&ok, REPLY_MS), 0);
+  ck_assert_ptr_null(rc_recv(&ok, 2000)); /* 4 handshake timeouts of quiet */
+  ck_assert_int_eq(ok.eof, 0);
+
+  /* three handshake timeouts counted (TCP, HTTP, WebSocket) and no other
+   * server-side close */
+  ck_assert_double_eq(closed_metric(d.http_port, "handshake_timeout"), 3);
+  ck_assert_double_eq(closed_metric(d.http_port, "client_timeout"), 0);
+  ck_assert_double_eq(ts_dproc_metric(d.http_port, "tissued_connections"), 1);
+  rc_close(&ok);
+  stop_clean(&d);
+}
+END_TEST
+
+/* ---- pings and silent WebSocket clients --------------------------------- */
+
+typedef struct frames {
+  long n;
+  uint64_t last_seq;
+} frames;
+
+/* Drains what has arrived; counts Frames. -1 when the connection ended. */
+static int pump(rc_conn *c, frames *f, int wait_ms) {
+  Envelope *e;
+  while ((e = rc_recv(c, wait_ms))) {
+    wait_ms = 0;
+    if (e->body_case == TISSUED__V1__ENVELOPE__BODY_FRAME) {
+      f->n++;
+      f->last_seq = e->frame->seq;
+    }
+    tissued__v1__envelope__free_unpacked(e, NULL);
+  }
+  return (c->eof || c->close_code) ? -1 : 0;
+}
+
+START_TEST(test_ws_ping_timeout) {
+  ts_dproc d;
+  /* pings every 0.2 s; silent for 1 s: closed */
+  const char *args[] = {"--ws-ping-interval", "0.2", "--client-timeout", "1", "--frame-rate", "10",
+                        NULL};
+  start(&d, args);
+
+  rc_conn owner;
+  ck_assert_int_eq(rc_tcp(&owner, d.tcp_port), 0);
+  ck_assert_int_eq(rc_hello(&owner, REPLY_MS), 0);
+  uint32_t sid = 0;
+  ck_assert_int_eq(rc_create(&owner, 0, 0, &sid, REPLY_MS), 0);
+
+  /* a WebSocket observer that answers pings and only reads */
+  rc_conn good;
+  ck_assert_int_eq(rc_ws(&good, d.http_port), 0);
+  ck_assert_int_eq(rc_hello(&good, REPLY_MS), 0);
+  ck_assert_int_eq(rc_join(&good, sid, 0, 0, 0, NULL, REPLY_MS), 0);
+  /* a TCP observer that only reads (TCP has no pings: keepalive covers it) */
+  rc_conn tcpobs;
+  ck_assert_int_eq(rc_tcp(&tcpobs, d.tcp_port), 0);
+  ck_assert_int_eq(rc_hello(&tcpobs, REPLY_MS), 0);
+  ck_assert_int_eq(rc_join(&tcpobs, sid, 0, 0, 0, NULL, REPLY_MS), 0);
+  /* a WebSocket client that never answers pings and sends nothing after Hello */
+  rc_conn mute;
+  ck_assert_int_eq(rc_ws(&mute, d.http_port), 0);
+  mute.auto_pong = 0;
+  ck_assert_int_eq(rc_hello(&mute, REPLY_MS), 0);
+
+  frames fg = {0, 0}, ft = {0, 0}, fm = {0, 0};
+  long g_at_close = 0, t_at_close = 0;
+  long long deadline = now_ms() + 60000, closed_at = 0;
+  while (now_ms() < deadline) {
+    ck_assert_msg(pump(&good, &fg, 20) == 0, "the answering WebSocket observer was closed (%d)",
+                  good.close_code);
+    ck_assert_msg(pump(&tcpobs, &ft, 0) == 0, "the reading TCP observer was closed");
+    if (!closed_at && pump(&mute, &fm, 0) < 0) {
+      closed_at = now_ms();
+      g_at_close = fg.n;
+      t_at_close = ft.n;
+    }
+    /* after the mute one went: 3 more client timeouts of watching, and
+     * frames to both survivors in that time (a sanitizer build simulates
+     * slower than real time, so no count per second is asserted) */
+    if (closed_at && now_ms() > closed_at + 3000 && fg.n >= g_at_close + 2 &&
+        ft.n >= t_at_close + 2)
+      break;
+  }
+  ck_assert_msg(closed_at != 0, "a WebSocket client that ignores pings was not closed (%d pings)",
+                mute.pings);
+  ck_assert_int_ge(mute.pings, 1);
+  ck_assert_int_eq(mute.close_code, 1001);
+  ck_assert_int_ge(good.pings, 1);
+  ck_assert_msg(now_ms() >= closed_at + 3000, "ran out of time watching the survivors");
+  ck_assert_int_ge(fg.n, g_at_close + 2);
+  ck_assert_int_ge(ft.n, t_at_close + 2);
+  ck_assert_double_eq(closed_metric(d.http_port, "client_timeout"), 1);
+  ck_assert_double_eq(ts_dproc_metric(d.http_port, "tissued_connections"), 3);
+  rc_close(&mute);
+  rc_close(&good);
+  rc_close(&tcpobs);
+  rc_close(&owner);
+  stop_clean(&d);
+}
+END_TEST
+
+/* ---- keepalive ---------------------------------------------------------- */
+
+/* The kernel's timer of the daemon-side socket local_port -> remote_port in
+ * /proc/net/tcp: sets *tr (2 = keepalive) and *when (clock ticks). 0 or -1. */
+static int socket_timer(int local_port, int remote_port, int *tr, long *when) {
+  FILE *f = fopen("/proc/net/tcp", "r");
+  if (!f) return -1;
+  char line[512];
+  int found = -1;
+  while (fgets(line, sizeof line, f)) {
+    unsigned la, lp, ra, rp, st, trv;
+    unsigned long txq, rxq, w;
+    if (sscanf(line, " %*d: %x:%x %x:%x %x %lx:%lx %x:%lx", &la, &lp, &ra, &rp, &st, &txq, &rxq,
+               &trv, &w) != 9)
+      continue;
+    if ((int)lp == local_port && (int)rp == remote_port && st == 1 /* ESTABLISHED */) {
+      *tr = (int)trv;
+      *when = (long)w;
+      found = 0;
+      break;
+    }
+  }
+  fclose(f);
+  return found;
+}
+
+static int local_port_of(const rc_conn *c) {
+  struct sockaddr_in a;
+  socklen_t l = sizeof a;
+  if (getsockname(c->fd, (struct sockaddr *)&a, &l)) return -1;
+  return ntohs(a.sin_port);
+}
+
+START_TEST(test_tcp_keepalive) {
+  ts_dproc d;
+  const char *args[] = {"--tcp-keepalive", "7", NULL};
+  start(&d, args);
+  long hz = sysconf(_SC_CLK_TCK);
+  rc_conn t, w;
+  ck_assert_int_eq(rc_tcp(&t, d.tcp_port), 0);
+  ck_assert_int_eq(rc_hello(&t, REPLY_MS), 0);
+  ck_assert_int_eq(rc_ws(&w, d.http_port), 0);
+  ck_assert_int_eq(rc_hello(&w, REPLY_MS), 0);
+  const struct {
+    int port;
+    rc_conn *c;
+  } cases[] = {{d.tcp_port, &t}, {d.http_port, &w}};
+  for (int k = 0; k < 2; k++) {
+    int tr = -1;
+    long when = -1;
+    /* once the last reply is acknowledged, only the keepalive timer is left */
+    long long deadline = now_ms() + 5000;
+    do {
+      ck_assert_int_eq(socket_timer(cases[k].port, local_port_of(cases[k].c), &tr, &when), 0);
+      if (tr == 2) break;
+      usleep(20000);
+    } while (now_ms() < deadline);
+    /* an idle socket with SO_KEEPALIVE runs the keepalive timer (2), due
+     * within the configured 7 s */
+    ck_assert_msg(tr == 2, "port %d: timer %d, not keepalive", cases[k].port, tr);
+    ck_assert_int_gt(when, 0);
+    ck_assert_int_le(when, 7 * hz);
+  }
+  rc_close(&t);
+  rc_close(&w);
+  stop_clean(&d);
+}
+END_TEST
+
+/* ---- clients that leave mid-message ------------------------------------- */
+
+START_TEST(test_half_messages_leak_nothing) {
+  ts_dproc d;
+  start(&d, NULL);
+  /* one steady client: the connection count must come back to 1 */
+  rc_conn steady;
+  ck_assert_int_eq(rc_tcp(&steady, d.tcp_port), 0);
+  ck_assert_int_eq(rc_hello(&steady, REPLY_MS), 0);
+  uint32_t sid = 0;
+  ck_assert_int_eq(rc_create(&steady, 0, 0, &sid, REPLY_MS), 0);
+
+  Tissued__V1__Hello hello = TISSUED__V1__HELLO__INIT;
+  hello.protocol_version = 1;
+  hello.credentials = (char *)RC_SERVER_KEY;
+  hello.client_name = (char *)"half-a-message, padded so that the message has a body to cut";
+  Envelope env = TISSUED__V1__ENVELOPE__INIT;
+  env.body_case = TISSUED__V1__ENVELOPE__BODY_HELLO;
+  env.hello = &hello;
+  const int rounds = 200;
+  for (int i = 0; i < rounds; i++) {
+    rc_conn c;
+    int ws = i % 2;
+    ck_assert_int_eq(ws ? rc_ws(&c, d.http_port) : rc_tcp(&c, d.tcp_port), 0);
+    /* every fourth one is a joined observer when it leaves */
+    if (i % 4 >= 2) {
+      ck_assert_int_eq(rc_hello(&c, REPLY_MS), 0);
+      ck_assert_int_eq(rc_join(&c, sid, 0, 0, 0, NULL, REPLY_MS), 0);
+    }
+    size_t len;
+    uint8_t *b = rc_encode(&c, &env, &len);
+    ck_assert_ptr_nonnull(b);
+    /* the header and a part of the body, never the whole */
+    size_t part = (ws ? 6 : 4) + (size_t)(i * 7) % (len - (ws ? 6 : 4));
+    ck_assert_uint_lt(part, len);
+    ck_assert_int_eq(rc_send_raw(&c, b, part), 0);
+    free(b);
+    rc_close(&c);
+  }
+  /* the daemon notices every close: the count returns to the steady one */
+  long long deadline = now_ms() + 30000;
+  double conns = -1;
+  while (now_ms() < deadline) {
+    conns = ts_dproc_metric(d.http_port, "tissued_connections");
+    if (conns == 1) break;
+    usleep(50000);
+  }
+  ck_assert_msg(conns == 1, "%g connections left after %d half messages", conns, rounds);
+  /* every one of them counted as a peer close (the steady one is open) */
+  ck_assert_double_eq(closed_metric(d.http_port, "peer"), rounds);
+  /* and it still serves: a new observer gets frames */
+  rc_conn obs;
+  ck_assert_int_eq(rc_ws(&obs, d.http_port), 0);
+  ck_assert_int_eq(rc_hello(&obs, REPLY_MS), 0);
+  ck_assert_int_eq(rc_join(&obs, sid, 0, 0, 0, NULL, REPLY_MS), 0);
+  frames f = {0, 0};
+  deadline = now_ms() + 60000;
+  while (f.n < 3 && now_ms() < deadline) ck_assert_int_eq(pump(&obs, &f, 50), 0);
+  ck_assert_int_ge(f.n, 3);
+  rc_close(&obs);
+  rc_close(&steady);
+  /* exit 0: in the ASan build LeakSanitizer runs at exit and would make it 23 */
+  stop_clean(&d);
+}
+END_TEST
+
+/* ---- stalls ------------------------------------------------------------- */
+
+START_TEST(test_stall_reported) {
+  ts_dproc d;
+  /* 1 us: below any real step of the patch, so every step is a stall and
+   * the whole run is one episode per session */
+  const char *args[] = {"--stall-threshold", "0.000001", NULL};
+  start(&d, args);
+  rc_conn c;
+  ck_assert_int_eq(rc_tcp(&c, d.tcp_port), 0);
+  ck_assert_int_eq(rc_hello(&c, REPLY_MS), 0);
+  uint32_t sid = 0;
+  ck_assert_int_eq(rc_create(&c, 0, 0, &sid, REPLY_MS), 0);
+  ck_assert_int_eq(rc_join(&c, sid, 0, 0, 0, NULL, REPLY_MS), 0);
+  int flagged = 0, seen = 0;
+  long long deadline = now_ms() + 60000;
+  while (seen < 10 && now_ms() < deadline) {
+    Envelope *e = rc_recv(&c, 100);
+    if (!e) {
+      ck_assert_int_eq(c.eof, 0);
+      continue;
+    }
+    if (e->body_case == TISSUED__V1__ENVELOPE__BODY_FRAME) {
+      seen++;
+      if (e->frame->flags & 2u) flagged++; /* TS_FRAME_STALLED (physics.h) */
+    }
+    tissued__v1__envelope__free_unpacked(e, NULL);
+  }
+  ck_assert_int_eq(seen, 10);
+  /* every frame follows stalled steps */
+  ck_assert_int_eq(flagged, seen);
+  double episodes = ts_dproc_metric(d.http_port, "tissued_physics_stalls_total");
+  ck_assert_double_ge(episodes, 1);
+  /* one log line per episode, not per step (there were hundreds of steps) */
+  ck_assert_int_eq(log_count(&d, "stalled: one step took"), (int)episodes);
+  ck_assert_double_le(episodes, 3);
+  rc_close(&c);
+  stop_clean(&d);
+}
+END_TEST
+
+/* ---- divergence isolation ----------------------------------------------- */
+
+/* A frame reader that decodes positions (keyframes and deltas). */
+typedef struct decoder {
+  ts_codec_ctx *cx;
+  int32_t (*q)[3];
+  uint32_t n;
+  int have;          /* q holds frame `seq` */
+  uint64_t seq, first_seq;
+  double first_time, last_time;
+  long frames;
+  double max_abs;    /* largest |coordinate| seen, m */
+  int diverged;      /* Error TS_EDIVERGED received */
+  int other_errors;
+} decoder;
+
+static void decode(decoder *dc, const Tissued__V1__Frame *f) {
+  if (f->vertex_count != dc->n) {
+    free(dc->q);
+    dc->n = f->vertex_count;
+    dc->q = calloc(dc->n, sizeof *dc->q);
+    dc->have = 0;
+  }
+  ck_assert_ptr_nonnull(dc->q);
+  if (!f->keyframe && (!dc->have || f->baseline_seq != dc->seq)) return; /* not ours to apply */
+  int rc = ts_codec_decode(dc->cx, f->codec, f->keyframe, f->payload.data, f->payload.len, dc->n,
+                           dc->q, NULL);
+  ck_assert_int_eq(rc, 0);
+  dc->have = 1;
+  dc->seq = f->seq;
+  if (!dc->frames) {
+    dc->first_seq = f->seq;
+    dc->first_time = f->sim_time;
+  }
+  dc->last_time = f->sim_time;
+  dc->frames++;
+  for (uint32_t i = 0; i < dc->n; i++)
+    for (int k = 0; k < 3; k++) {
+      double x = dc->q[i][k] * (double)f->quantum;
+      ck_assert(isfinite(x));
+      if (fabs(x) > dc->max_abs) dc->max_abs = fabs(x);
+    }
+}
+
+static int read_into(rc_conn *c, decoder *dc, int wait_ms) {
+  Envelope *e;
+  while ((e = rc_recv(c, wait_ms))) {
+    wait_ms = 0;
+    if (e->body_case == TISSUED__V1__ENVELOPE__BODY_FRAME) decode(dc, e->frame);
+    if (e->body_case == TISSUED__V1__ENVELOPE__BODY_ERROR) {
+      if (-(int)e->error->code == TS_EDIVERGED)
+        dc->diverged++;
+      else
+        dc->other_errors++;
+    }
+    tissued__v1__envelope__free_unpacked(e, NULL);
+  }
+  return c->eof ? -1 : 0;
+}
+
+START_TEST(test_divergence_isolated) {
+  ts_dproc d;
+  /* one physics thread: both sessions are stepped by the same thread */
+  const char *args[] = {"--physics-threads", "1", "--frame-rate", "30", NULL};
+  start(&d, args);
+  rc_conn ca, oa, ob;
+  uint32_t sa = 0, sb = 0, tool = 0;
+  ck_assert_int_eq(rc_tcp(&ca, d.tcp_port), 0);
+  ck_assert_int_eq(rc_hello(&ca, REPLY_MS), 0);
+  /* A: XPBD at 20 us (near the smallest dt); B: the default solver and dt */
+  ck_assert_int_eq(rc_create(&ca, TISSUED__V1__SOLVER__SOLVER_XPBD, 2e-5, &sa, REPLY_MS), 0);
+  ck_assert_int_eq(rc_create(&ca, 0, 0, &sb, REPLY_MS), 0);
+  ck_assert_int_eq(rc_join(&ca, sa, 1, 0.045, 0, &tool, REPLY_MS), 0);
+  ck_assert_int_eq(rc_ws(&oa, d.http_port), 0);
+  ck_assert_int_eq(rc_hello(&oa, REPLY_MS), 0);
+  ck_assert_int_eq(rc_join(&oa, sa, 0, 0, 0, NULL, REPLY_MS), 0);
+  ck_assert_int_eq(rc_tcp(&ob, d.tcp_port), 0);
+  ck_assert_int_eq(rc_hello(&ob, REPLY_MS), 0);
+  ck_assert_int_eq(rc_join(&ob, sb, 0, 0, 0, NULL, REPLY_MS), 0);
+
+  decoder da = {0}, dca = {0}, db = {0};
+  da.cx = ts_codec_ctx_new();
+  dca.cx = ts_codec_ctx_new();
+  db.cx = ts_codec_ctx_new();
+  /* B streams first */
+  long long deadline = now_ms() + 60000;
+  while (db.frames < 3 && now_ms() < deadline) ck_assert_int_eq(read_into(&ob, &db, 20), 0);
+  ck_assert_int_ge(db.frames, 3);
+
+  /* drive A's 45 mm sphere violently: its centre jumps between 40 mm above
+   * and 40 mm below the sheet every pose, so the contact throws nodes by
+   * centimetres within one 20 us step: far past any tissue speed */
+  deadline = now_ms() + 60000;
+  int poses = 0;
+  for (int i = 0; !dca.diverged && now_ms() < deadline; i++, poses++) {
+    ck_assert_int_eq(rc_pose(&ca, tool, 0.0, (i % 2) ? -0.04 : 0.04, 0.0), 0);
+    ck_assert_int_eq(read_into(&ca, &dca, 5), 0);
+    ck_assert_int_eq(read_into(&oa, &da, 0), 0);
+    ck_assert_int_eq(read_into(&ob, &db, 0), 0);
+  }
+  ck_assert_msg(dca.diverged, "session A did not diverge");
+  fprintf(stderr, "faults: session A diverged after %d poses\n", poses);
+  /* its observer is told too */
+  deadline = now_ms() + 10000;
+  while (!da.diverged && now_ms() < deadline) ck_assert_int_eq(read_into(&oa, &da, 20), 0);
+  ck_assert_int_ge(da.diverged, 1);
+
+  /* B goes on: 30 more frames, decoded, the tissue in place */
+  decoder after = {0};
+  after.cx = db.cx;
+  after.q = db.q;
+  after.n = db.n;
+  after.have = db.have;
+  after.seq = db.seq;
+  deadline = now_ms() + 120000;
+  while (after.frames < 30 && now_ms() < deadline) ck_assert_int_eq(read_into(&ob, &after, 20), 0);
+  db.q = after.q;
+  ck_assert_int_ge(after.frames, 30);
+  ck_assert_int_eq(after.diverged, 0);
+  ck_assert_int_eq(after.other_errors + db.other_errors + db.diverged, 0);
+  /* the patch is 10 cm across at rest; nothing flew off */
+  ck_assert_double_lt(after.max_abs, 0.2);
+  /* at its rate in simulated time: one frame per 1/30 s (a skipped frame
+   * shows as a sequence gap, hence per sequence step); float rounding of
+   * sim_time only */
+  double per = (after.last_time - after.first_time) / (double)(after.seq - after.first_seq);
+  ck_assert_double_eq_tol(per, 1.0 / 30, 1e-3 / 30);
+  /* and the daemon's counters say which one diverged */
+  char name[96];
+  snprintf(name, sizeof name, "tissued_session_diverged_total{session=\"%u\"}", sb);
+  ck_assert_double_eq(ts_dproc_metric(d.http_port, name), 0);
+  snprintf(name, sizeof name, "tissued_session_diverged_total{session=\"%u\"}", sa);
+  ck_assert_double_ge(ts_dproc_metric(d.http_port, name), 1);
+  ck_assert_int_ge(log_count(&d, "diverged and stopped"), 1);
+
+  free(da.q);
+  free(dca.q);
+  free(after.q);
+  ts_codec_ctx_free(da.cx);
+  ts_codec_ctx_free(dca.cx);
+  ts_codec_ctx_free(db.cx);
+  rc_close(&ca);
+  rc_close(&oa);
+  rc_close(&ob);
+  stop_clean(&d);
+}
+END_TEST
+
+int main(void) {
+  Suite *su = suite_create("faults");
+  TCase *tc = tcase_create("faults");
+  tcase_set_timeout(tc, 300);
+  tcase_add_test(tc, test_silent_connections_closed);
+  tcase_add_test(tc, test_ws_ping_timeout);
+  tcase_add_test(tc, test_tcp_keepalive);
+  tcase_add_test(tc, test_half_messages_leak_nothing);
+  tcase_add_test(tc, test_stall_reported);
+  tcase_add_test(tc, test_divergence_isolated);
+  suite_add_tcase(su, tc);
+  SRunner *sr = srunner_create(su);
+  ts_dproc_scratch_begin();
+  srunner_run_all(sr, CK_NORMAL);
+  ts_dproc_scratch_end();
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
