@@ -1,0 +1,121 @@
+/*
+ * ts_ms_forces.c: the spring law's evaluation, the step's hot loop: the
+ * tension of every Kelvin spring (ts_material.h: k'(eps) = k1 e^(b1 eps+) +
+ * k2 e^(b2 eps+), eps+ = max(eps, 0), times L - L0, plus the damper's
+ * c dL/dt) added into the node forces, with the strain extremes the
+ * substep count needs (ts_ms_bounds.c).
+ *
+ * Speed. The step's copy of the springs is one 64-byte record per spring,
+ * sorted by the number of exponential terms (0, 1, 2) and then by node, so
+ * that each of the three force loops is straight-line code walking memory
+ * in order, vectorised over blocks of 16 springs between the scalar gathers
+ * and scatters (spring_class), and built for AVX2 too where the compiler
+ * can pick it at load time. No allocation in the step.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ts_error.h"
+#include "ts_material.h"
+#include "ts_ms_internal.h"
+
+/* Spring and damper forces of one class of springs (terms = its number of
+ * exponential terms), added into f. Springs go in blocks of TS__BLK: the
+ * gathers and the scatter are scalar, everything in between (length, strain,
+ * the exponentials, the tension) runs over the whole block as loops of
+ * independent lanes that the compiler vectorises (one spring alone is a
+ * long dependent chain: square root, division, a degree-12 polynomial). */
+static inline __attribute__((always_inline)) void
+spring_class(const ts__hs *restrict hs, uint32_t n, const double (*restrict x)[3],
+             const double (*restrict v)[3], double (*restrict f)[3], const int terms,
+             ts__strain *st) {
+  double xm = st->x_max, em = st->eps_max, en = st->eps_min;
+  for (uint32_t s0 = 0; s0 < n; s0 += TS__BLK) {
+    const uint32_t m = n - s0 < TS__BLK ? n - s0 : TS__BLK;
+    const ts__hs *blk = hs + s0;
+    double dx[TS__BLK], dy[TS__BLK], dz[TS__BLK], wx[TS__BLK], wy[TS__BLK], wz[TS__BLK];
+    double L0[TS__BLK], iL0[TS__BLK], k1[TS__BLK], b1[TS__BLK], k2[TS__BLK], b2[TS__BLK];
+    double c[TS__BLK], fs[TS__BLK], eps[TS__BLK], xx[TS__BLK];
+    for (uint32_t j = 0; j < m; j++) { /* gather */
+      const ts__hs *p = &blk[j];
+      const uint32_t a = p->a, b = p->b;
+      dx[j] = x[b][0] - x[a][0], dy[j] = x[b][1] - x[a][1], dz[j] = x[b][2] - x[a][2];
+      wx[j] = v[b][0] - v[a][0], wy[j] = v[b][1] - v[a][1], wz[j] = v[b][2] - v[a][2];
+      L0[j] = p->L0, iL0[j] = p->iL0, c[j] = p->c;
+      k1[j] = p->k1, b1[j] = p->b1, k2[j] = p->k2, b2[j] = p->b2;
+    }
+    for (uint32_t j = m; j < TS__BLK; j++) { /* harmless padding */
+      dx[j] = 1, dy[j] = dz[j] = wx[j] = wy[j] = wz[j] = 0;
+      L0[j] = iL0[j] = 1, c[j] = k1[j] = b1[j] = k2[j] = b2[j] = 0;
+    }
+    /* square roots on their own: sqrt() may set errno, which keeps the
+     * compiler from vectorising a loop that contains it */
+    double len[TS__BLK];
+    for (uint32_t j = 0; j < TS__BLK; j++)
+      len[j] = dx[j] * dx[j] + dy[j] * dy[j] + dz[j] * dz[j] + 1e-300;
+    for (uint32_t j = 0; j < TS__BLK; j++) len[j] = sqrt(len[j]);
+    for (uint32_t j = 0; j < TS__BLK; j++) {
+      /* max and min as (a + b +- |a - b|) / 2, exact here, so that the loop
+       * has no compare to stop the vectoriser */
+      const double l = len[j], il = 1.0 / l;
+      const double e = l - L0[j], ep0 = e * iL0[j];
+      const double ep = 0.5 * (ep0 + fabs(ep0)); /* max(eps, 0) */
+      eps[j] = ep0;
+      double kk = k1[j];
+      if (terms > 0) {
+        const double y1 = b1[j] * ep, y2 = b2[j] * ep;
+        const double o1 = y1 - 700.0, o2 = y2 - 700.0; /* min(y, 700) = y - max(y - 700, 0) */
+        xx[j] = 0.5 * (y1 + y2 + fabs(y1 - y2));
+        kk = k1[j] * ts_exp_unclamped(y1 - 0.5 * (o1 + fabs(o1)));
+        if (terms > 1) kk += k2[j] * ts_exp_unclamped(y2 - 0.5 * (o2 + fabs(o2)));
+      }
+      const double dvd = wx[j] * dx[j] + wy[j] * dy[j] + wz[j] * dz[j];
+      /* tension over length: k'(eps) (L - L0) plus the damper's c dL/dt */
+      fs[j] = (kk * e + c[j] * dvd * il) * il;
+    }
+    for (uint32_t j = 0; j < m; j++) { /* scatter, and the strain extremes */
+      const ts__hs *p = &blk[j];
+      const uint32_t a = p->a, b = p->b;
+      const double fx = fs[j] * dx[j], fy = fs[j] * dy[j], fz = fs[j] * dz[j];
+      f[a][0] += fx;
+      f[a][1] += fy;
+      f[a][2] += fz;
+      f[b][0] -= fx;
+      f[b][1] -= fy;
+      f[b][2] -= fz;
+      em = TS__MAX(em, eps[j]);
+      en = TS__MIN(en, eps[j]);
+      if (terms > 0) xm = TS__MAX(xm, xx[j]);
+    }
+  }
+  st->x_max = xm, st->eps_max = em, st->eps_min = en;
+}
+
+/* Built twice where the compiler can (GCC and clang on x86-64 with ifunc
+ * support): for AVX2, chosen at load time on machines that have it (4
+ * lanes instead of SSE2's 2), and for the baseline. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_THREAD__)
+#define TS__CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define TS__CLONES
+#endif
+
+TS__CLONES static void spring_forces_all(const ts__hs *hs, uint32_t n_lin, uint32_t n_one,
+                                         uint32_t n_two, const double (*x)[3],
+                                         const double (*v)[3], double (*f)[3],
+                                         ts__strain *st) {
+  spring_class(hs, n_lin, x, v, f, 0, st);
+  spring_class(hs + n_lin, n_one, x, v, f, 1, st);
+  spring_class(hs + n_lin + n_one, n_two, x, v, f, 2, st);
+}
+
+void ts__ms_spring_forces(ts_tissue *t, struct ts__ms *ms) {
+  memset(t->f, 0, sizeof *t->f * t->n_nodes);
+  ts__strain st = {0.0, 0.0, 0.0};
+  spring_forces_all(ms->hs, ms->n_lin, ms->n_one, ms->n_two, (const double (*)[3])t->x,
+                    (const double (*)[3])t->v, t->f, &st);
+  ms->x_seen = st.x_max;
+  ms->eps_max = st.eps_max;
+  ms->eps_min = st.eps_min;
+}
