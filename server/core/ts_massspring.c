@@ -42,7 +42,10 @@ int ts_massspring_prepare(ts_tissue *t) {
   size_t off_hs = (sizeof(struct ts__ms) + 63) & ~(size_t)63;
   size_t off_lim = off_hs + sizeof(ts__hs) * ns;
   size_t off_node = (off_lim + sizeof(ts__lim) * nl + 63) & ~(size_t)63;
-  size_t off_u32 = off_node + sizeof(double) * n * 9;
+  size_t ns_pad = ((size_t)ns + TS__BLK + 7) & ~(size_t)7; /* 64-byte multiples */
+  size_t off_soa = off_node + ((sizeof(double) * n * 11 + 63) & ~(size_t)63);
+  size_t off_idx = off_soa + sizeof(double) * ns_pad * 7;
+  size_t off_u32 = off_idx + sizeof(uint32_t) * ns_pad * 2;
   size_t total = off_u32 + (sizeof(uint32_t) + 1) * n;
   unsigned char *blk = aligned_alloc(64, (total + 63) & ~(size_t)63);
   if (!blk) return TS_ENOMEM;
@@ -56,9 +59,17 @@ int ts_massspring_prepare(ts_tissue *t) {
   ms->sip = node + 2 * (size_t)n;
   ms->an = (double (*)[3])(node + 3 * (size_t)n);
   ms->cn = (double (*)[3])(node + 6 * (size_t)n);
+  ms->ob = node + 9 * (size_t)n;
+  ms->mass = node + 10 * (size_t)n;
+  double *soa = (double *)(blk + off_soa);
+  double **soa_f[7] = {&ms->soa.L0, &ms->soa.iL0, &ms->soa.k1, &ms->soa.b1,
+                       &ms->soa.k2, &ms->soa.b2, &ms->soa.c};
+  for (int q = 0; q < 7; q++) *soa_f[q] = soa + q * ns_pad;
+  ms->soa.a = (uint32_t *)(blk + off_idx);
+  ms->soa.b = ms->soa.a + ns_pad;
   ms->clist = (uint32_t *)(blk + off_u32);
   ms->ctool = (uint8_t *)(ms->clist + n);
-  memset(node, 0, sizeof(double) * n * 9 + (sizeof(uint32_t) + 1) * n);
+  memset(node, 0, total - off_node);
   ms->n_nodes = n;
   ms->n_springs = ns;
   uint32_t cnt[3];
@@ -68,6 +79,19 @@ int ts_massspring_prepare(ts_tissue *t) {
     return rc == -2 ? TS_ENOMEM : TS_EINVAL;
   }
   ms->n_lin = cnt[0], ms->n_one = cnt[1], ms->n_two = cnt[2];
+  for (size_t s = 0; s < ns_pad; s++) {
+    const ts__hs *h = &ms->hs[s < ns ? s : 0];
+    int pad = s >= ns;
+    ms->soa.a[s] = pad ? 0 : h->a;
+    ms->soa.b[s] = pad ? 0 : h->b;
+    ms->soa.L0[s] = pad ? 1.0 : h->L0;
+    ms->soa.iL0[s] = pad ? 1.0 : h->iL0;
+    ms->soa.k1[s] = pad ? 0.0 : h->k1;
+    ms->soa.b1[s] = pad ? 0.0 : h->b1;
+    ms->soa.k2[s] = pad ? 0.0 : h->k2;
+    ms->soa.b2[s] = pad ? 0.0 : h->b2;
+    ms->soa.c[s] = pad ? 0.0 : h->c;
+  }
   for (uint32_t s = 0; s < ns; s++) {
     const ts__hs *h = &ms->hs[s];
     ms->b_max = TS__MAX(ms->b_max, TS__MAX(h->b1, h->b2));
@@ -80,6 +104,16 @@ int ts_massspring_prepare(ts_tissue *t) {
                              sp->rest * (1 + sp->strain_max)};
   }
   ms->n_lim = k;
+  ms->lim_hi_min = INFINITY, ms->lim_lo_max = -INFINITY, ms->lim_il_max = 0;
+  for (uint32_t s = 0; s < ns; s++) {
+    const ts_spring *sp = &t->springs[s];
+    if (sp->strain_min == 0 && sp->strain_max == 0) continue;
+    ms->lim_hi_min = TS__MIN(ms->lim_hi_min, sp->strain_max);
+    ms->lim_lo_max = TS__MAX(ms->lim_lo_max, sp->strain_min);
+    ms->lim_il_max = TS__MAX(ms->lim_il_max, sp->rest > 0 ? 1.0 / sp->rest : INFINITY);
+  }
+  ms->move2 = INFINITY; /* no update seen yet */
+  for (uint32_t i = 0; i < n; i++) ms->mass[i] = t->inv_mass[i] > 0 ? 1.0 / t->inv_mass[i] : 0.0;
 
   double (*d)[3] = malloc(sizeof *d * n);
   double (*y)[3] = malloc(sizeof *y * n);
@@ -100,6 +134,10 @@ int ts_massspring_prepare(ts_tissue *t) {
       return TS_ENOMEM;
     }
     ms->sms = rc == 0;
+  }
+  for (uint32_t i = 0; ms->sms && i < n; i++) {
+    uint32_t below = i + ms->nv;
+    ms->ob[i] = below < n && t->inv_mass[below] > 0 ? -ms->beta[i] : 0.0;
   }
   if (ms->sms) {
     ts__ms_sms_factor(t, ms);
@@ -195,7 +233,7 @@ int ts_massspring_step(ts_tissue *t, double dt, ts_tool *tools, int n_tools,
     else
       ts__ms_integrate(t, ms, h, taylor, pt, slot, counts);
     taylor = 0;
-    if (ms->n_lim) fixes += ts__ms_limit_strain(t, ms, h);
+    if (ms->n_lim && ts__ms_limit_needed(ms)) fixes += ts__ms_limit_strain(t, ms, h);
     ts__ms_clear_contacts(ms);
     for (int j = 0; j < np; j++) ts__ms_contact(t, ms, &pt[j]);
   }

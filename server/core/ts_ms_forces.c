@@ -27,30 +27,32 @@
  * independent lanes that the compiler vectorises (one spring alone is a
  * long dependent chain: square root, division, a degree-12 polynomial). */
 static inline __attribute__((always_inline)) void
-spring_class(const ts__hs *restrict hs, uint32_t n, const double (*restrict x)[3],
-             const double (*restrict v)[3], double (*restrict f)[3], const int terms,
-             ts__strain *st) {
+spring_class(const ts__soa *restrict sp, uint32_t first, uint32_t n,
+             const double (*restrict x)[3], const double (*restrict v)[3],
+             double (*restrict f)[3], const int terms, ts__strain *st) {
   double xm = st->x_max, em = st->eps_max, en = st->eps_min;
+  const uint32_t *restrict ia = sp->a + first, *restrict ib = sp->b + first;
   for (uint32_t s0 = 0; s0 < n; s0 += TS__BLK) {
     const uint32_t m = n - s0 < TS__BLK ? n - s0 : TS__BLK;
-    const ts__hs *blk = hs + s0;
+    /* the constants straight from their arrays (padded by TS__BLK records
+     * at the end, so that a last short block reads within them) */
+    const double *restrict L0 = sp->L0 + first + s0, *restrict iL0 = sp->iL0 + first + s0;
+    const double *restrict k1 = sp->k1 + first + s0, *restrict b1 = sp->b1 + first + s0;
+    const double *restrict k2 = sp->k2 + first + s0, *restrict b2 = sp->b2 + first + s0;
+    const double *restrict c = sp->c + first + s0;
     double dx[TS__BLK], dy[TS__BLK], dz[TS__BLK], wx[TS__BLK], wy[TS__BLK], wz[TS__BLK];
-    double L0[TS__BLK], iL0[TS__BLK], k1[TS__BLK], b1[TS__BLK], k2[TS__BLK], b2[TS__BLK];
-    double c[TS__BLK], fs[TS__BLK], eps[TS__BLK], xx[TS__BLK];
+    double fs[TS__BLK], eps[TS__BLK], xx[TS__BLK];
     for (uint32_t j = 0; j < m; j++) { /* gather */
-      const ts__hs *p = &blk[j];
-      const uint32_t a = p->a, b = p->b;
+      const uint32_t a = ia[s0 + j], b = ib[s0 + j];
       dx[j] = x[b][0] - x[a][0], dy[j] = x[b][1] - x[a][1], dz[j] = x[b][2] - x[a][2];
       wx[j] = v[b][0] - v[a][0], wy[j] = v[b][1] - v[a][1], wz[j] = v[b][2] - v[a][2];
-      L0[j] = p->L0, iL0[j] = p->iL0, c[j] = p->c;
-      k1[j] = p->k1, b1[j] = p->b1, k2[j] = p->k2, b2[j] = p->b2;
     }
-    for (uint32_t j = m; j < TS__BLK; j++) { /* harmless padding */
-      dx[j] = 1, dy[j] = dz[j] = wx[j] = wy[j] = wz[j] = 0;
-      L0[j] = iL0[j] = 1, c[j] = k1[j] = b1[j] = k2[j] = b2[j] = 0;
+    for (uint32_t j = m; j < TS__BLK; j++) { /* harmless padding: at rest */
+      dx[j] = L0[j] > 0 ? L0[j] : 1.0, dy[j] = dz[j] = wx[j] = wy[j] = wz[j] = 0;
     }
-    /* square roots on their own: sqrt() may set errno, which keeps the
-     * compiler from vectorising a loop that contains it */
+    /* square roots on their own (the file is compiled without errno for
+     * math functions, server/core/CMakeLists.txt, or sqrt() would stay
+     * scalar) */
     double len[TS__BLK];
     for (uint32_t j = 0; j < TS__BLK; j++)
       len[j] = dx[j] * dx[j] + dy[j] * dy[j] + dz[j] * dz[j] + 1e-300;
@@ -64,7 +66,7 @@ spring_class(const ts__hs *restrict hs, uint32_t n, const double (*restrict x)[3
       eps[j] = ep0;
       double kk = k1[j];
       if (terms > 0) {
-        const double y1 = b1[j] * ep, y2 = b2[j] * ep;
+        const double y1 = b1[j] * ep, y2 = terms > 1 ? b2[j] * ep : 0.0;
         const double o1 = y1 - 700.0, o2 = y2 - 700.0; /* min(y, 700) = y - max(y - 700, 0) */
         xx[j] = 0.5 * (y1 + y2 + fabs(y1 - y2));
         kk = k1[j] * ts_exp_unclamped(y1 - 0.5 * (o1 + fabs(o1)));
@@ -75,8 +77,7 @@ spring_class(const ts__hs *restrict hs, uint32_t n, const double (*restrict x)[3
       fs[j] = (kk * e + c[j] * dvd * il) * il;
     }
     for (uint32_t j = 0; j < m; j++) { /* scatter, and the strain extremes */
-      const ts__hs *p = &blk[j];
-      const uint32_t a = p->a, b = p->b;
+      const uint32_t a = ia[s0 + j], b = ib[s0 + j];
       const double fx = fs[j] * dx[j], fy = fs[j] * dy[j], fz = fs[j] * dz[j];
       f[a][0] += fx;
       f[a][1] += fy;
@@ -101,19 +102,19 @@ spring_class(const ts__hs *restrict hs, uint32_t n, const double (*restrict x)[3
 #define TS__CLONES
 #endif
 
-TS__CLONES static void spring_forces_all(const ts__hs *hs, uint32_t n_lin, uint32_t n_one,
+TS__CLONES static void spring_forces_all(const ts__soa *sp, uint32_t n_lin, uint32_t n_one,
                                          uint32_t n_two, const double (*x)[3],
                                          const double (*v)[3], double (*f)[3],
                                          ts__strain *st) {
-  spring_class(hs, n_lin, x, v, f, 0, st);
-  spring_class(hs + n_lin, n_one, x, v, f, 1, st);
-  spring_class(hs + n_lin + n_one, n_two, x, v, f, 2, st);
+  spring_class(sp, 0, n_lin, x, v, f, 0, st);
+  spring_class(sp, n_lin, n_one, x, v, f, 1, st);
+  spring_class(sp, n_lin + n_one, n_two, x, v, f, 2, st);
 }
 
 void ts__ms_spring_forces(ts_tissue *t, struct ts__ms *ms) {
   memset(t->f, 0, sizeof *t->f * t->n_nodes);
   ts__strain st = {0.0, 0.0, 0.0};
-  spring_forces_all(ms->hs, ms->n_lin, ms->n_one, ms->n_two, (const double (*)[3])t->x,
+  spring_forces_all(&ms->soa, ms->n_lin, ms->n_one, ms->n_two, (const double (*)[3])t->x,
                     (const double (*)[3])t->v, t->f, &st);
   ms->x_seen = st.x_max;
   ms->eps_max = st.eps_max;

@@ -151,6 +151,13 @@ static inline int node_update(ts_tissue *restrict t, uint32_t i, const double an
   return br;
 }
 
+/* |x - x_prev|^2 of node i after its update: how far it moved, m^2. */
+static inline double moved2(const ts_tissue *t, uint32_t i) {
+  const double *x = t->x[i], *xp = t->x_prev[i];
+  const double d0 = x[0] - xp[0], d1 = x[1] - xp[1], d2 = x[2] - xp[2];
+  return d0 * d0 + d1 * d1 + d2 * d2;
+}
+
 /* Beeman's v_k for a node that took Beeman's step last substep, now that
  * a_k is known: the predicted velocity plus h (a_k - 2 a_(k-1) + a_(k-2)) / 3. */
 static inline void beeman_correct(ts_tissue *t, uint32_t i, const double an[3], double h) {
@@ -169,6 +176,7 @@ void ts__ms_integrate(ts_tissue *t, struct ts__ms *ms, double h, int taylor, ts_
   const double *im = t->inv_mass;
   const double g[3] = {t->gravity[0], t->gravity[1], t->gravity[2]};
   const double drag = t->drag, mu = t->beeman_threshold;
+  double move2 = 0;
   for (uint32_t i = 0; i < t->n_nodes; i++) {
     const double w = im[i];
     if (w == 0) continue; /* anchored */
@@ -184,47 +192,78 @@ void ts__ms_integrate(ts_tissue *t, struct ts__ms *ms, double h, int taylor, ts_
       beeman = d0 * d0 + d1 * d1 + d2 * d2 > lim * lim;
     }
     counts[node_update(t, i, an, taylor, beeman, h)]++;
+    move2 = TS__MAX(move2, moved2(t, i));
   }
+  ms->move2 = move2;
 }
 
-/* The same with the scaled mass matrix, a column of nodes at a time: the
- * column's forces F, its accelerations a = M~^-1 F (the factored
- * tridiagonal solve), the tool reactions, the branch test on the force
- * change M~ (a_k - a_(k-1)), then each node's update. A reaction here is
- * the constraint force lambda n on a marked node c that makes its normal
- * acceleration zero: a += lambda (M~^-1 e_c) n with lambda = -(a_c . n) /
- * (M~^-1)_cc (with lumped masses this is -F . n, as in reaction()). */
+/* The same with the scaled mass matrix: the forces F, the accelerations
+ * a = M~^-1 F (the columns' factored tridiagonal solves), the tool
+ * reactions, the branch test on the force change M~ (a_k - a_(k-1)), then
+ * each node's update. The columns are independent, so the solves run a
+ * sheet at a time over all columns at once (loops over consecutive nodes
+ * that the compiler vectorises), and the updates go sheet by sheet too:
+ * the node above a node is updated before it and the node below after it,
+ * as a column at a time would have it. A reaction here is the constraint
+ * force lambda n on a marked node c that makes its normal acceleration
+ * zero: a += lambda (M~^-1 e_c) n with lambda = -(a_c . n) / (M~^-1)_cc
+ * (with lumped masses this is -F . n, as in reaction()). */
 void ts__ms_integrate_sms(ts_tissue *t, struct ts__ms *ms, double h, int taylor,
                           ts__ptool *pt, const int8_t *slot, uint64_t counts[3]) {
   const uint32_t nv = ms->nv, S = ms->S;
-  const double *im = t->inv_mass;
-  const double g[3] = {t->gravity[0], t->gravity[1], t->gravity[2]};
+  const double *restrict im = t->inv_mass;
+  const double *restrict mass = ms->mass, *restrict sl = ms->sl, *restrict sip = ms->sip,
+               *restrict ob = ms->ob;
+  const double (*restrict f)[3] = (const double (*)[3])t->f;
+  const double (*restrict fe)[3] = (const double (*)[3])t->f_ext;
+  const double (*restrict v)[3] = (const double (*)[3])t->v;
+  const double g0 = t->gravity[0], g1 = t->gravity[1], g2 = t->gravity[2];
   const double drag = t->drag, mu2 = t->beeman_threshold * t->beeman_threshold;
-  double (*an)[3] = ms->an;
-  for (uint32_t j = 0; j < nv; j++) {
-    int marked = 0;
-    /* forces, then a = M~^-1 F (as sms_solve, inlined over the column) */
-    for (uint32_t s = 0; s < S; s++) {
-      uint32_t i = s * nv + j;
-      if (!(im[i] > 0)) {
-        an[i][0] = an[i][1] = an[i][2] = 0;
-        continue;
+  double (*restrict an)[3] = ms->an;
+  /* forces, and the forward sweep: a_s = F_s - l_s a_(s-1) (l_0 = 0; anchored
+   * rows are zero) */
+  for (uint32_t s = 0; s < S; s++) {
+    const uint32_t i0 = s * nv;
+    const double (*restrict up)[3] = s > 0 ? (const double (*)[3])an + i0 - nv : NULL;
+    for (uint32_t i = i0; i < i0 + nv; i++) {
+      const double m = mass[i], l = s > 0 ? sl[i] : 0.0, w = im[i];
+      const double F0 = f[i][0] + fe[i][0] + m * (g0 - drag * v[i][0]);
+      const double F1 = f[i][1] + fe[i][1] + m * (g1 - drag * v[i][1]);
+      const double F2 = f[i][2] + fe[i][2] + m * (g2 - drag * v[i][2]);
+      double u0 = 0, u1 = 0, u2 = 0;
+      if (up) {
+        const double a0 = up[i - i0][0], a1 = up[i - i0][1], a2 = up[i - i0][2];
+        u0 = l != 0 ? l * a0 : 0.0;
+        u1 = l != 0 ? l * a1 : 0.0;
+        u2 = l != 0 ? l * a2 : 0.0;
       }
-      marked |= ms->ctool[i];
-      double m = 1.0 / im[i];
-      for (int c = 0; c < 3; c++) {
-        an[i][c] = t->f[i][c] + t->f_ext[i][c] + m * (g[c] - drag * t->v[i][c]);
-        if (ms->sl[i] != 0) an[i][c] -= ms->sl[i] * an[i - nv][c];
+      an[i][0] = w > 0 ? F0 - u0 : 0.0;
+      an[i][1] = w > 0 ? F1 - u1 : 0.0;
+      an[i][2] = w > 0 ? F2 - u2 : 0.0;
+    }
+  }
+  /* back substitution: a_s = (y_s - o_s a_(s+1)) / piv_s, o_s the coupling
+   * to the free node below (0 for none) */
+  for (uint32_t s = S; s-- > 0;) {
+    const uint32_t i0 = s * nv;
+    const double (*restrict dn)[3] = s + 1 < S ? (const double (*)[3])an + i0 + nv : NULL;
+    for (uint32_t i = i0; i < i0 + nv; i++) {
+      const double o = dn ? ob[i] : 0.0, p = sip[i];
+      double b0 = 0, b1 = 0, b2 = 0;
+      if (dn) {
+        const double a0 = dn[i - i0][0], a1 = dn[i - i0][1], a2 = dn[i - i0][2];
+        b0 = o != 0 ? o * a0 : 0.0;
+        b1 = o != 0 ? o * a1 : 0.0;
+        b2 = o != 0 ? o * a2 : 0.0;
       }
+      const int free_node = im[i] > 0;
+      an[i][0] = free_node ? (an[i][0] - b0) * p : an[i][0];
+      an[i][1] = free_node ? (an[i][1] - b1) * p : an[i][1];
+      an[i][2] = free_node ? (an[i][2] - b2) * p : an[i][2];
     }
-    for (uint32_t s = S; s-- > 0;) {
-      uint32_t i = s * nv + j;
-      if (!(im[i] > 0)) continue;
-      double o = (s + 1 < S && im[i + nv] > 0) ? -ms->beta[i] : 0.0;
-      for (int c = 0; c < 3; c++)
-        an[i][c] = (an[i][c] - (o != 0 ? o * an[i + nv][c] : 0.0)) * ms->sip[i];
-    }
-    for (uint32_t sc = 0; marked && sc < S; sc++) { /* tool reactions */
+  }
+  for (uint32_t j = 0; ms->n_clist > 0 && j < nv; j++) { /* tool reactions */
+    for (uint32_t sc = 0; sc < S; sc++) {
       uint32_t ic = sc * nv + j;
       int k = ms->ctool[ic];
       if (!k || !(im[ic] > 0) || slot[k - 1] < 0) continue;
@@ -235,7 +274,7 @@ void ts__ms_integrate_sms(ts_tissue *t, struct ts__ms *ms, double h, int taylor,
       for (uint32_t s = 0; s < S; s++) {
         uint32_t i = s * nv + j;
         col[s] = (s == sc && im[i] > 0) ? 1.0 : 0.0;
-        if (s > 0 && ms->sl[i] != 0) col[s] -= ms->sl[i] * col[s - 1];
+        if (s > 0 && sl[i] != 0) col[s] -= sl[i] * col[s - 1];
       }
       for (uint32_t s = S; s-- > 0;) {
         uint32_t i = s * nv + j;
@@ -243,8 +282,8 @@ void ts__ms_integrate_sms(ts_tissue *t, struct ts__ms *ms, double h, int taylor,
           col[s] = 0;
           continue;
         }
-        double o = (s + 1 < S && im[i + nv] > 0) ? -ms->beta[i] : 0.0;
-        col[s] = (col[s] - (o != 0 ? o * col[s + 1] : 0.0)) * ms->sip[i];
+        double o = s + 1 < S ? ob[i] : 0.0;
+        col[s] = (col[s] - (o != 0 ? o * col[s + 1] : 0.0)) * sip[i];
       }
       double lambda = -acn / col[sc];
       for (uint32_t s = 0; s < S; s++)
@@ -253,8 +292,10 @@ void ts__ms_integrate_sms(ts_tissue *t, struct ts__ms *ms, double h, int taylor,
       add_reaction(&pt[slot[k - 1]], t->x[ic], fr);
       hold_history(t, ic, n);
     }
-    for (uint32_t s = 0; s < S; s++) {
-      uint32_t i = s * nv + j;
+  }
+  double move2 = 0;
+  for (uint32_t s = 0; s < S; s++) {
+    for (uint32_t i = s * nv; i < (s + 1) * nv; i++) {
       if (!(im[i] > 0)) continue;
       int beeman = 0;
       if (!taylor) {
@@ -274,6 +315,8 @@ void ts__ms_integrate_sms(ts_tissue *t, struct ts__ms *ms, double h, int taylor,
         beeman = df2 > mu2;
       }
       counts[node_update(t, i, an[i], taylor, beeman, h)]++;
+      move2 = TS__MAX(move2, moved2(t, i));
     }
   }
+  ms->move2 = move2;
 }

@@ -54,12 +54,27 @@ typedef struct ts__lim {
   double lo, hi; /* allowed lengths, m */
 } ts__lim;
 
+/* The springs as the force loop reads them: the hot records' fields in
+ * arrays of their own (structure of arrays), so that the loop's vector
+ * lanes load consecutive springs' constants directly. Each array has
+ * TS__BLK records of padding (rest length 1, constants 0) after the last. */
+typedef struct ts__soa {
+  uint32_t *a, *b;
+  double *L0, *iL0, *k1, *b1, *k2, *b2, *c;
+} ts__soa;
+
 struct ts__ms {
   uint32_t n_nodes, n_springs;
   uint32_t n_lin, n_one, n_two; /* hs: the linear springs, then one term, two */
   uint32_t n_lim;
-  ts__hs *hs;
+  ts__hs *hs;     /* for the bounds and the energy */
+  ts__soa soa;    /* the same, for the force loop */
   ts__lim *lim;
+  /* what strain limiting can skip on (ts__ms_limit_needed): the smallest
+   * upper and largest lower strain bound of the limited springs, and their
+   * largest 1 / L0 (INFINITY when one has L0 = 0) */
+  double lim_hi_min, lim_lo_max, lim_il_max;
+  double move2;   /* the largest |x_(k+1) - x_k|^2 of the last update, m^2 */
   double w2, g;   /* bounds at rest: largest w^2 (1/s^2), damping rate (1/s) */
   double b_max;   /* largest exponent */
   double x_seen;  /* largest b eps (tension) at the last force evaluation */
@@ -73,6 +88,8 @@ struct ts__ms {
   double *beta;   /* per node (s, j): the mass on its link to (s+1, j), kg */
   double *sl;     /* per node: the column's L D L^T factors: multiplier */
   double *sip;    /* and inverse pivot */
+  double *ob;     /* per node: -beta to the free node below, 0 for none */
+  double *mass;   /* per node: 1 / inv_mass, 0 for anchored nodes */
   double (*an)[3]; /* per node scratch: accelerations of the substep */
   double (*cn)[3]; /* per node: the tool's outward normal at its contact */
   uint8_t *ctool;  /* per node: 1 + the caller's index of the tool it touched
@@ -176,6 +193,10 @@ void ts__ms_integrate_sms(ts_tissue *t, struct ts__ms *ms, double h, int taylor,
 /* Provot's strain limiting after a substep of h seconds; returns the number
  * of corrections made. */
 uint32_t ts__ms_limit_strain(ts_tissue *t, const struct ts__ms *ms, double h);
+
+/* 0 when no limited spring can be outside its range after the update that
+ * just ran (so that strain limiting would find nothing), 1 otherwise. */
+int ts__ms_limit_needed(const struct ts__ms *ms);
 
 /* ts_ms_contact.c */
 

@@ -36,6 +36,21 @@ static inline void correct_velocity(ts_tissue *t, uint32_t i, const double dx[3]
   }
 }
 
+/* A spring's length changes by at most the moves of its two ends, so after
+ * an update that moved no node by more than d, every spring's strain is
+ * within 2 d / L0 of its strain at the force evaluation before it (the
+ * strain extremes that ts__ms_spring_forces recorded). When that interval
+ * stays inside every limited spring's range, with a margin of 1e-9 for the
+ * rounding of the lengths, a pass would find nothing to correct and is
+ * skipped: the result is the same, without a sweep over every spring. */
+int ts__ms_limit_needed(const struct ts__ms *ms) {
+  const double margin = 1e-9;
+  double reach = 2.0 * sqrt(ms->move2) * ms->lim_il_max;
+  if (!(reach < INFINITY)) return 1; /* also NaN */
+  return !(ms->eps_max + reach < ms->lim_hi_min - margin &&
+           ms->eps_min - reach > ms->lim_lo_max + margin);
+}
+
 /* Provot's strain limiting; returns the number of corrections. */
 uint32_t ts__ms_limit_strain(ts_tissue *t, const struct ts__ms *ms, double h) {
   double (*x)[3] = t->x;
