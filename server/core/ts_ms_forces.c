@@ -5,12 +5,20 @@
  * c dL/dt) added into the node forces, with the strain extremes the
  * substep count needs (ts_ms_bounds.c).
  *
- * Speed. The step's copy of the springs is one 64-byte record per spring,
- * sorted by the number of exponential terms (0, 1, 2) and then by node, so
- * that each of the three force loops is straight-line code walking memory
- * in order, vectorised over blocks of 16 springs between the scalar gathers
- * and scatters (spring_class), and built for AVX2 too where the compiler
- * can pick it at load time. No allocation in the step.
+ * Speed. The springs are sorted by the number of exponential terms (0, 1,
+ * 2) and then by node (ts_ms_springs.c), so that each of the three force
+ * loops is straight-line code walking memory in order; their constants are
+ * kept one array per field (ts__soa), so that the vector lanes load them
+ * directly. The loop runs over blocks of 16 springs: scalar gathers of the
+ * end positions and velocities, then the square roots (vectorised: this
+ * file is compiled without errno for math functions), the division, the
+ * exponentials (ts_exp_unclamped, branch-free) and the tension as loops
+ * over the block's lanes, then the scalar scatter (spring_class). It is
+ * built for AVX2 too where the compiler can pick it at load time (without
+ * FMA, so that both builds round alike). No allocation in the step.
+ * Measured on patch-S (tests/bench/run --quick mechanics:patch-S): from
+ * 43 to 73 million spring evaluations per second of whole steps, against
+ * 216-229 million for a plain linear spring loop in the same runs.
  */
 #include <math.h>
 #include <stdlib.h>
