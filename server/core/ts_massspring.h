@@ -20,9 +20,10 @@
  * Tissues built from extrusions use selective mass scaling across their
  * thin layers (t->mass_scaling): a mass matrix that slows only the
  * through-thickness modes, so that the substep is set by the sheets'
- * resolution. ts_massspring.c gives the details (Beeman's a_(k+1) is known
- * only after the next force evaluation; switching; the substep count;
- * stability; mass scaling).
+ * resolution. The files of the step give the details (ts_ms_internal.h
+ * lists them: Beeman's a_(k+1) is known only after the next force
+ * evaluation, and switching, in ts_ms_integrate.c; the substep count and
+ * stability in ts_ms_bounds.c; mass scaling in ts_ms_sms.c).
  *
  * Tools (frictionless, inelastic): nodes that end a substep inside a tool
  * are projected to its surface and take no velocity into it; while they
@@ -68,7 +69,7 @@ int ts_massspring_prepare(ts_tissue *t);
  * for the central-difference (Verlet) and Beeman updates of x'' = -w^2 x -
  * g x', h < 4 / (g + sqrt(g^2 + 4 w^2)), and h < 0.5 / g for the velocities
  * the dampers see, with w^2 and g bounded over the tissue (see
- * ts_massspring.c).
+ * ts_ms_bounds.c).
  * Uses the prepared bounds when there are some, else computes them now
  * (allocating scratch). Returns 0 for a malformed tissue or when out of
  * memory. */
@@ -83,7 +84,7 @@ int ts_massspring_energy(const ts_tissue *t, double *kinetic, double *potential)
 
 /* Advances the tissue by dt seconds with the given tools, in substeps of
  * h = dt / n, n the smallest count within TS_MASSSPRING_SAFETY of the
- * stability bound at the strains of the last step (see ts_massspring.c).
+ * stability bound at the strains of the last step (see ts_ms_bounds.c).
  * Returns 0, or TS_EDIVERGED when the state became non-finite, a node ran
  * away (faster than 100 m/s) or the kinetic energy kept growing
  * geometrically (by over 20 % a step for 20 steps): the state is then reset

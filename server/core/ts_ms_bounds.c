@@ -1,0 +1,239 @@
+/*
+ * ts_ms_bounds.c: stability control: the bounds on the tissue's fastest
+ * mode and damping rate, the largest stable substep they allow, and the
+ * substep count of each step.
+ *
+ * Stability and the substep count. For x'' = -w^2 x - g x' the central
+ * difference (and Beeman, whose positions are Verlet's) is stable for
+ * h < 4 / (g + sqrt(g^2 + 4 w^2)). The dampers see the velocities the
+ * branches give: Verlet's central difference, one substep old (for pure
+ * damping x_(k+1) = 2 x_k - x_(k-1) - (g h / 2)(x_k - x_(k-2)), stable for
+ * g h < 2), and Beeman's predicted one (predictor v_k + h (3 a_k -
+ * a_(k-1)) / 2, corrector h (a_(k+1) - 2 a_k + a_(k-1)) / 3: the spectral
+ * radius of that map for v' = -g v reaches 1 at g h = 0.6); so also
+ * h < 0.5 / g. The tissue's largest w^2 and largest g are bounded
+ * separately (the modes of K and C differ, so pairing the two maxima is the usual
+ * conservative estimate rather than a proof) with Gershgorin's theorem on
+ * the symmetric M^-1/2 K M^-1/2 and M^-1/2 C M^-1/2 over the free degrees of
+ * freedom, linearised at rest and sharpened by a diagonal similarity
+ * (Collatz-Wielandt, power iterations). The exponential law stiffens a
+ * stretched spring: the tangent of T = k e^(b eps) (L - L0) is
+ * k e^(b eps)(1 + b eps), and its transverse stiffness T/L adds up to
+ * eps/(1+eps) of that; so each step takes the largest b eps of the last
+ * force evaluation (plus a margin of 1 % strain), phi = e^x (1 + x)
+ * (1 + 2 eps), and w^2 phi in the bound. The substep is
+ * TS_MASSSPRING_SAFETY of it; the count only falls again when the bound
+ * allows 25 % more, so that it does not flap (each change restarts the run).
+ * With selective mass scaling (below) the mass matrix is no longer diagonal
+ * and Gershgorin does not apply: w^2 is then the largest eigenvalue of
+ * M~^-1 K estimated by 80 power iterations (Rayleigh quotients, from a
+ * pseudo-random start), times 1.3 because the estimate approaches from
+ * below, and g likewise from M~^-1 C (the dampers of the stiff
+ * through-thickness springs slow down with them). Should a step still go
+ * unstable, the divergence tests catch it: a non-finite state, a node
+ * faster than 100 m/s, or the kinetic energy
+ * growing by over 20 % per step for 20 steps (an unstable mode grows
+ * geometrically; a tissue set moving from rest, by a tool or by gravity,
+ * grows like t^2, over 20 % per step only in its first ten steps).
+ *
+ * How tight the count is. On patch-S (DESIGN.md's scenario: 10,000 nodes,
+ * dt = 1 ms) at rest the bound gives 13-14 substeps: the mass-scaled
+ * stiffness (80 power iterations reach within 0.3 % of the converged
+ * Rayleigh quotient, 2.204e8 against 2.211e8 1/s^2 after 2,560), its 1.3
+ * margin, the dampers' 0.5 / g and the 1 % strain allowance (phi = 1.10)
+ * leave h = 0.8 x 9.9e-5 s. Run with the sphere pressed 10 mm in and
+ * dragged (phi up to 4.7, up to 25 substeps), substeps 1.1 and 1.25 times
+ * longer than the count's still gave the same peak kinetic energy
+ * (1.2e-5 J), while 1.5 times longer let it grow 5,000-fold (6.6e-2 J,
+ * held only by strain limiting). So the count is within a factor of 1.25
+ * to 1.5 of the measured limit under load, which is what the 0.8 safety
+ * factor and the margins on the estimates are for; neither is loosened.
+ */
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ts_error.h"
+#include "ts_material.h"
+#include "ts_ms_internal.h"
+
+/* y = B d, where B = |M^-1/2 A M^-1/2| (entrywise absolute value) over the
+ * free degrees of freedom, A the small-strain stiffness (damping = 0) or the
+ * damping matrix of the springs linearised at rest: a spring with unit
+ * direction n adds kc n n^T to the diagonal blocks of its ends and -kc n n^T
+ * off the diagonal. d == NULL means d = 1 on every free DOF. */
+static void abs_product(const ts_tissue *t, const ts__hs *hs, uint32_t ns, int damping,
+                        const double (*d)[3], double (*y)[3]) {
+  const double *im = t->inv_mass;
+  memset(y, 0, sizeof *y * t->n_nodes);
+  for (uint32_t s = 0; s < ns; s++) {
+    const ts__hs *sp = &hs[s];
+    double ia = im[sp->a] > 0 ? im[sp->a] : 0, ib = im[sp->b] > 0 ? im[sp->b] : 0;
+    if (ia == 0 && ib == 0) continue;
+    double kc = damping ? sp->c : sp->k1 + sp->k2;
+    double n[3], l2 = 0;
+    for (int r = 0; r < 3; r++) {
+      n[r] = t->rest[sp->b][r] - t->rest[sp->a][r];
+      l2 += n[r] * n[r];
+    }
+    if (l2 > 0) {
+      double il = 1.0 / sqrt(l2);
+      for (int r = 0; r < 3; r++) n[r] = fabs(n[r]) * il;
+    } else {
+      n[0] = n[1] = n[2] = 1.0; /* no direction: an entrywise upper bound */
+    }
+    double cross = sqrt(ia * ib);
+    double da[3] = {1, 1, 1}, db[3] = {1, 1, 1};
+    if (d)
+      for (int c = 0; c < 3; c++) da[c] = d[sp->a][c], db[c] = d[sp->b][c];
+    double pa = 0, pb = 0; /* n . (own d), n . (other end's d) */
+    for (int c = 0; c < 3; c++) {
+      pa += n[c] * (ia * da[c] + cross * db[c]);
+      pb += n[c] * (ib * db[c] + cross * da[c]);
+    }
+    for (int r = 0; r < 3; r++) {
+      if (ia > 0) y[sp->a][r] += kc * n[r] * pa;
+      if (ib > 0) y[sp->b][r] += kc * n[r] * pb;
+    }
+  }
+}
+
+/* max_i y_i / d_i over free DOFs (d == NULL: d = 1). */
+static double max_ratio(const ts_tissue *t, const double (*d)[3], const double (*y)[3]) {
+  double m = 0;
+  for (uint32_t i = 0; i < t->n_nodes; i++) {
+    if (!(t->inv_mass[i] > 0)) continue;
+    for (int r = 0; r < 3; r++) {
+      double q = d ? (d[i][r] > 0 ? y[i][r] / d[i][r] : INFINITY) : y[i][r];
+      if (q > m) m = q;
+    }
+  }
+  return m;
+}
+
+/* Gershgorin's theorem on D^-1 B D for a positive diagonal D = diag(d) bounds
+ * the spectral radius of B by max_i (B d)_i / d_i (Collatz-Wielandt), and
+ * rho(B) bounds the eigenvalues of M^-1 A. d = 1 gives the row sums; a few
+ * power iterations on B tighten the bound towards rho(B). Every iterate is a
+ * valid bound; the smallest is kept. */
+double ts__ms_scaled_bound(const ts_tissue *t, const ts__hs *hs, uint32_t ns, int damping,
+                           double (*d)[3], double (*y)[3]) {
+  for (uint32_t i = 0; i < t->n_nodes; i++)
+    for (int r = 0; r < 3; r++) d[i][r] = t->inv_mass[i] > 0 ? 1.0 : 0.0;
+  double best = INFINITY;
+  for (int it = 0; it < 20; it++) {
+    abs_product(t, hs, ns, damping, (const double (*)[3])d, y);
+    double b = max_ratio(t, (const double (*)[3])d, (const double (*)[3])y);
+    if (b < best) best = b;
+    double ymax = 0;
+    for (uint32_t i = 0; i < t->n_nodes; i++)
+      for (int r = 0; r < 3; r++)
+        if (y[i][r] > ymax) ymax = y[i][r];
+    if (!(ymax > 0)) break;
+    /* the small shift keeps every free d_i positive */
+    for (uint32_t i = 0; i < t->n_nodes; i++)
+      for (int r = 0; r < 3; r++)
+        d[i][r] = t->inv_mass[i] > 0 ? y[i][r] / ymax + 1e-9 : 0.0;
+  }
+  return best;
+}
+
+/* Largest stable substep for the bounds w2 (on w^2), g (damping rate) and
+ * the stiffening factor phi. */
+double ts__ms_step_bound(double w2, double g, double phi) {
+  double den = g + sqrt(g * g + 4.0 * w2 * phi);
+  double h = den > 0 ? 4.0 / den : INFINITY;
+  if (g > 0 && TS__DAMP_LIMIT / g < h) h = TS__DAMP_LIMIT / g;
+  return h;
+}
+
+
+/* w^2 and g bounds of t over its hot springs (scratch allocated here). */
+int ts__ms_rest_bounds(const ts_tissue *t, const ts__hs *hs, double *w2, double *g) {
+  double (*d)[3] = malloc(sizeof *d * t->n_nodes);
+  double (*y)[3] = malloc(sizeof *y * t->n_nodes);
+  int rc = -1;
+  if (d && y) {
+    *w2 = ts__ms_scaled_bound(t, hs, t->n_springs, 0, d, y);
+    *g = ts__ms_scaled_bound(t, hs, t->n_springs, 1, d, y);
+    rc = 0;
+  }
+  free(d);
+  free(y);
+  return rc;
+}
+
+
+/* y = K x (damping = 0: the small-strain stiffness at rest) or C x (the
+ * dampers), free rows only. */
+static void spring_product(const ts_tissue *t, const struct ts__ms *ms, int damping,
+                           const double (*x)[3], double (*y)[3]) {
+  memset(y, 0, sizeof *y * t->n_nodes);
+  for (uint32_t s = 0; s < ms->n_springs; s++) {
+    const ts__hs *h = &ms->hs[s];
+    double n[3], l2 = 0;
+    for (int c = 0; c < 3; c++) {
+      n[c] = t->rest[h->b][c] - t->rest[h->a][c];
+      l2 += n[c] * n[c];
+    }
+    if (!(l2 > 0)) continue;
+    double q = 0;
+    for (int c = 0; c < 3; c++) q += n[c] * (x[h->b][c] - x[h->a][c]);
+    q *= (damping ? h->c : h->k1 + h->k2) / l2;
+    for (int c = 0; c < 3; c++) {
+      y[h->a][c] -= q * n[c];
+      y[h->b][c] += q * n[c];
+    }
+  }
+  for (uint32_t i = 0; i < t->n_nodes; i++)
+    if (!(t->inv_mass[i] > 0)) y[i][0] = y[i][1] = y[i][2] = 0;
+}
+
+/* Largest eigenvalue of M~^-1 K (or of M~^-1 C) by power iteration
+ * (Rayleigh quotients of the iterates; the largest seen is kept). It
+ * approaches from below, so the caller adds a margin. x, y: scratch. */
+double ts__ms_power_bound(const ts_tissue *t, const struct ts__ms *ms, int damping,
+                          double (*x)[3], double (*y)[3]) {
+  uint32_t h = 2463534242u;
+  for (uint32_t i = 0; i < t->n_nodes; i++)
+    for (int c = 0; c < 3; c++) {
+      h ^= h << 13, h ^= h >> 17, h ^= h << 5; /* xorshift: a start with every mode in it */
+      x[i][c] = t->inv_mass[i] > 0 ? (double)(h >> 8) / 16777216.0 - 0.5 : 0.0;
+    }
+  double best = 0;
+  for (int it = 0; it < 80; it++) {
+    spring_product(t, ms, damping, (const double (*)[3])x, y);
+    double num = 0;
+    for (uint32_t i = 0; i < t->n_nodes; i++)
+      num += x[i][0] * y[i][0] + x[i][1] * y[i][1] + x[i][2] * y[i][2];
+    double den = ts__ms_sms_mass_dot(t, ms, (const double (*)[3])x);
+    if (!(den > 0)) break;
+    if (num / den > best) best = num / den;
+    ts__ms_sms_solve(t, ms, y);
+    double nrm = ts__ms_sms_mass_dot(t, ms, (const double (*)[3])y);
+    if (!(nrm > 0)) break;
+    nrm = 1.0 / sqrt(nrm);
+    for (uint32_t i = 0; i < t->n_nodes; i++)
+      for (int c = 0; c < 3; c++) x[i][c] = y[i][c] * nrm;
+  }
+  return best;
+}
+
+
+/* The substep count for this step (see the top of the file). */
+double ts__ms_substep_count(const ts_tissue *t, struct ts__ms *ms, double dt, double *phi_out) {
+  double x = ms->x_seen + ms->b_max * TS__STRAIN_MARGIN;
+  double e = ms->eps_max > 0 ? ms->eps_max : 0.0;
+  double phi = exp(x) * (1.0 + x) * (1.0 + 2.0 * e);
+  double h = TS_MASSSPRING_SAFETY * ts__ms_step_bound(ms->w2, ms->g + t->drag, phi);
+  *phi_out = phi;
+  double need = ceil(dt / h);
+  if (!(need <= TS__MAX_SUBSTEPS)) return need; /* also NaN */
+  if (need < 1) need = 1;
+  if (ms->n_last > 0 && need < ms->n_last) {
+    double relaxed = ceil(TS__RELAX * dt / h);
+    need = relaxed < ms->n_last ? TS__MAX(relaxed, need) : ms->n_last;
+  }
+  return need;
+}

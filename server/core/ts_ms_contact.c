@@ -1,0 +1,157 @@
+/*
+ * ts_ms_contact.c: the tools' contact with the tissue in the mass-spring
+ * step: checking and preparing the tools, projecting the nodes inside a
+ * tool onto its surface and marking them for the next substep's reaction
+ * (applied in ts_ms_integrate.c).
+ *
+ * Contact (frictionless, inelastic). After each substep every free node
+ * inside an active tool is moved along the tool's outward normal n onto its
+ * surface without a velocity kick (Verlet's previous position moves along,
+ * so its implied velocity is kept; a kick of the move over h would bounce
+ * the node off) and loses any velocity into the tool; the node is marked
+ * with n (and stays marked while within 1e-4 of the radius of the surface).
+ * In the next substep the part of a marked node's total force F_k (springs,
+ * dampers, gravity,
+ * drag, external) that pushes into the tool, (F.n) n when F.n < 0, is
+ * cancelled: that is the tool's reaction, and what the tissue pushes on the
+ * tool with. At rest it is exactly what the tool holds back (the anchors
+ * carry the rest of the weight). With the scaled mass matrix the reaction
+ * is the constraint force that stops the node's normal acceleration, found
+ * after the column's solve (integrate_sms), so that the push does not reach
+ * the rest of the column through the coupling. While held, the node's
+ * velocity and remembered accelerations lose their normal parts
+ * (hold_history), or Beeman's history would throw it off the surface. The
+ * force is averaged over the substeps of a step. A node inside two tools
+ * belongs to the last.
+ */
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ts_error.h"
+#include "ts_material.h"
+#include "ts_ms_internal.h"
+
+int ts__ms_valid_tool(const ts_tool *tl) {
+  if (tl->kind != TS_TOOL_SPHERE && tl->kind != TS_TOOL_CAPSULE) return TS_EINVAL;
+  for (int i = 0; i < 3; i++)
+    if (!isfinite(tl->pos[i])) return TS_ENAN;
+  for (int i = 0; i < 4; i++)
+    if (!isfinite(tl->quat[i])) return TS_ENAN;
+  if (!isfinite(tl->radius) || !isfinite(tl->length)) return TS_ENAN;
+  if (!(tl->radius > 0) || tl->radius > 1.0) return TS_EINVAL;
+  if (tl->kind == TS_TOOL_CAPSULE && (tl->length < 0 || tl->length > 10.0)) return TS_EINVAL;
+  return 0;
+}
+
+void ts__ms_prepare_tool(ts__ptool *p, ts_tool *tl) {
+  double b[3];
+  memset(p, 0, sizeof *p);
+  p->tool = tl;
+  ts_tool_segment(tl, p->a, b);
+  double l2 = 0;
+  for (int i = 0; i < 3; i++) {
+    p->ab[i] = b[i] - p->a[i];
+    l2 += p->ab[i] * p->ab[i];
+    p->bc[i] = 0.5 * (p->a[i] + b[i]);
+  }
+  p->inv_len2 = l2 > 0 ? 1.0 / l2 : 0.0;
+  p->r = tl->radius;
+  double br = tl->radius * (1.0 + TS__SKIN) + 0.5 * sqrt(l2);
+  p->br2 = br * br;
+}
+
+/* Projects the free nodes inside tool p onto its surface and marks them
+ * (normal, tool) for the next substep's reaction. */
+void ts__ms_contact(ts_tissue *t, struct ts__ms *ms, ts__ptool *p) {
+  double (*x)[3] = t->x, (*v)[3] = t->v;
+  const double *im = t->inv_mass;
+  uint32_t hits = 0;
+  for (uint32_t i = 0; i < t->n_nodes; i++) {
+    double ex = x[i][0] - p->bc[0], ey = x[i][1] - p->bc[1], ez = x[i][2] - p->bc[2];
+    if (!(ex * ex + ey * ey + ez * ez < p->br2) || im[i] == 0) continue;
+    double ap[3] = {x[i][0] - p->a[0], x[i][1] - p->a[1], x[i][2] - p->a[2]};
+    double u = (ap[0] * p->ab[0] + ap[1] * p->ab[1] + ap[2] * p->ab[2]) * p->inv_len2;
+    u = u < 0 ? 0 : u > 1 ? 1 : u;
+    double c[3], d[3];
+    for (int k = 0; k < 3; k++) {
+      c[k] = p->a[k] + u * p->ab[k];
+      d[k] = x[i][k] - c[k];
+    }
+    double dl = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+    /* a node left on the surface by the last projection (and held there by
+     * its reaction) is still in contact: a skin of 1e-4 r (0.5 um for a
+     * 5 mm tool) that rounding and the tangential sliding do not cross */
+    if (!(dl < p->r * (1.0 + TS__SKIN))) continue;
+    double n[3] = {0, 1, 0};
+    if (dl > 0)
+      for (int k = 0; k < 3; k++) n[k] = d[k] / dl;
+    if (dl < p->r) {
+      /* inelastic: the node moves onto the surface without a velocity
+       * kick (Verlet's implied velocity x - x_prev is kept by moving
+       * x_prev along), then loses its velocity into the tool */
+      int verlet = t->branch[i] == TS_BRANCH_VERLET;
+      double *xp = t->x_prev[i];
+      for (int k = 0; k < 3; k++) {
+        double target = c[k] + p->r * n[k];
+        if (verlet) xp[k] += target - x[i][k];
+        x[i][k] = target;
+      }
+      double vn = v[i][0] * n[0] + v[i][1] * n[1] + v[i][2] * n[2];
+      if (vn < 0)
+        for (int k = 0; k < 3; k++) v[i][k] -= vn * n[k];
+      if (verlet) {
+        double rel = 0;
+        for (int k = 0; k < 3; k++) rel += (x[i][k] - xp[k]) * n[k];
+        if (rel < 0)
+          for (int k = 0; k < 3; k++) xp[k] += rel * n[k];
+      }
+    }
+    if (!ms->ctool[i]) ms->clist[ms->n_clist++] = i;
+    ms->ctool[i] = (uint8_t)(p->index + 1);
+    memcpy(ms->cn[i], n, sizeof n);
+    hits++;
+  }
+  p->contacts = hits;
+}
+
+/* Keeps only the marks of nodes still within the skin of their tool at its
+ * pose for this step (a tool that moved away or went inactive lets go at
+ * once), with the normals at the new pose. */
+void ts__ms_revalidate_contacts(const ts_tissue *t, struct ts__ms *ms, const ts__ptool *pt,
+                                const int8_t *slot) {
+  uint32_t kept = 0;
+  for (uint32_t q = 0; q < ms->n_clist; q++) {
+    uint32_t i = ms->clist[q];
+    int j = slot[ms->ctool[i] - 1];
+    int keep = 0;
+    if (j >= 0) {
+      const ts__ptool *p = &pt[j];
+      double ap[3] = {t->x[i][0] - p->a[0], t->x[i][1] - p->a[1], t->x[i][2] - p->a[2]};
+      double u = (ap[0] * p->ab[0] + ap[1] * p->ab[1] + ap[2] * p->ab[2]) * p->inv_len2;
+      u = u < 0 ? 0 : u > 1 ? 1 : u;
+      double d[3], dl = 0;
+      for (int k = 0; k < 3; k++) {
+        d[k] = t->x[i][k] - (p->a[k] + u * p->ab[k]);
+        dl += d[k] * d[k];
+      }
+      dl = sqrt(dl);
+      if (dl < p->r * (1.0 + TS__SKIN) && dl > 0) {
+        keep = 1;
+        for (int k = 0; k < 3; k++) ms->cn[i][k] = d[k] / dl;
+      }
+    }
+    if (keep)
+      ms->clist[kept++] = i;
+    else
+      ms->ctool[i] = 0;
+  }
+  ms->n_clist = kept;
+}
+
+/* Forgets the contacts of the last substep. */
+void ts__ms_clear_contacts(struct ts__ms *ms) {
+  for (uint32_t k = 0; k < ms->n_clist; k++) ms->ctool[ms->clist[k]] = 0;
+  ms->n_clist = 0;
+}

@@ -1,0 +1,322 @@
+/*
+ * ts_ms_integrate.c: the method's hybrid integrator (ts_massspring.h), one
+ * substep for every free node, with lumped masses or with the scaled mass
+ * matrix of ts_ms_sms.c, and the tools' reactions on the nodes they hold.
+ *
+ * The integrator, per free node and substep k (h fixed within a run):
+ *   Taylor (first substep): x1 = x0 + h v0 + a0 h^2/2, v1 = v0 + a0 h.
+ *   Then F_k from (x_k, v_k), a_k = F_k / m, and the branch by
+ *   |F_k - F_(k-1)| = m |a_k - a_(k-1)| against mu:
+ *   Verlet: x_(k+1) = 2 x_k - x_(k-1) + a_k h^2,
+ *           v_(k+1) = (x_(k+1) - x_(k-1)) / 2h (as the method gives it; it is
+ *           the central difference, so the dampers see the velocity one
+ *           substep late: see Stability);
+ *   Beeman: x_(k+1) = x_k + h v_k + h^2 (4 a_k - a_(k-1)) / 6,
+ *           v_(k+1) = v_k + h (2 a_(k+1) + 5 a_k - a_(k-1)) / 6.
+ *   Beeman's velocity needs a_(k+1), which needs the forces at x_(k+1),
+ *   whose dampers need v_(k+1): the usual predictor-corrector resolution
+ *   (D. Beeman, "Some multistep methods for use in molecular dynamics
+ *   calculations", J. Comput. Phys. 20(2):130-139, 1976) stores the
+ *   predicted v_(k+1) = v_k + h (3 a_k - a_(k-1)) / 2 for the next force
+ *   evaluation, and once a_(k+1) is known replaces it by Beeman's value,
+ *   which differs by h (a_(k+1) - 2 a_k + a_(k-1)) / 3. Both branches give
+ *   the same second-order positions for velocity-independent forces, so a
+ *   node may switch every substep. When h changes (a new substep count) the
+ *   history no longer fits and the run restarts with a Taylor substep.
+ *
+ * Switching. A Verlet node's velocity is the central difference at t_(k-1)
+ * (the method's v_(k+1) = (x_(k+1) - x_(k-1)) / 2h is centred on x_k); when
+ * the node turns to Beeman, whose position update needs v at t_k, the step
+ * first adds h (a_(k-1) + a_k) / 2. Without it the O(h) lag would stay in
+ * the Beeman segment's positions and a run that switches would converge at
+ * first order only (tests/unit/test_mechanics.c checks second order).
+ *
+ * Tool reactions. A node marked by the last substep's contact
+ * (ts_ms_contact.c) has the part of its total force F_k (springs, dampers,
+ * gravity, drag, external) that pushes into the tool, (F.n) n when
+ * F.n < 0, cancelled: that is the tool's reaction, and what the tissue
+ * pushes on the tool with. With the scaled mass matrix the reaction is the
+ * constraint force that stops the node's normal acceleration, found after
+ * the column's solve (integrate_sms), so that the push does not reach the
+ * rest of the column through the coupling. While held, the node's velocity
+ * and remembered accelerations lose their normal parts (hold_history), or
+ * Beeman's history would throw it off the surface.
+ */
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ts_error.h"
+#include "ts_material.h"
+#include "ts_ms_internal.h"
+
+
+/* Adds a reaction f on the tool at point p to its force and to its torque
+ * about the tool's tip. */
+static inline void add_reaction(ts__ptool *p, const double at[3], const double f[3]) {
+  double r[3];
+  for (int c = 0; c < 3; c++) {
+    p->force[c] += f[c];
+    r[c] = at[c] - p->tool->pos[c];
+  }
+  p->torque[0] += r[1] * f[2] - r[2] * f[1];
+  p->torque[1] += r[2] * f[0] - r[0] * f[2];
+  p->torque[2] += r[0] * f[1] - r[1] * f[0];
+}
+
+/* The tool holds node i this substep (its push into the tool is being
+ * cancelled): the node has no normal motion of its own while held, so its
+ * velocity (Verlet's implied one, x - x_prev, too) and the accelerations it
+ * remembers (Beeman's a_(k-1), a_(k-2), whose history term would otherwise
+ * throw it off the surface) lose their components along n. */
+static inline void hold_history(ts_tissue *t, uint32_t i, const double n[3]) {
+  double *h[3] = {t->acc[i], t->acc_prev[i], t->v[i]};
+  for (int q = 0; q < 3; q++) {
+    double an = h[q][0] * n[0] + h[q][1] * n[1] + h[q][2] * n[2];
+    for (int c = 0; c < 3; c++) h[q][c] -= an * n[c];
+  }
+  double *x = t->x[i], *xp = t->x_prev[i], rel = 0;
+  for (int c = 0; c < 3; c++) rel += (x[c] - xp[c]) * n[c];
+  for (int c = 0; c < 3; c++) xp[c] += rel * n[c];
+}
+
+/* The reaction of the tool a node touched at the end of the last substep:
+ * the part of its force F pushing into the tool (along -n, n the tool's
+ * outward normal there) is cancelled and added to that tool's force. With
+ * the scaled mass matrix this must happen before the solve, or the cancelled
+ * push would still reach the rest of the node's column. */
+static inline void reaction(ts_tissue *t, const struct ts__ms *ms, uint32_t i, double F[3],
+                            ts__ptool *pt, const int8_t *tool_slot) {
+  int k = ms->ctool[i];
+  if (!k) return;
+  int j = tool_slot[k - 1];
+  if (j < 0) return;
+  const double *n = ms->cn[i];
+  double fn = F[0] * n[0] + F[1] * n[1] + F[2] * n[2];
+  if (!(fn < 0)) return;
+  double fr[3];
+  for (int c = 0; c < 3; c++) {
+    F[c] -= fn * n[c];
+    fr[c] = fn * n[c];
+  }
+  add_reaction(&pt[j], t->x[i], fr);
+  hold_history(t, i, n);
+}
+
+/* The update of free node i with its acceleration an of this substep;
+ * beeman: the branch test's verdict (|F_k - F_(k-1)| > mu). Returns the
+ * branch taken. */
+static inline int node_update(ts_tissue *restrict t, uint32_t i, const double an[3], int taylor,
+                              int beeman, double h) {
+  double *restrict x = t->x[i], *restrict xp = t->x_prev[i], *restrict v = t->v[i];
+  double *restrict acc = t->acc[i], *restrict accp = t->acc_prev[i];
+  const double h2 = h * h;
+  int br;
+  if (taylor) {
+    for (int c = 0; c < 3; c++) {
+      double xn = x[c] + h * v[c] + 0.5 * h2 * an[c];
+      v[c] += h * an[c];
+      xp[c] = x[c];
+      x[c] = xn;
+      accp[c] = an[c];
+    }
+    br = TS_BRANCH_TAYLOR;
+  } else if (beeman) {
+    if (t->branch[i] == TS_BRANCH_VERLET) /* Verlet's v is the central
+      difference at t_(k-1): bring it to t_k, second order, before Beeman's
+      formulas use it */
+      for (int c = 0; c < 3; c++) v[c] += 0.5 * h * (acc[c] + an[c]);
+    for (int c = 0; c < 3; c++) {
+      double xn = x[c] + h * v[c] + h2 * (4.0 * an[c] - acc[c]) / 6.0;
+      v[c] += 0.5 * h * (3.0 * an[c] - acc[c]); /* predicted; corrected next substep */
+      xp[c] = x[c];
+      x[c] = xn;
+      accp[c] = acc[c];
+    }
+    br = TS_BRANCH_BEEMAN;
+  } else {
+    const double i2h = 0.5 / h;
+    for (int c = 0; c < 3; c++) {
+      double xn = 2.0 * x[c] - xp[c] + an[c] * h2;
+      v[c] = (xn - xp[c]) * i2h;
+      xp[c] = x[c];
+      x[c] = xn;
+      accp[c] = acc[c];
+    }
+    br = TS_BRANCH_VERLET;
+  }
+  for (int c = 0; c < 3; c++) acc[c] = an[c];
+  t->branch[i] = (uint8_t)br;
+  return br;
+}
+
+/* |x - x_prev|^2 of node i after its update: how far it moved, m^2. */
+static inline double moved2(const ts_tissue *t, uint32_t i) {
+  const double *x = t->x[i], *xp = t->x_prev[i];
+  const double d0 = x[0] - xp[0], d1 = x[1] - xp[1], d2 = x[2] - xp[2];
+  return d0 * d0 + d1 * d1 + d2 * d2;
+}
+
+/* Beeman's v_k for a node that took Beeman's step last substep, now that
+ * a_k is known: the predicted velocity plus h (a_k - 2 a_(k-1) + a_(k-2)) / 3. */
+static inline void beeman_correct(ts_tissue *t, uint32_t i, const double an[3], double h) {
+  if (t->branch[i] != TS_BRANCH_BEEMAN) return;
+  for (int c = 0; c < 3; c++)
+    t->v[i][c] += h * (an[c] - 2.0 * t->acc[i][c] + t->acc_prev[i][c]) / 3.0;
+}
+
+/* One substep of the hybrid integrator for every free node, with the
+ * diagonal (lumped) masses; counts[branch] gets the number of nodes on each
+ * branch. */
+void ts__ms_integrate(ts_tissue *t, struct ts__ms *ms, double h, int taylor, ts__ptool *pt,
+                      const int8_t *slot, uint64_t counts[3]) {
+  const double (*f)[3] = (const double (*)[3])t->f;
+  const double (*fe)[3] = (const double (*)[3])t->f_ext;
+  const double *im = t->inv_mass;
+  const double g[3] = {t->gravity[0], t->gravity[1], t->gravity[2]};
+  const double drag = t->drag, mu = t->beeman_threshold;
+  double move2 = 0;
+  for (uint32_t i = 0; i < t->n_nodes; i++) {
+    const double w = im[i];
+    if (w == 0) continue; /* anchored */
+    double an[3], m = 1.0 / w;
+    for (int c = 0; c < 3; c++) an[c] = f[i][c] + fe[i][c] + m * (g[c] - drag * t->v[i][c]);
+    reaction(t, ms, i, an, pt, slot);
+    for (int c = 0; c < 3; c++) an[c] *= w;
+    int beeman = 0;
+    if (!taylor) {
+      beeman_correct(t, i, an, h);
+      double d0 = an[0] - t->acc[i][0], d1 = an[1] - t->acc[i][1], d2 = an[2] - t->acc[i][2];
+      double lim = mu * w; /* |dF| > mu  <=>  |da| > mu / m */
+      beeman = d0 * d0 + d1 * d1 + d2 * d2 > lim * lim;
+    }
+    counts[node_update(t, i, an, taylor, beeman, h)]++;
+    move2 = TS__MAX(move2, moved2(t, i));
+  }
+  ms->move2 = move2;
+}
+
+/* The same with the scaled mass matrix: the forces F, the accelerations
+ * a = M~^-1 F (the columns' factored tridiagonal solves), the tool
+ * reactions, the branch test on the force change M~ (a_k - a_(k-1)), then
+ * each node's update. The columns are independent, so the solves run a
+ * sheet at a time over all columns at once (loops over consecutive nodes
+ * that the compiler vectorises), and the updates go sheet by sheet too:
+ * the node above a node is updated before it and the node below after it,
+ * as a column at a time would have it. A reaction here is the constraint
+ * force lambda n on a marked node c that makes its normal acceleration
+ * zero: a += lambda (M~^-1 e_c) n with lambda = -(a_c . n) / (M~^-1)_cc
+ * (with lumped masses this is -F . n, as in reaction()). */
+void ts__ms_integrate_sms(ts_tissue *t, struct ts__ms *ms, double h, int taylor,
+                          ts__ptool *pt, const int8_t *slot, uint64_t counts[3]) {
+  const uint32_t nv = ms->nv, S = ms->S;
+  const double *restrict im = t->inv_mass;
+  const double *restrict mass = ms->mass, *restrict sl = ms->sl, *restrict sip = ms->sip,
+               *restrict ob = ms->ob;
+  const double (*restrict f)[3] = (const double (*)[3])t->f;
+  const double (*restrict fe)[3] = (const double (*)[3])t->f_ext;
+  const double (*restrict v)[3] = (const double (*)[3])t->v;
+  const double g0 = t->gravity[0], g1 = t->gravity[1], g2 = t->gravity[2];
+  const double drag = t->drag, mu2 = t->beeman_threshold * t->beeman_threshold;
+  double (*restrict an)[3] = ms->an;
+  /* forces, and the forward sweep: a_s = F_s - l_s a_(s-1) (l_0 = 0; anchored
+   * rows are zero) */
+  for (uint32_t s = 0; s < S; s++) {
+    const uint32_t i0 = s * nv;
+    const double (*restrict up)[3] = s > 0 ? (const double (*)[3])an + i0 - nv : NULL;
+    for (uint32_t i = i0; i < i0 + nv; i++) {
+      const double m = mass[i], l = s > 0 ? sl[i] : 0.0, w = im[i];
+      const double F0 = f[i][0] + fe[i][0] + m * (g0 - drag * v[i][0]);
+      const double F1 = f[i][1] + fe[i][1] + m * (g1 - drag * v[i][1]);
+      const double F2 = f[i][2] + fe[i][2] + m * (g2 - drag * v[i][2]);
+      double u0 = 0, u1 = 0, u2 = 0;
+      if (up) {
+        const double a0 = up[i - i0][0], a1 = up[i - i0][1], a2 = up[i - i0][2];
+        u0 = l != 0 ? l * a0 : 0.0;
+        u1 = l != 0 ? l * a1 : 0.0;
+        u2 = l != 0 ? l * a2 : 0.0;
+      }
+      an[i][0] = w > 0 ? F0 - u0 : 0.0;
+      an[i][1] = w > 0 ? F1 - u1 : 0.0;
+      an[i][2] = w > 0 ? F2 - u2 : 0.0;
+    }
+  }
+  /* back substitution: a_s = (y_s - o_s a_(s+1)) / piv_s, o_s the coupling
+   * to the free node below (0 for none) */
+  for (uint32_t s = S; s-- > 0;) {
+    const uint32_t i0 = s * nv;
+    const double (*restrict dn)[3] = s + 1 < S ? (const double (*)[3])an + i0 + nv : NULL;
+    for (uint32_t i = i0; i < i0 + nv; i++) {
+      const double o = dn ? ob[i] : 0.0, p = sip[i];
+      double b0 = 0, b1 = 0, b2 = 0;
+      if (dn) {
+        const double a0 = dn[i - i0][0], a1 = dn[i - i0][1], a2 = dn[i - i0][2];
+        b0 = o != 0 ? o * a0 : 0.0;
+        b1 = o != 0 ? o * a1 : 0.0;
+        b2 = o != 0 ? o * a2 : 0.0;
+      }
+      const int free_node = im[i] > 0;
+      an[i][0] = free_node ? (an[i][0] - b0) * p : an[i][0];
+      an[i][1] = free_node ? (an[i][1] - b1) * p : an[i][1];
+      an[i][2] = free_node ? (an[i][2] - b2) * p : an[i][2];
+    }
+  }
+  for (uint32_t j = 0; ms->n_clist > 0 && j < nv; j++) { /* tool reactions */
+    for (uint32_t sc = 0; sc < S; sc++) {
+      uint32_t ic = sc * nv + j;
+      int k = ms->ctool[ic];
+      if (!k || !(im[ic] > 0) || slot[k - 1] < 0) continue;
+      const double *n = ms->cn[ic];
+      double acn = an[ic][0] * n[0] + an[ic][1] * n[1] + an[ic][2] * n[2];
+      if (!(acn < 0)) continue;
+      double col[TS_MAX_LAYERS + 1]; /* M~^-1 e_c over the column */
+      for (uint32_t s = 0; s < S; s++) {
+        uint32_t i = s * nv + j;
+        col[s] = (s == sc && im[i] > 0) ? 1.0 : 0.0;
+        if (s > 0 && sl[i] != 0) col[s] -= sl[i] * col[s - 1];
+      }
+      for (uint32_t s = S; s-- > 0;) {
+        uint32_t i = s * nv + j;
+        if (!(im[i] > 0)) {
+          col[s] = 0;
+          continue;
+        }
+        double o = s + 1 < S ? ob[i] : 0.0;
+        col[s] = (col[s] - (o != 0 ? o * col[s + 1] : 0.0)) * sip[i];
+      }
+      double lambda = -acn / col[sc];
+      for (uint32_t s = 0; s < S; s++)
+        for (int c = 0; c < 3; c++) an[s * nv + j][c] += lambda * col[s] * n[c];
+      double fr[3] = {-lambda * n[0], -lambda * n[1], -lambda * n[2]};
+      add_reaction(&pt[slot[k - 1]], t->x[ic], fr);
+      hold_history(t, ic, n);
+    }
+  }
+  double move2 = 0;
+  for (uint32_t s = 0; s < S; s++) {
+    for (uint32_t i = s * nv; i < (s + 1) * nv; i++) {
+      if (!(im[i] > 0)) continue;
+      int beeman = 0;
+      if (!taylor) {
+        /* dF = M~ da, row i: (m + beta_up + beta_down) da_i - beta_up da_above
+         * - beta_down da_below, da = 0 on anchored nodes */
+        double bu = s > 0 ? ms->beta[i - nv] : 0.0, bd = ms->beta[i];
+        double dm = 1.0 / im[i] + bu + bd, df2 = 0;
+        for (int c = 0; c < 3; c++) {
+          double da = an[i][c] - t->acc[i][c];
+          /* the node above is updated already: its a_(k-1) is in acc_prev */
+          double dup = s > 0 && im[i - nv] > 0 ? an[i - nv][c] - t->acc_prev[i - nv][c] : 0.0;
+          double ddn = s + 1 < S && im[i + nv] > 0 ? an[i + nv][c] - t->acc[i + nv][c] : 0.0;
+          double dfc = dm * da - bu * dup - bd * ddn;
+          df2 += dfc * dfc;
+        }
+        beeman_correct(t, i, an[i], h);
+        beeman = df2 > mu2;
+      }
+      counts[node_update(t, i, an[i], taylor, beeman, h)]++;
+      move2 = TS__MAX(move2, moved2(t, i));
+    }
+  }
+  ms->move2 = move2;
+}

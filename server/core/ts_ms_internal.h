@@ -1,0 +1,219 @@
+/*
+ * ts_ms_internal.h: what the files of the mass-spring step share (not a
+ * public interface): the step's private data (struct ts__ms: the compact
+ * copy of the springs, the stability bounds, the mass scaling's factors, the
+ * contact marks), a tool as one step sees it, and the functions each file
+ * gives the others. The step is split by concept:
+ *   ts_massspring.c    prepare, the public step and its health checks;
+ *   ts_ms_springs.c    the step's copy of the springs (validation, sorting);
+ *   ts_ms_forces.c     the spring law's evaluation (the force loop);
+ *   ts_ms_integrate.c  the hybrid Taylor / Verlet / Beeman update;
+ *   ts_ms_limit.c      strain limiting;
+ *   ts_ms_bounds.c     the stability bounds and the substep count;
+ *   ts_ms_sms.c        selective mass scaling;
+ *   ts_ms_contact.c    tool contact;
+ *   ts_ms_energy.c     the energies.
+ */
+#ifndef TS_MS_INTERNAL_H
+#define TS_MS_INTERNAL_H
+
+#include <stdint.h>
+
+#include "ts_massspring.h"
+#include "ts_tissue.h"
+#include "ts_tool.h"
+
+#define TS__MAX_SPEED 100.0        /* m/s: faster than any tissue moves */
+#define TS__MAX_SUBSTEPS 1000000u  /* a dt that needs more is refused */
+#define TS__MAX_STEP_TOOLS 64
+#define TS__MAX_DT 1.0             /* s */
+#define TS__GROWTH_RATIO 1.2       /* kinetic energy growth per step ... */
+#define TS__GROWTH_STEPS 20        /* ... sustained this long: diverged */
+#define TS__KE_FLOOR 1e-12         /* J: below this, growth is not counted */
+#define TS__STRAIN_MARGIN 0.01     /* strain the substep count allows for */
+#define TS__RELAX 1.25             /* fewer substeps only with this much room */
+#define TS__SMS_MARGIN 1.3         /* on the power-iteration estimate of w^2 */
+#define TS__DAMP_LIMIT 0.5         /* h g below this (Beeman's damping: 0.6) */
+#define TS__SKIN 1e-4              /* contact skin, relative to the tool radius */
+#define TS__MAX(a, b) ((a) > (b) ? (a) : (b))
+#define TS__MIN(a, b) ((a) < (b) ? (a) : (b))
+#define TS__BLK 16                 /* springs per block of the force loop */
+
+/* One spring as the force loop reads it. */
+typedef struct ts__hs {
+  uint32_t a, b;
+  double L0, iL0; /* rest length and its inverse (0 for L0 = 0) */
+  double k1, b1, k2, b2;
+  double c;
+} ts__hs;
+_Static_assert(sizeof(ts__hs) == 64, "one spring per cache line");
+
+/* A spring with a strain range, as strain limiting reads it. */
+typedef struct ts__lim {
+  uint32_t a, b;
+  double lo, hi; /* allowed lengths, m */
+} ts__lim;
+
+/* The springs as the force loop reads them: the hot records' fields in
+ * arrays of their own (structure of arrays), so that the loop's vector
+ * lanes load consecutive springs' constants directly. Each array has
+ * TS__BLK records of padding (rest length 1, constants 0) after the last. */
+typedef struct ts__soa {
+  uint32_t *a, *b;
+  double *L0, *iL0, *k1, *b1, *k2, *b2, *c;
+} ts__soa;
+
+struct ts__ms {
+  uint32_t n_nodes, n_springs;
+  uint32_t n_lin, n_one, n_two; /* hs: the linear springs, then one term, two */
+  uint32_t n_lim;
+  ts__hs *hs;     /* for the bounds and the energy */
+  ts__soa soa;    /* the same, for the force loop */
+  ts__lim *lim;
+  /* what strain limiting can skip on (ts__ms_limit_needed): the smallest
+   * upper and largest lower strain bound of the limited springs, and their
+   * largest 1 / L0 (INFINITY when one has L0 = 0) */
+  double lim_hi_min, lim_lo_max, lim_il_max;
+  double move2;   /* the largest |x_(k+1) - x_k|^2 of the last update, m^2 */
+  double w2, g;   /* bounds at rest: largest w^2 (1/s^2), damping rate (1/s) */
+  double b_max;   /* largest exponent */
+  double x_seen;  /* largest b eps (tension) at the last force evaluation */
+  double eps_max, eps_min;
+  double ke_prev; /* kinetic energy after the last step */
+  uint32_t growth;
+  uint32_t n_last; /* substeps of the last step */
+  /* selective mass scaling (ts_ms_sms.c) */
+  int sms;
+  uint32_t nv, S; /* the sheet layout */
+  double *beta;   /* per node (s, j): the mass on its link to (s+1, j), kg */
+  double *sl;     /* per node: the column's L D L^T factors: multiplier */
+  double *sip;    /* and inverse pivot */
+  double *ob;     /* per node: -beta to the free node below, 0 for none */
+  double *mass;   /* per node: 1 / inv_mass, 0 for anchored nodes */
+  double (*an)[3]; /* per node scratch: accelerations of the substep */
+  double (*cn)[3]; /* per node: the tool's outward normal at its contact */
+  uint8_t *ctool;  /* per node: 1 + the caller's index of the tool it touched
+                      at the end of the last substep, 0 for none */
+  uint32_t *clist; /* the nodes with ctool set */
+  uint32_t n_clist;
+};
+
+/* A tool as one step sees it (prepared once per step). */
+typedef struct ts__ptool {
+  ts_tool *tool;
+  double a[3], ab[3]; /* core segment a + u*ab, u in [0,1] */
+  double inv_len2;    /* 1/|ab|^2, 0 for a sphere */
+  double r;
+  double bc[3], br2;  /* bounding sphere of the tool: centre, radius^2 */
+  int index;          /* in the caller's tools[] */
+  double force[3];    /* sum over substeps */
+  double torque[3];   /* sum over substeps, about the tool's tip */
+  uint32_t contacts;  /* in the last substep */
+} ts__ptool;
+
+/* Strain extremes seen by a force evaluation. */
+typedef struct ts__strain {
+  double x_max; /* largest b eps in tension */
+  double eps_max, eps_min;
+} ts__strain;
+
+/* ts_ms_springs.c */
+
+/* The hot record of spring s in o; returns its class (number of
+ * exponential terms, 0 to 2). */
+int ts__ms_hot_spring(const ts_spring *s, ts__hs *o);
+
+/* Builds the hot springs of t into hs (n_springs records, sorted by class,
+ * then node) and the class counts. Returns 0, -1 for a malformed spring or
+ * node, -2 when out of memory. */
+int ts__ms_build_hot(const ts_tissue *t, ts__hs *hs, uint32_t cnt[3]);
+
+/* ts_ms_forces.c */
+
+/* t->f = the spring and damper forces at (t->x, t->v); records the strain
+ * extremes in ms (x_seen, eps_max, eps_min). */
+void ts__ms_spring_forces(ts_tissue *t, struct ts__ms *ms);
+
+/* ts_ms_bounds.c */
+
+/* Gershgorin / Collatz-Wielandt bound on the largest eigenvalue of M^-1 K
+ * (damping = 0, 1/s^2) or M^-1 C (damping = 1, 1/s) over the springs hs[0..
+ * ns), lumped masses. d, y: scratch of n_nodes rows. */
+double ts__ms_scaled_bound(const ts_tissue *t, const ts__hs *hs, uint32_t ns, int damping,
+                           double (*d)[3], double (*y)[3]);
+
+/* Largest stable substep (s) for the bounds w2 (1/s^2), g (1/s) and the
+ * stiffening factor phi (>= 1). */
+double ts__ms_step_bound(double w2, double g, double phi);
+
+/* w^2 and g bounds of t over its hot springs, lumped masses (scratch
+ * allocated here). Returns 0 or -1 when out of memory. */
+int ts__ms_rest_bounds(const ts_tissue *t, const ts__hs *hs, double *w2, double *g);
+
+/* Largest eigenvalue of M~^-1 K (damping = 0) or M~^-1 C (damping = 1) by
+ * power iteration, from below. x, y: scratch of n_nodes rows. */
+double ts__ms_power_bound(const ts_tissue *t, const struct ts__ms *ms, int damping,
+                          double (*x)[3], double (*y)[3]);
+
+/* The substep count for a step of dt seconds (a double so that a huge count
+ * can be refused; NaN possible); *phi_out gets the stiffening factor. */
+double ts__ms_substep_count(const ts_tissue *t, struct ts__ms *ms, double dt, double *phi_out);
+
+/* ts_ms_sms.c */
+
+/* 1 when t has the sheet layout selective mass scaling works on. */
+int ts__ms_sheet_layout(const ts_tissue *t);
+
+/* Factors the columns' tridiagonal mass matrices into ms->sl, ms->sip. */
+void ts__ms_sms_factor(const ts_tissue *t, struct ts__ms *ms);
+
+/* y <- M~^-1 y over the free nodes (anchored rows become zero). */
+void ts__ms_sms_solve(const ts_tissue *t, const struct ts__ms *ms, double (*y)[3]);
+
+/* x . M~ x over the free nodes (kg m^2/s^2 for a velocity x). */
+double ts__ms_sms_mass_dot(const ts_tissue *t, const struct ts__ms *ms, const double (*x)[3]);
+
+/* Chooses the links' masses ms->beta. d, y: scratch of n_nodes rows.
+ * Returns 0, -1 when there is nothing to scale, -2 when out of memory. */
+int ts__ms_sms_choose(const ts_tissue *t, struct ts__ms *ms, double (*d)[3], double (*y)[3]);
+
+/* ts_ms_integrate.c */
+
+/* One substep h (s) of the hybrid integrator for every free node, lumped
+ * masses (ts__ms_integrate) or the scaled mass matrix (ts__ms_integrate_sms);
+ * taylor: this is a Taylor substep; tool reactions go to pt (slot maps the
+ * caller's tool index to pt, -1 for none); counts[branch] += nodes. */
+void ts__ms_integrate(ts_tissue *t, struct ts__ms *ms, double h, int taylor, ts__ptool *pt,
+                      const int8_t *slot, uint64_t counts[3]);
+void ts__ms_integrate_sms(ts_tissue *t, struct ts__ms *ms, double h, int taylor,
+                          ts__ptool *pt, const int8_t *slot, uint64_t counts[3]);
+
+/* ts_ms_limit.c */
+
+/* Provot's strain limiting after a substep of h seconds; returns the number
+ * of corrections made. */
+uint32_t ts__ms_limit_strain(ts_tissue *t, const struct ts__ms *ms, double h);
+
+/* 0 when no limited spring can be outside its range after the update that
+ * just ran (so that strain limiting would find nothing), 1 otherwise. */
+int ts__ms_limit_needed(const struct ts__ms *ms);
+
+/* ts_ms_contact.c */
+
+/* 0, TS_EINVAL or TS_ENAN for an active tool. */
+int ts__ms_valid_tool(const ts_tool *tl);
+
+/* Prepares tool tl for a step into p (index left for the caller). */
+void ts__ms_prepare_tool(ts__ptool *p, ts_tool *tl);
+
+/* Projects the free nodes inside tool p onto its surface and marks them. */
+void ts__ms_contact(ts_tissue *t, struct ts__ms *ms, ts__ptool *p);
+
+/* Keeps only the contact marks still valid at the tools' poses of this step. */
+void ts__ms_revalidate_contacts(const ts_tissue *t, struct ts__ms *ms, const ts__ptool *pt,
+                                const int8_t *slot);
+
+/* Forgets the contact marks. */
+void ts__ms_clear_contacts(struct ts__ms *ms);
+
+#endif

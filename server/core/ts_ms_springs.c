@@ -1,0 +1,92 @@
+/*
+ * ts_ms_springs.c: the mass-spring step's own copy of the springs
+ * (ts_ms_internal.h). ts_massspring_prepare validates every ts_spring and
+ * turns it into a compact hot record: the law's terms merged and ordered
+ * (a linear spring, one exponential term or two), the inverse rest length
+ * precomputed, and the records sorted by their number of exponential terms
+ * and then by node, so that the force loop (ts_ms_forces.c) runs three
+ * branch-free loops walking memory in order.
+ */
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ts_error.h"
+#include "ts_material.h"
+#include "ts_ms_internal.h"
+
+static int spring_ok(const ts_spring *s, uint32_t n) {
+  if (s->a >= n || s->b >= n || s->a == s->b) return 0;
+  double v[6] = {s->rest, s->k, s->k1, s->k2, s->c, 0};
+  for (int i = 0; i < 5; i++)
+    if (!isfinite(v[i]) || v[i] < 0) return 0;
+  if (!isfinite(s->b1) || !isfinite(s->b2) || s->b1 < 0 || s->b2 < 0 || s->b1 > 100 ||
+      s->b2 > 100)
+    return 0;
+  if ((s->b1 > 0 || s->b2 > 0) && !(s->rest > 0)) return 0; /* the law needs a strain */
+  if (!isfinite(s->strain_min) || !isfinite(s->strain_max)) return 0;
+  if (s->strain_min != 0 || s->strain_max != 0)
+    if (!(s->strain_min > -1 && s->strain_min <= 0 && s->strain_max >= 0 &&
+          s->strain_min < s->strain_max))
+      return 0;
+  return 1;
+}
+
+/* The hot record of spring s; its class (number of exponential terms). */
+int ts__ms_hot_spring(const ts_spring *s, ts__hs *o) {
+  o->a = s->a;
+  o->b = s->b;
+  o->L0 = s->rest;
+  o->iL0 = s->rest > 0 ? 1.0 / s->rest : 0.0;
+  o->c = s->c;
+  double k1 = s->k1, b1 = s->b1, k2 = s->k2, b2 = s->b2;
+  if (k1 == 0 && k2 == 0) k1 = s->k, b1 = 0; /* hand-made linear spring */
+  if (k1 == 0) k1 = k2, b1 = b2, k2 = 0, b2 = 0;
+  if (k2 > 0 && b2 == b1) k1 += k2, k2 = 0, b2 = 0;
+  if (k2 == 0) b2 = 0;
+  if (b1 == 0 && k2 > 0) { /* keep the linear part second: it costs nothing */
+    double tk = k1, tb = b1;
+    k1 = k2, b1 = b2, k2 = tk, b2 = tb;
+  }
+  o->k1 = k1, o->b1 = b1, o->k2 = k2, o->b2 = b2;
+  return k2 > 0 ? 2 : b1 > 0 ? 1 : 0;
+}
+
+typedef struct ts__order {
+  uint32_t key; /* class << 30 | a, for sorting */
+  uint32_t idx;
+} ts__order;
+
+static int cmp_order(const void *x, const void *y) {
+  const ts__order *p = x, *q = y;
+  if (p->key != q->key) return p->key < q->key ? -1 : 1;
+  return p->idx < q->idx ? -1 : p->idx > q->idx;
+}
+
+
+/* Builds the hot springs of t into hs (n_springs records, sorted) and the
+ * class counts. Returns -1 for a malformed spring or node. */
+int ts__ms_build_hot(const ts_tissue *t, ts__hs *hs, uint32_t cnt[3]) {
+  uint32_t ns = t->n_springs;
+  for (uint32_t i = 0; i < t->n_nodes; i++)
+    if (!isfinite(t->inv_mass[i]) || t->inv_mass[i] < 0) return -1;
+  ts__order *ord = malloc(sizeof *ord * (ns ? ns : 1));
+  if (!ord) return -2;
+  cnt[0] = cnt[1] = cnt[2] = 0;
+  for (uint32_t s = 0; s < ns; s++) {
+    if (!spring_ok(&t->springs[s], t->n_nodes)) {
+      free(ord);
+      return -1;
+    }
+    ts__hs h;
+    int cls = ts__ms_hot_spring(&t->springs[s], &h);
+    cnt[cls]++;
+    ord[s].key = (uint32_t)cls << 30 | (h.a & 0x3fffffffu);
+    ord[s].idx = s;
+  }
+  qsort(ord, ns, sizeof *ord, cmp_order);
+  for (uint32_t s = 0; s < ns; s++) ts__ms_hot_spring(&t->springs[ord[s].idx], &hs[s]);
+  free(ord);
+  return 0;
+}
