@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "model_doc.h"
 #include "tool_util.h"
 #include "ts_error.h"
 #include "ts_learn.h"
@@ -35,7 +36,7 @@
 #define LEARN_STEPS 4       /* intervals per press */
 #define LEARN_HELD 3        /* held-out presses */
 #define LEARN_SPREAD 0.02   /* m: presses within this radius of the centre */
-#define EXPORT_FORMAT "tissued-learned-model"
+#define EXPORT_FORMAT TS_MODEL_DOC_FORMAT
 
 /* The tissue a model is for: the built-in patch with its defaults, and the
  * solver on it. Only the built-in patch is known to the tool. */
@@ -278,12 +279,12 @@ static cJSON *model_json(const ts_model_rec *m, const char *tissue_name) {
     double v;
     for (int k = 0; k < 8; k++) u |= (uint64_t)m->theta[a + k] << (8 * k);
     memcpy(&v, &u, 8);
-    cJSON_AddItemToArray(th, cJSON_CreateNumber(v));
+    cJSON_AddItemToArray(th, ts_model_doc_number(v));
   }
-  cJSON_AddNumberToObject(o, "loss", m->loss);
+  cJSON_AddItemToObject(o, "loss", ts_model_doc_number(m->loss));
   cJSON_AddNumberToObject(o, "samples", (double)m->samples);
-  cJSON_AddNumberToObject(o, "heldout_rmse", m->heldout_rmse);
-  cJSON_AddNumberToObject(o, "heldout_max", m->heldout_max);
+  cJSON_AddItemToObject(o, "heldout_rmse", ts_model_doc_number(m->heldout_rmse));
+  cJSON_AddItemToObject(o, "heldout_max", ts_model_doc_number(m->heldout_max));
   cJSON_AddNumberToObject(o, "created", (double)m->created);
   return o;
 }
@@ -388,79 +389,51 @@ static char *read_file(const char *path, FILE *err) {
 static int import_model(ts_storage *st, const char *path, FILE *out, FILE *err) {
   char *text = read_file(path, err);
   if (!text) return 1;
-  cJSON *o = cJSON_Parse(text);
+  ts_model_doc *d = malloc(sizeof *d);
+  char why[256];
+  int rc = d ? ts_model_doc_parse(text, d, why, sizeof why) : TS_ENOMEM;
   free(text);
+  if (rc) {
+    fprintf(err, "tissuetool models: %s: %s\n", path, d ? why : "out of memory");
+    free(d);
+    return 1;
+  }
   int status = 1;
   learn_ctx c;
   int have_ctx = 0;
-  const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(o, "format");
-  const cJSON *tis = cJSON_GetObjectItemCaseSensitive(o, "tissue");
-  const cJSON *mat = cJSON_GetObjectItemCaseSensitive(o, "material");
-  const cJSON *kind = cJSON_GetObjectItemCaseSensitive(o, "kind");
-  const cJSON *th = cJSON_GetObjectItemCaseSensitive(o, "theta");
-  if (!o || !cJSON_IsString(fmt) || strcmp(fmt->valuestring, EXPORT_FORMAT) != 0 ||
-      !cJSON_IsString(tis) || !cJSON_IsString(mat) || !cJSON_IsString(kind) ||
-      !cJSON_IsArray(th)) {
-    fprintf(err, "tissuetool models: %s is not an exported model (format \"%s\" with tissue, "
-                 "material, kind and theta)\n", path, EXPORT_FORMAT);
-    goto done;
-  }
-  if (ctx_open("models", tis->valuestring, &c, err)) goto done;
+  if (ctx_open("models", d->tissue, &c, err)) goto done;
   have_ctx = 1;
-  if (strcmp(mat->valuestring, c.material) != 0) {
+  if (strcmp(d->material, c.material) != 0) {
     fprintf(err, "tissuetool models: the model was trained for another material of %s:\n"
-                 "  model:  %s\n  tissue: %s\n", tis->valuestring, mat->valuestring, c.material);
+                 "  model:  %s\n  tissue: %s\n", d->tissue, d->material, c.material);
     goto done;
   }
-  ts_learn_kind k;
-  if (ts_learn_kind_parse(kind->valuestring, &k)) {
-    fprintf(err, "tissuetool models: unknown model kind '%s' (method, rich)\n", kind->valuestring);
+  const char *kname = ts_learn_kind_name(d->kind);
+  if (d->n_theta != ts_learn_n_params(d->kind, c.q->n_sheets)) {
+    fprintf(err, "tissuetool models: a %s model of %s has %u parameters, the file gives %u\n",
+            kname, d->tissue, ts_learn_n_params(d->kind, c.q->n_sheets), d->n_theta);
     goto done;
   }
   ts_learn_model m;
   memset(&m, 0, sizeof m);
-  uint32_t np = (uint32_t)cJSON_GetArraySize(th);
-  if (np != ts_learn_n_params(k, c.q->n_sheets)) {
-    fprintf(err, "tissuetool models: a %s model of %s has %u parameters, the file gives %u\n",
-            kind->valuestring, tis->valuestring, ts_learn_n_params(k, c.q->n_sheets), np);
-    goto done;
-  }
-  m.kind = k;
+  m.kind = d->kind;
   m.n_sheets = c.q->n_sheets;
-  m.n_params = np;
-  uint32_t a = 0;
-  const cJSON *v;
-  cJSON_ArrayForEach(v, th) {
-    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) {
-      fprintf(err, "tissuetool models: theta[%u] is not a finite number\n", a);
-      goto done;
-    }
-    m.theta[a++] = v->valuedouble;
-  }
+  m.n_params = d->n_theta;
+  memcpy(m.theta, d->theta, sizeof m.theta[0] * d->n_theta);
   uint8_t blob[8 * TS_LEARN_MAX_PARAMS];
   ts_model_rec rec;
   memset(&rec, 0, sizeof rec);
-  int64_t tid = tissue_id("models", st, tis->valuestring, err);
+  int64_t tid = tissue_id("models", st, d->tissue, err);
   if (tid <= 0) goto done;
   rec.tissue = tid;
   rec.material = c.material;
-  rec.kind = ts_learn_kind_name(k);
+  rec.kind = kname;
   rec.theta = blob;
   rec.theta_bytes = ts_learn_theta_encode(&m, blob, sizeof blob);
-  const char *nums[] = {"loss", "heldout_rmse", "heldout_max", "samples"};
-  double val[4] = {0, 0, 0, 0};
-  for (int i = 0; i < 4; i++) {
-    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, nums[i]);
-    if (x && (!cJSON_IsNumber(x) || !isfinite(x->valuedouble) || x->valuedouble < 0)) {
-      fprintf(err, "tissuetool models: %s must be a non-negative number\n", nums[i]);
-      goto done;
-    }
-    if (x) val[i] = x->valuedouble;
-  }
-  rec.loss = val[0];
-  rec.heldout_rmse = val[1];
-  rec.heldout_max = val[2];
-  rec.samples = (int64_t)val[3];
+  rec.loss = d->loss;
+  rec.heldout_rmse = d->heldout_rmse;
+  rec.heldout_max = d->heldout_max;
+  rec.samples = d->samples;
   int64_t version = 0, id = ts_storage_put_model(st, &rec, &version);
   if (id <= 0) {
     fprintf(err, "tissuetool models: storing the model: %s\n", ts_storage_errmsg(st));
@@ -470,7 +443,7 @@ static int import_model(ts_storage *st, const char *path, FILE *out, FILE *err) 
   status = 0;
 done:
   if (have_ctx) ctx_close(&c);
-  cJSON_Delete(o);
+  free(d);
   return status;
 }
 

@@ -1,0 +1,100 @@
+/*
+ * model_doc.c: reads the JSON document of one exported learned model with
+ * cJSON (see model_doc.h).
+ */
+#include "model_doc.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ts_error.h"
+
+static int fail(char *err, size_t cap, const char *fmt, ...) {
+  if (cap > 0) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, cap, fmt, ap);
+    va_end(ap);
+  }
+  return TS_EINVAL;
+}
+
+static int copy_name(char *dst, const char *src) {
+  size_t n = strlen(src);
+  if (n >= TS_MODEL_DOC_NAME_MAX) return -1;
+  memcpy(dst, src, n + 1);
+  return 0;
+}
+
+static int parse(const cJSON *o, ts_model_doc *out, char *err, size_t cap) {
+  const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(o, "format");
+  const cJSON *tis = cJSON_GetObjectItemCaseSensitive(o, "tissue");
+  const cJSON *mat = cJSON_GetObjectItemCaseSensitive(o, "material");
+  const cJSON *kind = cJSON_GetObjectItemCaseSensitive(o, "kind");
+  const cJSON *th = cJSON_GetObjectItemCaseSensitive(o, "theta");
+  if (!cJSON_IsObject(o) || !cJSON_IsString(fmt) ||
+      strcmp(fmt->valuestring, TS_MODEL_DOC_FORMAT) != 0 || !cJSON_IsString(tis) ||
+      !cJSON_IsString(mat) || !cJSON_IsString(kind) || !cJSON_IsArray(th))
+    return fail(err, cap, "not an exported model (format \"%s\" with tissue, material, kind "
+                "and theta)", TS_MODEL_DOC_FORMAT);
+  if (!tis->valuestring[0] || copy_name(out->tissue, tis->valuestring))
+    return fail(err, cap, "the tissue name is empty or longer than %d bytes",
+                TS_MODEL_DOC_NAME_MAX - 1);
+  if (copy_name(out->material, mat->valuestring))
+    return fail(err, cap, "the material is longer than %d bytes", TS_MODEL_DOC_NAME_MAX - 1);
+  if (ts_learn_kind_parse(kind->valuestring, &out->kind)) {
+    char shown[65]; /* the kind as given, control characters as '?': one line */
+    size_t n = 0;
+    for (const char *p = kind->valuestring; *p && n < sizeof shown - 1; p++)
+      shown[n++] = (unsigned char)*p < 0x20 || *p == 0x7f ? '?' : *p;
+    shown[n] = '\0';
+    return fail(err, cap, "unknown model kind '%s' (method, rich)", shown);
+  }
+  int np = cJSON_GetArraySize(th);
+  if (np < 1 || np > TS_LEARN_MAX_PARAMS)
+    return fail(err, cap, "theta has %d values, a model has 1 to %d", np, TS_LEARN_MAX_PARAMS);
+  uint32_t a = 0;
+  const cJSON *v;
+  cJSON_ArrayForEach(v, th) {
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
+      return fail(err, cap, "theta[%u] is not a finite number", a);
+    out->theta[a++] = v->valuedouble;
+  }
+  out->n_theta = a;
+  const char *nums[] = {"loss", "heldout_rmse", "heldout_max", "samples"};
+  double val[4] = {0, 0, 0, 0};
+  for (int i = 0; i < 4; i++) {
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, nums[i]);
+    if (x && (!cJSON_IsNumber(x) || !isfinite(x->valuedouble) || x->valuedouble < 0))
+      return fail(err, cap, "%s must be a non-negative number", nums[i]);
+    if (x) val[i] = x->valuedouble;
+  }
+  if (val[3] > 9007199254740992.0) /* 2^53: larger counts do not survive a double */
+    return fail(err, cap, "samples must be at most 2^53");
+  out->loss = val[0];
+  out->heldout_rmse = val[1];
+  out->heldout_max = val[2];
+  out->samples = (int64_t)val[3];
+  return 0;
+}
+
+cJSON *ts_model_doc_number(double v) {
+  if (!isfinite(v)) return cJSON_CreateNull();
+  char buf[32];
+  snprintf(buf, sizeof buf, "%.17g", v);
+  return cJSON_CreateRaw(buf);
+}
+
+int ts_model_doc_parse(const char *text, ts_model_doc *out, char *err, size_t cap) {
+  if (cap > 0) err[0] = '\0';
+  if (!text || !out) return fail(err, cap, "no document");
+  memset(out, 0, sizeof *out);
+  cJSON *o = cJSON_Parse(text);
+  if (!o) return fail(err, cap, "not JSON");
+  int rc = parse(o, out, err, cap);
+  cJSON_Delete(o);
+  return rc;
+}

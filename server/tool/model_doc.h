@@ -1,0 +1,47 @@
+/*
+ * model_doc.h: the JSON document of one learned model as `tissuetool models
+ * export` writes it and `tissuetool models import` reads it back
+ * (format "tissued-learned-model"). Reading it is a pure function so that
+ * it can be tested and fuzzed without a database or a tissue
+ * (tests/fuzz/fuzz_modeldoc.c); what the document must match in the
+ * database (its tissue, the tissue's material, the parameter count for the
+ * tissue's sheets) is checked by the import itself (cmd_learn.c).
+ */
+#ifndef TS_TOOL_MODEL_DOC_H
+#define TS_TOOL_MODEL_DOC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ts_learn.h"
+
+#define TS_MODEL_DOC_FORMAT "tissued-learned-model"
+#define TS_MODEL_DOC_NAME_MAX 1024 /* tissue and material, with the NUL */
+
+typedef struct ts_model_doc {
+  char tissue[TS_MODEL_DOC_NAME_MAX];   /* tissue name, non-empty */
+  char material[TS_MODEL_DOC_NAME_MAX]; /* material identity */
+  ts_learn_kind kind;
+  uint32_t n_theta;                     /* 1..TS_LEARN_MAX_PARAMS */
+  double theta[TS_LEARN_MAX_PARAMS];    /* finite */
+  double loss, heldout_rmse, heldout_max; /* finite, >= 0; 0 when absent */
+  int64_t samples;                      /* 0..2^53; 0 when absent */
+} ts_model_doc;
+
+/* Parses one exported model from NUL-terminated JSON text into *out.
+ * Returns 0, or TS_EINVAL with a one-line reason in err (cap bytes, always
+ * NUL-terminated when cap > 0): not JSON, wrong "format", a missing or
+ * non-string tissue/material/kind, an unknown kind, a name too long, theta
+ * not an array of 1..TS_LEARN_MAX_PARAMS finite numbers, or loss,
+ * heldout_rmse, heldout_max, samples present but not a finite non-negative
+ * number (samples at most 2^53). */
+int ts_model_doc_parse(const char *text, ts_model_doc *out, char *err, size_t cap);
+
+/* A JSON number that reads back as exactly v: 17 significant digits (cJSON's
+ * own writer stops at 15 when that is within a relative DBL_EPSILON, which
+ * loses the last bits of theta between export and import). Non-finite v
+ * gives null. NULL when out of memory. The item belongs to the caller (or
+ * to the object it is added to). */
+struct cJSON *ts_model_doc_number(double v);
+
+#endif
