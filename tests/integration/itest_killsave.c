@@ -65,7 +65,7 @@
 #define ROUNDS 24
 #define FIT_BATCH 300
 #define FIT_SAMPLES 10
-#define TEST_KEY "0f1e2d3c4b5a69788796a5b4c3d2e1f0"
+#define TEST_KEY TS_DPROC_KEY /* every test daemon's --server-key */
 #define ROUND_LIMIT_MS 120000 /* one writer, unkilled, must finish within this */
 
 static char dir[256], db[300], tool[600], model_file[300];
@@ -425,7 +425,6 @@ int main(void) {
     fprintf(stderr, "no tissuetool beside tissued: %s\n", tool);
     return 1;
   }
-  setenv("TISSUED_SERVER_KEY", TEST_KEY, 1);
   const char *seed_env = getenv("TS_KILLSAVE_SEED");
   uint64_t seed = seed_env ? strtoull(seed_env, NULL, 10)
                            : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 16);
