@@ -353,7 +353,7 @@ int ts_extrude(const ts_mesh *surface, const ts_extrude_def *def, ts_extrusion *
         phi[j] = fmax(floor_f, TS__THIN_STEP * phi[j]);
         changed = 1;
       }
-    if (!changed) break; /* every refused prism is at the floor already */
+    if (!changed) break; /* every marked column is at the floor already */
     for (uint32_t q = 0; q < topo->n_edges; q++) {
       uint32_t a = topo->edges[q][0], b = topo->edges[q][1];
       double d[3];
@@ -386,7 +386,8 @@ int ts_extrude(const ts_mesh *surface, const ts_extrude_def *def, ts_extrusion *
                     e->n_relaxed, e->max_relaxed * 1e3);
     if (e->n_thinned && n >= 0 && (size_t)n < errcap)
       snprintf(err + n, errcap - (size_t)n,
-               " the layers would fold at full depth, %u of %u vertices were offset less, down to "
+               " the layers would fold or nearly collapse at full depth, %u of %u vertices were offset "
+               "less, down to "
                "%.3g of the full depth",
                e->n_thinned, nv, e->min_depth_kept);
   }

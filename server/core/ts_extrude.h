@@ -31,7 +31,9 @@ typedef struct ts_extrude_def {
   double direction[3];               /* TS_EXTRUDE_DIRECTION: unit offset direction */
   double min_depth_fraction;         /* 0 (the default): a fold is an error. In
                                         (0, 1): where the full depth would invert
-                                        prisms, the offset of the vertices there
+                                        prisms or nearly collapse them (a
+                                        triangle shrinking to half its size),
+                                        the offset of the vertices there
                                         shrinks (every layer in proportion) down
                                         to no less than this fraction of the full
                                         depth (ts_extrude.c says how); what still
