@@ -6,13 +6,37 @@
  * sheets of identical topology and every surface triangle sweeps one prism
  * per layer.
  *
- * Vertex normals are angle-weighted (G. Thuermer and C. A. Wuethrich,
- * "Computing vertex normals from polygonal facets", Journal of Graphics Tools
- * 3(1):43-46, 1998): the sum of the unit normals of the triangles around the
- * vertex, each weighted by the triangle's angle at the vertex. Unlike area or
- * uniform weights this depends only on the surface's shape, not on how it is
- * triangulated (a cube's corner normal is (1,1,1)/sqrt(3) whatever the
- * diagonals), so the layers do not shift with the meshing.
+ * Directions: the angle-weighted inward vertex normal, or at sharp creases
+ * the "most normal" direction (ts_extrude_dir.c). Prisms are checked by
+ * ts_prism_check (ts_extrude_prism.c), the same test the tissue builder
+ * applies.
+ *
+ * Relaxing (def->max_relax > 0): before the directions are taken, the
+ * vertices of small pleats are moved, each by at most max_relax, so that
+ * they get an inward direction (ts_extrude_relax.c); sheet 0 is then the
+ * relaxed surface.
+ *
+ * Thinning (def->min_depth_fraction = f > 0): where offsetting by the full
+ * depth D folds the layers (a bulge thinner than D, a crease), every vertex j
+ * gets a depth fraction phi_j in [f, 1], all its layers scaled by it, so
+ * that sheet s lies at phi_j * (t_0 + ... + t_{s-1}) along the vertex's
+ * direction. Starting from phi = 1, each round checks every column of
+ * prisms (a surface triangle swept through all the layers) and multiplies
+ * the phi of the vertices of every column that ts_prism_check refuses or
+ * that narrows with depth to below a quarter of its Jacobian at the surface
+ * (ts__prism_shrink: a triangle shrinking to half its size; such nearly
+ * collapsed prisms are valid but make springs so short and stiff that they
+ * would set the mass-spring substep) by 0.8 (not below f), then
+ * grades the change in one sweep over the edges, |phi_j - phi_k| D <=
+ * 0.5 |x_j - x_k| across every edge (j, k) (the innermost sheet slopes by at
+ * most about 27 degrees against the surface where the depth changes, however
+ * fine the mesh), so the layers taper rather than step. It
+ * stops when no column is marked, when every marked column has all three
+ * vertices at f already, or after TS__THIN_ROUNDS rounds: the depth never
+ * drops below f D anywhere, and what cannot be unfolded within that bound is
+ * refused, the first inverted prism named (narrow but valid prisms at the
+ * floor stay). Thinning is a warning, not an error: the
+ * call returns 0 and says in err how many vertices kept how little depth.
  *
  * The render surface keeps every layer visible from the correct side: the
  * outer sheet in the surface's winding (counter-clockwise from outside), the
@@ -33,18 +57,10 @@
 
 /* Largest extrusion accepted: 64 Mi nodes or render triangles. */
 #define TS__EXTRUDE_MAX (1u << 26)
-
-static void ts__sub(const double *a, const double *b, double *o) {
-  o[0] = a[0] - b[0];
-  o[1] = a[1] - b[1];
-  o[2] = a[2] - b[2];
-}
-
-static void ts__cross(const double *a, const double *b, double *o) {
-  o[0] = a[1] * b[2] - a[2] * b[1];
-  o[1] = a[2] * b[0] - a[0] * b[2];
-  o[2] = a[0] * b[1] - a[1] * b[0];
-}
+#define TS__THIN_STEP 0.8
+#define TS__THIN_ROUNDS 200
+#define TS__THIN_SLOPE 0.5
+#define TS__THIN_SHRINK 0.25
 
 static double ts__dot(const double *a, const double *b) {
   return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
@@ -85,42 +101,34 @@ int ts__extrusion_new(uint32_t n_layers, uint32_t nv, uint32_t nt, ts_extrusion 
   return 0;
 }
 
-/* Inversion test of the prism swept by triangle (A, B, C) on one sheet to
- * (A', B', C') on the next. Every intermediate triangle
- * T(s) = T + s (T' - T), s in [0, 1], must keep the orientation of the outer
- * face: with u(s) = B(s) - A(s), v(s) = C(s) - A(s), the function
- * f(s) = n0 . (u(s) x v(s)), n0 = u(0) x v(0), is a quadratic in s, and the
- * prism is inverted when its minimum over [0, 1] falls to 1e-6 f(0) or below
- * (an intermediate triangle shrinks to a millionth of its area, flips, or
- * collapses through a point, as when a convex bulge is offset inwards past
- * its centre of curvature: comparing only the two end faces misses that,
- * because a point reflection keeps a triangle's normal). A prism whose
- * lateral edges leave the outer face's outer side is inverted too (a layer
- * grown outwards, e.g. a direction pointing out of the surface). */
-static int ts__prism_inverted(const double *a, const double *b, const double *c, const double *a1,
-                              const double *b1, const double *c1) {
-  double u0[3], v0[3], u1[3], v1[3], du[3], dv[3], n0[3], t1[3], t2[3], n2[3];
-  ts__sub(b, a, u0);
-  ts__sub(c, a, v0);
-  ts__sub(b1, a1, u1);
-  ts__sub(c1, a1, v1);
-  ts__sub(u1, u0, du);
-  ts__sub(v1, v0, dv);
-  ts__cross(u0, v0, n0);
-  ts__cross(u0, dv, t1);
-  ts__cross(du, v0, t2);
-  ts__cross(du, dv, n2);
-  double f0 = ts__dot(n0, n0);
-  double c1c = ts__dot(n0, t1) + ts__dot(n0, t2), c2 = ts__dot(n0, n2);
-  double lo = fmin(f0, f0 + c1c + c2);
-  if (c2 > 0) {
-    double s = -c1c / (2 * c2);
-    if (s > 0 && s < 1) lo = fmin(lo, f0 + s * (c1c + s * c2));
+uint32_t ts__extrusion_count_inverted(ts_extrusion *e, uint8_t *mark, char *err, size_t errcap) {
+  uint32_t nv = e->nv, nt = e->n_surface_tris, L = e->n_layers;
+  if (mark) memset(mark, 0, nv);
+  e->n_inverted = 0;
+  for (uint32_t s = 0; s < L; s++)
+    for (uint32_t f = 0; f < nt; f++) {
+      const uint32_t *v = e->surface_tris[f];
+      const double(*x0)[3] = (const double(*)[3])e->x + (size_t)s * nv;
+      const double(*x1)[3] = x0 + nv;
+      double P[3][3], Q[3][3];
+      for (int k = 0; k < 3; k++) {
+        memcpy(P[k], x0[v[k]], sizeof P[k]);
+        memcpy(Q[k], x1[v[k]], sizeof Q[k]);
+      }
+      if (ts_prism_check((const double(*)[3])P, (const double(*)[3])Q, NULL, NULL) == 0) continue;
+      if (mark) mark[v[0]] = mark[v[1]] = mark[v[2]] = 1;
+      if (e->n_inverted++ == 0 && err && errcap)
+        snprintf(err, errcap,
+                 "layer %u (sheets %u-%u): the prism under surface triangle %u (%u,%u,%u) is "
+                 "inverted: the offset folds it over (offset deeper than the local radius of "
+                 "curvature of a bulge, a sharp crease, or pointing out of the surface)",
+                 s, s, s + 1, f, v[0], v[1], v[2]);
+    }
+  if (e->n_inverted && err && errcap) {
+    size_t len = strlen(err);
+    if (len + 1 < errcap) snprintf(err + len, errcap - len, "; %u inverted prisms in all", e->n_inverted);
   }
-  if (!(lo > 1e-6 * f0)) return 1;
-  double lat[3] = {a1[0] - a[0] + b1[0] - b[0] + c1[0] - c[0], a1[1] - a[1] + b1[1] - b[1] + c1[1] - c[1],
-                   a1[2] - a[2] + b1[2] - b[2] + c1[2] - c[2]};
-  return !(ts__dot(lat, n0) < 0);
+  return e->n_inverted;
 }
 
 int ts__extrusion_assemble(ts_extrusion *e, char *err, size_t errcap) {
@@ -193,70 +201,32 @@ int ts__extrusion_assemble(ts_extrusion *e, char *err, size_t errcap) {
   }
   ts_meshtopo_free(topo);
 
-  /* inverted prisms */
-  e->n_inverted = 0;
-  for (uint32_t s = 0; s < L; s++)
-    for (uint32_t f = 0; f < nt; f++) {
-      const uint32_t *v = e->surface_tris[f];
-      const double(*x0)[3] = (const double(*)[3])e->x + (size_t)s * nv;
-      const double(*x1)[3] = x0 + nv;
-      if (!ts__prism_inverted(x0[v[0]], x0[v[1]], x0[v[2]], x1[v[0]], x1[v[1]], x1[v[2]])) continue;
-      if (e->n_inverted++ == 0 && err && errcap)
-        snprintf(err, errcap,
-                 "layer %u (sheets %u-%u): the prism under surface triangle %u (%u,%u,%u) is "
-                 "inverted: the offset folds it over (offset deeper than the local radius of "
-                 "curvature of a bulge, or pointing out of the surface)",
-                 s, s, s + 1, f, v[0], v[1], v[2]);
-    }
-  if (e->n_inverted && err && errcap) {
-    size_t len = strlen(err);
-    if (len + 1 < errcap)
-      snprintf(err + len, errcap - len, "; %u inverted prisms in all", e->n_inverted);
-  }
+  ts__extrusion_count_inverted(e, NULL, err, errcap);
   return e->n_inverted ? TS_EMESH : 0;
 }
 
-/* Inward unit vertex normals, angle-weighted. */
-static int ts__inward_normals(const ts_mesh *m, double (*nrm)[3], char *err, size_t errcap) {
-  memset(nrm, 0, sizeof *nrm * m->n_verts);
-  double *wsum = calloc(m->n_verts, sizeof *wsum);
-  if (!wsum) return TS_ENOMEM;
-  for (uint32_t f = 0; f < m->n_tris; f++) {
-    const uint32_t *t = m->t[f];
-    double e0[3], e1[3], fn[3];
-    ts__sub(m->v[t[1]], m->v[t[0]], e0);
-    ts__sub(m->v[t[2]], m->v[t[0]], e1);
-    ts__cross(e0, e1, fn);
-    double len = sqrt(ts__dot(fn, fn));
-    if (!(len > 0)) continue; /* degenerate: refused by the surface check */
-    for (int k = 0; k < 3; k++) fn[k] /= len;
-    for (int i = 0; i < 3; i++) {
-      const double *p = m->v[t[i]], *q = m->v[t[(i + 1) % 3]], *r = m->v[t[(i + 2) % 3]];
-      double a[3], b[3], c[3];
-      ts__sub(q, p, a);
-      ts__sub(r, p, b);
-      ts__cross(a, b, c);
-      double ang = atan2(sqrt(ts__dot(c, c)), ts__dot(a, b));
-      for (int k = 0; k < 3; k++) nrm[t[i]][k] -= ang * fn[k];
-      wsum[t[i]] += ang;
+/* Marks (mark: nv flags) the vertices of every column of prisms (sheet 0
+ * to the innermost sheet: every layer's prism is a slice of it, since each
+ * vertex's sheets lie on one line at the same fractions of its depth) that
+ * ts_prism_check refuses or that narrows below TS__THIN_SHRINK
+ * (ts__prism_shrink); returns how many columns. */
+static uint32_t thin_marks(const ts_extrusion *e, uint8_t *mark) {
+  uint32_t nv = e->nv, n = 0;
+  memset(mark, 0, nv);
+  for (uint32_t f = 0; f < e->n_surface_tris; f++) {
+    const uint32_t *v = e->surface_tris[f];
+    double P[3][3], Q[3][3];
+    for (int k = 0; k < 3; k++) {
+      memcpy(P[k], e->x[v[k]], sizeof P[k]);
+      memcpy(Q[k], e->x[(size_t)e->n_layers * nv + v[k]], sizeof Q[k]);
     }
+    if (ts_prism_check((const double(*)[3])P, (const double(*)[3])Q, NULL, NULL) == 0 &&
+        ts__prism_shrink((const double(*)[3])P, (const double(*)[3])Q) >= TS__THIN_SHRINK)
+      continue;
+    mark[v[0]] = mark[v[1]] = mark[v[2]] = 1;
+    n++;
   }
-  int rc = 0;
-  for (uint32_t j = 0; j < m->n_verts && !rc; j++) {
-    double len = sqrt(ts__dot(nrm[j], nrm[j]));
-    if (wsum[j] == 0) {
-      if (err && errcap) snprintf(err, errcap, "surface vertex %u is used by no triangle", j);
-      rc = TS_EMESH;
-    } else if (!(len > 1e-9 * wsum[j])) {
-      if (err && errcap)
-        snprintf(err, errcap, "surface vertex %u has no inward normal (its triangles cancel out)", j);
-      rc = TS_EMESH;
-    } else {
-      for (int k = 0; k < 3; k++) nrm[j][k] /= len;
-    }
-  }
-  free(wsum);
-  return rc;
+  return n;
 }
 
 int ts_extrude(const ts_mesh *surface, const ts_extrude_def *def, ts_extrusion **out, char *err,
@@ -277,6 +247,15 @@ int ts_extrude(const ts_mesh *surface, const ts_extrude_def *def, ts_extrusion *
       if (err && errcap) snprintf(err, errcap, "layer %u: thickness %g m is not a positive number", l, def->thickness[l]);
       return TS_EINVAL;
     }
+  if (!isfinite(def->min_depth_fraction) || def->min_depth_fraction < 0 || def->min_depth_fraction >= 1) {
+    if (err && errcap)
+      snprintf(err, errcap, "min_depth_fraction %g is not in [0, 1)", def->min_depth_fraction);
+    return TS_EINVAL;
+  }
+  if (!isfinite(def->max_relax) || def->max_relax < 0 || def->max_relax > 1) {
+    if (err && errcap) snprintf(err, errcap, "max_relax %g m is not in [0, 1]", def->max_relax);
+    return TS_EINVAL;
+  }
   double dir[3] = {0, 0, 0};
   if (def->mode == TS_EXTRUDE_DIRECTION) {
     double len = sqrt(ts__dot(def->direction, def->direction));
@@ -314,53 +293,116 @@ int ts_extrude(const ts_mesh *surface, const ts_extrude_def *def, ts_extrusion *
   ts_meshtopo_report rep;
   char why[160];
   rc = ts_meshtopo_check(surface, topo, &rep, why, sizeof why);
-  ts_meshtopo_free(topo);
-  if (rc == TS_EMESH) {
-    if (err && errcap) snprintf(err, errcap, "surface: %s", why);
+  if (rc) {
+    if (rc == TS_EMESH && err && errcap) snprintf(err, errcap, "surface: %s", why);
+    ts_meshtopo_free(topo);
     return rc;
   }
-  if (rc) return rc;
-
-  ts_extrusion *e = NULL;
-  rc = ts__extrusion_new(def->n_layers, surface->n_verts, surface->n_tris, &e);
-  if (rc == TS_ETOOBIG) ts__errf(err, errcap, "extrusion would exceed 64 Mi nodes");
-  if (rc) return rc;
-  memcpy(e->surface_tris, surface->t, sizeof *e->surface_tris * surface->n_tris);
-  memcpy(e->x, surface->v, sizeof *e->x * surface->n_verts);
 
   uint32_t nv = surface->n_verts;
-  double(*nrm)[3] = malloc(sizeof *nrm * nv);
-  if (!nrm) {
-    ts_extrusion_free(e);
-    return TS_ENOMEM;
+  ts_extrusion *e = NULL;
+  double(*nrm)[3] = NULL, *phi = NULL;
+  uint8_t *mark = NULL;
+  rc = ts__extrusion_new(def->n_layers, nv, surface->n_tris, &e);
+  if (rc == TS_ETOOBIG) ts__errf(err, errcap, "extrusion would exceed 64 Mi nodes");
+  if (rc) goto fail;
+  memcpy(e->surface_tris, surface->t, sizeof *e->surface_tris * surface->n_tris);
+  memcpy(e->x, surface->v, sizeof *e->x * nv);
+  nrm = malloc(sizeof *nrm * nv);
+  phi = malloc(sizeof *phi * nv);
+  mark = malloc(nv);
+  if (!nrm || !phi || !mark) {
+    rc = TS_ENOMEM;
+    goto fail;
   }
   if (def->mode == TS_EXTRUDE_NORMAL) {
-    rc = ts__inward_normals(surface, nrm, err, errcap);
-    if (rc) {
-      free(nrm);
-      ts_extrusion_free(e);
-      return rc;
+    /* sheet 0: the surface, its pleats relaxed when asked to */
+    ts_mesh base = {nv, surface->n_tris, e->x, e->surface_tris};
+    rc = ts__extrude_relax(&base, topo, def->max_relax, &e->n_relaxed, &e->max_relaxed);
+    if (rc) goto fail;
+    rc = ts__extrude_directions(&base, topo, nrm, &e->n_tilted, err, errcap);
+    if (rc == TS_EMESH && e->n_relaxed && err && errcap) {
+      size_t len = strlen(err);
+      if (len + 1 < errcap)
+        snprintf(err + len, errcap - len, " (still, after moving %u vertices by up to %.3g mm)",
+                 e->n_relaxed, e->max_relaxed * 1e3);
     }
+    if (rc) goto fail;
   } else {
     for (uint32_t j = 0; j < nv; j++) memcpy(nrm[j], dir, sizeof dir);
   }
-  double depth = 0;
-  for (uint32_t s = 1; s <= def->n_layers; s++) {
-    depth += def->thickness[s - 1];
+
+  /* sheets at phi_j times the full depth, phi thinned where prisms fold */
+  const double floor_f = def->min_depth_fraction;
+  double full_depth = 0;
+  for (uint32_t l = 0; l < def->n_layers; l++) full_depth += def->thickness[l];
+  for (uint32_t j = 0; j < nv; j++) phi[j] = 1;
+  for (int round = 0;; round++) {
+    double depth = 0;
+    for (uint32_t s = 1; s <= def->n_layers; s++) {
+      depth += def->thickness[s - 1];
+      for (uint32_t j = 0; j < nv; j++)
+        for (int k = 0; k < 3; k++)
+          e->x[(size_t)s * nv + j][k] = e->x[j][k] + phi[j] * depth * nrm[j][k];
+    }
+    if (!(floor_f > 0) || round == TS__THIN_ROUNDS) break;
+    if (thin_marks(e, mark) == 0) break;
+    int changed = 0;
     for (uint32_t j = 0; j < nv; j++)
-      for (int k = 0; k < 3; k++) e->x[(size_t)s * nv + j][k] = surface->v[j][k] + depth * nrm[j][k];
+      if (mark[j] && phi[j] > floor_f) {
+        phi[j] = fmax(floor_f, TS__THIN_STEP * phi[j]);
+        changed = 1;
+      }
+    if (!changed) break; /* every marked column is at the floor already */
+    for (uint32_t q = 0; q < topo->n_edges; q++) {
+      uint32_t a = topo->edges[q][0], b = topo->edges[q][1];
+      double d[3];
+      for (int k = 0; k < 3; k++) d[k] = e->x[a][k] - e->x[b][k];
+      double g = TS__THIN_SLOPE * sqrt(ts__dot(d, d)) / full_depth;
+      phi[a] = fmin(phi[a], phi[b] + g);
+      phi[b] = fmin(phi[b], phi[a] + g);
+    }
   }
-  free(nrm);
+  e->n_thinned = 0;
+  e->min_depth_kept = 1;
+  for (uint32_t j = 0; j < nv; j++)
+    if (phi[j] < 1) {
+      e->n_thinned++;
+      e->min_depth_kept = fmin(e->min_depth_kept, phi[j]);
+    }
 
   rc = ts__extrusion_assemble(e, err, errcap);
-  if (rc && rc != TS_EMESH) {
-    ts_extrusion_free(e);
-    return rc;
+  if (rc && (rc != TS_EMESH || e->n_inverted == 0)) /* topology refused: cannot happen after the check */
+    goto fail;
+  if (rc == TS_EMESH && e->n_thinned && err && errcap) {
+    size_t len = strlen(err);
+    if (len + 1 < errcap)
+      snprintf(err + len, errcap - len, " (even with the depth thinned to %.3g of its full value at %u vertices)",
+               e->min_depth_kept, e->n_thinned);
+  } else if (rc == 0 && (e->n_thinned || e->n_relaxed) && err && errcap) {
+    int n = snprintf(err, errcap, "warning:");
+    if (e->n_relaxed && n >= 0 && (size_t)n < errcap)
+      n += snprintf(err + n, errcap - (size_t)n, " %u surface vertices moved by up to %.3g mm to undo pleats;",
+                    e->n_relaxed, e->max_relaxed * 1e3);
+    if (e->n_thinned && n >= 0 && (size_t)n < errcap)
+      snprintf(err + n, errcap - (size_t)n,
+               " the layers would fold or nearly collapse at full depth, %u of %u vertices were offset "
+               "less, down to "
+               "%.3g of the full depth",
+               e->n_thinned, nv, e->min_depth_kept);
   }
-  if (rc == TS_EMESH && e->n_inverted == 0) { /* topology refused: cannot happen after the check */
-    ts_extrusion_free(e);
-    return rc;
-  }
+  free(nrm);
+  free(phi);
+  free(mark);
+  ts_meshtopo_free(topo);
   *out = e;
+  return rc;
+
+fail:
+  free(nrm);
+  free(phi);
+  free(mark);
+  ts_meshtopo_free(topo);
+  ts_extrusion_free(e);
   return rc;
 }

@@ -29,6 +29,23 @@ typedef struct ts_extrude_def {
   double thickness[TS_MAX_LAYERS];   /* m, > 0 */
   int mode;                          /* TS_EXTRUDE_* */
   double direction[3];               /* TS_EXTRUDE_DIRECTION: unit offset direction */
+  double min_depth_fraction;         /* 0 (the default): a fold is an error. In
+                                        (0, 1): where the full depth would invert
+                                        prisms or nearly collapse them (a
+                                        triangle shrinking to half its size),
+                                        the offset of the vertices there
+                                        shrinks (every layer in proportion) down
+                                        to no less than this fraction of the full
+                                        depth (ts_extrude.c says how); what still
+                                        folds at that depth is an error */
+  double max_relax;                  /* m; 0 (the default): the surface is used as
+                                        given. > 0: vertices of small pleats
+                                        (triangles folded back over their
+                                        neighbours, where no direction points
+                                        inwards) are moved, each by at most this
+                                        much, until they have one
+                                        (ts_extrude_relax.c); sheet 0 is then
+                                        the relaxed surface */
 } ts_extrude_def;
 
 typedef struct ts_extrusion {
@@ -43,16 +60,40 @@ typedef struct ts_extrusion {
   uint32_t (*tris)[3];
   uint32_t n_groups;       /* n_layers */
   uint32_t group_tri_count[TS_MAX_LAYERS + 1];
-  uint32_t n_inverted;     /* prisms whose offset turned them inside out */
+  uint32_t n_inverted;     /* prisms ts_prism_check refuses */
+  uint32_t n_tilted;       /* vertices offset along the "most normal" direction
+                              rather than the angle-weighted normal (creases) */
+  uint32_t n_relaxed;      /* surface vertices moved to undo pleats (max_relax) */
+  double max_relaxed;      /* m: the largest such move */
+  uint32_t n_thinned;      /* vertices whose offset was shrunk (min_depth_fraction) */
+  double min_depth_kept;   /* smallest fraction of the full depth kept at a vertex
+                              (1 when none was thinned) */
 } ts_extrusion;
 
-/* Extrudes `surface`. A prism turned inside out by offsetting a concave
- * region too far is counted in n_inverted and, when any exist, the call
+/* Extrudes `surface`. A prism turned inside out by offsetting a region too
+ * far (ts_prism_check) is counted in n_inverted and, when any exist, the call
  * returns TS_EMESH with the first one named in err (the extrusion is still
- * returned so a tool can show it). Returns 0, TS_EINVAL, TS_EMESH, TS_ENOMEM. */
+ * returned so a tool can show it). With def->min_depth_fraction > 0 the
+ * offset is first shrunk where it folds; when that was needed the call
+ * returns 0 with a warning in err ("warning: ...": how many vertices, the
+ * least fraction kept), as when def->max_relax moved vertices. A vertex with no direction pointing inwards from all
+ * its triangles is TS_EMESH naming it (no extrusion). Returns 0, TS_EINVAL,
+ * TS_EMESH, TS_ETOOBIG, TS_ENOMEM. */
 int ts_extrude(const ts_mesh *surface, const ts_extrude_def *def, ts_extrusion **out, char *err,
                size_t errcap);
 
 void ts_extrusion_free(ts_extrusion *e);
+
+/* The validity test of one prism, shared by the extrusion and the tissue
+ * builder (ts_extrude_prism.c says why this one): P is a triangle of a sheet
+ * (counter-clockwise seen from outside), Q the same triangle on the next
+ * sheet inwards. Valid when the Jacobian of the linear wedge spanned by them
+ * is positive everywhere (with a relative margin of 1e-6). *volume (may be
+ * NULL) gets the wedge's volume (m^3, positive when valid) and *min_jacobian
+ * (may be NULL) the smallest Jacobian relative to its value for a right
+ * prism, as a sine: 1 for a right prism, <= 0 for a folded one. Returns 0
+ * (valid), TS_EMESH (degenerate, inverted or not finite) or TS_EINVAL (NULL
+ * P or Q). */
+int ts_prism_check(const double P[3][3], const double Q[3][3], double *volume, double *min_jacobian);
 
 #endif

@@ -41,7 +41,11 @@
  *     shear (Q_1n1n), which a thin slab can get only with far too much
  *     in-plane stiffness, so alpha = min(1/2, l^2 / (4 t^2), (3/8) (l/t)^4)
  *     keeps transverse shear and through-thickness stiffness at or below the
- *     isotropic value (exactly the bounds for an equilateral prism);
+ *     isotropic value (exactly the bounds for an equilateral prism); in a
+ *     skewed prism l_k counts as at least half the triangle's root-mean-square
+ *     edge, so a
+ *     diagonal running nearly along the extrusion does not become
+ *     arbitrarily stiff;
  *   - the edges of the top and bottom faces share the rest of the in-plane
  *     part (half each): three V_k >= 0 fitted to it (inplane_fit: exact in
  *     the isotropic invariant, then as close as the triangle allows in its
@@ -69,8 +73,9 @@
  * constant, mu the reduced mass of the two ends (the free end's mass when
  * the other is anchored), zeta the k-weighted damping ratio of its layers.
  * Node masses: density times a sixth of the volume of every prism on the
- * node (three tetrahedra per prism). Nodes without mass (unused vertices)
- * are anchored.
+ * node (the linear wedge's volume, ts_prism_check). Nodes without mass
+ * (unused vertices) are anchored. A prism ts_prism_check refuses is refused
+ * here too (TS_EMESH), so whatever the extrusion accepts builds.
  */
 #include "ts_tissue.h"
 
@@ -86,6 +91,7 @@
 /* Largest tissue built: 4 Mi nodes. */
 #define TS__BUILD_MAX_NODES (1u << 22)
 #define TS__SHARE_FLOOR 0.05
+#define TS__DIAG_MIN_INPLANE 0.5
 
 /* ---- small vector helpers ---- */
 
@@ -103,16 +109,6 @@ static double dot3(const double a[3], const double b[3]) {
   return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
 }
 static double norm3(const double a[3]) { return sqrt(dot3(a, a)); }
-
-static double signed_tet(const double a[3], const double b[3], const double c[3],
-                         const double d[3]) {
-  double u[3], v[3], w[3], n[3];
-  sub3(b, a, u);
-  sub3(c, a, v);
-  sub3(d, a, w);
-  cross3(u, v, n);
-  return dot3(n, w) / 6.0;
-}
 
 static int cmp_u64(const void *a, const void *b) {
   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -225,17 +221,12 @@ typedef struct prism_share {
   double diag[3][2]; /* the side diagonals of edge k: P[k]-Q[k+1], P[k+1]-Q[k] */
 } prism_share;
 
-/* P: top nodes, Q: bottom nodes (triangle order). Returns -1 for a
- * degenerate or inverted prism. */
+/* P: top nodes, Q: bottom nodes (triangle order). Returns -1 for a prism
+ * ts_prism_check refuses (the same test the extrusion counts inverted
+ * prisms with, so an extrusion without any builds). */
 static int prism_shares(const double P[3][3], const double Q[3][3], prism_share *o) {
-  /* volume from three tetrahedra, all of one orientation in a sound prism */
-  double t0 = signed_tet(P[0], P[1], P[2], Q[0]);
-  double t1 = signed_tet(P[1], P[2], Q[0], Q[1]);
-  double t2 = signed_tet(P[2], Q[0], Q[1], Q[2]);
-  double v = t0 + t1 + t2;
-  if (!isfinite(v) || v == 0) return -1;
-  if (t0 * v <= 0 || t1 * v <= 0 || t2 * v <= 0) return -1;
-  v = fabs(v);
+  double v;
+  if (ts_prism_check(P, Q, &v, NULL)) return -1;
   o->volume = v;
 
   /* local frame: normal along the mean extrusion vector */
@@ -273,6 +264,7 @@ static int prism_shares(const double P[3][3], const double Q[3][3], prism_share 
   double area = 0.5 * fabs(uv[0][0] * uv[1][1] - uv[0][1] * uv[1][0]);
   if (!(area > 0)) return -1;
   double t = v / area, r2 = (l2sum / 3.0) / (t * t); /* (l / t)^2 */
+  double lmean = sqrt(l2sum / 3.0);
   double alpha = fmin(0.5, fmin(0.25 * r2, 0.375 * r2 * r2));
   double cd = 16.0 * alpha / 15.0 * v;
 
@@ -294,15 +286,24 @@ static int prism_shares(const double P[3][3], const double Q[3][3], prism_share 
         *dst = 0;
         continue;
       }
-      double q = L / lp;
+      /* a skewed prism's diagonal can run nearly along the extrusion (its
+       * in-plane part far shorter than the edge it spans): the in-plane
+       * share then asks for a huge volume, a spring stiff enough to set
+       * the substep, for what the face edges can carry as well; the
+       * in-plane part counts as at least TS__DIAG_MIN_INPLANE of the
+       * triangle's root-mean-square edge (regular prisms, whose diagonals
+       * span a whole edge, are unaffected) and the diagonal takes
+       * correspondingly less of the in-plane target */
+      double lpe = fmax(lp, TS__DIAG_MIN_INPLANE * lmean);
+      double q = L / lpe, r = lp / lpe, w = share * r * r * r * r;
       *dst = share * q * q * q * q;
       double c = d1 / lp, s = d2 / lp, tn = dn / lp;
-      R[0] -= share * c * c * c * c;
-      R[1] -= share * s * s * s * s;
-      R[2] -= share * c * c * s * s;
-      R[3] -= share * c * c * c * s;
-      R[4] -= share * c * s * s * s;
-      Rn -= share * tn * tn * tn * tn;
+      R[0] -= w * c * c * c * c;
+      R[1] -= w * s * s * s * s;
+      R[2] -= w * c * c * s * s;
+      R[3] -= w * c * c * c * s;
+      R[4] -= w * c * s * s * s;
+      Rn -= w * tn * tn * tn * tn;
     }
   }
   inplane_fit(cs, R, o->face);

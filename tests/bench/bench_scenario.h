@@ -8,7 +8,8 @@
  *            resolution 50: 2,500 nodes per sheet;
  *   patch-L  the same patch at resolution 141: 19,881 nodes per sheet;
  *   liver    ../shared/data/meshes/liver-smooth.obj (centimetres), extruded
- *            inward into the three stomach-wall layers (ts_extrude +
+ *            inward into the three stomach-wall layers (ts_extrude, its pleat
+ *            relaxed and its layers thinned where they would fold, then
  *            ts_tissue_build).
  *
  * The path goes over the top of the tissue: its centre is the outer-sheet
@@ -25,6 +26,7 @@
 #include <stddef.h>
 
 #include "bench_path.h"
+#include "ts_extrude.h"
 #include "ts_tissue.h"
 
 #define TS_BENCH_DT 1e-3 /* s: the session default (the haptic rate) */
@@ -56,6 +58,20 @@ int ts_bench_scenario_create(const char *name, ts_bench_scenario *out, char *err
 int ts_bench_scenario_settle(ts_bench_scenario *s, double seconds);
 
 void ts_bench_scenario_destroy(ts_bench_scenario *s);
+
+/* CPU seconds of the liver's three stages. */
+typedef struct ts_bench_build_times {
+  double import_s;  /* reading, validating and repairing the OBJ */
+  double extrude_s; /* ts_extrude (relaxing, directions, thinning, checks) */
+  double build_s;   /* ts_tissue_build and ts_massspring_prepare */
+} ts_bench_build_times;
+
+/* The liver scenario's tissue (as ts_bench_scenario_create builds it), and
+ * when keep is not NULL the extrusion it was built from (the caller frees
+ * it), and when times is not NULL the stages' CPU times. Returns 0, or -1
+ * with a message in err. */
+int ts_bench_liver_create(ts_tissue **out, ts_extrusion **keep, ts_bench_build_times *times, char *err,
+                          size_t cap);
 
 /* How long a benchmark runs: --quick, the default, or --full. */
 typedef enum { TS_BENCH_QUICK, TS_BENCH_DEFAULT, TS_BENCH_FULL } ts_bench_mode;

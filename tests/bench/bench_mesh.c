@@ -1,0 +1,268 @@
+/*
+ * bench_mesh.c: real meshes all the way (issue 4's benchmark): getting a
+ * tissue ready (import, extrusion, solver setup), Loop subdivision of a
+ * 1,000-triangle region of the liver through its three layers, and the
+ * XPBD step, each printed beside the mass-spring step on the same tissue
+ * (the reference: what the session pays every millisecond anyway).
+ *
+ *   bench_mesh [--quick | --full] [SCENARIO ...]   (default: liver patch-L)
+ *
+ * Lines per scenario (CPU seconds of one thread; ref "massspring_step",
+ * ref_value the mean mass-spring step, ts_massspring_step at the session's
+ * 1 ms, without tools, from rest; ratio = how many steps the operation
+ * costs):
+ *   massspring_step_s  the reference itself (steps timed);
+ *   import_s, extrude_s, build_s   the liver's stages (ts_mesh_import_file,
+ *                      ts_extrude, ts_tissue_build + ts_massspring_prepare);
+ *   setup_s            the whole mass-spring tissue: the liver's three
+ *                      stages, or ts_patch_create for the generated patch
+ *                      (its extrusion and build; there is no file);
+ *   xpbd_setup_s       ts_xpbd_build (default settings) on that tissue;
+ *   xpbd_step_s        one ts_xpbd_step (defaults: automatic substeps, 4
+ *                      sweeps), from rest, no tools;
+ *   loop_region_s      (liver) ts_loop_extrusion of the first 1,000
+ *                      triangles, breadth-first (ts_region), around the
+ *                      surface triangle nearest the tool path's centre,
+ *                      through all sheets (plan, apply, render surface and
+ *                      prism checks), with the refined counts beside it.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_report.h"
+#include "bench_scenario.h"
+#include "ts_error.h"
+#include "ts_extrude.h"
+#include "ts_loop.h"
+#include "ts_massspring.h"
+#include "ts_meshtopo.h"
+#include "ts_region.h"
+#include "ts_tissue.h"
+#include "ts_xpbd.h"
+
+#define REGION_TRIS 1000u
+
+typedef struct reps {
+  int ms_steps, xpbd_steps, loops, setups;
+} reps;
+
+/* One line beside the mass-spring step. */
+static void emit_vs_step(const char *scen, const char *metric, double value, double step) {
+  cJSON *L = ts_bench_line("mesh", scen, metric, value, "s");
+  ts_bench_line_ref(L, "massspring_step", step);
+  ts_bench_line_emit(L);
+}
+
+/* Mean mass-spring step from rest, CPU seconds; <0 on error. */
+static double time_massspring(ts_tissue *t, int n) {
+  ts_tissue_reset(t);
+  double c0 = ts_bench_cpu_s();
+  for (int i = 0; i < n; i++) {
+    ts_step_stats st;
+    int rc = ts_massspring_step(t, TS_BENCH_DT, NULL, 0, &st);
+    if (rc) {
+      fprintf(stderr, "bench_mesh: mass-spring step: %s\n", ts_err_name(rc));
+      return -1;
+    }
+  }
+  double s = (ts_bench_cpu_s() - c0) / n;
+  ts_tissue_reset(t);
+  return s;
+}
+
+/* XPBD setup and mean step from rest; 0 or -1. */
+static int time_xpbd(ts_tissue *t, int n, double *setup_s, double *step_s, uint32_t *substeps) {
+  double c0 = ts_bench_cpu_s();
+  ts_xpbd_def def = ts_xpbd_default_def();
+  ts_xpbd *x = NULL;
+  int rc = ts_xpbd_build(t, &def, &x);
+  double c1 = ts_bench_cpu_s();
+  if (rc) {
+    fprintf(stderr, "bench_mesh: ts_xpbd_build: %s\n", ts_err_name(rc));
+    return -1;
+  }
+  ts_tissue_reset(t);
+  ts_xpbd_stats st;
+  memset(&st, 0, sizeof st);
+  double c2 = ts_bench_cpu_s();
+  for (int i = 0; i < n && !rc; i++) rc = ts_xpbd_step(x, t, TS_BENCH_DT, NULL, 0, &st);
+  double c3 = ts_bench_cpu_s();
+  ts_xpbd_destroy(x);
+  ts_tissue_reset(t);
+  if (rc) {
+    fprintf(stderr, "bench_mesh: ts_xpbd_step: %s\n", ts_err_name(rc));
+    return -1;
+  }
+  *setup_s = c1 - c0;
+  *step_s = (c3 - c2) / n;
+  *substeps = st.substeps;
+  return 0;
+}
+
+/* The first REGION_TRIS triangles breadth-first around the surface triangle
+ * nearest point p, into sel; returns how many (fewer when the surface is
+ * smaller) or 0 on error. */
+static uint32_t pick_region(const ts_extrusion *e, const double p[3], uint32_t *sel) {
+  ts_mesh surf = {e->nv, e->n_surface_tris, e->x, e->surface_tris};
+  ts_meshtopo *topo = NULL;
+  ts_region *r = NULL;
+  uint32_t n = 0;
+  if (ts_meshtopo_build(&surf, &topo) || ts_region_alloc(surf.n_verts, surf.n_tris, &r)) goto out;
+  uint32_t seed = 0;
+  double best = INFINITY, q[3];
+  for (uint32_t f = 0; f < surf.n_tris; f++) {
+    const uint32_t *t = surf.t[f];
+    double d = ts_point_triangle_distance(p, surf.v[t[0]], surf.v[t[1]], surf.v[t[2]], q);
+    if (d < best) best = d, seed = f;
+  }
+  /* widen the range until the region holds enough triangles */
+  for (double range = 0.002; range < 1; range *= 1.25) {
+    if (ts_region_from_triangle(r, &surf, topo, seed, p, range)) goto out;
+    if (r->n_tris >= REGION_TRIS || r->n_tris == surf.n_tris) break;
+  }
+  n = r->n_tris < REGION_TRIS ? r->n_tris : REGION_TRIS;
+  memcpy(sel, r->tris, sizeof *sel * n); /* breadth-first order: a connected patch */
+out:
+  ts_region_free(r);
+  ts_meshtopo_free(topo);
+  return n;
+}
+
+static int run(const char *name, const reps *n) {
+  char err[512];
+  ts_tissue *t = NULL;
+  ts_extrusion *ex = NULL;
+  ts_bench_build_times tm = {0, 0, 0};
+  double setup = 0;
+  int status = -1;
+  int is_liver = strcmp(name, "liver") == 0;
+  /* setup, timed over n->setups builds (the last one kept) */
+  for (int i = 0; i < n->setups; i++) {
+    ts_tissue_destroy(t);
+    ts_extrusion_free(ex);
+    t = NULL;
+    ex = NULL;
+    if (is_liver) {
+      ts_bench_build_times one;
+      if (ts_bench_liver_create(&t, &ex, &one, err, sizeof err)) {
+        fprintf(stderr, "bench_mesh: %s\n", err);
+        goto out;
+      }
+      tm.import_s += one.import_s / n->setups;
+      tm.extrude_s += one.extrude_s / n->setups;
+      tm.build_s += one.build_s / n->setups;
+    } else {
+      ts_bench_scenario s;
+      double c0 = ts_bench_cpu_s();
+      if (ts_bench_scenario_create(name, &s, err, sizeof err)) {
+        fprintf(stderr, "bench_mesh: %s\n", err);
+        goto out;
+      }
+      setup += (ts_bench_cpu_s() - c0) / n->setups;
+      t = s.tissue; /* taken over */
+      s.tissue = NULL;
+      ts_bench_scenario_destroy(&s);
+    }
+  }
+  if (is_liver) setup = tm.import_s + tm.extrude_s + tm.build_s;
+
+  double step = time_massspring(t, n->ms_steps);
+  if (step < 0) goto out;
+  cJSON *L = ts_bench_line("mesh", name, "massspring_step_s", step, "s");
+  ts_bench_line_num(L, "nodes", t->n_nodes);
+  ts_bench_line_num(L, "springs", t->n_springs);
+  ts_bench_line_num(L, "steps", n->ms_steps);
+  ts_bench_line_emit(L);
+  if (is_liver) {
+    emit_vs_step(name, "import_s", tm.import_s, step);
+    emit_vs_step(name, "extrude_s", tm.extrude_s, step);
+    emit_vs_step(name, "build_s", tm.build_s, step);
+  }
+  L = ts_bench_line("mesh", name, "setup_s", setup, "s");
+  ts_bench_line_ref(L, "massspring_step", step);
+  if (ex) {
+    ts_bench_line_num(L, "surface_vertices", ex->nv);
+    ts_bench_line_num(L, "thinned_vertices", ex->n_thinned);
+    ts_bench_line_num(L, "least_depth_fraction", ex->min_depth_kept);
+    ts_bench_line_num(L, "relaxed_vertices", ex->n_relaxed);
+  }
+  ts_bench_line_emit(L);
+
+  double xs, xt;
+  uint32_t sub;
+  if (time_xpbd(t, n->xpbd_steps, &xs, &xt, &sub)) goto out;
+  emit_vs_step(name, "xpbd_setup_s", xs, step);
+  L = ts_bench_line("mesh", name, "xpbd_step_s", xt, "s");
+  ts_bench_line_ref(L, "massspring_step", step);
+  ts_bench_line_num(L, "substeps", sub);
+  ts_bench_line_num(L, "steps", n->xpbd_steps);
+  ts_bench_line_emit(L);
+
+  if (ex) {
+    uint32_t *sel = malloc(sizeof *sel * REGION_TRIS);
+    if (!sel) goto out;
+    uint32_t top = 0;
+    for (uint32_t j = 1; j < ex->nv; j++)
+      if (ex->x[j][1] > ex->x[top][1]) top = j;
+    uint32_t ns = pick_region(ex, ex->x[top], sel);
+    if (ns == 0) {
+      fprintf(stderr, "bench_mesh: %s: no region\n", name);
+      free(sel);
+      goto out;
+    }
+    double c0 = ts_bench_cpu_s();
+    ts_extrusion *r = NULL;
+    int rc = 0;
+    for (int i = 0; i < n->loops; i++) {
+      ts_extrusion_free(r);
+      r = NULL;
+      rc = ts_loop_extrusion(ex, sel, ns, TS_LOOP_SMOOTH, &r, NULL, err, sizeof err);
+      if (rc && !(rc == TS_EMESH && r)) break; /* inverted prisms: still timed, counted */
+      rc = 0;
+    }
+    double lt = (ts_bench_cpu_s() - c0) / n->loops;
+    free(sel);
+    if (rc) {
+      fprintf(stderr, "bench_mesh: %s: ts_loop_extrusion: %s (%s)\n", name, err, ts_err_name(rc));
+      ts_extrusion_free(r);
+      goto out;
+    }
+    L = ts_bench_line("mesh", name, "loop_region_s", lt, "s");
+    ts_bench_line_ref(L, "massspring_step", step);
+    ts_bench_line_num(L, "region_triangles", ns);
+    ts_bench_line_num(L, "layers", ex->n_layers);
+    ts_bench_line_num(L, "surface_triangles_after", r->n_surface_tris);
+    ts_bench_line_num(L, "nodes_after", (double)r->n_sheets * r->nv);
+    ts_bench_line_num(L, "inverted_prisms_after", r->n_inverted);
+    ts_bench_line_num(L, "repeats", n->loops);
+    ts_bench_line_emit(L);
+    ts_extrusion_free(r);
+  }
+  status = 0;
+out:
+  ts_extrusion_free(ex);
+  ts_tissue_destroy(t);
+  return status;
+}
+
+int main(int argc, char **argv) {
+  static const char usage[] = "usage: bench_mesh [--quick | --full] [SCENARIO ...]\n";
+  ts_bench_mode mode;
+  const char *names[16];
+  int n_names;
+  int a = ts_bench_args(argc, argv, usage, &mode, names, 16, &n_names);
+  if (a) return a == 1 ? 0 : 2;
+  reps n = {20, 5, 5, 2};
+  if (mode == TS_BENCH_QUICK) n = (reps){5, 2, 2, 1};
+  if (mode == TS_BENCH_FULL) n = (reps){100, 20, 20, 5};
+  if (n_names == 0) {
+    names[n_names++] = "liver";
+    names[n_names++] = "patch-L";
+  }
+  int status = 0;
+  for (int i = 0; i < n_names; i++)
+    if (run(names[i], &n)) status = 1;
+  return status;
+}
