@@ -253,6 +253,17 @@ static void on_create(ts_conn *c, uint64_t rid, const Tissued__V1__CreateSession
         }
         d->thickness = l->thickness;
       }
+      if (l->fibre_direction) {
+        const Tissued__V1__Vec3 *f = l->fibre_direction;
+        if (!finite3(f) || (f->x == 0 && f->y == 0 && f->z == 0)) {
+          ts_send_error(c, rid, TS_EINVAL,
+                        "layer %zu fibre_direction must be a finite, non-zero vector", i);
+          return;
+        }
+        d->fibre[0] = f->x;
+        d->fibre[1] = f->y;
+        d->fibre[2] = f->z;
+      }
       if (l->material && l->material[0]) {
         if (strlen(l->material) > 63) {
           ts_send_error(c, rid, TS_ERANGE, "material name longer than 63 bytes");

@@ -175,31 +175,22 @@ static uint8_t *anchors(const ts_extrusion *e) {
   return a;
 }
 
-static double signed_tet(const double *a, const double *b, const double *c, const double *d) {
-  double u[3], v[3], w[3];
-  for (int k = 0; k < 3; k++) u[k] = b[k] - a[k], v[k] = c[k] - a[k], w[k] = d[k] - a[k];
-  return (u[0] * (v[1] * w[2] - v[2] * w[1]) - u[1] * (v[0] * w[2] - v[2] * w[0]) +
-          u[2] * (v[0] * w[1] - v[1] * w[0])) / 6;
-}
-
-/* Names the first prism that ts_tissue_build refuses as twisted: its three
- * tetrahedra (the builder's split) not all of one orientation. That happens
- * where a vertex normal leans more than 90 degrees away from a face at a
- * sharp crease, whatever the thickness. */
+/* Names the first prism that ts_tissue_build refuses: ts_prism_check, the
+ * one test of a sound prism the extrusion and the builder share. */
 static void name_twisted(const ts_extrusion *e, char *buf, size_t cap) {
   snprintf(buf, cap, "a prism is degenerate");
   for (uint32_t l = 0; l < e->n_layers; l++)
     for (uint32_t i = 0; i < e->n_surface_tris; i++) {
       const uint32_t *t = e->surface_tris[i];
-      const double *P[3], *Q[3];
-      for (int k = 0; k < 3; k++) {
-        P[k] = e->x[l * e->nv + t[k]];
-        Q[k] = e->x[(l + 1) * e->nv + t[k]];
-      }
-      double t0 = signed_tet(P[0], P[1], P[2], Q[0]), t1 = signed_tet(P[1], P[2], Q[0], Q[1]);
-      double t2 = signed_tet(P[2], Q[0], Q[1], Q[2]), v = t0 + t1 + t2;
-      if (v == 0 || t0 * v <= 0 || t1 * v <= 0 || t2 * v <= 0) {
-        snprintf(buf, cap, "layer %u's prism under surface triangle %u (%u,%u,%u) is twisted",
+      double P[3][3], Q[3][3];
+      for (int k = 0; k < 3; k++)
+        for (int c = 0; c < 3; c++) {
+          P[k][c] = e->x[l * e->nv + t[k]][c];
+          Q[k][c] = e->x[(l + 1) * e->nv + t[k]][c];
+        }
+      double vol, jac;
+      if (ts_prism_check((const double(*)[3])P, (const double(*)[3])Q, &vol, &jac)) {
+        snprintf(buf, cap, "layer %u's prism under surface triangle %u (%u,%u,%u) is inverted",
                  l, i, t[0], t[1], t[2]);
         return;
       }
@@ -231,6 +222,12 @@ static int build_mesh_tissue(create_job *j, ts_tissue **out, uint32_t *nv, uint3
   memset(&d, 0, sizeof d);
   d.n_layers = j->def.n_layers;
   d.mode = TS_EXTRUDE_NORMAL;
+  /* a scanned organ has creases and pleats that a full-depth offset would
+   * fold: undo pleats by moving vertices at most 1 mm, and thin the layers
+   * locally where they would fold, down to a tenth of their depth (both
+   * reported); what still folds is refused */
+  d.max_relax = 1e-3;
+  d.min_depth_fraction = 0.1;
   for (uint32_t l = 0; l < d.n_layers; l++) total += d.thickness[l] = j->def.layers[l].thickness;
   double ext = extent(m);
   if (ext > TS__MAX_EXTENT || ext < TS__MIN_EXTENT_LAYERS * total) {
@@ -256,6 +253,7 @@ static int build_mesh_tissue(create_job *j, ts_tissue **out, uint32_t *nv, uint3
     snprintf(j->err, sizeof j->err, "extrusion failed: %s", msg[0] ? msg : ts_strerror(rc));
     goto out;
   }
+  if (strncmp(msg, "warning:", 8) == 0) ts_log_info("mesh for session '%s': %s", j->name, msg + 9);
   anch = anchors(e);
   if (!anch) {
     rc = TS_ENOMEM;

@@ -5,6 +5,7 @@
 #include "server.h"
 
 #include <errno.h>
+#include <openssl/crypto.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -204,6 +205,9 @@ int ts_server_start(ts_server *s, uv_loop_t *loop, const ts_config *cfg) {
     return TS_EIO;
   }
   char dbpath[600], err[256];
+  /* libcrypto set up here, on the loop thread: a worker thread that hashed
+   * first would leave OpenSSL's per-thread state behind when it ends */
+  OPENSSL_init_crypto(OPENSSL_INIT_LOAD_CONFIG, NULL);
   if (ts_auth_load_keys(cfg->server_key, getenv("TISSUED_SERVER_KEY"), cfg->data_dir, &s->keys,
                         &s->key_generated, s->key_source, sizeof s->key_source, err,
                         sizeof err)) {
