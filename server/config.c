@@ -105,6 +105,12 @@ static const setting settings[] = {
     {"stall-threshold", T_DBL, OFF(stall_threshold), 0, 1e-6, 60,
      "seconds: a physics step that takes longer is a stall (logged once per episode, counted "
      "in /metrics, flagged in frames)"},
+    {"qs-interval", T_DBL, OFF(qs_interval), 0, 1e-4, 1,
+     "quasi-static sessions: seconds of simulated time per interval (one press per moving tool)"},
+    {"train-after-samples", T_INT, OFF(train_after_samples), 0, 0, 100000000,
+     "quasi-static sessions train their shortcut by themselves after this many samples; 0 never"},
+    {"max-training-samples", T_INT, OFF(max_training_samples), 0, 1, 100000000,
+     "samples one quasi-static session records at most (about 128 bytes each)"},
     {"log-level", T_LOG, OFF(log_level), 0, 0, 0, "error, warn, info or debug"},
 };
 #define N_SETTINGS (sizeof settings / sizeof settings[0])
@@ -140,6 +146,9 @@ void ts_config_defaults(ts_config *c) {
   c->tcp_keepalive = 30;
   c->shutdown_timeout = 5;
   c->stall_threshold = 0.1;
+  c->qs_interval = 0.005;
+  c->train_after_samples = 20000;
+  c->max_training_samples = 100000;
   c->log_level = TS_LOG_INFO;
 }
 

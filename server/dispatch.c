@@ -17,6 +17,7 @@
 #include "physics.h"
 #include "requests.h"
 #include "server.h"
+#include "shortcut.h"
 #include "tissue.pb-c.h"
 
 #define TS_PROTOCOL_VERSION 1
@@ -190,7 +191,8 @@ static void on_create(ts_conn *c, uint64_t rid, const Tissued__V1__CreateSession
   }
   if (m->solver != TISSUED__V1__SOLVER__SOLVER_DEFAULT &&
       m->solver != TISSUED__V1__SOLVER__SOLVER_MASS_SPRING &&
-      m->solver != TISSUED__V1__SOLVER__SOLVER_XPBD) {
+      m->solver != TISSUED__V1__SOLVER__SOLVER_XPBD &&
+      m->solver != TISSUED__V1__SOLVER__SOLVER_QUASI_STATIC) {
     ts_send_error(c, rid, TS_EUNSUPPORTED, "solver %d is not available yet", (int)m->solver);
     return;
   }
@@ -278,9 +280,9 @@ static void on_create(ts_conn *c, uint64_t rid, const Tissued__V1__CreateSession
     snprintf(name, sizeof name, "%s", m->name);
   else
     snprintf(name, sizeof name, "session-%u", s->next_session_id + s->pending_creates);
-  int solver = m->solver == TISSUED__V1__SOLVER__SOLVER_XPBD
-                   ? TISSUED__V1__SOLVER__SOLVER_XPBD
-                   : TISSUED__V1__SOLVER__SOLVER_MASS_SPRING;
+  int solver = m->solver == TISSUED__V1__SOLVER__SOLVER_DEFAULT
+                   ? TISSUED__V1__SOLVER__SOLVER_MASS_SPRING
+                   : (int)m->solver;
   if (mesh) {
     ts_log_info("%s uploads a %zu-byte mesh for a session '%s' (%u layers, scale %g, dt %g s)",
                 c->peer, mesh->data.len, name, def.n_layers, mesh_scale, dt);
@@ -537,6 +539,14 @@ static void on_list(ts_conn *c, uint64_t rid) {
     infos[i].solver = se->solver;
     infos[i].clients = se->n_clients;
     infos[i].vertex_count = se->topo->vertex_count;
+    if (se->sim.shortcut) {
+      uv_mutex_lock(&se->mbox.lock);
+      infos[i].learned = se->mbox.learned;
+      infos[i].samples = se->mbox.samples;
+      infos[i].model_answers = se->mbox.model_answers;
+      infos[i].model_rejected = se->mbox.model_rejected;
+      uv_mutex_unlock(&se->mbox.lock);
+    }
     ptrs[i] = &infos[i];
     i++;
   }
@@ -594,6 +604,55 @@ static void on_end(ts_conn *c, uint64_t rid, const Tissued__V1__EndSession *m) {
   ts_server_end_session(c->server, se, "ended by a controller");
 }
 
+/* TrainShortcut: a controller of a quasi-static session asks for training on
+ * the samples so far; the physics copies them between two steps and
+ * training.c takes it from there. */
+static void on_train(ts_conn *c, uint64_t rid, const Tissued__V1__TrainShortcut *m) {
+  ts_session *se = controlled_session(c, rid, m->session_id);
+  if (!se) return;
+  if (!se->sim.shortcut) {
+    ts_send_error(c, rid, TS_EUNSUPPORTED,
+                  "session %u is not quasi-static: only SOLVER_QUASI_STATIC sessions learn", se->id);
+    return;
+  }
+  ts_learn_kind kind = TS_LEARN_METHOD;
+  if (m->model && m->model[0] && ts_learn_kind_parse(m->model, &kind)) {
+    ts_send_error(c, rid, TS_EINVAL, "model must be \"method\" or \"rich\"");
+    return;
+  }
+  if (se->training) {
+    ts_send_error(c, rid, TS_EFULL, "session %u is training already", se->id);
+    return;
+  }
+  se->training = 1;
+  se->train_kind = kind;
+  se->train_rid = rid;
+  uv_mutex_lock(&se->mbox.lock);
+  se->mbox.train_request = 1;
+  uv_mutex_unlock(&se->mbox.lock);
+  send_ack(c, rid, "train");
+}
+
+/* UseShortcut: switch between the quasi-static solve and the model. */
+static void on_use(ts_conn *c, uint64_t rid, const Tissued__V1__UseShortcut *m) {
+  ts_session *se = controlled_session(c, rid, m->session_id);
+  if (!se) return;
+  if (!se->sim.shortcut) {
+    ts_send_error(c, rid, TS_EUNSUPPORTED, "session %u is not quasi-static", se->id);
+    return;
+  }
+  uv_mutex_lock(&se->mbox.lock);
+  int trained = se->has_model;
+  if (trained || !m->learned) se->mbox.use_learned = m->learned ? 1 : 0;
+  uv_mutex_unlock(&se->mbox.lock);
+  if (!trained && m->learned) {
+    ts_send_error(c, rid, TS_EINVAL, "session %u has no trained model yet (TrainShortcut)",
+                  se->id);
+    return;
+  }
+  send_ack(c, rid, m->learned ? "learned" : "solve");
+}
+
 static void on_ping(ts_conn *c, uint64_t rid, const Tissued__V1__Ping *m) {
   Tissued__V1__Pong r = TISSUED__V1__PONG__INIT;
   r.client_time_us = m->client_time_us;
@@ -638,6 +697,8 @@ void ts_dispatch_message(ts_conn *c, const uint8_t *msg, size_t len) {
   case TISSUED__V1__ENVELOPE__BODY_PING: on_ping(c, rid, env->ping); break;
   case TISSUED__V1__ENVELOPE__BODY_RESET_SESSION: on_reset(c, rid, env->reset_session); break;
   case TISSUED__V1__ENVELOPE__BODY_END_SESSION: on_end(c, rid, env->end_session); break;
+  case TISSUED__V1__ENVELOPE__BODY_TRAIN_SHORTCUT: on_train(c, rid, env->train_shortcut); break;
+  case TISSUED__V1__ENVELOPE__BODY_USE_SHORTCUT: on_use(c, rid, env->use_shortcut); break;
   case TISSUED__V1__ENVELOPE__BODY_LIST_MATERIALS:
     ts_request_list_materials(c, rid, env->list_materials->tissue);
     break;

@@ -26,7 +26,7 @@ int ts_outbox_init(ts_outbox *o, uv_loop_t *loop, uv_async_cb cb, void *data) {
 }
 
 static int push(ts_outbox *o, int kind, ts_session *se, ts_frame_ref *f,
-                const ts_force_batch *b) {
+                const ts_force_batch *b, void *payload, int arg) {
   /* a force batch travels in the event's own allocation, right after it */
   ts_event *e = malloc(b ? sizeof(ts_event_with_forces) : sizeof *e);
   if (!e) return TS_ENOMEM;
@@ -34,6 +34,8 @@ static int push(ts_outbox *o, int kind, ts_session *se, ts_frame_ref *f,
   e->session = se;
   e->frame = f;
   e->forces = NULL;
+  e->payload = payload;
+  e->arg = arg;
   if (b) {
     ts_event_with_forces *ef = (ts_event_with_forces *)e;
     ef->batch = *b;
@@ -53,11 +55,15 @@ static int push(ts_outbox *o, int kind, ts_session *se, ts_frame_ref *f,
 }
 
 int ts_outbox_push(ts_outbox *o, int kind, ts_session *se, ts_frame_ref *f) {
-  return push(o, kind, se, f, NULL);
+  return push(o, kind, se, f, NULL, NULL, 0);
+}
+
+int ts_outbox_push_payload(ts_outbox *o, int kind, ts_session *se, void *payload, int arg) {
+  return push(o, kind, se, NULL, NULL, payload, arg);
 }
 
 int ts_outbox_push_forces(ts_outbox *o, ts_session *se, const ts_force_batch *b) {
-  return push(o, TS_EV_FORCE, se, NULL, b);
+  return push(o, TS_EV_FORCE, se, NULL, b, NULL, 0);
 }
 
 void ts_outbox_wake(ts_outbox *o) { uv_async_send(&o->async); }

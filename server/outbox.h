@@ -12,7 +12,14 @@
 
 typedef struct ts_session ts_session;
 
-enum { TS_EV_FRAME = 1, TS_EV_REMOVED = 2, TS_EV_DIVERGED = 3, TS_EV_FORCE = 4 };
+enum {
+  TS_EV_FRAME = 1,
+  TS_EV_REMOVED = 2,
+  TS_EV_DIVERGED = 3,
+  TS_EV_FORCE = 4,
+  TS_EV_SAMPLES = 5,      /* payload: a ts_learn_set copy to train on (learn.c) */
+  TS_EV_SAMPLES_FULL = 6  /* the session's sample set reached max-training-samples */
+};
 
 typedef struct ts_force_batch ts_force_batch;
 
@@ -21,6 +28,8 @@ typedef struct ts_event {
   ts_session *session;
   ts_frame_ref *frame; /* TS_EV_FRAME */
   ts_force_batch *forces; /* TS_EV_FORCE: a copy in the event's own allocation */
+  void *payload;       /* TS_EV_SAMPLES: owned by the event until taken */
+  int arg;             /* TS_EV_SAMPLES: 1 when the physics started training itself */
   struct ts_event *next;
 } ts_event;
 
@@ -38,6 +47,9 @@ int ts_outbox_push(ts_outbox *o, int kind, ts_session *se, ts_frame_ref *f);
 /* Queues a TS_EV_FORCE event carrying a copy of b, made in the same
  * allocation as the event (any thread); 0 or TS_ENOMEM. */
 int ts_outbox_push_forces(ts_outbox *o, ts_session *se, const ts_force_batch *b);
+/* Queues an event carrying an owned pointer and a small argument (any
+ * thread); 0 or TS_ENOMEM (the payload stays the caller's). */
+int ts_outbox_push_payload(ts_outbox *o, int kind, ts_session *se, void *payload, int arg);
 void ts_outbox_wake(ts_outbox *o);
 /* Takes the whole queue (loop thread). */
 ts_event *ts_outbox_take(ts_outbox *o);

@@ -148,6 +148,18 @@ static void thread_main(void *arg) {
             ts_outbox_push_forces(&p->server->outbox, se, &fb) == 0)
           woke = 1;
         if (f) publish(p, TS_EV_FRAME, se, f, &woke);
+        if (sim->samples_out) { /* quasi-static sessions: samples to train on */
+          if (ts_outbox_push_payload(&p->server->outbox, TS_EV_SAMPLES, se, sim->samples_out,
+                                     sim->samples_out_auto) == 0)
+            woke = 1;
+          else
+            ts_learn_set_free(sim->samples_out);
+          sim->samples_out = NULL;
+        }
+        if (sim->samples_full_out) {
+          publish(p, TS_EV_SAMPLES_FULL, se, NULL, &woke);
+          sim->samples_full_out = 0;
+        }
         sim->next_step_ns += sim->dt_ns;
         done++;
       }

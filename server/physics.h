@@ -29,6 +29,7 @@ int ts_physics_threads(const ts_physics *p);
 /* Frame flag bits (Frame.flags) set by the physics threads. */
 #define TS_FRAME_BEHIND 1u  /* fell behind real time since the last frame */
 #define TS_FRAME_STALLED 2u /* a step took longer than stall-threshold since the last frame */
+#define TS_FRAME_LEARNED 4u /* quasi-static session: the learned model made this state */
 
 /* Stall episodes so far, all sessions (any thread). An episode starts with a
  * step of a session that took longer than the server's stall-threshold and

@@ -22,6 +22,7 @@
 #include "materials.h"
 #include "physics.h"
 #include "server.h"
+#include "shortcut.h"
 #include "ts_layer_spec.h"
 #include "ts_storage.h"
 #include "worker.h"
@@ -422,6 +423,37 @@ static void stored_work(create_job *j, ts_storage *st) {
   ts_storage_mesh_free(&mesh);
 }
 
+/* A quasi-static session starts with the newest model stored for its tissue
+ * and material (the method's, else the richer one), when there is one. */
+static void load_model(create_job *j, ts_storage *st) {
+  ts_session *se = j->session;
+  ts_tissue_rec tr;
+  if (ts_storage_get_tissue(st, se->tissue_name, &tr)) return;
+  int64_t tid = tr.id;
+  ts_storage_tissue_free(&tr);
+  for (int k = TS_LEARN_METHOD; k <= TS_LEARN_RICH; k++) {
+    ts_model_rec rec;
+    if (ts_storage_get_latest_model(st, tid, se->material, ts_learn_kind_name((ts_learn_kind)k),
+                                    &rec))
+      continue;
+    ts_learn_model m;
+    int rc = ts_learn_theta_decode((ts_learn_kind)k, se->sim.shortcut->q->n_sheets, rec.theta,
+                                   rec.theta_bytes, &m);
+    if (!rc) rc = ts_shortcut_install(se->sim.shortcut, &m);
+    if (!rc) {
+      se->mbox.learned = 1;
+      se->has_model = 1;
+      ts_log_info("session '%s' starts with stored %s model %lld (held-out RMS %.3g mm)", j->name,
+                  rec.kind, (long long)rec.id, rec.heldout_rmse * 1e3);
+    } else {
+      ts_log_warn("session '%s': stored model %lld does not fit this tissue: %s", j->name,
+                  (long long)rec.id, ts_strerror(rc));
+    }
+    ts_storage_model_free(&rec);
+    if (!rc) return;
+  }
+}
+
 static void create_work(ts_job *jb, ts_storage *st) {
   create_job *j = (create_job *)jb;
   if (j->source == SRC_UPLOAD) {
@@ -438,6 +470,13 @@ static void create_work(ts_job *jb, ts_storage *st) {
   j->session->solver = j->solver;
   if (j->solver == TISSUED__V1__SOLVER__SOLVER_XPBD)
     j->rc = ts_session_use_xpbd(j->session, j->err, sizeof j->err);
+  if (j->solver == TISSUED__V1__SOLVER__SOLVER_QUASI_STATIC) {
+    const ts_config *cfg = &j->server->cfg;
+    j->rc = ts_session_use_shortcut(j->session, cfg->qs_interval,
+                                    (uint32_t)cfg->max_training_samples,
+                                    (uint32_t)cfg->train_after_samples, j->err, sizeof j->err);
+    if (!j->rc) load_model(j, st);
+  }
 }
 
 static void create_done(ts_job *jb) {

@@ -19,6 +19,7 @@
 #include "metrics.h"
 #include "net/http.h"
 #include "physics.h"
+#include "training.h"
 #include "tissue.pb-c.h"
 #include "ts_storage.h"
 
@@ -112,6 +113,22 @@ static void drain_events(ts_server *s, ts_event *e) {
         ts_send_error(c, 0, TS_EDIVERGED,
                       "session %u diverged and stopped; send ResetSession to restart it", se->id);
       break;
+    case TS_EV_SAMPLES:
+      if (!se->ending && !s->shutting_down)
+        ts_training_start(se, e->payload, e->arg); /* takes the samples */
+      else
+        ts_learn_set_free(e->payload);
+      break;
+    case TS_EV_SAMPLES_FULL:
+      s->limit_refused[TS_LIMIT_TRAINING_SAMPLES]++;
+      ts_log_info("session %u: max-training-samples reached; recording stops", se->id);
+      for (ts_conn *c = se->clients; c; c = c->next_in_session)
+        if (c->role == TISSUED__V1__ROLE__ROLE_CONTROLLER)
+          ts_send_error(c, 0, TS_EFULL,
+                        "session %u has recorded its maximum of %d training samples; "
+                        "train (TrainShortcut) or reset",
+                        se->id, s->cfg.max_training_samples);
+      break;
     case TS_EV_REMOVED:
       unlink_session(s, se);
       ts_session_free(se);
@@ -183,7 +200,7 @@ static int write_ports_file(ts_server *s) {
 
 const char *const ts_limit_names[TS_LIMIT_COUNT] = {
     "max-message", "max-mesh", "max-sessions", "max-sessions-per-key",
-    "max-clients-per-session", "max-pose-rate", "max-tools"};
+    "max-clients-per-session", "max-pose-rate", "max-tools", "max-training-samples"};
 
 uint32_t ts_server_sessions_of_key(const ts_server *s, int k) {
   if (k < 0 || k >= TS_MAX_KEYS) return 0;
@@ -328,6 +345,7 @@ void ts_server_shutdown(ts_server *s, const char *why) {
   while (e) {
     ts_event *next = e->next;
     if (e->kind == TS_EV_FRAME) ts_frame_release(e->frame);
+    if (e->kind == TS_EV_SAMPLES) ts_learn_set_free(e->payload);
     free(e);
     e = next;
   }

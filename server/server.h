@@ -59,7 +59,7 @@ struct ts_server {
   uint64_t auth_refused;     /* requests refused for a missing or wrong key or token */
   uint64_t origin_refused;   /* WebSocket upgrades from an Origin not allowed */
   uint64_t poses_dropped;    /* over max-pose-rate */
-  uint64_t limit_refused[8]; /* TS_LIMIT_*: requests refused by a configured limit */
+  uint64_t limit_refused[16]; /* TS_LIMIT_* (fewer than 16): requests refused by a configured limit */
   uint64_t closes[5];       /* closed connections by enum ts_close_reason (metrics.h) */
 
   /* main.c: called once when an orderly shutdown begins (may be NULL) */
@@ -76,6 +76,7 @@ enum {
   TS_LIMIT_CLIENTS,      /* max-clients-per-session */
   TS_LIMIT_POSE_RATE,    /* max-pose-rate */
   TS_LIMIT_TOOLS,        /* max-tools */
+  TS_LIMIT_TRAINING_SAMPLES, /* max-training-samples */
   TS_LIMIT_COUNT
 };
 extern const char *const ts_limit_names[TS_LIMIT_COUNT];

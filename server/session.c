@@ -14,6 +14,7 @@
 #include "log.h"
 #include "server.h"
 #include "session_contact.h"
+#include "shortcut.h"
 #include "ts_codec.h"
 
 int ts_session_create(ts_server *s, const char *name, const ts_patch_def *def, double dt,
@@ -82,8 +83,23 @@ int ts_session_use_xpbd(ts_session *se, char *err, size_t errcap) {
   return rc;
 }
 
+int ts_session_use_shortcut(ts_session *se, double interval, uint32_t sample_cap,
+                            uint32_t train_after, char *err, size_t errcap) {
+  int rc = ts_shortcut_create(se->sim.tissue, interval, sample_cap, &se->sim.shortcut);
+  if (rc) {
+    snprintf(err, errcap, "cannot set up the quasi-static solve: %s", ts_strerror(rc));
+    return rc;
+  }
+  se->sim.train_after = train_after;
+  se->mbox.use_learned = -1;
+  snprintf(se->material, sizeof se->material, "%s", se->sim.shortcut->material);
+  return 0;
+}
+
 void ts_session_free(ts_session *se) {
   if (!se) return;
+  ts_shortcut_destroy(se->sim.shortcut);
+  ts_learn_set_free(se->sim.samples_out);
   ts_xpbd_destroy(se->sim.xpbd);
   ts_session_contact_free(se->sim.contact);
   free(se->sim.contact);
@@ -259,9 +275,35 @@ static void drain_mailbox(ts_session *se) {
   }
   int reset = se->mbox.reset;
   se->mbox.reset = 0;
+  int train = 0;
+  struct ts_shortcut *sc = sim->shortcut;
+  if (sc) {
+    if (se->mbox.model_ready && ts_shortcut_install(sc, &se->mbox.model) == 0)
+      sc->use_learned = 1;
+    se->mbox.model_ready = 0;
+    if (se->mbox.use_learned >= 0) sc->use_learned = se->mbox.use_learned;
+    se->mbox.use_learned = -1;
+    train = se->mbox.train_request;
+    se->mbox.train_request = 0;
+    se->mbox.samples = ts_shortcut_samples(sc);
+    se->mbox.learned = ts_shortcut_learned(sc);
+    se->mbox.model_answers = sc->learned_presses;
+    se->mbox.model_rejected = sc->fallbacks;
+  }
   uv_mutex_unlock(&se->mbox.lock);
+  if (sc) {
+    /* training by request, or by itself once enough samples are in */
+    int automatic = !train && sim->train_after && !sim->auto_trained && !sc->has_model &&
+                    ts_shortcut_samples(sc) >= sim->train_after;
+    if ((train || automatic) && !sim->samples_out &&
+        ts_learn_set_copy(sc->l->set, &sim->samples_out) == 0) {
+      sim->samples_out_auto = automatic;
+      if (automatic) sim->auto_trained = 1;
+    }
+  }
   if (reset) {
     ts_tissue_reset(sim->tissue);
+    if (sim->shortcut) ts_shortcut_reset(sim->shortcut, sim->tissue);
     if (sim->contact) ts_session_contact_reset(sim->contact);
     sim->stopped = 0;
     sim->next_frame_time = sim->tissue->time; /* a frame right away */
@@ -303,6 +345,13 @@ ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
     st.substeps = xs.substeps;
     st.contacts = xs.contacts;
     if (rc && rc != TS_EDIVERGED) rc = TS_EDIVERGED; /* any failure stops the session */
+  } else if (sim->shortcut) {
+    ts_shortcut_stats ss;
+    rc = ts_shortcut_step(sim->shortcut, sim->tissue, sim->tools, TS_MAX_TOOLS, sim->dt, &ss);
+    if (ss.recorded_full) sim->samples_full_out = 1;
+    st.substeps = ss.iterations; /* relaxation sweeps stand in for substeps */
+    for (int i = 0; i < TS_MAX_TOOLS; i++)
+      if (sim->tools[i].active) st.contacts += sim->tools[i].contacts;
   } else {
     rc = ts_massspring_step(sim->tissue, sim->dt, sim->tools, TS_MAX_TOOLS, &st);
   }
@@ -339,6 +388,7 @@ ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
   f->sim_time = t->time;
   f->quantum = sim->quantum;
   f->flags = sim->behind ? 1u : 0u;
+  if (sim->shortcut && ts_shortcut_learned(sim->shortcut)) f->flags |= 4u; /* TS_FRAME_LEARNED */
   sim->behind = 0;
   f->step_seconds = sim->step_ns_ewma * 1e-9;
   f->steps = sim->steps;

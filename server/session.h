@@ -15,6 +15,7 @@
 
 #include "conn.h"
 #include "core/ts_force_filter.h"
+#include "core/ts_learn.h"
 #include "core/ts_massspring.h"
 #include "core/ts_xpbd.h"
 #include "frame.h"
@@ -39,6 +40,14 @@ typedef struct ts_mailbox {
   uv_mutex_t lock;
   ts_mailbox_tool tool[TS_MAX_TOOLS];
   int reset;           /* put the tissue back at rest */
+  /* quasi-static sessions (shortcut.h) */
+  int train_request;   /* loop: copy the samples for training */
+  int use_learned;     /* loop: -1 keep, 0 solve, 1 the model */
+  int model_ready;     /* loop: install `model` (then it answers) */
+  ts_learn_model model;
+  uint64_t samples;    /* physics: samples recorded so far */
+  int learned;         /* physics: the model answers */
+  uint64_t model_answers, model_rejected; /* physics: ts_shortcut's counts */
 } ts_mailbox;
 
 /* Physics-thread state. */
@@ -46,6 +55,12 @@ typedef struct ts_session_sim {
   ts_tissue *tissue;
   ts_xpbd *xpbd;             /* the position-based solver, when chosen */
   struct ts_session_contact *contact; /* its tree-based tool contact (session_contact.h) */
+  struct ts_shortcut *shortcut; /* quasi-static sessions: solve and learned model (shortcut.h) */
+  uint32_t train_after;      /* samples after which training starts by itself; 0: never */
+  int auto_trained;          /* that happened */
+  ts_learn_set *samples_out; /* a copy of the samples for physics.c to hand to the loop */
+  int samples_out_auto;      /* ... because of train_after */
+  int samples_full_out;      /* the set just became full: physics.c tells the loop */
   ts_tool tools[TS_MAX_TOOLS];
   uint64_t last_pose_seq[TS_MAX_TOOLS];
   uint64_t last_client_time_us[TS_MAX_TOOLS];
@@ -96,6 +111,13 @@ typedef struct ts_session {
   uint64_t frames_sent, frames_skipped, clients_dropped, clients_resynced, diverged_count;
   uint64_t forces_sent, forces_skipped; /* ToolForce messages */
 
+  /* quasi-static sessions, loop thread */
+  char material[512];        /* what its models are kept under (ts_learn_material_id) */
+  int training;              /* a training request or job is under way */
+  int has_model;             /* a model was installed or is on its way (loop's view) */
+  int train_kind;            /* ts_learn_kind of the requested training */
+  uint64_t train_rid;        /* request id of the TrainShortcut, echoed in progress */
+
   int physics_thread;        /* index of the owning thread */
   ts_mailbox mbox;
   ts_session_sim sim;
@@ -115,6 +137,13 @@ int ts_session_create_with_tissue(ts_server *s, const char *name, const char *ti
 /* Switches a new session (before physics owns it) to the XPBD solver
  * (Tissued__V1__Solver SOLVER_XPBD). 0 or a negative ts_errno. */
 int ts_session_use_xpbd(ts_session *se, char *err, size_t errcap);
+
+/* Makes a new session (before physics owns it) quasi-static: the shortcut
+ * of shortcut.h with a quasi-static interval (s), a sample cap and the
+ * sample count that starts training by itself (0: never). 0 or a negative
+ * ts_errno with a message in err. */
+int ts_session_use_shortcut(ts_session *se, double interval, uint32_t sample_cap,
+                            uint32_t train_after, char *err, size_t errcap);
 
 /* Frees a session the physics no longer owns. */
 void ts_session_free(ts_session *se);

@@ -77,6 +77,13 @@ void ts_worker_submit(ts_worker *w, ts_job *j) {
   uv_mutex_unlock(&w->lock);
 }
 
+void ts_worker_post(ts_worker *w, ts_job *j) {
+  uv_mutex_lock(&w->lock);
+  push(&w->done_head, &w->done_tail, j);
+  uv_async_send(&w->async);
+  uv_mutex_unlock(&w->lock);
+}
+
 void ts_worker_stop(ts_worker *w) {
   if (!w->started) return;
   uv_mutex_lock(&w->lock);

@@ -35,6 +35,10 @@ typedef struct ts_worker {
 int ts_worker_start(ts_worker *w, uv_loop_t *loop, ts_storage *st);
 /* Loop thread: queues a job. */
 void ts_worker_submit(ts_worker *w, ts_job *j);
+/* Worker thread, from inside a job's work(): hands j (which has no work of
+ * its own) to the loop, where its done() runs soon, before the running job
+ * ends: progress reports of a long job. */
+void ts_worker_post(ts_worker *w, ts_job *j);
 /* Loop thread: finishes the queued jobs (their done() runs), joins the
  * thread, and closes the wake-up handle. */
 void ts_worker_stop(ts_worker *w);

@@ -1,0 +1,83 @@
+/*
+ * shortcut.h: the physics of a quasi-static session (issue 6, the second
+ * method): tool movements become intervals of the quasi-static solve
+ * (ts_qstatic.h) on the region around the tool, recorded as samples, until a
+ * learned model (ts_learn.h) is installed and switched on; then the model
+ * gives the final positions instead of the solve. Owned by the physics
+ * thread that steps the session; the loop thread reaches it only through the
+ * session's mailbox and the events of physics.c.
+ *
+ * A tool is a press while it moves: at the end of every interval (`interval`
+ * seconds of simulated time) a tool that moved by d since the last one holds
+ * the outer-surface nodes inside its sphere at the start of the interval
+ * (the method's control points) and moves them by d; the rest of the region
+ * goes to equilibrium (or to the model's prediction). The reaction on the
+ * tool is the sum of the internal and gravity forces on the nodes it holds.
+ */
+#ifndef TS_SHORTCUT_H
+#define TS_SHORTCUT_H
+
+#include <stdint.h>
+
+#include "core/ts_learn.h"
+#include "core/ts_qstatic.h"
+#include "core/ts_tissue.h"
+#include "core/ts_tool.h"
+
+#define TS_SHORTCUT_RANGE 0.015   /* m: region search range around the tool */
+#define TS_SHORTCUT_MIN_MOVE 1e-6 /* m: slower tools make no press */
+#define TS_SHORTCUT_GUARD 2.0     /* a model answer moving a node over this x the press depth */
+#define TS_SHORTCUT_GUARD_MIN 5e-4 /* m (or this) is replaced by the solve */
+
+typedef struct ts_shortcut_stats {
+  uint32_t presses;     /* presses this step */
+  uint32_t iterations;  /* relaxation sweeps of them */
+  int recorded_full;    /* the sample set became full this step */
+} ts_shortcut_stats;
+
+typedef struct ts_shortcut {
+  ts_qstatic *q;
+  ts_learner *l;
+  double interval;             /* s */
+  double acc;                  /* s since the last interval */
+  double last[8][3];           /* tool centres at the last interval */
+  int have_last[8];
+  int use_learned;             /* the model answers when one is installed */
+  int has_model;
+  int full;                    /* the sample set is full: nothing more is recorded */
+  uint64_t learned_presses;    /* presses the model answered */
+  uint64_t fallbacks;          /* presses whose model answer was replaced by the solve */
+  char material[512];          /* ts_learn_material_id: what models are kept under */
+} ts_shortcut;
+
+/* For tissue t at rest: builds the solver (default parameters) and a learner
+ * recording up to sample_cap samples, and relaxes t under gravity once
+ * (the session starts at equilibrium). interval: s (> 0). Returns 0,
+ * TS_EINVAL, TS_ENOMEM or TS_EDIVERGED. */
+int ts_shortcut_create(ts_tissue *t, double interval, uint32_t sample_cap, ts_shortcut **out);
+void ts_shortcut_destroy(ts_shortcut *sc);
+
+/* Installs a trained model (later presses use it while use_learned). 0 or
+ * TS_EINVAL (kind or sheet count not this tissue's). */
+int ts_shortcut_install(ts_shortcut *sc, const ts_learn_model *m);
+
+/* The tissue went back to rest: relax it under gravity again, forget the
+ * tools' last positions. */
+int ts_shortcut_reset(ts_shortcut *sc, ts_tissue *t);
+
+/* One physics step of dt seconds with n tools (at most 8): time advances;
+ * at an interval's end every active tool that moved makes a press, with its
+ * reaction written to its force (torque zero). Returns 0 or TS_EDIVERGED
+ * (the state is then the last good one). */
+int ts_shortcut_step(ts_shortcut *sc, ts_tissue *t, ts_tool *tools, int n, double dt,
+                     ts_shortcut_stats *st);
+
+/* Samples recorded so far. */
+static inline uint32_t ts_shortcut_samples(const ts_shortcut *sc) { return sc->l->set->n; }
+
+/* Is the learned model answering? */
+static inline int ts_shortcut_learned(const ts_shortcut *sc) {
+  return sc->has_model && sc->use_learned;
+}
+
+#endif
