@@ -63,6 +63,7 @@ export class TissueView {
     this.wire = null;
     this.geometry = null;
     this.tools = new Map(); // tool id -> sphere mesh
+    this.seenTools = new Set();
     this.layerNames = [];   // the tissue's layers, in Topology order
     this.hiddenLayers = new Set(); // names of the layers not drawn (kept across topologies)
     this.ownToolId = 0;
@@ -144,7 +145,8 @@ export class TissueView {
       this.geometry.computeBoundingBox();
       this.geometry.computeBoundingSphere();
     }
-    const seen = new Set();
+    const seen = this.seenTools;  // reused: no allocation per frame
+    seen.clear();
     for (const t of stream.tools) {
       seen.add(t.toolId);
       let s = this.tools.get(t.toolId);
