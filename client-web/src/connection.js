@@ -1,10 +1,13 @@
 // connection.js: the page's protocol client over one WebSocket at /ws.
 //
-// It says Hello, then either joins the session it was given or creates a
-// "stomach-patch" session and joins it, feeds every Frame to a FrameStream,
-// sends the controller's tool poses, pings for the round-trip time, and
-// reconnects (rejoining the same session) with a growing delay when the
-// socket closes. Callers see it through the callbacks in `handlers`.
+// It says Hello, then either joins the session it was given or (autoCreate)
+// creates a "stomach-patch" session and joins it, feeds every Frame to a
+// FrameStream, sends the controller's tool poses (position and grasper jaw),
+// pings for the round-trip time, and reconnects (rejoining the same session)
+// with a growing delay when the socket closes. Requests that get one reply
+// (ListSessions, CreateSession, ResetSession, EndSession) can also be made
+// through request(), which resolves with the reply's body. Callers see it
+// through the callbacks in `handlers`.
 //
 // Uses only the standard WebSocket API, so it runs in the browser and, with
 // the `ws` package's WebSocket, in node.
@@ -25,9 +28,13 @@ export class SessionClient {
    * key, said in Hello: needed to create a session), token (a session token
    * from a shared link, sent with JoinSession), frameRate, forceRate
    * (ToolForce messages per second for a controller; 60 by default: a page
-   * shows the force, it drives no haptic device), handlers:
+   * shows the force, it drives no haptic device), autoCreate (true: create a
+   * session when given none; 'ifNone': only when the server has none and the
+   * key is known; false: never), handlers:
    * { state(s), session(id, sessionCreated), joined(info), frame(stream, isKeyframe),
-   *   force(toolForce), error(text, err), rtt(ms), closed(code, reason) } }
+   *   force(toolForce), error(text, err), rtt(ms), closed(code, reason),
+   *   lobby() (connected, in no session), ended(sessionId, text) (the session
+   *   this client was in ended) } }
    */
   constructor(opts) {
     this.url = opts.url;
@@ -41,6 +48,9 @@ export class SessionClient {
     this.frameRate = opts.frameRate || 0;
     this.forceRate = opts.forceRate ?? 60;
     this.handlers = opts.handlers || {};
+    this.autoCreate = opts.autoCreate ?? true;
+    this.tool = { kind: 0, radius: DEFAULT_RADIUS, length: 0 };  // ToolShape to join with
+    this.waiters = new Map();    // request id -> {resolve, reject, timer}
     this.stream = new FrameStream();
     this.state = 'idle';
     this.ws = null;
@@ -97,6 +107,7 @@ export class SessionClient {
       if (this.ws !== ws) return;
       this.ws = null;
       this.joined = null;
+      this._rejectWaiters('the connection closed');
       clearInterval(this.pingTimer);
       this._setState('closed');
       if (ev && ev.code && ev.code !== 1000 && ev.code !== 1005) {
@@ -150,10 +161,15 @@ export class SessionClient {
         clearInterval(this.pingTimer);
         this.pingTimer = setInterval(() => this._send('ping', { clientTimeUs: nowMicros() }), PING_INTERVAL_MS);
         if (this.sessionId) this._join();
-        else this._create();
+        else this._lobby();
         break;
       case 'sessionCreated':
+        // its creator drives a tool in it (leaving the session it was in)
         this.sessionId = b.sessionId;
+        this.role = Role.CONTROLLER;
+        this.token = '';
+        this.joined = null;
+        this.tool = { kind: 0, radius: DEFAULT_RADIUS, length: 0 };
         this.handlers.session?.(b.sessionId, b);
         this._join();
         break;
@@ -174,18 +190,114 @@ export class SessionClient {
       case 'error':
         this._onError(msg.requestId, b);
         break;
+      case 'sessionList':
+      case 'ack':
+        break; // answers to request()
       case 'pong':
         this.handlers.rtt?.((nowMicros() - toNumber(b.clientTimeUs)) / 1000);
         break;
       default:
-        break; // replies this page does not use (SessionList...) and future bodies
+        break; // replies this page does not use and future bodies
     }
-    if (msg.requestId) this.pending.delete(msg.requestId);
+    if (msg.requestId) {
+      this.pending.delete(msg.requestId);
+      const w = this.waiters.get(msg.requestId);
+      if (w) {
+        this.waiters.delete(msg.requestId);
+        clearTimeout(w.timer);
+        if (msg.kind === 'error') w.reject(new Error((b.name || 'TS_E?') + (b.message ? ': ' + b.message : '')));
+        else w.resolve(b);
+      }
+    }
   }
+
+  _rejectWaiters(why) {
+    for (const w of this.waiters.values()) {
+      clearTimeout(w.timer);
+      w.reject(new Error(why));
+    }
+    this.waiters.clear();
+  }
+
+  /**
+   * Sends a request and resolves with the body of its reply (SessionList,
+   * SessionCreated, Ack...); rejects with the server's Error, when the
+   * connection is not open or closes, or after timeoutMs.
+   */
+  request(kind, body, timeoutMs = 15000) {
+    return new Promise((resolve, reject) => {
+      const id = this._send(kind, body);
+      if (!id) {
+        reject(new Error('not connected'));
+        return;
+      }
+      const timer = setTimeout(() => {
+        this.waiters.delete(id);
+        reject(new Error(kind + ': no reply in ' + timeoutMs + ' ms'));
+      }, timeoutMs);
+      this.waiters.set(id, { resolve, reject, timer });
+    });
+  }
+
+  /** The server's sessions: resolves with SessionInfo[]. */
+  async listSessions() {
+    const r = await this.request('listSessions', {});
+    return r.sessions || [];
+  }
+
+  // Connected without a session: create one if asked to, else wait for the
+  // page to create or join one.
+  _lobby() {
+    if (this.autoCreate === true) {
+      this._create();
+      return;
+    }
+    if (this.autoCreate === 'ifNone' && this.credentials) {
+      this.listSessions().then((list) => {
+        if (!list.length && !this.sessionId && this.state === 'connected') this._create();
+        else this.handlers.lobby?.();
+      }, () => this.handlers.lobby?.());
+      return;
+    }
+    this.handlers.lobby?.();
+  }
+
+  /**
+   * Creates a session from a CreateSession body ({name, builtin | mesh,
+   * solver}) and joins it as controller when it is made; resolves with the
+   * SessionCreated body, rejects with the server's error.
+   */
+  async createSession(spec) {
+    const created = await this.request('createSession', spec, 60000);
+    return created;  // the 'sessionCreated' case has joined it already
+  }
+
+  /** Leaves the current session (if any) and joins session `id` in `role`. */
+  joinSession(id, role, token = '') {
+    this.sessionId = id;
+    this.role = role;
+    this.token = token;
+    this.joined = null;
+    this.tool = { kind: 0, radius: DEFAULT_RADIUS, length: 0 };
+    this._join();
+  }
+
+  /**
+   * Drives a tool of another shape (ToolShape.Kind: 0 sphere, 1 capsule, 2
+   * jaws) in the current session: joins it again keeping the tool id.
+   */
+  setTool(kind) {
+    this.tool = { kind, radius: DEFAULT_RADIUS, length: kind === 1 ? 0.02 : 0 };
+    if (this.joined && this.role === Role.CONTROLLER) this._join(this.toolId);
+  }
+
+  /** ResetSession / EndSession for the current session (controllers). */
+  resetSession() { return this.request('resetSession', { sessionId: this.sessionId }); }
+  endSession() { return this.request('endSession', { sessionId: this.sessionId }); }
 
   _create() {
     if (!this.credentials) {
-      this.fatal = true;
+      if (this.autoCreate === true) this.fatal = true;
       this._fail('creating a session needs the server key: open the address tissued printed ' +
         '(it ends in #key=...), or a link to a session');
       return;
@@ -193,13 +305,13 @@ export class SessionClient {
     this._send('createSession', { builtin: 'stomach-patch' });
   }
 
-  _join() {
+  _join(toolId = 0) {
     this._send('joinSession', {
       token: this.token,
       sessionId: this.sessionId,
       role: this.role,
-      toolId: 0,
-      tool: { kind: 0, radius: DEFAULT_RADIUS },
+      toolId,
+      tool: this.tool,
       frameRate: this.frameRate,
       forceRate: this.forceRate,
     });
@@ -226,7 +338,16 @@ export class SessionClient {
   _onError(requestId, e) {
     const kind = this.pending.get(requestId);
     const text = (e.name || 'TS_E?') + (e.message ? ': ' + e.message : '') + (kind ? ' (' + kind + ')' : '');
-    if (e.name === 'TS_EVERSION' || e.name === 'TS_EAUTH') this.fatal = true;
+    if (e.name === 'TS_EVERSION' || (e.name === 'TS_EAUTH' && kind !== 'createSession')) this.fatal = true;
+    if (!requestId && e.name === 'TS_ENOSESSION' && this.joined) {
+      // The session this client was in ended (a controller ended it).
+      const id = this.sessionId;
+      this.joined = null;
+      this.sessionId = 0;
+      this.token = '';
+      this.handlers.ended?.(id, text);
+      return;
+    }
     if (kind === 'joinSession' && e.name === 'TS_ENOSESSION' && this.role === Role.CONTROLLER &&
         this.credentials) {
       // The session is gone (daemon restarted): start a new one.
@@ -239,8 +360,11 @@ export class SessionClient {
     this._fail(text, e);
   }
 
-  /** Sends a ToolPose for this client's tool; false when it could not. */
-  sendPose(position) {
+  /**
+   * Sends a ToolPose for this client's tool (position in metres, jaw 0
+   * closed .. 1 open); false when it could not.
+   */
+  sendPose(position, jaw = 1) {
     const ws = this.ws;
     if (!this.joined || this.role !== Role.CONTROLLER || !ws || ws.readyState !== 1) return false;
     if (ws.bufferedAmount > MAX_BUFFERED_BYTES) return false;
@@ -250,7 +374,7 @@ export class SessionClient {
       clientTimeUs: nowMicros(),
       position,
       orientation: { w: 1, x: 0, y: 0, z: 0 },
-      jaw: 1,
+      jaw,
     });
     return true;
   }

@@ -1,13 +1,21 @@
 // main.js: the page's entry point. Loads the protocol from the daemon, opens
-// the session client (joining ?session=N&role=observer|controller, or
-// creating a session and joining it as controller), builds the three.js view
-// on the first keyframe and updates it on every frame, lets a controller
-// drive its tool with the mouse, and keeps the overlay and the test hook
-// (window.tissued) current.
+// the session client (joining ?session=N&role=observer|controller; with the
+// server key and no session given, creating one when the server has none),
+// builds the three.js view on the first keyframe and updates it on every
+// frame, lets a controller drive its tool with the mouse and choose and work
+// it with the tool controls, and wires the sessions, layers and session
+// (instructor) panels, the force plot and the link health to the overlay and
+// the test hook (window.tissued).
 
 import { loadProtocol, Role } from './protocol.js';
 import { SessionClient } from './connection.js';
 import { Overlay } from './overlay.js';
+import { ForcePlot } from './forceplot.js';
+import { LinkHealth } from './health.js';
+import { SessionsPanel } from './sessions.js';
+import { ToolControls } from './tools.js';
+import { LayersPanel } from './layers.js';
+import { InstructorControls } from './instructor.js';
 
 // Read by the tests instead of pixels.
 const hook = {
@@ -24,6 +32,17 @@ const hook = {
   forceMessages: 0,
   observerLink: '',             // the watch link this page hands out ('' if none)
   fps: 0,
+  latencyMs: null,              // pose-to-frame latency (median of the last few), ms
+  degraded: '',                 // the connection warning shown, '' when none
+  watchers: 0,                  // participants of this session (ListSessions)
+  sessions: [],                 // the server's sessions, as last listed
+  solver: 0,                    // this session's solver (Solver enum)
+  toolKind: 0,                  // ToolShape.Kind this page drives
+  jaw: 1,                       // grasper: 0 closed .. 1 open
+  plot: { count: 0, nonZero: 0, points: 0 },  // force plot samples
+  layers: [],                   // [{name, triangles, visible}]
+  resets: 0,                    // acknowledged ResetSession requests
+  ended: '',                    // why this page's session ended ('' while it runs)
   lastError: null,
   errors: [],
   webgl: true,
@@ -96,6 +115,9 @@ async function loadView() {
   }
 }
 
+const NO_KEY_TEXT = 'creating a session needs the server key: open the address tissued printed ' +
+  '(it ends in #key=...), or a link to a session';
+
 async function start() {
   overlay.state('connecting');
   if (typeof protobuf === 'undefined') throw new Error('protobuf.min.js did not load');
@@ -108,45 +130,144 @@ async function start() {
   // the session's creator has its tokens.
   let observerLink = '';
   const wsUrl = (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/ws';
-  let builtFor = -1;            // topologyVersion the view's mesh was built for
+  let builtFor = -1;            // topologyVersion the view and layer list were built for
   let pointer = null;
-  const fpsWindow = [];          // receive times of the last second's frames
+  let parkedAt = null;          // where a tool waits before the pointer moves it
+  const health = new LinkHealth();
+  const plot = new ForcePlot(document.getElementById('fp-canvas'), document.getElementById('fp-value'));
+  const plotSection = document.getElementById('plot');
+  const layers = new LayersPanel(view, () => { hook.layers = layers.layers.map((l) => ({ ...l })); });
+  let client = null;
 
-  const client = new SessionClient({
+  // The current session's solver and participants, from ListSessions.
+  function sessionListed(list) {
+    hook.sessions = list.map((s) => ({ sessionId: s.sessionId, name: s.name, tissue: s.tissue,
+      solver: s.solver, clients: s.clients, vertexCount: s.vertexCount }));
+    const mine = list.find((s) => s.sessionId === hook.sessionId);
+    hook.watchers = mine ? mine.clients : 0;
+    overlay.watchers(hook.watchers);
+    if (mine) {
+      hook.solver = mine.solver;
+      tools.setSolver(mine.solver);
+    }
+  }
+
+  function sendJaw() {
+    const at = pointer?.sent || parkedAt;
+    if (at) client.sendPose(at, hook.jaw);
+  }
+
+  const tools = new ToolControls({
+    onKind(kind) {
+      hook.toolKind = kind;
+      hook.jaw = 1;
+      plot.clear();
+      client.setTool(kind);
+    },
+    onJaw(jaw) {
+      hook.jaw = jaw;
+      sendJaw();
+    },
+  });
+
+  function leftSession(text) {
+    hook.sessionId = 0;
+    hook.role = '';
+    hook.toolId = 0;
+    hook.watchers = 0;
+    hook.vertexCount = 0;
+    hook.positions = null;
+    hook.force = null;
+    hook.ended = text;
+    health.left();
+    pointer?.setEnabled(false);
+    tools.joined(false, 0, 0);
+    instructor.setEnabled(false);
+    plotSection.hidden = true;
+    view?.clear();
+    layers.setTopology(null);
+    hook.layers = [];
+    builtFor = -1;
+    overlay.session(0, '');
+    overlay.behind(false);
+    overlay.role('', 0);
+    overlay.watchers(0);
+    overlay.error(text);
+    sessions.setCurrent(0);
+    history.replaceState(null, '', location.pathname);
+  }
+
+  client = new SessionClient({
     url: wsUrl, protocol, WebSocket, sessionId, role, clientName: 'web', credentials, token,
+    autoCreate: 'ifNone',
     handlers: {
       state(s) {
         hook.state = s;
         overlay.state(s);
-        if (s !== 'connected') pointer?.setEnabled(false);
+        health.setState(s);
+        if (s !== 'connected') {
+          pointer?.setEnabled(false);
+          overlay.behind(false);
+        } else {
+          sessions.refresh();
+        }
+      },
+      lobby() {
+        if (!credentials && !client.sessionId) showError(NO_KEY_TEXT);
+        sessions.refresh();
       },
       session(id, created) {
         hook.sessionId = id;
-        if (created && created.observerToken)
-          observerLink = pageUrl(id, Role.OBSERVER, created.observerToken).href;
+        hook.ended = '';
+        observerLink = created && created.observerToken
+          ? pageUrl(id, Role.OBSERVER, created.observerToken).href : '';
         hook.observerLink = observerLink;
         history.replaceState(null, '', pageUrl(id, client.role, client.token));
         overlay.session(id, observerLink);
       },
       joined(j) {
         const isController = j.role === Role.CONTROLLER;
+        if (j.sessionId !== hook.sessionId) {
+          // another session than the one this page created: its watch link is not ours
+          if (!(observerLink && new URL(observerLink).searchParams.get('session') === String(j.sessionId)))
+            observerLink = '';
+          hook.observerLink = observerLink;
+          hook.solver = 0;
+        }
         hook.sessionId = j.sessionId;
+        hook.ended = '';
         hook.toolId = isController ? j.toolId : 0;
         hook.role = isController ? 'controller' : 'observer';
         hook.vertexCount = j.vertexCount;
+        hook.toolKind = isController ? client.tool.kind : 0;
+        hook.jaw = 1;
         const url = pageUrl(j.sessionId, j.role, client.token);
         history.replaceState(null, '', url);
         overlay.session(j.sessionId, observerLink || (j.role === Role.OBSERVER ? url.href : ''));
         overlay.role(hook.role, hook.toolId);
         overlay.error('');  // joined again: what went wrong before is over
         overlay.vertices(j.vertexCount);
+        health.joined(hook.toolId, j.frameRate);
+        sessions.setCurrent(j.sessionId);
+        const known = sessions.sessions.find((s) => s.sessionId === j.sessionId);
+        if (known) hook.solver = known.solver;
+        tools.joined(isController, hook.solver, hook.toolKind);
+        instructor.setEnabled(isController);
+        plotSection.hidden = !isController;
+        plot.clear();
         if (view) view.setOwnTool(hook.toolId);
         pointer?.setEnabled(isController, client.toolRadius);
         // A new tool waits above the tissue until the pointer brings it down.
         if (isController) {
+          parkedAt = { x: 0, y: 0.03, z: 0 };
           if (pointer) pointer.park();
-          else client.sendPose({ x: 0, y: 0.03, z: 0 });
+          else client.sendPose(parkedAt, 1);
         }
+        sessions.refresh();
+      },
+      ended(id, text) {
+        leftSession('session ' + id + ' ended');
+        hook.ended = text;
       },
       frame(stream, isKey) {
         hook.frames++;
@@ -154,16 +275,14 @@ async function start() {
         hook.vertexCount = stream.vertexCount;
         hook.positions = stream.positions;
         hook.simTime = stream.simTime;
-        const now = performance.now();
-        fpsWindow.push(now);
-        while (fpsWindow.length && fpsWindow[0] < now - 1000) fpsWindow.shift();
-        if (view) {
-          if (stream.topologyVersion !== builtFor) {
-            view.setTopology(stream);
-            builtFor = stream.topologyVersion;
-          }
-          view.update(stream);
+        health.frame(stream);
+        if (stream.topologyVersion !== builtFor) {
+          if (view) view.setTopology(stream);
+          layers.setTopology(stream.topology);
+          hook.layers = layers.layers.map((l) => ({ ...l }));
+          builtFor = stream.topologyVersion;
         }
+        if (view) view.update(stream);
         const own = hook.toolId ? stream.tool(hook.toolId) : null;
         if (pointer && own && own.radius > 0) pointer.radius = own.radius;
         overlay.behind((stream.flags & 1) !== 0);
@@ -173,6 +292,7 @@ async function start() {
         const f = m.force || {};
         hook.force = { x: f.x || 0, y: f.y || 0, z: f.z || 0 };
         hook.forceMessages++;
+        plot.add(hook.force, performance.now());
       },
       error(text) { showError(text); },
       rtt(ms) { overlay.rtt(ms); },
@@ -181,17 +301,39 @@ async function start() {
   });
   hook.client = client;
 
+  const sessions = new SessionsPanel({
+    client,
+    hasKey: !!credentials,
+    onList: sessionListed,
+    onCreated(created, spec) {
+      hook.solver = spec.solver === 2 ? 2 : 1;
+      tools.setSolver(hook.solver);
+    },
+  });
+  const instructor = new InstructorControls(client, (what, err) => {
+    if (what === 'reset' && !err) hook.resets = instructor.resets;
+    if (what === 'end' && !err) leftSession('session ended');
+  });
+
   if (view) {
-    pointer = new ToolPointer(view, (pose) => client.sendPose(pose.position));
+    pointer = new ToolPointer(view, (pose) => client.sendPose(pose.position, hook.jaw));
   }
   // The overlay's numbers are refreshed a few times a second, not per frame.
   setInterval(() => {
-    const now = performance.now();
-    while (fpsWindow.length && fpsWindow[0] < now - 1000) fpsWindow.shift();
-    hook.fps = fpsWindow.length;
-    overlay.fps(hook.fps);
+    const fps = health.fps();
+    hook.fps = fps;
+    const lat = health.medianLatency();
+    hook.latencyMs = Number.isFinite(lat) ? lat : null;
+    hook.degraded = health.problem(fps);
+    hook.plot.count = plot.count;
+    hook.plot.nonZero = plot.nonZero;
+    hook.plot.points = plot.points();
+    overlay.fps(fps);
+    overlay.latency(lat);
+    overlay.degraded(hook.degraded);
     overlay.vertices(hook.vertexCount);
     overlay.force(hook.force);
+    plot.updateLabel();
   }, 250);
 
   client.start();

@@ -1,6 +1,7 @@
 // overlay.js: the status panel over the 3D view: connection state, session,
-// role and tool, vertex count, frames per second received, the force on this
-// client's tool, round-trip time, and the last error. It only writes text
+// role and tool, watchers, vertex count, frames per second received, the
+// pose-to-frame latency, the force on this client's tool, round-trip time,
+// the warning when the connection degrades, and the last error. It only writes text
 // into the elements index.html provides; main.js decides what to show.
 
 const $ = (id) => document.getElementById(id);
@@ -15,6 +16,9 @@ export class Overlay {
       fps: $('st-fps'),
       force: $('st-force'),
       rtt: $('st-rtt'),
+      watchers: $('st-watchers'),
+      latency: $('st-latency'),
+      degraded: $('st-degraded'),
       behind: $('st-behind'),
       error: $('st-error'),
       share: $('st-share'),
@@ -32,11 +36,25 @@ export class Overlay {
     if (url) {
       this.el.share.href = url;
       this.el.share.hidden = false;
+    } else if (!id) {
+      this.el.share.hidden = true;
     }
   }
 
+  /** Participants of this page's session (controllers and observers). */
+  watchers(n) { this.el.watchers.textContent = n > 0 ? String(n) : '–'; }
+
+  /** Pose-to-frame latency in ms (NaN: none measured). */
+  latency(ms) { this.el.latency.textContent = Number.isFinite(ms) ? ms.toFixed(0) + ' ms' : '–'; }
+
+  /** The connection warning, '' to hide it. */
+  degraded(text) {
+    if (this.el.degraded.textContent !== text) this.el.degraded.textContent = text;
+    this.el.degraded.hidden = !text;
+  }
+
   role(role, toolId) {
-    this.el.role.textContent = role + (toolId ? ' · tool ' + toolId : '');
+    this.el.role.textContent = role ? role + (toolId ? ' · tool ' + toolId : '') : '–';
     this.el.help.hidden = role !== 'controller';
   }
 

@@ -1,6 +1,6 @@
 // scene.js: the three.js view of a session: the tissue mesh (one draw group
-// and colour per layer), a sphere per tool, lights, a camera with
-// OrbitControls, and the render loop.
+// and colour per layer, each of which can be hidden), a sphere per tool,
+// lights, a camera with OrbitControls, and the render loop.
 //
 // The tissue geometry uses the FrameStream's Float32Array of positions as its
 // position attribute directly, so a frame costs no allocation: the stream
@@ -63,6 +63,9 @@ export class TissueView {
     this.wire = null;
     this.geometry = null;
     this.tools = new Map(); // tool id -> sphere mesh
+    this.seenTools = new Set();
+    this.layerNames = [];   // the tissue's layers, in Topology order
+    this.hiddenLayers = new Set(); // names of the layers not drawn (kept across topologies)
     this.ownToolId = 0;
     this.normalsEvery = 1;
     this.frameCounter = 0;
@@ -90,7 +93,7 @@ export class TissueView {
       this.scene.remove(this.mesh);
       this.geometry.dispose();
       for (const m of this.mesh.material) m.dispose();
-      this.wire.material.dispose();
+      for (const m of this.wire.material) m.dispose();
     }
     const g = new THREE.BufferGeometry();
     const pos = new THREE.BufferAttribute(stream.positions, 3);
@@ -101,13 +104,21 @@ export class TissueView {
     g.setAttribute('normal', normals);
     g.setIndex(new THREE.BufferAttribute(stream.topology.triangles, 1));
     const materials = [];
+    const wires = [];
     let fallback = 0;
+    this.layerNames = [];
     for (const group of stream.topology.groups) {
       const colour = LAYER_COLOURS[group.name] ?? FALLBACK_COLOURS[fallback++ % FALLBACK_COLOURS.length];
       g.addGroup(group.start, group.count, materials.length);
+      const visible = !this.hiddenLayers.has(group.name);
       materials.push(new THREE.MeshStandardMaterial({
-        color: colour, roughness: 0.55, metalness: 0.0, side: THREE.DoubleSide,
+        color: colour, roughness: 0.55, metalness: 0.0, side: THREE.DoubleSide, visible,
       }));
+      // A faint wireframe per layer, hidden with it.
+      wires.push(new THREE.MeshBasicMaterial({
+        color: 0x2a0d10, wireframe: true, transparent: true, opacity: 0.12, depthWrite: false, visible,
+      }));
+      this.layerNames.push(group.name);
     }
     g.computeVertexNormals();
     g.computeBoundingSphere();
@@ -118,9 +129,7 @@ export class TissueView {
     this.scene.add(this.mesh);
     // A faint wireframe over the same geometry (no copy of the positions)
     // makes small deformations readable.
-    this.wire = new THREE.Mesh(g, new THREE.MeshBasicMaterial({
-      color: 0x2a0d10, wireframe: true, transparent: true, opacity: 0.12, depthWrite: false,
-    }));
+    this.wire = new THREE.Mesh(g, wires);
     this.wire.renderOrder = 1;
     this.mesh.add(this.wire);
     // Large meshes: recompute normals every other frame.
@@ -136,7 +145,8 @@ export class TissueView {
       this.geometry.computeBoundingBox();
       this.geometry.computeBoundingSphere();
     }
-    const seen = new Set();
+    const seen = this.seenTools;  // reused: no allocation per frame
+    seen.clear();
     for (const t of stream.tools) {
       seen.add(t.toolId);
       let s = this.tools.get(t.toolId);
@@ -162,6 +172,44 @@ export class TissueView {
         s.geometry.dispose();
         s.material.dispose();
         this.tools.delete(id);
+      }
+    }
+    this.dirty = true;
+  }
+
+  /** Removes the tissue and the tools (the page left its session). */
+  clear() {
+    if (this.mesh) {
+      this.scene.remove(this.mesh);
+      this.geometry.dispose();
+      for (const m of this.mesh.material) m.dispose();
+      for (const m of this.wire.material) m.dispose();
+      this.mesh = null;
+      this.wire = null;
+      this.geometry = null;
+    }
+    for (const s of this.tools.values()) {
+      this.scene.remove(s);
+      s.geometry.dispose();
+      s.material.dispose();
+    }
+    this.tools.clear();
+    this.layerNames = [];
+    this.dirty = true;
+  }
+
+  /**
+   * Shows or hides every draw group of the layer called `name` (a
+   * Topology.layer_names entry); the choice outlives topology changes.
+   */
+  setLayerVisible(name, visible) {
+    if (visible) this.hiddenLayers.delete(name);
+    else this.hiddenLayers.add(name);
+    if (this.mesh) {
+      for (let i = 0; i < this.layerNames.length; i++) {
+        if (this.layerNames[i] !== name) continue;
+        this.mesh.material[i].visible = visible;
+        this.wire.material[i].visible = visible;
       }
     }
     this.dirty = true;

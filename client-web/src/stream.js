@@ -27,7 +27,9 @@ export class FrameStream {
     this.simTime = 0;
     this.flags = 0;
     this.topology = null;       // { triangles: Uint32Array, groups: [{name, start, count}] }
-    this.topologyVersion = 0;   // bumped whenever topology or buffers change
+    // bumped whenever topology or buffers change, and never goes back (not
+    // even here), so a view built for an older stream sees the change
+    this.topologyVersion = (this.topologyVersion || 0) + 1;
     this.tools = [];            // ToolState of the last frame
     this.keyframes = 0;
     this.deltas = 0;

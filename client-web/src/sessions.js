@@ -1,0 +1,193 @@
+// sessions.js: the sessions panel: the server's sessions (name, tissue,
+// solver, participants) refreshed every few seconds with ListSessions, a
+// form that creates one (the built-in tissue or an uploaded OBJ/STL/PLY file
+// with a scale, the mass-spring or XPBD solver), and buttons that join one
+// as controller or observer. Creating and joining need the server key (it
+// opens any session); without it the panel says how to get one.
+//
+// Rows are kept per session id and updated in place, so a refresh neither
+// rebuilds the table nor takes the keyboard focus away from a button.
+
+import { Role } from './protocol.js';
+
+const REFRESH_MS = 3000;
+export const SOLVER_NAMES = { 0: 'default', 1: 'mass-spring', 2: 'XPBD', 3: 'quasi-static' };
+const FORMATS = { obj: 0, stl: 1, ply: 2 };  // MeshUpload.Format
+const MAX_UPLOAD_BYTES = 64 * 1024 * 1024;
+
+const $ = (id) => document.getElementById(id);
+
+export class SessionsPanel {
+  /**
+   * client: SessionClient; hasKey: whether the page knows the server key;
+   * onList(sessions): called with SessionInfo[] after every refresh;
+   * onCreated(sessionCreated, spec): after the server made a session for
+   * this page.
+   */
+  constructor({ client, hasKey, onList, onCreated }) {
+    this.client = client;
+    this.hasKey = hasKey;
+    this.onList = onList;
+    this.onCreated = onCreated;
+    this.rows = new Map();      // session id -> { tr, cells: {...} }
+    this.sessions = [];
+    this.currentId = 0;
+    this.el = {
+      rows: $('ss-rows'),
+      empty: $('ss-empty'),
+      nokey: $('ss-nokey'),
+      form: $('ss-form'),
+      details: $('ss-new'),
+      name: $('ss-name'),
+      tissue: $('ss-tissue'),
+      fileRow: $('ss-file-row'),
+      file: $('ss-file'),
+      scale: $('ss-scale'),
+      solver: $('ss-solver'),
+      create: $('ss-create'),
+      status: $('ss-status'),
+    };
+    this.el.nokey.hidden = hasKey;
+    this.el.details.hidden = !hasKey;
+    this.el.tissue.addEventListener('change', () => this._tissueChanged());
+    this.el.form.addEventListener('submit', (e) => {
+      e.preventDefault();
+      this._create();
+    });
+    this._tissueChanged();
+    this.timer = setInterval(() => this.refresh(), REFRESH_MS);
+  }
+
+  /** Marks the session this page is in (0: none). */
+  setCurrent(id) {
+    this.currentId = id;
+    for (const [sid, r] of this.rows) this._mark(sid, r);
+  }
+
+  _tissueChanged() {
+    const upload = this.el.tissue.value === 'upload';
+    this.el.fileRow.hidden = !upload;
+    this.el.file.required = upload;
+  }
+
+  /** Asks the server for its sessions and updates the table. */
+  async refresh() {
+    if (this.client.state !== 'connected' || this.busy) return;
+    this.busy = true;
+    try {
+      const list = await this.client.listSessions();
+      this.sessions = list;
+      this._render(list);
+      this.onList?.(list);
+    } catch {
+      // the next refresh tries again; a closed connection is shown elsewhere
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  _render(list) {
+    const seen = new Set();
+    for (const s of list) {
+      seen.add(s.sessionId);
+      let r = this.rows.get(s.sessionId);
+      if (!r) {
+        r = this._row(s);
+        this.rows.set(s.sessionId, r);
+        this.el.rows.appendChild(r.tr);
+      }
+      r.cells.name.textContent = s.name || ('session ' + s.sessionId);
+      r.cells.tissue.textContent = s.tissue || '–';
+      r.cells.solver.textContent = SOLVER_NAMES[s.solver] || String(s.solver);
+      r.tr.dataset.solver = r.cells.solver.textContent;
+      r.cells.clients.textContent = String(s.clients || 0);
+      this._mark(s.sessionId, r);
+    }
+    for (const [id, r] of this.rows) {
+      if (!seen.has(id)) {
+        r.tr.remove();
+        this.rows.delete(id);
+      }
+    }
+    this.el.empty.hidden = list.length > 0;
+  }
+
+  _row(s) {
+    const tr = document.createElement('tr');
+    tr.dataset.session = String(s.sessionId);
+    // the name, with the tissue and solver under it; the participants; the buttons
+    const cells = {};
+    const what = document.createElement('td');
+    for (const k of ['name', 'tissue', 'solver']) {
+      const span = document.createElement('span');
+      span.className = 'ss-' + k;
+      what.appendChild(span);
+      cells[k] = span;
+    }
+    tr.appendChild(what);
+    cells.clients = document.createElement('td');
+    cells.clients.className = 'num';
+    tr.appendChild(cells.clients);
+    const act = document.createElement('td');
+    act.className = 'actions';
+    if (this.hasKey) {
+      const label = s.name || ('session ' + s.sessionId);
+      for (const [text, role] of [['control', Role.CONTROLLER], ['watch', Role.OBSERVER]]) {
+        const b = document.createElement('button');
+        b.type = 'button';
+        b.textContent = text;
+        b.dataset.role = text;
+        b.setAttribute('aria-label', text + ' ' + label);
+        b.addEventListener('click', () => this.client.joinSession(s.sessionId, role, ''));
+        act.appendChild(b);
+      }
+    }
+    tr.appendChild(act);
+    cells.actions = act;
+    return { tr, cells };
+  }
+
+  _mark(id, r) {
+    const here = id === this.currentId;
+    r.tr.classList.toggle('current', here);
+    if (here) r.tr.setAttribute('aria-current', 'true');
+    else r.tr.removeAttribute('aria-current');
+  }
+
+  _status(text, isError = false) {
+    this.el.status.textContent = text;
+    this.el.status.classList.toggle('error-text', isError);
+  }
+
+  async _create() {
+    const el = this.el;
+    const spec = { name: el.name.value.trim(), solver: Number(el.solver.value) };
+    if (el.tissue.value === 'upload') {
+      const file = el.file.files && el.file.files[0];
+      if (!file) { this._status('choose an OBJ, STL or PLY file', true); return; }
+      const ext = (/\.([a-z0-9]+)$/i.exec(file.name) || [])[1]?.toLowerCase();
+      if (!(ext in FORMATS)) { this._status('the file must end in .obj, .stl or .ply', true); return; }
+      if (file.size > MAX_UPLOAD_BYTES) { this._status('the file is larger than 64 MB', true); return; }
+      const scale = Number(el.scale.value);
+      if (!(scale > 0) || !Number.isFinite(scale)) { this._status('the scale must be a positive number', true); return; }
+      spec.mesh = { format: FORMATS[ext], data: new Uint8Array(await file.arrayBuffer()), scale };
+      if (!spec.name) spec.name = file.name.replace(/\.[^.]*$/, '').slice(0, 63);
+    } else {
+      spec.builtin = el.tissue.value;
+    }
+    el.create.disabled = true;
+    this._status('creating…');
+    try {
+      const created = await this.client.createSession(spec);
+      this._status('created session ' + created.sessionId + (created.name ? ' (' + created.name + ')' : ''));
+      el.name.value = '';
+      el.details.open = false;  // room for the tool and layer controls
+      this.onCreated?.(created, spec);
+      this.refresh();
+    } catch (err) {
+      this._status(err.message, true);
+    } finally {
+      el.create.disabled = false;
+    }
+  }
+}

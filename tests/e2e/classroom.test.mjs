@@ -1,0 +1,290 @@
+// classroom.test.mjs: the page as a classroom tool, in Debian's Chromium
+// against a real daemon. With the server key the page creates an XPBD
+// session through the sessions panel (driven from the keyboard), chooses the
+// grasper, closes it with the G key while the mouse presses it into the
+// tissue and sees the force plot fill; a second browser context opens the
+// watch link and the first page counts two participants; hiding the mucosa
+// changes the hook and the pixels; the tissue is reset and the session ended
+// from the session controls, which the observer sees. No page may log a
+// console error. When the daemon stops, the page shows that it is
+// reconnecting. Screenshots go to TS_ARTIFACTS (classroom-*.png). Run:
+//   TISSUED_BIN=build/server/tissued TS_ARTIFACTS=/tmp/a node --test tests/e2e/classroom.test.mjs
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+
+import { SERVER_KEY, startDaemon, webRequire, artifactsDir, sleep } from '../integration/daemon_proc.mjs';
+import { decodePng, changedFraction, meanColour } from './png.mjs';
+
+const CHROMIUM = process.env.TS_CHROMIUM || '/usr/bin/chromium';
+const VIEWPORT = { width: 1280, height: 800 };
+const WAIT_MS = 20000;      // any one wait; the box may be loaded
+const PRESS_LIMIT_MS = 30000;
+
+let daemon = null;
+let browser = null;
+let base = '';
+let instructorPage = null;  // kept open for the last test
+const problems = [];   // console errors, page errors and failed requests, from every page
+
+before(async () => {
+  daemon = await startDaemon({ name: 'classroom-test-tissued' });
+  base = `http://127.0.0.1:${daemon.httpPort}`;
+  const { chromium } = webRequire('playwright-core');
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    timeout: WAIT_MS,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+      '--disable-component-update', '--disable-quic', '--no-first-run', '--disable-sync',
+      '--use-angle=swiftshader', '--enable-unsafe-swiftshader'],
+  });
+});
+
+after(async () => {
+  if (browser) await browser.close().catch(() => {});
+  if (daemon && daemon.proc.exitCode === null && daemon.proc.signalCode === null) await daemon.stop();
+});
+
+async function openPage(url, label, viewport = VIEWPORT) {
+  const context = await browser.newContext({ viewport, deviceScaleFactor: 1 });
+  const page = await context.newPage();
+  page.setDefaultTimeout(WAIT_MS);
+  page.on('console', (m) => {
+    if (m.type() === 'error') problems.push(`${label} console: ${m.text()}`);
+  });
+  page.on('pageerror', (e) => problems.push(`${label} page error: ${e.message}`));
+  page.on('requestfailed', (r) => problems.push(`${label} request failed: ${r.url()} ${r.failure()?.errorText}`));
+  // Everything the page loads comes from the daemon.
+  page.on('request', (r) => {
+    const u = new URL(r.url());
+    if (u.protocol.startsWith('http') && u.host !== new URL(base).host) problems.push(`${label} loads ${r.url()}`);
+  });
+  await page.goto(url, { waitUntil: 'load', timeout: WAIT_MS });
+  return page;
+}
+
+const hook = (page) => page.evaluate(() => {
+  const t = window.tissued;
+  return {
+    state: t.state, sessionId: t.sessionId, role: t.role, frames: t.frames, toolId: t.toolId,
+    toolKind: t.toolKind, jaw: t.jaw, solver: t.solver, watchers: t.watchers, plot: { ...t.plot },
+    layers: t.layers, resets: t.resets, latencyMs: t.latencyMs, fps: t.fps, errors: t.errors,
+    observerLink: t.observerLink, sessions: t.sessions, ended: t.ended, webgl: t.webgl,
+    force: t.force, simTime: t.simTime,
+  };
+});
+
+const waitHook = (page, fn, arg, what) =>
+  page.waitForFunction(fn, arg, { timeout: WAIT_MS }).catch(async (err) => {
+    throw new Error(`waiting for ${what}: ${err.message}\nhook: ${JSON.stringify(await hook(page))}`);
+  });
+
+test('a classroom session: create, grasp, watch, layers, reset, end', async () => {
+  const dir = artifactsDir();
+  const page = await openPage(base + '/#key=' + SERVER_KEY, 'instructor');
+  instructorPage = page;
+  // On an empty server the page with the key starts the built-in session.
+  await waitHook(page, () => window.tissued.role === 'controller' && window.tissued.frames > 2, null,
+    'the first session');
+  const first = await hook(page);
+  assert.equal(first.webgl, true, 'WebGL works');
+  assert.equal(await page.isVisible('#tl-grasper'), false, 'no grasper in a mass-spring session');
+  await waitHook(page, () => document.querySelectorAll('#ss-rows tr').length === 1, null, 'the session list');
+
+  // Create an XPBD session through the panel, from the keyboard.
+  await page.focus('#ss-new summary');
+  await page.keyboard.press('Enter');
+  await waitHook(page, () => document.getElementById('ss-new').open, null, 'the new-session form open');
+  await page.focus('#ss-name');
+  await page.keyboard.type('class-xpbd');
+  await page.selectOption('#ss-solver', '2');
+  await page.focus('#ss-create');
+  await page.keyboard.press('Enter');
+  await waitHook(page, (id) => window.tissued.sessionId !== id && window.tissued.role === 'controller' &&
+    window.tissued.solver === 2 && window.tissued.frames > 0, first.sessionId, 'the XPBD session');
+  await waitHook(page, () => document.querySelectorAll('#ss-rows tr').length === 2 &&
+    document.querySelector('#ss-rows tr.current .ss-name')?.textContent === 'class-xpbd', null,
+  'the new session listed and marked');
+  const created = await hook(page);
+  const row = await page.$$eval('#ss-rows tr.current span', (s) => s.map((e) => e.textContent));
+  assert.deepEqual(row, ['class-xpbd', 'stomach-patch', 'XPBD']);
+
+  // Choose the grasper with the keyboard (Space on its radio button).
+  await waitHook(page, () => !document.getElementById('tl-grasper-option').hidden, null, 'the grasper offered');
+  await page.focus('#tl-grasper');
+  await page.keyboard.press('Space');
+  await waitHook(page, () => window.tissued.toolKind === 2 && window.tissued.toolId > 0, null, 'the grasper');
+  assert.equal(await page.isVisible('#tl-jaw'), true, 'the grasper button is shown');
+
+  // Press the grasper into the middle of the patch, close it with G, hold.
+  const cx = VIEWPORT.width / 2, cy = VIEWPORT.height / 2;
+  await page.mouse.move(cx - 40, cy - 20);
+  await page.mouse.move(cx, cy, { steps: 8 });
+  await sleep(300);
+  const plot0 = (await hook(page)).plot;
+  await page.mouse.down({ button: 'left' });
+  await sleep(400);
+  await page.keyboard.press('g');
+  await waitHook(page, () => window.tissued.jaw === 0, null, 'the grasper closed');
+  assert.equal(await page.getAttribute('#tl-jaw', 'aria-pressed'), 'true');
+  const t0 = Date.now();
+  let held = await hook(page);
+  for (let i = 0; held.plot.nonZero - plot0.nonZero < 30 || held.latencyMs === null; i++) {
+    assert.ok(Date.now() - t0 < PRESS_LIMIT_MS, 'force samples while pressing: ' + JSON.stringify(held.plot) +
+      ' latency ' + held.latencyMs);
+    await page.mouse.move(cx + 4 * Math.sin(i / 3), cy + 3 * Math.cos(i / 3));
+    await sleep(100);
+    held = await hook(page);
+  }
+  await page.screenshot({ path: path.join(dir, 'classroom-grasp.png') });
+  await page.mouse.up({ button: 'left' });
+  assert.ok(held.plot.points > 0, 'the plot holds samples of the last seconds: ' + JSON.stringify(held.plot));
+  assert.ok(Math.hypot(held.force.x, held.force.y, held.force.z) > 0, 'a force on the grasper: ' +
+    JSON.stringify(held.force));
+  // Pose-to-frame latency on one machine: above zero, and under 5 s even on
+  // a loaded box (a wrong clock would give ~0 or hours).
+  assert.ok(held.latencyMs > 0 && held.latencyMs < 5000, 'latency ' + held.latencyMs + ' ms');
+  const jawLabel = await page.textContent('#tl-jaw');
+  assert.match(jawLabel, /open grasper/);
+
+  // A watcher through the shared link, in its own context (no key).
+  assert.match(created.observerLink, /role=observer/);
+  const observer = await openPage(created.observerLink, 'watcher', { width: 800, height: 500 });
+  await waitHook(observer, () => window.tissued.role === 'observer' && window.tissued.frames > 2, null,
+    'the watcher joined');
+  assert.equal((await hook(observer)).sessionId, created.sessionId);
+  assert.equal(await observer.isVisible('#instructor'), false, 'no session controls for a watcher');
+  assert.equal(await observer.isVisible('#tools'), false, 'no tool controls for a watcher');
+  assert.equal(await observer.isVisible('#ss-nokey'), true, 'the watcher is told how to get the key');
+  await waitHook(page, () => window.tissued.watchers === 2, null, 'two participants in the first page');
+  assert.equal(await page.textContent('#st-watchers'), '2');
+
+  // Hide the mucosa: the hook and the pixels change.
+  const names = (await hook(page)).layers.map((l) => l.name);
+  assert.deepEqual(names.slice(0, 3), ['mucosa', 'submucosa', 'muscularis']);
+  await page.mouse.move(cx + 300, cy + 300);  // the tool away from the middle
+  await sleep(800);
+  const shotShown = await page.screenshot({ path: path.join(dir, 'classroom-layers-all.png') });
+  await page.focus('input[data-layer="mucosa"]');
+  await page.keyboard.press('Space');
+  await waitHook(page, () => window.tissued.layers.find((l) => l.name === 'mucosa')?.visible === false, null,
+    'the mucosa hidden');
+  await sleep(500);
+  const shotHidden = await page.screenshot({ path: path.join(dir, 'classroom-layers-no-mucosa.png') });
+  const a = decodePng(shotShown), b = decodePng(shotHidden);
+  const middle = { x: cx - 120, y: cy - 60, w: 240, h: 120 };
+  const changed = changedFraction(a, b, middle);
+  const [r0, g0] = meanColour(a, middle);
+  const [r1, g1] = meanColour(b, middle);
+  // The pinkish mucosa (0xe89a9a) on top gives way to the deep red
+  // muscularis (0x9e2a2b) under it: most middle pixels change and lose
+  // green (by ~80 of 255 when lit as in the screenshots; asserted 30).
+  assert.ok(changed > 0.3, `hiding the mucosa changes ${(changed * 100).toFixed(1)} % of the middle`);
+  assert.ok(g1 < g0 - 30, `the middle turns from pink to deep red: rg ${[r0, g0].map(Math.round)} -> ${[r1, g1].map(Math.round)}`);
+  await page.focus('input[data-layer="mucosa"]');
+  await page.keyboard.press('Space');
+  await waitHook(page, () => window.tissued.layers.every((l) => l.visible), null, 'the mucosa shown again');
+
+  // Reset the tissue from the keyboard; the server acknowledges it.
+  await page.focus('#in-reset');
+  await page.keyboard.press('Enter');
+  await waitHook(page, () => window.tissued.resets === 1, null, 'the reset acknowledged');
+  const sim0 = (await hook(page)).simTime;
+  await waitHook(page, (t) => window.tissued.simTime > t + 0.05, sim0, 'the tissue running after the reset');
+
+  // End the session: two presses; the watcher sees it end.
+  await page.click('#in-end');
+  assert.match(await page.textContent('#in-end'), /press again/);
+  await page.click('#in-end');
+  await waitHook(page, () => window.tissued.sessionId === 0 && window.tissued.role === '', null, 'the session ended');
+  await waitHook(observer, () => window.tissued.ended !== '', null, 'the watcher told the session ended');
+  await waitHook(page, (id) => !window.tissued.sessions.some((s) => s.sessionId === id), created.sessionId,
+    'the ended session gone from the list');
+  await observer.screenshot({ path: path.join(dir, 'classroom-ended.png') });
+
+  const hEnd = await hook(page);
+  assert.deepEqual(hEnd.errors, [], 'errors shown by the instructor page');
+  assert.deepEqual((await hook(observer)).errors, [], 'errors shown by the watcher page');
+  assert.deepEqual(problems, [], 'console errors');
+  fs.writeFileSync(path.join(dir, 'classroom-summary.json'), JSON.stringify({
+    sessionId: created.sessionId, plot: held.plot, force: held.force, latencyMs: held.latencyMs,
+    fps: held.fps, layerChanged: changed, rgBefore: [r0, g0], rgAfter: [r1, g1],
+  }, null, 2));
+});
+
+// A closed UV sphere of radius `r` (file units) as OBJ text: `rings` bands
+// of latitude, `segs` of longitude, outward-facing triangles.
+function sphereObj(r, rings, segs) {
+  const v = ['v 0 ' + r + ' 0'];
+  for (let i = 1; i < rings; i++) {
+    const th = (Math.PI * i) / rings;
+    for (let j = 0; j < segs; j++) {
+      const ph = (2 * Math.PI * j) / segs;
+      v.push(`v ${(r * Math.sin(th) * Math.cos(ph)).toFixed(6)} ${(r * Math.cos(th)).toFixed(6)} ${(r * Math.sin(th) * Math.sin(ph)).toFixed(6)}`);
+    }
+  }
+  v.push('v 0 ' + -r + ' 0');
+  const bottom = v.length;             // 1-based index of the south pole
+  const at = (i, j) => 2 + (i - 1) * segs + (j % segs);
+  const f = [];
+  for (let j = 0; j < segs; j++) f.push(`f 1 ${at(1, j + 1)} ${at(1, j)}`);
+  for (let i = 1; i < rings - 1; i++) {
+    for (let j = 0; j < segs; j++) {
+      f.push(`f ${at(i, j)} ${at(i, j + 1)} ${at(i + 1, j + 1)}`);
+      f.push(`f ${at(i, j)} ${at(i + 1, j + 1)} ${at(i + 1, j)}`);
+    }
+  }
+  for (let j = 0; j < segs; j++) f.push(`f ${bottom} ${at(rings - 1, j)} ${at(rings - 1, j + 1)}`);
+  return { text: v.concat(f).join('\n') + '\n', vertices: v.length };
+}
+
+test('a mesh file uploaded through the panel becomes a session', async () => {
+  const page = await openPage(base + '/#key=' + SERVER_KEY, 'uploader');
+  await waitHook(page, () => window.tissued.state === 'connected' && document.querySelectorAll('#ss-rows tr').length > 0,
+    null, 'the session list');
+  assert.equal((await hook(page)).sessionId, 0, 'sessions exist: the page waits in the panel');
+  const ball = sphereObj(3, 12, 24);   // 3 cm radius in centimetres
+  await page.focus('#ss-new summary');
+  await page.keyboard.press('Enter');
+  await page.selectOption('#ss-tissue', 'upload');
+  await page.setInputFiles('#ss-file', { name: 'ball.obj', mimeType: 'text/plain', buffer: Buffer.from(ball.text) });
+  await page.fill('#ss-scale', '0.01');
+  await page.fill('#ss-name', 'ball-upload');
+  await page.focus('#ss-create');
+  await page.keyboard.press('Enter');
+  await waitHook(page, () => window.tissued.role === 'controller' && window.tissued.frames > 0, null,
+    'the uploaded session joined');
+  const h = await hook(page);
+  await waitHook(page, (id) => window.tissued.sessions.some((s) => s.sessionId === id), h.sessionId, 'the upload listed');
+  const mine = (await hook(page)).sessions.find((s) => s.sessionId === h.sessionId);
+  assert.equal(mine.name, 'ball-upload');
+  assert.ok(mine.vertexCount >= ball.vertices, `the tissue has ${mine.vertexCount} vertices, the file ${ball.vertices}`);
+  // Its bounding box: the 3 cm ball in metres (the layers add thickness
+  // inwards or outwards by millimetres; 5 mm of slack).
+  const ext = await page.evaluate(() => {
+    const p = window.tissued.positions;
+    let lo = Infinity, hi = -Infinity;
+    for (let i = 0; i < p.length; i += 3) { lo = Math.min(lo, p[i]); hi = Math.max(hi, p[i]); }
+    return hi - lo;
+  });
+  assert.ok(Math.abs(ext - 0.06) < 0.005, `x extent ${(ext * 1000).toFixed(1)} mm, expected ~60 mm`);
+  fs.writeFileSync(path.join(artifactsDir(), 'classroom-upload.json'), JSON.stringify({
+    sessionId: h.sessionId, fileVertices: ball.vertices, vertexCount: mine.vertexCount, extentM: ext }, null, 2));
+  assert.deepEqual((await hook(page)).errors, [], 'errors shown by the uploader page');
+  assert.deepEqual(problems, [], 'console errors');
+});
+
+test('SIGTERM stops the daemon with exit code 0; the page warns that it reconnects', async () => {
+  const s = await daemon.stop();
+  assert.deepEqual({ code: s.code, signal: s.signal }, { code: 0, signal: null }, daemon.log().slice(-2000));
+  if (instructorPage) {
+    await waitHook(instructorPage, () => /reconnecting/.test(window.tissued.degraded), null, 'the reconnect warning');
+    assert.equal(await instructorPage.isVisible('#st-degraded'), true, 'the warning is shown');
+    await instructorPage.screenshot({ path: path.join(artifactsDir(), 'classroom-reconnecting.png') });
+  }
+  await browser.close();
+  browser = null;
+});
