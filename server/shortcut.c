@@ -29,6 +29,11 @@ int ts_shortcut_create(ts_tissue *t, double interval, uint32_t sample_cap, ts_sh
   ts_qstatic_params qp = ts_qstatic_default_params(t);
   int rc = ts_qstatic_create(t, &qp, &sc->q);
   if (!rc) rc = ts_learner_create(sc->q, TS_SHORTCUT_RANGE, sample_cap, &sc->l);
+  if (!rc) {
+    sc->ctrl = malloc(sizeof *sc->ctrl * sc->q->n_surf);
+    sc->ctrl_pos = malloc(sizeof *sc->ctrl_pos * sc->q->n_surf);
+    if (!sc->ctrl || !sc->ctrl_pos) rc = TS_ENOMEM;
+  }
   if (!rc && ts_learn_material_id(t, &qp, sc->material, sizeof sc->material) == 0) rc = TS_EINVAL;
   if (!rc) {
     /* the whole tissue at rest under gravity: the state presses start from */
@@ -54,6 +59,8 @@ void ts_shortcut_destroy(ts_shortcut *sc) {
   if (!sc) return;
   shortcut_priv *p = (shortcut_priv *)sc;
   ts_learner_destroy(sc->l);
+  free(sc->ctrl);
+  free(sc->ctrl_pos);
   ts_qstatic_destroy(sc->q);
   free(p->x_eq);
   free(p);
@@ -71,6 +78,7 @@ int ts_shortcut_reset(ts_shortcut *sc, ts_tissue *t) {
   memcpy(t->x, p->x_eq, sizeof *t->x * p->n);
   memset(t->v, 0, sizeof *t->v * t->n_nodes);
   memset(sc->have_last, 0, sizeof sc->have_last);
+  memset(sc->touching, 0, sizeof sc->touching);
   sc->acc = 0;
   return 0;
 }
@@ -129,37 +137,47 @@ int ts_shortcut_step(ts_shortcut *sc, ts_tissue *t, ts_tool *tools, int n, doubl
       sc->have_last[i] = 1;
       continue;
     }
-    double d[3], dist = 0;
-    for (int c = 0; c < 3; c++) {
-      d[c] = tool->pos[c] - sc->last[i][c];
-      dist += d[c] * d[c];
-    }
-    dist = sqrt(dist);
-    if (!(dist >= TS_SHORTCUT_MIN_MOVE)) continue; /* at rest: the state is an equilibrium */
-    ts_learn_press pr;
-    for (int c = 0; c < 3; c++) {
-      pr.point[c] = sc->last[i][c];
-      pr.dir[c] = d[c] / dist;
-    }
-    pr.radius = tool->radius;
-    pr.depth = dist;
+    double dist = 0;
+    for (int c = 0; c < 3; c++)
+      dist += (tool->pos[c] - sc->last[i][c]) * (tool->pos[c] - sc->last[i][c]);
+    if (!(sqrt(dist) >= TS_SHORTCUT_MIN_MOVE)) continue; /* at rest: the state is an equilibrium */
     memcpy(sc->last[i], tool->pos, sizeof sc->last[i]);
-    int learned = ts_shortcut_learned(sc);
-    sc->l->learned = learned;
-    ts_learn_step_stats ls;
-    memset(&ls, 0, sizeof ls);
-    int rc = ts_learner_step(sc->l, t->x, &pr, !learned && !sc->full, &ls);
-    if (rc == TS_ERANGE) { /* the tool holds no node: it moves through air */
+    /* the control points: outer-surface nodes inside the sphere, pushed out
+     * onto its surface along the ray from its centre */
+    const double *cen = tool->pos, r = tool->radius;
+    uint32_t nc = 0;
+    for (uint32_t k = 0; k < sc->q->n_surf; k++) {
+      if (!(sc->q->mass[k] > 0)) continue;
+      double d[3] = {t->x[k][0] - cen[0], t->x[k][1] - cen[1], t->x[k][2] - cen[2]};
+      double len = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+      if (!(len < r)) continue;
+      if (len < 1e-12) { /* at the very centre: straight down */
+        d[0] = d[2] = 0;
+        d[1] = -1;
+        len = 1;
+      }
+      sc->ctrl[nc] = k;
+      for (int c = 0; c < 3; c++) sc->ctrl_pos[nc][c] = cen[c] + r * d[c] / len;
+      nc++;
+    }
+    if (nc == 0 && !sc->touching[i]) { /* moving through air */
       memset(tool->force, 0, sizeof tool->force);
       tool->contacts = 0;
       continue;
     }
+    sc->touching[i] = nc > 0;
+    int learned = ts_shortcut_learned(sc);
+    sc->l->learned = learned;
+    ts_learn_step_stats ls;
+    memset(&ls, 0, sizeof ls);
+    int rc = ts_learner_step_controls(sc->l, t->x, sc->ctrl, (const double(*)[3])sc->ctrl_pos,
+                                      nc, cen, !learned && !sc->full, &ls);
     if (rc == TS_EFULL) {
       sc->full = 1;
       st->recorded_full = 1;
       rc = 0;
     }
-    if (!rc && learned && !guard(sc, t->x, pr.depth)) {
+    if (!rc && learned && !guard(sc, t->x, sqrt(dist))) {
       /* the model moved a node further than the press can explain: its
        * answer is dropped and the solve gives this interval */
       const uint32_t *fr = sc->q->free_nodes;

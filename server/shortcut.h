@@ -7,12 +7,14 @@
  * thread that steps the session; the loop thread reaches it only through the
  * session's mailbox and the events of physics.c.
  *
- * A tool is a press while it moves: at the end of every interval (`interval`
- * seconds of simulated time) a tool that moved by d since the last one holds
- * the outer-surface nodes inside its sphere at the start of the interval
- * (the method's control points) and moves them by d; the rest of the region
- * goes to equilibrium (or to the model's prediction). The reaction on the
- * tool is the sum of the internal and gravity forces on the nodes it holds.
+ * A tool acts while it moves: at the end of every interval (`interval`
+ * seconds of simulated time) a tool that moved since the last one pushes
+ * the outer-surface nodes inside its sphere (a capsule: the sphere at its
+ * tip) out onto its surface; those are the method's control points, and the
+ * rest of the region around the tool goes to equilibrium (or to the model's
+ * prediction). A tool that leaves the tissue gives one more interval with no
+ * control point, in which the region relaxes back. The reaction on the tool
+ * is the sum of the internal and gravity forces on the nodes it holds.
  */
 #ifndef TS_SHORTCUT_H
 #define TS_SHORTCUT_H
@@ -42,6 +44,9 @@ typedef struct ts_shortcut {
   double acc;                  /* s since the last interval */
   double last[8][3];           /* tool centres at the last interval */
   int have_last[8];
+  int touching[8];             /* the tool held nodes at its last interval */
+  uint32_t *ctrl;              /* scratch: control nodes (outer sheet) */
+  double (*ctrl_pos)[3];       /* and their positions */
   int use_learned;             /* the model answers when one is installed */
   int has_model;
   int full;                    /* the sample set is full: nothing more is recorded */

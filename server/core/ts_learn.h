@@ -181,6 +181,15 @@ int ts_learner_set_model(ts_learner *l, const ts_learn_model *m);
 int ts_learner_step(ts_learner *l, double (*x)[3], const ts_learn_press *p, int record,
                     ts_learn_step_stats *stats);
 
+/* As ts_learner_step with the control points given: ctrl[k] (node indices,
+ * no repeats) go to ctrl_pos[k] (m); the region is searched from point (m).
+ * n_ctrl may be 0: the region relaxes (or the model answers) with nothing
+ * held, as after a tool lets go. Returns as ts_learner_step (TS_EINVAL also
+ * for an index out of range, TS_ENAN for a non-finite position). */
+int ts_learner_step_controls(ts_learner *l, double (*x)[3], const uint32_t *ctrl,
+                             const double (*ctrl_pos)[3], uint32_t n_ctrl, const double point[3],
+                             int record, ts_learn_step_stats *stats);
+
 /* Error accumulator of ts_learner_compare. */
 typedef struct ts_learn_error {
   uint64_t n;        /* node positions compared */

@@ -107,31 +107,57 @@ static void features(ts_learner *l, const double (*x)[3], uint32_t nf, const uin
   }
 }
 
-/* Controls, region and free nodes of an interval; features when wanted. */
-static int begin(ts_learner *l, double (*x)[3], const ts_learn_press *p, uint32_t *nc,
+/* Region and free nodes of an interval whose nc controls are in l->ctrl /
+ * l->ctrl_pos; features when wanted. */
+static int begin(ts_learner *l, double (*x)[3], const double point[3], uint32_t nc,
                  int want_features) {
-  int rc = press_ok(p);
-  if (rc) return rc;
-  *nc = press_controls(l, (const double(*)[3])x, p);
-  if (*nc == 0) return TS_ERANGE;
+  int rc;
   if (l->local) {
-    rc = ts_qstatic_select_region(l->q, (const double(*)[3])x, p->point, l->range);
+    rc = ts_qstatic_select_region(l->q, (const double(*)[3])x, point, l->range);
     if (rc) return rc;
   }
-  rc = ts_qstatic_prepare(l->q, x, l->ctrl, (const double(*)[3])l->ctrl_pos, *nc, NULL, l->local);
+  rc = ts_qstatic_prepare(l->q, x, l->ctrl, (const double(*)[3])l->ctrl_pos, nc, NULL, l->local);
   if (rc) return rc;
   if (want_features) features(l, (const double(*)[3])x, l->q->n_free, l->q->free_nodes);
   return 0;
 }
 
+static int run(ts_learner *l, double (*x)[3], const double point[3], uint32_t nc, int record,
+               ts_learn_step_stats *stats);
+
 int ts_learner_step(ts_learner *l, double (*x)[3], const ts_learn_press *p, int record,
                     ts_learn_step_stats *stats) {
   if (!l || !x || !p) return TS_EINVAL;
+  int rc = press_ok(p);
+  if (rc) return rc;
+  uint32_t nc = press_controls(l, (const double(*)[3])x, p);
+  if (nc == 0) return TS_ERANGE;
+  return run(l, x, p->point, nc, record, stats);
+}
+
+int ts_learner_step_controls(ts_learner *l, double (*x)[3], const uint32_t *ctrl,
+                             const double (*ctrl_pos)[3], uint32_t n_ctrl, const double point[3],
+                             int record, ts_learn_step_stats *stats) {
+  if (!l || !x || !point || (n_ctrl && (!ctrl || !ctrl_pos)) || n_ctrl > l->q->n_nodes)
+    return TS_EINVAL;
+  for (int c = 0; c < 3; c++)
+    if (!isfinite(point[c])) return TS_ENAN;
+  for (uint32_t k = 0; k < n_ctrl; k++) {
+    if (ctrl[k] >= l->q->n_nodes) return TS_EINVAL;
+    for (int c = 0; c < 3; c++)
+      if (!isfinite(ctrl_pos[k][c])) return TS_ENAN;
+    l->ctrl[k] = ctrl[k];
+    memcpy(l->ctrl_pos[k], ctrl_pos[k], sizeof l->ctrl_pos[k]);
+  }
+  return run(l, x, point, n_ctrl, record, stats);
+}
+
+static int run(ts_learner *l, double (*x)[3], const double point[3], uint32_t nc, int record,
+               ts_learn_step_stats *stats) {
   ts_learn_step_stats st;
   memset(&st, 0, sizeof st);
-  uint32_t nc = 0;
   int use_model = l->learned && !record;
-  int rc = begin(l, x, p, &nc, use_model || record);
+  int rc = begin(l, x, point, nc, use_model || record);
   if (rc) return rc;
   const ts_qstatic *q = l->q;
   uint32_t nf = q->n_free;
@@ -165,8 +191,11 @@ int ts_learner_step(ts_learner *l, double (*x)[3], const ts_learn_press *p, int 
 int ts_learner_compare(ts_learner *l, double (*x)[3], const ts_learn_press *p,
                        ts_learn_error *err) {
   if (!l || !x || !p || !err || !l->learned) return TS_EINVAL;
-  uint32_t nc = 0;
-  int rc = begin(l, x, p, &nc, 1);
+  int rc = press_ok(p);
+  if (rc) return rc;
+  uint32_t nc = press_controls(l, (const double(*)[3])x, p);
+  if (nc == 0) return TS_ERANGE;
+  rc = begin(l, x, p->point, nc, 1);
   if (rc) return rc;
   rc = ts_qstatic_relax(l->q, x, NULL, NULL);
   if (rc) return rc;
