@@ -25,6 +25,8 @@ typedef struct ts_http_config {
    * upgrades (may be NULL). Neither is copied: both outlive the listener. */
   const char *allowed_origins;
   uint64_t *origin_refused;
+  /* counts WebSocket messages over max_message (closed with 1009); may be NULL */
+  uint64_t *message_too_big;
   /* Timeouts, milliseconds; 0 turns each off. handshake_ms bounds the
    * first HTTP request (then each request, from its first byte) and, on a
    * WebSocket, the time until the dispatcher has seen Hello (ts_conn

@@ -68,6 +68,7 @@ struct ts__net_conn {
   int shutdown_sent;
   int reading;        /* uv_read_start active */
   int close_reason;   /* enum ts_close_reason (metrics.h), -1 until decided */
+  int too_big_counted; /* a message over max_message was counted (WebSocket) */
   int requests_done;  /* HTTP requests completed on this connection */
 
   /* HTTP phase */

@@ -101,6 +101,11 @@ static int ws_frame_queued(ts__net_conn *c) {
     ts__conn_close_now(c);
     return -1;
   }
+  if (!c->too_big_counted &&
+      wslay_event_get_status_code_sent(c->ws) == WSLAY_CODE_MESSAGE_TOO_BIG) {
+    c->too_big_counted = 1; /* a message over max_message: wslay answered 1009 */
+    if (c->h->cfg.message_too_big) (*c->h->cfg.message_too_big)++;
+  }
   return 0;
 }
 

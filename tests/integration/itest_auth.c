@@ -27,6 +27,7 @@
 
 #include "../../server/core/ts_error.h"
 #include "daemon_proc.h"
+#include "rawclient.h"
 #include "tissueclient.h"
 
 static tc_client *connect_with(const ts_dproc *d, const char *name, const char *cred) {
@@ -267,7 +268,7 @@ START_TEST(test_limits) {
   ts_dproc d;
   char err[512];
   const char *args[] = {"--max-sessions-per-key", "1", "--max-pose-rate", "50",
-                        "--max-mesh-vertices", "3", NULL};
+                        "--max-mesh-vertices", "3", "--max-message", "4096", NULL};
   ck_assert_msg(ts_dproc_start(&d, args, err, sizeof err) == 0, "%s", err);
   tc_client *admin = connect_with(&d, "itest-auth-limits", TS_DPROC_KEY);
   uint32_t a, b;
@@ -309,6 +310,26 @@ START_TEST(test_limits) {
       ts_dproc_metric(d.http_port, "tissued_limit_refused_total{limit=\"max-pose-rate\"}"), 1);
   tc_close(ctl);
   tc_close(admin);
+
+  /* a message over max-message, on each transport: refused, counted */
+  static char name[8000];
+  memset(name, 'x', sizeof name - 1);
+  for (int ws = 0; ws < 2; ws++) {
+    rc_conn raw;
+    ck_assert_int_eq(ws ? rc_ws(&raw, d.http_port) : rc_tcp(&raw, d.tcp_port), 0);
+    Tissued__V1__Hello h = TISSUED__V1__HELLO__INIT;
+    h.protocol_version = 1;
+    h.client_name = name;
+    Tissued__V1__Envelope env = TISSUED__V1__ENVELOPE__INIT;
+    env.body_case = TISSUED__V1__ENVELOPE__BODY_HELLO;
+    env.hello = &h;
+    ck_assert_int_eq(rc_send(&raw, &env), 0);
+    ck_assert_msg(rc_wait_closed(&raw, 10000, 0, NULL), "%s: not closed", ws ? "ws" : "tcp");
+    if (ws) ck_assert_int_eq(raw.close_code, 1009);
+    rc_close(&raw);
+  }
+  ck_assert_double_eq(
+      ts_dproc_metric(d.http_port, "tissued_limit_refused_total{limit=\"max-message\"}"), 2);
   char why[256] = "";
   ck_assert_msg(ts_dproc_stop(&d, 10000, why, sizeof why) == 0, "stop: %s", why);
 }
