@@ -763,7 +763,7 @@ void ts_request_fit_material(ts_conn *c, uint64_t rid, const Tissued__V1__FitMat
     ts_send_error(c, rid, TS_ENOMEM, "out of memory");
     return;
   }
-  memcpy(csv, m->csv.data, m->csv.len);
+  if (m->csv.len) memcpy(csv, m->csv.data, m->csv.len); /* an empty field has no data */
   csv[m->csv.len] = 0;
   j->job.work = fit_work;
   j->job.done = fit_done;
