@@ -395,8 +395,22 @@ int ts_fit_exp(const double *strain, const double *stress, const uint32_t *line,
   res.b = b;
   res.n = n;
   res.ss_res = c.s_max * c.s_max * best.P;
-  res.rmse = c.s_max * sqrt(best.P / n);
-  res.r2 = tot > 0.0 ? 1.0 - best.P / tot : (best.P == 0.0 ? 1.0 : 0.0);
+  /* Where the samples follow the law exactly, the log-linear estimate can
+   * be the exact solution while the profile's minimiser lies a few ulps
+   * from it, with residuals of rounding size. Both are compared in the
+   * original variables and the smaller sum of squares is the answer. */
+  double S_opt = ts_fit_exp_sse(strain, stress, n, res.a, res.b);
+  double S_ll = ts_fit_exp_sse(strain, stress, n, res.a_loglinear, res.b_loglinear);
+  double P = best.P;
+  if (isfinite(S_ll) && S_ll < S_opt && res.a_loglinear > 0 && isfinite(res.a_loglinear) &&
+      isfinite(res.b_loglinear)) {
+    res.a = res.a_loglinear;
+    res.b = res.b_loglinear;
+    res.ss_res = S_ll;
+    P = S_ll / (c.s_max * c.s_max);
+  }
+  res.rmse = c.s_max * sqrt(P / n);
+  res.r2 = tot > 0.0 ? 1.0 - P / tot : (P == 0.0 ? 1.0 : 0.0);
   res.optimality = exact ? 0.0 : opt;
   res.minima = minima;
   *out = res;
