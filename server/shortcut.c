@@ -122,7 +122,7 @@ int ts_shortcut_step(ts_shortcut *sc, ts_tissue *t, ts_tool *tools, int n, doubl
   sc->acc += dt;
   if (sc->acc + 1e-12 < sc->interval) return 0;
   sc->acc = 0;
-  if (n > 8) n = 8;
+  if (n > TS_MAX_TOOLS) n = TS_MAX_TOOLS;
   for (int i = 0; i < n; i++) {
     ts_tool *tool = &tools[i];
     if (!tool->active) {

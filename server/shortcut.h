@@ -25,6 +25,7 @@
 #include "core/ts_qstatic.h"
 #include "core/ts_tissue.h"
 #include "core/ts_tool.h"
+#include "frame.h" /* TS_MAX_TOOLS */
 
 #define TS_SHORTCUT_RANGE 0.015   /* m: region search range around the tool */
 #define TS_SHORTCUT_MIN_MOVE 1e-6 /* m: slower tools make no press */
@@ -42,9 +43,9 @@ typedef struct ts_shortcut {
   ts_learner *l;
   double interval;             /* s */
   double acc;                  /* s since the last interval */
-  double last[8][3];           /* tool centres at the last interval */
-  int have_last[8];
-  int touching[8];             /* the tool held nodes at its last interval */
+  double last[TS_MAX_TOOLS][3]; /* tool centres at the last interval */
+  int have_last[TS_MAX_TOOLS];
+  int touching[TS_MAX_TOOLS];  /* the tool held nodes at its last interval */
   uint32_t *ctrl;              /* scratch: control nodes (outer sheet) */
   double (*ctrl_pos)[3];       /* and their positions */
   int use_learned;             /* the model answers when one is installed */
@@ -70,7 +71,7 @@ int ts_shortcut_install(ts_shortcut *sc, const ts_learn_model *m);
  * tools' last positions. */
 int ts_shortcut_reset(ts_shortcut *sc, ts_tissue *t);
 
-/* One physics step of dt seconds with n tools (at most 8): time advances;
+/* One physics step of dt seconds with n tools (at most TS_MAX_TOOLS): time advances;
  * at an interval's end every active tool that moved makes a press, with its
  * reaction written to its force (torque zero). Returns 0 or TS_EDIVERGED
  * (the state is then the last good one). */

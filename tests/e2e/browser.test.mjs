@@ -10,10 +10,9 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { SERVER_KEY, startDaemon, webRequire, artifactsDir, sleep, waitSettled } from '../integration/daemon_proc.mjs';
+import { SERVER_KEY, startDaemon, artifactsDir, sleep, waitSettled, launchChromium } from '../integration/daemon_proc.mjs';
 import { decodePng, changedFraction, meanColour } from './png.mjs';
 
-const CHROMIUM = process.env.TS_CHROMIUM || '/usr/bin/chromium';
 const VIEWPORT = { width: 1280, height: 800 };
 const WAIT_MS = 20000;
 const HOLD_LIMIT_MS = 30000;
@@ -26,17 +25,7 @@ const problems = [];   // console errors and page errors, from every page
 before(async () => {
   daemon = await startDaemon({ name: 'browser-test-tissued' });
   base = `http://127.0.0.1:${daemon.httpPort}`;
-  const { chromium } = webRequire('playwright-core');
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    timeout: WAIT_MS,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-      '--disable-component-update', '--disable-quic', '--no-first-run', '--disable-sync',
-      // WebGL without a GPU: ANGLE on SwiftShader, which Chromium only uses
-      // for WebGL when told to.
-      '--use-angle=swiftshader', '--enable-unsafe-swiftshader'],
-  });
+  browser = await launchChromium(WAIT_MS);
 });
 
 after(async () => {

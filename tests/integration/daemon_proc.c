@@ -7,6 +7,8 @@
 #define _GNU_SOURCE
 #include "daemon_proc.h"
 
+#include <check.h>
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -311,4 +313,14 @@ double ts_dproc_metric(int port, const char *name) {
   double v = ts_dproc_metric_in(page, name);
   free(page);
   return v;
+}
+
+int ts_dproc_run_suite(Suite *s) {
+  ts_dproc_scratch_begin();
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  ts_dproc_scratch_end();
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

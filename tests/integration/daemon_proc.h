@@ -41,6 +41,12 @@ void ts_dproc_scratch_end(void);
  * a message in err (the daemon's log is printed to stderr). */
 int ts_dproc_start(ts_dproc *d, const char *const *extra_args, char *err, size_t errcap);
 
+/* main() of a Check suite that starts daemons: runs it inside a scratch
+ * directory (ts_dproc_scratch_begin/_end) and frees it; EXIT_SUCCESS when no
+ * test failed, else EXIT_FAILURE. */
+typedef struct Suite Suite;
+int ts_dproc_run_suite(Suite *s);
+
 /* Is the daemon still running (not exited)? */
 int ts_dproc_alive(ts_dproc *d);
 

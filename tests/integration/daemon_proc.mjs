@@ -44,6 +44,23 @@ export async function waitFor(fn, timeoutMs, what, every = 20) {
   }
 }
 
+/**
+ * Debian's chromium through playwright-core, headless, with the project's
+ * flags (never a browser download). WebGL without a GPU: ANGLE on
+ * SwiftShader, which Chromium only uses for WebGL when told to.
+ */
+export async function launchChromium(timeoutMs) {
+  const { chromium } = webRequire('playwright-core');
+  return chromium.launch({
+    executablePath: process.env.TS_CHROMIUM || '/usr/bin/chromium',
+    headless: true,
+    timeout: timeoutMs,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+      '--disable-component-update', '--disable-quic', '--no-first-run', '--disable-sync',
+      '--use-angle=swiftshader', '--enable-unsafe-swiftshader'],
+  });
+}
+
 /** Where tests leave screenshots and logs. */
 export function artifactsDir() {
   const dir = process.env.TS_ARTIFACTS || path.join(os.tmpdir(), 'tissued-artifacts');

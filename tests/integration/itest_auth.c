@@ -336,7 +336,6 @@ START_TEST(test_limits) {
 END_TEST
 
 int main(void) {
-  ts_dproc_scratch_begin();
   Suite *s = suite_create("auth");
   TCase *tc = tcase_create("tcp");
   tcase_set_timeout(tc, 300);
@@ -345,10 +344,5 @@ int main(void) {
   tcase_add_test(tc, test_origin);
   tcase_add_test(tc, test_limits);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  ts_dproc_scratch_end();
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return ts_dproc_run_suite(s);
 }

@@ -174,17 +174,11 @@ START_TEST(test_reset_and_end) {
 END_TEST
 
 int main(void) {
-  ts_dproc_scratch_begin();
   Suite *s = suite_create("control");
   TCase *tc = tcase_create("tcp");
   tcase_set_timeout(tc, 300);
   tcase_add_test(tc, test_reset_and_end);
   tcase_add_test(tc, test_metrics);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  ts_dproc_scratch_end();
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return ts_dproc_run_suite(s);
 }

@@ -546,11 +546,5 @@ int main(void) {
   tcase_add_test(tc, test_stall_reported);
   tcase_add_test(tc, test_divergence_isolated);
   suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  ts_dproc_scratch_begin();
-  srunner_run_all(sr, CK_NORMAL);
-  ts_dproc_scratch_end();
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return ts_dproc_run_suite(su);
 }

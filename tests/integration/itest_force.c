@@ -259,16 +259,10 @@ START_TEST(test_force_messages) {
 END_TEST
 
 int main(void) {
-  ts_dproc_scratch_begin();
   Suite *s = suite_create("force");
   TCase *tc = tcase_create("force");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_force_messages);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  ts_dproc_scratch_end();
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return ts_dproc_run_suite(s);
 }

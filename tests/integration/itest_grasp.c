@@ -144,16 +144,10 @@ START_TEST(test_grasp_and_pull) {
 END_TEST
 
 int main(void) {
-  ts_dproc_scratch_begin();
   Suite *s = suite_create("grasp");
   TCase *tc = tcase_create("xpbd");
   tcase_set_timeout(tc, 300);
   tcase_add_test(tc, test_grasp_and_pull);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  ts_dproc_scratch_end();
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return ts_dproc_run_suite(s);
 }

@@ -660,11 +660,5 @@ int main(void) {
   tcase_set_timeout(fake, 60);
   tcase_add_test(fake, test_client_survives_bad_server_data);
   suite_add_tcase(su, fake);
-  SRunner *sr = srunner_create(su);
-  ts_dproc_scratch_begin();
-  srunner_run_all(sr, CK_NORMAL);
-  ts_dproc_scratch_end();
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return ts_dproc_run_suite(su);
 }

@@ -404,17 +404,11 @@ START_TEST(test_automatic_and_limits) {
 END_TEST
 
 int main(void) {
-  ts_dproc_scratch_begin();
   Suite *s = suite_create("shortcut");
   TCase *tc = tcase_create("quasi-static");
   tcase_set_timeout(tc, 600);
   tcase_add_test(tc, test_learn_switch_and_keep);
   tcase_add_test(tc, test_automatic_and_limits);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  ts_dproc_scratch_end();
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return ts_dproc_run_suite(s);
 }

@@ -184,11 +184,5 @@ int main(void) {
   tcase_add_test(tc, test_sigterm_tells_every_client);
   tcase_add_test(tc, test_shutdown_timeout);
   suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  ts_dproc_scratch_begin();
-  srunner_run_all(sr, CK_NORMAL);
-  ts_dproc_scratch_end();
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return ts_dproc_run_suite(su);
 }

@@ -418,7 +418,6 @@ START_TEST(test_mixed_rates_share_the_chain) {
 END_TEST
 
 int main(void) {
-  ts_dproc_scratch_begin();
   Suite *s = suite_create("stream");
   TCase *tc = tcase_create("slow_reader");
   tcase_set_timeout(tc, 300);
@@ -428,10 +427,5 @@ int main(void) {
   tcase_set_timeout(tr, 120);
   tcase_add_test(tr, test_mixed_rates_share_the_chain);
   suite_add_tcase(s, tr);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  ts_dproc_scratch_end();
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return ts_dproc_run_suite(s);
 }
