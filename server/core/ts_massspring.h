@@ -41,7 +41,7 @@
 
 typedef struct ts_step_stats {
   uint32_t substeps;       /* substeps taken this step */
-  uint32_t contacts;       /* nodes in contact with any tool */
+  uint32_t contacts;       /* nodes in contact with any tool (most in a substep) */
   double max_speed;        /* m/s */
   double kinetic_energy;   /* J */
   int diverged;            /* NaN/Inf, runaway speed or sustained energy growth

@@ -21,7 +21,10 @@
  * the rest of the column through the coupling. While held, the node's
  * velocity and remembered accelerations lose their normal parts
  * (hold_history), or Beeman's history would throw it off the surface. The
- * force is averaged over the substeps of a step. A node inside two tools
+ * force is averaged over the substeps of a step, and the step's contact
+ * count is the most nodes that touched in any of its substeps (a node held
+ * on the surface may end one substep just beyond the skin and come back in
+ * the next; the step's force still has its push). A node inside two tools
  * belongs to the last.
  */
 
@@ -113,7 +116,7 @@ void ts__ms_contact(ts_tissue *t, struct ts__ms *ms, ts__ptool *p) {
     memcpy(ms->cn[i], n, sizeof n);
     hits++;
   }
-  p->contacts = hits;
+  if (hits > p->contacts) p->contacts = hits; /* the most in any substep of the step */
 }
 
 /* Keeps only the marks of nodes still within the skin of their tool at its

@@ -108,7 +108,7 @@ typedef struct ts__ptool {
   int index;          /* in the caller's tools[] */
   double force[3];    /* sum over substeps */
   double torque[3];   /* sum over substeps, about the tool's tip */
-  uint32_t contacts;  /* in the last substep */
+  uint32_t contacts;  /* most in one substep of this step */
 } ts__ptool;
 
 /* Strain extremes seen by a force evaluation. */

@@ -23,7 +23,7 @@ typedef struct ts_tool {
   double jaw;          /* jaws: opening 0 (closed) .. 1 (open) */
   double force[3];     /* out: the reaction force of the tissue on the tool, N */
   double torque[3];    /* out: its moment about the tip (pos), N m */
-  uint32_t contacts;   /* out: nodes in contact this step */
+  uint32_t contacts;   /* out: nodes in contact this step (most in a substep) */
 } ts_tool;
 
 /* Signed distance of p from the tool's surface (negative inside), measured
