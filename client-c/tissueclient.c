@@ -926,11 +926,19 @@ int tc_create_session_mesh(tc_client *c, int format, const void *bytes, size_t l
   up.scale = (float)scale;
   Tissued__V1__LayerSpec specs[64];
   Tissued__V1__LayerSpec *ptrs[64];
+  Tissued__V1__Vec3 fibres[64];
   for (size_t i = 0; i < n_layers; i++) {
     tissued__v1__layer_spec__init(&specs[i]);
     specs[i].name = (char *)(layers[i].name ? layers[i].name : "");
     specs[i].thickness = (float)layers[i].thickness;
     specs[i].material = (char *)(layers[i].material ? layers[i].material : "");
+    if (layers[i].fibre[0] != 0 || layers[i].fibre[1] != 0 || layers[i].fibre[2] != 0) {
+      tissued__v1__vec3__init(&fibres[i]);
+      fibres[i].x = (float)layers[i].fibre[0];
+      fibres[i].y = (float)layers[i].fibre[1];
+      fibres[i].z = (float)layers[i].fibre[2];
+      specs[i].fibre_direction = &fibres[i];
+    }
     ptrs[i] = &specs[i];
   }
   Tissued__V1__CreateSession m = TISSUED__V1__CREATE_SESSION__INIT;

@@ -232,6 +232,7 @@ typedef struct tc_layer {
   const char *name;      /* NULL or "" = the server's default name for that layer */
   double thickness;      /* m; 0 = the server's default for that layer */
   const char *material;  /* a stored material fit by name; NULL or "" = the layer's own law */
+  double fibre[3];       /* the layer's fibre direction (any length); zero = none (isotropic) */
 } tc_layer;
 
 /* CreateSession from an uploaded mesh file (format TC_MESH_*, the file's

@@ -301,6 +301,7 @@ static int spec_text(const create_job *j, char *buf, size_t cap) {
     snprintf(ls.layers[i].name, sizeof ls.layers[i].name, "%s", j->def.layers[i].name);
     ls.layers[i].thickness = j->def.layers[i].thickness;
     snprintf(ls.layers[i].material, sizeof ls.layers[i].material, "%s", j->material[i]);
+    memcpy(ls.layers[i].fibre, j->def.layers[i].fibre, sizeof ls.layers[i].fibre);
   }
   return ts_layer_spec_format(&ls, buf, cap);
 }
@@ -406,6 +407,7 @@ static void stored_work(create_job *j, ts_storage *st) {
     *d = base.layers[i < base.n_layers ? i : base.n_layers - 1];
     snprintf(d->name, sizeof d->name, "%s", ls.layers[i].name);
     d->thickness = ls.layers[i].thickness;
+    memcpy(d->fibre, ls.layers[i].fibre, sizeof d->fibre);
     snprintf(j->material[i], sizeof j->material[i], "%s", ls.layers[i].material);
   }
   j->scale = ls.scale;

@@ -56,6 +56,8 @@ static int valid_spec(const ts_layer_spec *ls) {
     if (!l->name[0] || !memchr(l->name, 0, sizeof l->name)) return 0;
     if (!memchr(l->material, 0, sizeof l->material)) return 0;
     if (!isfinite(l->thickness) || l->thickness <= 0) return 0;
+    for (int k = 0; k < 3; k++)
+      if (!isfinite(l->fibre[k])) return 0;
   }
   return 1;
 }
@@ -70,6 +72,8 @@ int ts_layer_spec_format(const ts_layer_spec *ls, char *buf, size_t cap) {
     put_string(&o, l->name);
     put(&o, ",\"thickness\":%.17g,\"material\":", l->thickness);
     put_string(&o, l->material);
+    if (l->fibre[0] != 0 || l->fibre[1] != 0 || l->fibre[2] != 0)
+      put(&o, ",\"fibre\":[%.17g,%.17g,%.17g]", l->fibre[0], l->fibre[1], l->fibre[2]);
     put(&o, "}");
   }
   put(&o, "]}");
@@ -209,12 +213,21 @@ static int layer(in *x, ts_layer_spec_layer *l) {
     } else if (strcmp(k, "material") == 0) {
       if (string(x, l->material, sizeof l->material)) return -1;
       have |= 4;
+    } else if (strcmp(k, "fibre") == 0) {
+      if (have & 8) return bad(x, "fibre given twice");
+      if (expect(x, '[')) return -1;
+      for (int i = 0; i < 3; i++) {
+        if (i && expect(x, ',')) return -1;
+        if (number(x, &l->fibre[i])) return -1;
+      }
+      if (expect(x, ']')) return -1;
+      have |= 8;
     } else {
       return bad(x, "unknown key in a layer");
     }
   } while ((m = more(x, '}')) == 1);
   if (m < 0) return -1;
-  if (have != 7) return bad(x, "a layer needs name, thickness and material");
+  if ((have & 7) != 7) return bad(x, "a layer needs name, thickness and material");
   return 0;
 }
 

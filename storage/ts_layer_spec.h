@@ -2,8 +2,12 @@
  * ts_layer_spec.h: how a stored tissue is rebuilt from its mesh, as kept in
  * the tissue catalog (tissues.layer_spec, ts_storage.h): the scale that takes
  * the stored file's units to metres and the layers the surface was extruded
- * into (name, thickness, material fit). Stored as a small JSON text,
- *   {"scale":0.01,"layers":[{"name":"mucosa","thickness":0.0005,"material":""}]}
+ * into (name, thickness, material fit, fibre direction). Stored as a small
+ * JSON text,
+ *   {"scale":0.01,"layers":[{"name":"mucosa","thickness":0.0005,"material":"",
+ *                            "fibre":[1,0,0]}]}
+ * where "fibre" is written only for a layer that has one (older specs
+ * without it read as isotropic layers).
  * written and read here so that the daemon needs no JSON library. Numbers are
  * written with 17 significant digits, so a round trip gives the same doubles.
  */
@@ -21,6 +25,8 @@ typedef struct ts_layer_spec_layer {
   char name[TS_LAYER_SPEC_NAME];         /* non-empty */
   double thickness;                      /* m, finite, > 0 */
   char material[TS_LAYER_SPEC_MATERIAL]; /* stored fit name; "" = the layer's built-in law */
+  double fibre[3];                       /* fibre direction (any length, finite);
+                                            zero = none: the layer is isotropic */
 } ts_layer_spec_layer;
 
 typedef struct ts_layer_spec {

@@ -11,6 +11,7 @@
  *     nodes and 2 x 5856 render triangles (a closed surface has no side
  *     walls); an observer's first keyframe has exactly those counts, the
  *     layer's name and spot's extent.
+ *   - A layer's fibre direction is kept in the stored layer spec.
  *   - A second session by the stored tissue's name needs no upload and has
  *     the same counts; uploading the same bytes again under another name
  *     stores them once (counted in the database file); an unknown name is
@@ -106,7 +107,9 @@ static void end_session(uint32_t id) {
   tc_close(c);
 }
 
-static const tc_layer half_mm = {"capsule", 0.5e-3, NULL};
+static const tc_layer half_mm = {"capsule", 0.5e-3, NULL, {0, 0, 0}};
+/* the same with a fibre direction, which the stored layer spec keeps */
+static const tc_layer half_mm_fibre = {"capsule", 0.5e-3, NULL, {0, 0, 2}};
 
 /* Stored meshes in the daemon's database, by the sqlite3 command-line shell
  * (deploy/install-deps.sh installs it). */
@@ -120,6 +123,18 @@ static long count_meshes(void) {
   ck_assert_int_eq(fscanf(p, "%ld", &n), 1);
   pclose(p);
   return n;
+}
+
+/* The layer spec stored with a tissue, by the sqlite3 shell. */
+static void stored_spec(const char *tissue, char *buf, size_t cap) {
+  char cmd[800];
+  snprintf(cmd, sizeof cmd, "sqlite3 '%s/tissued.sqlite' \"SELECT layer_spec FROM tissues WHERE name = '%s'\"",
+           daemon_.dir, tissue);
+  FILE *p = popen(cmd, "r");
+  ck_assert_ptr_nonnull(p);
+  buf[0] = 0;
+  ck_assert_ptr_nonnull(fgets(buf, (int)cap, p));
+  pclose(p);
 }
 
 START_TEST(test_upload_meshes) {
@@ -155,12 +170,20 @@ START_TEST(test_upload_meshes) {
   /* spot (closed, genus 0) at 0.1 m per unit with one 0.5 mm layer works */
   shared_path("spot.obj", path, sizeof path);
   obj = read_all(path, &len);
-  rc = tc_create_session_mesh(c, TC_MESH_OBJ, obj, len, 0.1, &half_mm, 1, "spot-test", &id, &nv,
-                              &nt);
+  rc = tc_create_session_mesh(c, TC_MESH_OBJ, obj, len, 0.1, &half_mm_fibre, 1, "spot-test", &id,
+                              &nv, &nt);
   ck_assert_msg(rc == 0, "upload: %s", tc_last_error(c));
   ck_assert_uint_eq(nv, 2 * SPOT_VERTS);
   ck_assert_uint_eq(nt, 2 * SPOT_TRIS);
   ck_assert_int_eq(count_meshes(), 2); /* the liver's and spot's */
+  /* the layer's fibre is stored with the tissue (a float on the wire:
+   * 2 is exact), so sessions by name rebuild it anisotropic; the liver's
+   * layer had none and its spec has no fibre key */
+  char spec[1024];
+  stored_spec("spot-test", spec, sizeof spec);
+  ck_assert_msg(strstr(spec, "\"fibre\":[0,0,2]") != NULL, "spot-test's spec: %s", spec);
+  stored_spec("liver-half-mm", spec, sizeof spec);
+  ck_assert_msg(strstr(spec, "\"thickness\"") && !strstr(spec, "fibre"), "liver's spec: %s", spec);
   first_session = id;
   first_nv = nv;
   first_nt = nt;

@@ -213,6 +213,9 @@ START_TEST(test_layer_spec_roundtrip) {
   snprintf(ls.layers[1].material, sizeof ls.layers[1].material, "fit-7");
   snprintf(ls.layers[2].name, sizeof ls.layers[2].name, "muscularis");
   ls.layers[2].thickness = 2e-3;
+  ls.layers[2].fibre[0] = 0.1; /* a muscle layer with its fibre along ~x */
+  ls.layers[2].fibre[1] = -1e-300;
+  ls.layers[2].fibre[2] = 1.0 / 3.0;
   char buf[2048];
   int n = ts_layer_spec_format(&ls, buf, sizeof buf);
   ck_assert_int_gt(n, 0);
@@ -226,7 +229,13 @@ START_TEST(test_layer_spec_roundtrip) {
     ck_assert_str_eq(back.layers[i].name, ls.layers[i].name);
     ck_assert(back.layers[i].thickness == ls.layers[i].thickness);
     ck_assert_str_eq(back.layers[i].material, ls.layers[i].material);
+    for (int k = 0; k < 3; k++) ck_assert(back.layers[i].fibre[k] == ls.layers[i].fibre[k]);
   }
+  /* only a layer with a fibre writes one: older readers' specs stay as they were */
+  const char *f1 = strstr(buf, "\"fibre\"");
+  ck_assert_ptr_nonnull(f1);
+  ck_assert_ptr_null(strstr(f1 + 1, "\"fibre\""));
+  ck_assert(f1 > strstr(buf, "muscularis"));
   /* whitespace and key order are free */
   const char *other = " { \"layers\" : [ {\"material\":\"\", \"thickness\": 5e-4,\"name\":\"a\"} ],"
                       "\n \"scale\" : 1 } ";
@@ -234,6 +243,13 @@ START_TEST(test_layer_spec_roundtrip) {
   ck_assert_uint_eq(back.n_layers, 1);
   ck_assert_double_eq_tol(back.layers[0].thickness, 5e-4, 1e-18);
   ck_assert(back.scale == 1.0);
+  ck_assert(back.layers[0].fibre[0] == 0 && back.layers[0].fibre[1] == 0 &&
+            back.layers[0].fibre[2] == 0);
+  const char *fib = "{\"scale\":1,\"layers\":[{\"name\":\"m\",\"fibre\":[ 0 , 1e-3,-2 ],"
+                    "\"thickness\":1,\"material\":\"\"}]}";
+  ck_assert_msg(ts_layer_spec_parse(fib, &back, err, sizeof err) == 0, "%s", err);
+  ck_assert(back.layers[0].fibre[0] == 0 && back.layers[0].fibre[1] == 1e-3 &&
+            back.layers[0].fibre[2] == -2);
   /* too small a buffer */
   ck_assert_int_eq(ts_layer_spec_format(&ls, buf, 20), TS_ETOOBIG);
   ls.layers[2].thickness = NAN;
@@ -255,6 +271,12 @@ START_TEST(test_layer_spec_refused) {
       "{\"scale\":1,\"layers\":[{\"name\":\"a\",\"thickness\":1,\"material\":\"\"}]",
       "{\"scale\":1e999,\"layers\":[{\"name\":\"a\",\"thickness\":1,\"material\":\"\"}]}",
       "{\"scale\":1,\"layers\":[{\"name\":\"a\\q\",\"thickness\":1,\"material\":\"\"}]}",
+      "{\"scale\":1,\"layers\":[{\"name\":\"a\",\"thickness\":1,\"material\":\"\",\"fibre\":[1,0]}]}",
+      "{\"scale\":1,\"layers\":[{\"name\":\"a\",\"thickness\":1,\"material\":\"\",\"fibre\":[1,0,0,0]}]}",
+      "{\"scale\":1,\"layers\":[{\"name\":\"a\",\"thickness\":1,\"material\":\"\",\"fibre\":1}]}",
+      "{\"scale\":1,\"layers\":[{\"name\":\"a\",\"thickness\":1,\"material\":\"\",\"fibre\":[1,0,1e999]}]}",
+      "{\"scale\":1,\"layers\":[{\"name\":\"a\",\"thickness\":1,\"material\":\"\",\"fibre\":[1,0,0],"
+      "\"fibre\":[0,1,0]}]}",
       "{\"scale\":1,\"layers\":[{\"name\":\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\","
       "\"thickness\":1,\"material\":\"\"}]}",
   };
