@@ -37,6 +37,8 @@ typedef Tissued__V1__Envelope Envelope;
 
 struct tc_client {
   int fd;
+  char tool_meshes[TC_MAX_TOOL_MESHES][32]; /* HelloReply.tool_meshes */
+  uint32_t n_tool_meshes;
   ts_framer framer;
   int broken;                 /* closed by the peer or unusable */
   int in_dispatch;            /* inside a callback: no re-entry */
@@ -627,6 +629,9 @@ tc_client *tc_connect_key(const char *host, int port, const char *client_name,
   if (request(c, &env, TISSUED__V1__ENVELOPE__BODY_HELLO_REPLY, &r) != 0) goto fail;
   uint32_t v = r->hello_reply->protocol_version;
   c->client_id = r->hello_reply->client_id;
+  for (size_t i = 0; i < r->hello_reply->n_tool_meshes && c->n_tool_meshes < TC_MAX_TOOL_MESHES; i++)
+    snprintf(c->tool_meshes[c->n_tool_meshes++], sizeof c->tool_meshes[0], "%s",
+             r->hello_reply->tool_meshes[i]);
   tissued__v1__envelope__free_unpacked(r, NULL);
   if (v != TC_PROTOCOL_VERSION) {
     fail(c, TS_EVERSION, "the server speaks protocol version %u, this client %d", v,
@@ -660,6 +665,11 @@ void tc_close(tc_client *c) {
 }
 
 int tc_fd(const tc_client *c) { return c->fd; }
+uint32_t tc_tool_meshes(const tc_client *c, const char **names, uint32_t cap) {
+  for (uint32_t i = 0; i < c->n_tool_meshes && i < cap; i++) names[i] = c->tool_meshes[i];
+  return c->n_tool_meshes;
+}
+
 uint64_t tc_client_id(const tc_client *c) { return c->client_id; }
 const char *tc_last_error(const tc_client *c) { return c ? c->err : "no client"; }
 void tc_set_timeout(tc_client *c, int timeout_ms) {
@@ -778,16 +788,21 @@ int tc_join_ex(tc_client *c, const tc_join_params *p, tc_joined *out) {
   if (!isfinite(p->radius) || p->radius < 0)
     return fail(c, TS_ERANGE, "tool radius must be a finite number >= 0");
   if (p->tool_kind != TC_TOOL_SPHERE && p->tool_kind != TC_TOOL_CAPSULE &&
-      p->tool_kind != TC_TOOL_JAWS)
-    return fail(c, TS_EINVAL, "tool_kind must be TC_TOOL_SPHERE, TC_TOOL_CAPSULE or TC_TOOL_JAWS");
+      p->tool_kind != TC_TOOL_JAWS && p->tool_kind != TC_TOOL_MESH)
+    return fail(c, TS_EINVAL,
+                "tool_kind must be TC_TOOL_SPHERE, TC_TOOL_CAPSULE, TC_TOOL_JAWS or TC_TOOL_MESH");
+  if (p->tool_kind == TC_TOOL_MESH && (!p->tool_mesh || !p->tool_mesh[0]))
+    return fail(c, TS_EINVAL, "a mesh tool needs tool_mesh, the name of one of the server's");
   if (!isfinite(p->length) || p->length < 0)
     return fail(c, TS_ERANGE, "capsule or jaw length must be a finite number >= 0");
   Tissued__V1__ToolShape shape = TISSUED__V1__TOOL_SHAPE__INIT;
   shape.kind = p->tool_kind == TC_TOOL_CAPSULE ? TISSUED__V1__TOOL_SHAPE__KIND__CAPSULE
                : p->tool_kind == TC_TOOL_JAWS  ? TISSUED__V1__TOOL_SHAPE__KIND__JAWS
+               : p->tool_kind == TC_TOOL_MESH  ? TISSUED__V1__TOOL_SHAPE__KIND__MESH
                                                : TISSUED__V1__TOOL_SHAPE__KIND__SPHERE;
   shape.radius = (float)p->radius;
   shape.length = p->tool_kind == TC_TOOL_SPHERE ? 0 : (float)p->length;
+  shape.mesh = (char *)(p->tool_kind == TC_TOOL_MESH ? p->tool_mesh : "");
   Tissued__V1__JoinSession m = TISSUED__V1__JOIN_SESSION__INIT;
   m.session_id = p->session_id;
   m.role = p->role == TC_ROLE_CONTROLLER ? TISSUED__V1__ROLE__ROLE_CONTROLLER

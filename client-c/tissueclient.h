@@ -34,7 +34,7 @@ typedef struct tc_client tc_client;
 enum { TC_ROLE_OBSERVER = 0, TC_ROLE_CONTROLLER = 1 };
 /* Jaws: a grasper (XPBD sessions only); length is the jaw length (0: 10 mm)
  * and ToolPose's jaw (tc_send_pose) opens (1) and closes (0) it. */
-enum { TC_TOOL_SPHERE = 0, TC_TOOL_CAPSULE = 1, TC_TOOL_JAWS = 2 };
+enum { TC_TOOL_SPHERE = 0, TC_TOOL_CAPSULE = 1, TC_TOOL_JAWS = 2, TC_TOOL_MESH = 3 };
 
 /* One tool's state as reported in a frame. */
 typedef struct tc_tool {
@@ -109,12 +109,13 @@ typedef struct tc_join_params {
   int role;            /* TC_ROLE_* */
   uint32_t tool_id;    /* 0 = any free tool (controllers) */
   double radius;       /* tool radius, m; 0 = server default */
-  int tool_kind;       /* TC_TOOL_SPHERE, TC_TOOL_CAPSULE or TC_TOOL_JAWS */
+  int tool_kind;       /* TC_TOOL_SPHERE, TC_TOOL_CAPSULE, TC_TOOL_JAWS or TC_TOOL_MESH */
   double length;       /* capsule: length along the tool axis (local +y from the tip), m */
   uint32_t frame_rate; /* frames per second; 0 = server default */
   uint32_t force_rate; /* controllers: force messages per second; 0 = every physics step */
   const char *token;   /* a token of the session (tc_tokens); NULL or "" when the
                           connection gave the server key or a token at tc_connect_key */
+  const char *tool_mesh; /* TC_TOOL_MESH: one of the server's tool meshes by name */
 } tc_join_params;
 
 /* The tokens of a session, from its SessionCreated (only its creator gets
@@ -155,6 +156,11 @@ void tc_close(tc_client *c);
 int tc_fd(const tc_client *c);
 /* The client id the server gave in HelloReply. */
 uint64_t tc_client_id(const tc_client *c);
+/* The server's rigid tool meshes (HelloReply.tool_meshes), for TC_TOOL_MESH:
+ * up to cap names into names[] (valid while c is open); returns how many
+ * the server has (at most TC_MAX_TOOL_MESHES are kept). */
+#define TC_MAX_TOOL_MESHES 16
+uint32_t tc_tool_meshes(const tc_client *c, const char **names, uint32_t cap);
 /* Message of the last failure ("" if none). */
 const char *tc_last_error(const tc_client *c);
 /* Time a request waits for its reply (default 10000 ms). */

@@ -77,6 +77,10 @@ static const setting settings[] = {
      "largest uploaded mesh, triangles after triangulation"},
     {"max-mesh-vertices", T_INT, OFF(max_mesh_vertices), 0, 3, 4000000,
      "largest uploaded mesh, vertices (STL: after welding duplicates)"},
+    {"tool-mesh", T_STR, OFF(tool_mesh), sizeof(((ts_config *)0)->tool_mesh), 0, 0,
+     "rigid tool meshes controllers may join with, NAME=FILE[@SCALE] comma-separated "
+     "(OBJ, STL or PLY; SCALE: metres per file unit, default 1), e.g. "
+     "probe=/srv/tools/probe.obj@0.001; read at start"},
     {"server-key", T_STR, OFF(server_key), sizeof(((ts_config *)0)->server_key), 0, 0,
      "key(s) that may create sessions, comma-separated, at least 16 characters each; "
      "default: $TISSUED_SERVER_KEY, else <data-dir>/server.key (generated and printed once)"},

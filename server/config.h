@@ -31,6 +31,7 @@ typedef struct ts_config {
   size_t max_mesh_bytes;      /* largest uploaded mesh file, bytes (32 MiB) */
   int max_mesh_triangles;     /* largest uploaded mesh, triangles after triangulation (200000) */
   int max_mesh_vertices;      /* largest uploaded mesh, vertices (STL: after welding) (100000) */
+  char tool_mesh[2048];       /* rigid tool meshes, NAME=FILE[@SCALE] comma-separated ("") */
   /* access (issue 8) */
   char server_key[1024];      /* comma-separated keys; "" = $TISSUED_SERVER_KEY or the key file */
   char allowed_origins[1024]; /* WebSocket Origins allowed besides the daemon's own; "*" = any */

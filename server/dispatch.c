@@ -101,6 +101,11 @@ static void on_hello(ts_conn *c, uint64_t rid, const Tissued__V1__Hello *h) {
   r.protocol_version = TS_PROTOCOL_VERSION;
   r.server_name = (char *)"tissued";
   r.client_id = c->id;
+  char *mesh_names[TS_TOOL_MESHES_MAX];
+  const ts_tool_meshes *tm = &c->server->tool_meshes;
+  for (uint32_t i = 0; i < tm->n; i++) mesh_names[i] = (char *)tm->name[i];
+  r.n_tool_meshes = tm->n;
+  r.tool_meshes = tm->n ? mesh_names : NULL;
   Envelope env = TISSUED__V1__ENVELOPE__INIT;
   env.request_id = rid;
   env.body_case = TISSUED__V1__ENVELOPE__BODY_HELLO_REPLY;
@@ -360,6 +365,7 @@ static void on_join(ts_conn *c, uint64_t rid, const Tissued__V1__JoinSession *m)
   }
   double radius = 0.005, length = 0;
   int kind = 0;
+  const ts_obb_tree *shape = NULL;
   uint32_t tool_id = 0;
   int role = m->role;
   if (role != TISSUED__V1__ROLE__ROLE_OBSERVER && role != TISSUED__V1__ROLE__ROLE_CONTROLLER) {
@@ -374,8 +380,26 @@ static void on_join(ts_conn *c, uint64_t rid, const Tissued__V1__JoinSession *m)
       case TISSUED__V1__TOOL_SHAPE__KIND__SPHERE: kind = TS_TOOL_SPHERE; break;
       case TISSUED__V1__TOOL_SHAPE__KIND__CAPSULE: kind = TS_TOOL_CAPSULE; break;
       case TISSUED__V1__TOOL_SHAPE__KIND__JAWS: kind = TS_TOOL_JAWS; break;
+      case TISSUED__V1__TOOL_SHAPE__KIND__MESH: {
+        kind = TS_TOOL_MESH;
+        const char *mn = m->tool->mesh ? m->tool->mesh : "";
+        shape = ts_tool_meshes_find(&s->tool_meshes, mn);
+        if (!shape) {
+          char names[TS_TOOL_MESHES_MAX * (TS_TOOL_MESH_NAME + 2) + 80];
+          ts_tool_meshes_names(&s->tool_meshes, names, sizeof names);
+          ts_send_error(c, rid, TS_EINVAL, "no tool mesh '%.40s' (available: %s)", mn, names);
+          return;
+        }
+        if (!se->sim.contact) {
+          ts_send_error(c, rid, TS_EUNSUPPORTED,
+                        "mesh tools need a session with the XPBD solver (CreateSession.solver)");
+          return;
+        }
+        break;
+      }
       default:
-        ts_send_error(c, rid, TS_EUNSUPPORTED, "unknown tool kind %d (sphere 0, capsule 1, jaws 2)",
+        ts_send_error(c, rid, TS_EUNSUPPORTED,
+                      "unknown tool kind %d (sphere 0, capsule 1, jaws 2, mesh 3)",
                       (int)m->tool->kind);
         return;
       }
@@ -427,7 +451,7 @@ static void on_join(ts_conn *c, uint64_t rid, const Tissued__V1__JoinSession *m)
   c->frame_interval_ms = 1000u / rate;
   if (tool_id) {
     se->tool_owner[tool_id - 1] = c;
-    ts_session_set_tool(se, tool_id, 1, kind, radius, length);
+    ts_session_set_tool_shape(se, tool_id, 1, kind, radius, length, shape);
     ts_session_set_force_every(se, tool_id, ts_force_every(m->force_rate, se->sim.dt));
   }
   if (tool_id)

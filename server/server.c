@@ -232,6 +232,13 @@ int ts_server_start(ts_server *s, uv_loop_t *loop, const ts_config *cfg) {
     return TS_EINVAL;
   }
   ts_log_info("server key%s from %s", s->keys.n > 1 ? "s" : "", s->key_source);
+  if (ts_tool_meshes_load(&s->tool_meshes, cfg->tool_mesh, (uint32_t)cfg->max_mesh_triangles, err,
+                          sizeof err)) {
+    ts_log_error("%s", err);
+    return TS_EINVAL;
+  }
+  for (uint32_t i = 0; i < s->tool_meshes.n; i++)
+    ts_log_info("tool mesh '%s': %u triangles", s->tool_meshes.name[i], s->tool_meshes.n_tris[i]);
   snprintf(dbpath, sizeof dbpath, "%s/tissued.sqlite", cfg->data_dir);
   if (ts_storage_open(dbpath, &s->storage, err, sizeof err)) {
     ts_log_error("storage: %s", err);
@@ -367,6 +374,7 @@ void ts_server_shutdown(ts_server *s, const char *why) {
 
 void ts_server_finish(ts_server *s) {
   if (s->storage) ts_storage_close(s->storage);
+  ts_tool_meshes_free(&s->tool_meshes); /* physics threads have stopped */
   ts_codec_ctx_free(s->codec);
   s->codec = NULL;
   s->storage = NULL;

@@ -16,6 +16,7 @@
 #include "outbox.h"
 #include "ts_codec.h"
 #include "session.h"
+#include "tool_meshes.h"
 #include "worker.h"
 
 typedef struct ts_http ts_http;
@@ -49,6 +50,7 @@ struct ts_server {
   int exit_code;
   uint64_t start_ms;
 
+  ts_tool_meshes tool_meshes; /* rigid tool meshes (tool_meshes.h), read at start */
   ts_keyring keys;           /* who may create sessions (auth.h) */
   int key_generated;         /* the key file was created at this start */
   char key_source[600];      /* where the keys came from (never the key) */

@@ -205,12 +205,18 @@ void ts_session_on_frame(ts_session *se, ts_frame_ref *f, uint64_t now_ms) {
 
 void ts_session_set_tool(ts_session *se, uint32_t tool_id, int active, int kind, double radius,
                          double length) {
+  ts_session_set_tool_shape(se, tool_id, active, kind, radius, length, NULL);
+}
+
+void ts_session_set_tool_shape(ts_session *se, uint32_t tool_id, int active, int kind,
+                               double radius, double length, const struct ts_obb_tree *shape) {
   if (tool_id < 1 || tool_id > TS_MAX_TOOLS) return;
   uv_mutex_lock(&se->mbox.lock);
   ts_mailbox_tool *m = &se->mbox.tool[tool_id - 1];
   m->active = active;
   if (!active) m->force_every = 0;
   m->kind = kind;
+  m->shape = shape;
   if (radius > 0) m->radius = radius;
   m->length = length;
   /* a tool that is taken or released is parked away from the tissue until
@@ -266,6 +272,7 @@ static void drain_mailbox(ts_session *se) {
     t->kind = m->kind;
     if (m->radius > 0) t->radius = m->radius;
     t->length = m->length;
+    t->shape = m->shape;
     memcpy(t->pos, m->pos, sizeof t->pos);
     memcpy(t->quat, m->quat, sizeof t->quat);
     t->jaw = m->jaw;

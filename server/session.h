@@ -28,6 +28,7 @@ typedef struct ts_mailbox_tool {
   int active;
   int kind;            /* TS_TOOL_* */
   double radius, length;
+  const struct ts_obb_tree *shape; /* TS_TOOL_MESH: the server's tree (tool_meshes.h) */
   double pos[3];
   double quat[4];
   double jaw;
@@ -158,6 +159,10 @@ void ts_session_on_frame(ts_session *se, ts_frame_ref *f, uint64_t now_ms);
 /* Mailbox writes (loop thread). */
 void ts_session_set_tool(ts_session *se, uint32_t tool_id, int active, int kind, double radius,
                          double length);
+/* The same with a mesh tool's tree (TS_TOOL_MESH; the server's, which
+ * outlives every physics thread; NULL for primitives). */
+void ts_session_set_tool_shape(ts_session *se, uint32_t tool_id, int active, int kind,
+                               double radius, double length, const struct ts_obb_tree *shape);
 void ts_session_post_pose(ts_session *se, uint32_t tool_id, const double pos[3],
                           const double quat[4], double jaw, uint64_t seq, uint64_t client_time_us);
 

@@ -21,7 +21,7 @@ static void free_tool(ts_session_ptool *p) {
   ts_posed_tool_free(&p->pt);
   ts_contact_ws_free(&p->ws);
   if (p->has_grasp) ts_grasp_free(&p->grasp);
-  ts_obb_tree_destroy(p->otree);
+  if (p->owns_tree) ts_obb_tree_destroy(p->otree);
   memset(p, 0, sizeof *p);
 }
 
@@ -57,8 +57,16 @@ static int build_tool(ts_session_ptool *p, const ts_tool *t, const ts_tissue *ti
     break;
   default: d.kind = TS_SHAPE_SPHERE; break;
   }
-  int rc = ts_obb_tree_create(&d, &p->otree);
-  if (rc) return rc;
+  int rc = 0;
+  if (t->kind == TS_TOOL_MESH) {
+    if (!t->shape) return TS_EINVAL;
+    p->otree = (ts_obb_tree *)t->shape; /* placed by ts_posed_tool, never written */
+    p->owns_tree = 0;
+  } else {
+    rc = ts_obb_tree_create(&d, &p->otree);
+    if (rc) return rc;
+    p->owns_tree = 1;
+  }
   rc = ts_posed_tool_init(&p->pt, p->otree);
   if (!rc) rc = ts_contact_ws_init(&p->ws, NULL, tis->n_nodes, tis->n_nodes, tis->n_tris);
   if (!rc && t->kind == TS_TOOL_JAWS) {
@@ -69,11 +77,12 @@ static int build_tool(ts_session_ptool *p, const ts_tool *t, const ts_tissue *ti
     /* each part is zeroed until initialised, and zeroed parts free safely */
     ts_posed_tool_free(&p->pt);
     ts_contact_ws_free(&p->ws);
-    ts_obb_tree_destroy(p->otree);
+    if (p->owns_tree) ts_obb_tree_destroy(p->otree);
     memset(p, 0, sizeof *p);
     return rc;
   }
   p->kind = t->kind;
+  p->shape = t->shape;
   p->radius = t->radius;
   p->length = t->length;
   return 0;
@@ -93,7 +102,7 @@ int ts_session_contact_step(ts_session_contact *sc, ts_xpbd *x, ts_tissue *t, do
       continue;
     }
     if (!p->otree || p->kind != tool->kind || p->radius != tool->radius ||
-        p->length != tool->length) {
+        p->length != tool->length || p->shape != tool->shape) {
       int rc = build_tool(p, tool, t);
       if (rc) return rc;
     }

@@ -1,7 +1,8 @@
 /*
  * session_contact.h: the tree-based tool contact of a position-based (XPBD)
  * session (issue 5): the tissue's AABB tree, and per tool an OBB tree of its
- * shape (sphere, capsule or grasper jaws), its placed copy, its contact
+ * shape (sphere, capsule or grasper jaws; a mesh tool uses the server's
+ * tree of its mesh, tool_meshes.h), its placed copy, its contact
  * workspace and, for jaws, its grasp. The physics thread that owns the
  * session owns this too; trees are built when a tool's shape changes (a
  * join), never in a plain step.
@@ -20,6 +21,8 @@
 
 typedef struct ts_session_ptool {
   ts_obb_tree *otree;        /* NULL: not built yet */
+  int owns_tree;             /* built here (primitives); a mesh tool's tree is the server's */
+  const ts_obb_tree *shape;  /* the mesh tool's tree it was set up for */
   int kind;                  /* TS_TOOL_* the tree was built for */
   double radius, length;
   ts_posed_tool pt;

@@ -131,6 +131,16 @@ double ts_contact_tool_sdf(const ts_posed_tool *tool, const double p[3], double 
     }
     return d0;
   }
+  if (tr->kind == TS_SHAPE_MESH) {
+    /* into the tool frame and back: p_tool = R^T (p - position) */
+    const double (*R)[3] = (const double (*)[3])tool->R;
+    double d[3], q[3], nl[3];
+    for (int k = 0; k < 3; k++) d[k] = p[k] - tool->pose.p[k];
+    for (int k = 0; k < 3; k++) q[k] = R[0][k] * d[0] + R[1][k] * d[1] + R[2][k] * d[2];
+    const double s = ts_obb_tree_mesh_sdf(tr, q, nl);
+    for (int k = 0; k < 3; k++) n[k] = R[k][0] * nl[0] + R[k][1] * nl[1] + R[k][2] * nl[2];
+    return s;
+  }
   return NAN;
 }
 
@@ -157,7 +167,6 @@ int ts_contact_begin(ts_contact_ws *ws, ts_posed_tool *tool, const ts_pose *from
   if (!ws || !ws->v || !tool || !tool->tree || !from || !to || !tree || !inv_mass)
     return TS_EINVAL;
   if (tree->n_points != ws->n_points) return TS_EINVAL;
-  if (tool->tree->kind == TS_SHAPE_MESH) return TS_EUNSUPPORTED;
   ws->n = 0;
   ws->dropped = 0;
   ws->touching = 0;
@@ -279,7 +288,6 @@ static void barycentric(const double T[3][3], const double p[3], double bc[3]) {
 int ts_contact_project(ts_contact_ws *ws, ts_posed_tool *tool, double (*x)[3],
                        const double (*x0)[3], const double *inv_mass, int sweep) {
   if (!ws || !tool || !tool->tree || !x || !x0 || !inv_mass) return TS_EINVAL;
-  if (tool->tree->kind == TS_SHAPE_MESH) return TS_EUNSUPPORTED;
   const uint32_t n = ws->n;
   const uint32_t m = sweep ? ws->substeps : 1;
   if (m > 1) {
@@ -344,10 +352,11 @@ int ts_contact_project(ts_contact_ws *ws, ts_posed_tool *tool, double (*x)[3],
   if (tr->kind == TS_SHAPE_JAWS) {
     ts_posed_tool_jaw(tool, 0, &jaw[0]);
     ts_posed_tool_jaw(tool, 1, &jaw[1]);
-  } else {
+  } else if (tr->kind != TS_SHAPE_MESH) {
     ts_posed_tool_segment(tool, a, b);
   }
-  for (uint32_t j = 0; ws->def.triangle_pass && j < ws->n_tris; j++) {
+  /* (meshes: the vertex pass only, see ts_contact.h) */
+  for (uint32_t j = 0; ws->def.triangle_pass && tr->kind != TS_SHAPE_MESH && j < ws->n_tris; j++) {
     const uint32_t *tri = ws->tree->tris[ws->tri_buf[j]];
     uint32_t sl[3];
     double T[3][3], w[3];

@@ -31,8 +31,14 @@
  * sphere on 1.6..3.5 mm triangles): there it leaves no vertex inside in one
  * pass, while a barycentric split shares one correction among three
  * vertices and needs repeated passes; the triangle pass covers what the
- * vertex pass cannot see. Triangle-mesh tools (TS_SHAPE_MESH) have no
- * signed distance here and are refused (TS_EUNSUPPORTED).
+ * vertex pass cannot see. Triangle-mesh tools (TS_SHAPE_MESH) take the
+ * vertex pass only, with the mesh's signed distance (ts_obb_tree_mesh_sdf:
+ * closest point by the tree, sign by the angle-weighted pseudonormal); the
+ * sweep's substeps (a quarter of the mesh's thinnest part each) keep a
+ * vertex from passing through it, but a mesh part thinner than the tissue's
+ * triangles can slip between two vertices (a face-triangle contact gives
+ * the crossing of two surfaces, not how deep a triangle lies inside the
+ * tool, so the primitives' triangle pass has no mesh form here yet).
  *
  * Candidates. The tissue's AABB tree (ts_aabb_tree.h, refitted for the
  * positions) is asked for the triangles whose fat leaf boxes overlap the
@@ -135,10 +141,10 @@ int ts_contact_ws_init(ts_contact_ws *ws, const ts_contact_def *def, uint32_t n_
                        uint32_t cap, uint32_t tri_cap);
 void ts_contact_ws_free(ts_contact_ws *ws);
 
-/* Signed distance (m, negative inside) of p from a placed primitive tool at
- * its current pose, and in n (may be NULL) the unit direction that moves p
- * out fastest (jaws: of the nearer jaw box; a point on a sphere's or
- * capsule's core gets +y). NAN for a mesh tool. */
+/* Signed distance (m, negative inside) of p from a placed tool at its
+ * current pose, and in n (may be NULL) the unit direction that moves p out
+ * fastest (jaws: of the nearer jaw box; a point on a sphere's or capsule's
+ * core gets +y; meshes: ts_obb_tree_mesh_sdf). */
 double ts_contact_tool_sdf(const ts_posed_tool *tool, const double p[3], double n[3]);
 
 /* Starts a step: the tool goes from pose `from` to `to` (tool left at `to`);

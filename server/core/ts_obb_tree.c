@@ -390,8 +390,13 @@ void ts_obb_tree_destroy(ts_obb_tree *t) {
   free(t->nodes);
   free(t->v);
   free(t->t);
+  free(t->fnorm);
+  free(t->enorm);
+  free(t->vnorm);
   free(t);
 }
+
+int ts__obb_mesh_pseudonormals(ts_obb_tree *t); /* ts_obb_sdf.c */
 
 static int finite_pos(double x) { return isfinite(x) && x > 0; }
 
@@ -524,6 +529,7 @@ int ts_obb_tree_create(const ts_tool_shape_def *def, ts_obb_tree **out) {
       for (uint32_t i = 0; i < m->n_verts; i++) reach = fmax(reach, sqrt(dot(t->v[i], t->v[i])));
       t->reach = reach;
       t->thickness = mesh_thickness(t);
+      rc = ts__obb_mesh_pseudonormals(t);
     } else {
       rc = TS_ENOMEM;
     }

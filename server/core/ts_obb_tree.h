@@ -81,6 +81,13 @@ typedef struct ts_obb_tree {
                            thickness for jaws; for meshes the shortest distance from a
                            vertex inwards along its normal to the opposite surface
                            (0 when no such ray hits: open meshes) */
+  /* mesh: angle-weighted pseudonormals for the signed distance (ts_obb_sdf.c),
+   * in the tool frame: per triangle its unit normal and its edges' (edge k
+   * from corner k to k + 1), per vertex its own; zero on the rim of an open
+   * mesh */
+  double (*fnorm)[3];
+  double (*enorm)[3][3];
+  double (*vnorm)[3];
   double reach;     /* largest distance of a tool point from the frame origin, m
                            (jaws: an upper bound over every opening) */
 } ts_obb_tree;
@@ -95,6 +102,14 @@ ts_tool_shape_def ts_default_tool_shape_def(void);
 int ts_obb_tree_create(const ts_tool_shape_def *def, ts_obb_tree **out);
 
 void ts_obb_tree_destroy(ts_obb_tree *tree);
+
+/* Signed distance (m, negative inside) of p (tool frame) from a mesh tool's
+ * surface, with the outward unit direction in n (may be NULL): the closest
+ * point by the tree, the sign by the angle-weighted pseudonormal of its
+ * feature (exact for a closed oriented mesh; near the rim of an open mesh a
+ * point counts as outside). NAN for a tree that is not a mesh. Reads the
+ * tree only: threads may share it. */
+double ts_obb_tree_mesh_sdf(const ts_obb_tree *tree, const double p[3], double n[3]);
 
 /* Checks the tree: links, one leaf per feature, axes orthonormal and
  * right-handed, and every triangle of a mesh (every corner) inside its leaf's

@@ -1085,7 +1085,6 @@ static int valid_posed(const ts_tissue *t, ts_aabb_tree *tree, ts_xpbd_tool *pt,
     if (!p->posed || !p->posed->tree || !p->contact || !p->contact->v) return TS_EINVAL;
     if (p->contact->n_points != t->n_nodes) return TS_EINVAL;
     if (p->grasp && (!p->grasp->held || p->grasp->n_points != t->n_nodes)) return TS_EINVAL;
-    if (p->posed->tree->kind == TS_SHAPE_MESH) return TS_EUNSUPPORTED;
     int rc = ts_posed_tool_set_pose(pt[i].posed, &p->pose);
     if (!rc) rc = ts_posed_tool_set_pose(pt[i].posed, &p->prev);
     if (rc) return rc;

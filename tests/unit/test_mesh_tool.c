@@ -1,0 +1,363 @@
+/*
+ * test_mesh_tool.c: triangle-mesh tools (issue 5: "a tool is a mesh or a
+ * primitive") in the contact response: the signed distance from a mesh
+ * (ts_obb_tree_mesh_sdf, ts_obb_sdf.c) against analytic ones, and a mesh
+ * tool pressed into the patch by the position-based solver.
+ *
+ *  - A closed cube mesh (12 triangles): on 3000 pseudo-random points around
+ *    it the distance equals the exact box distance to 1e-12 m (both are
+ *    exact; rounding only), with the same sign and, away from the surface,
+ *    the same outward direction.
+ *  - A closed latitude-longitude sphere mesh of radius 5 mm: the distance
+ *    lies between the exact sphere's and that minus the mesh's largest
+ *    sagitta (the mesh is inscribed), and the sign agrees for every point
+ *    farther than the sagitta from the sphere.
+ *  - The cube with one face removed (open): a point beyond the opening,
+ *    nearest to the rim, counts as outside; points inside still count as
+ *    inside (an open mesh bounds the region behind its faces).
+ *  - Static equilibrium with the sphere mesh pressed 4 mm into the settled
+ *    patch (as test_contact's sphere): the tool's force equals the anchors'
+ *    reaction plus the tissue's weight within 1 % of the vertical force,
+ *    no node is left inside, and the force is within 10 % of the exact
+ *    sphere's at the same depth (faceting: the mesh lies up to its sagitta
+ *    inside the sphere).
+
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ts_aabb_tree.h"
+#include "ts_contact.h"
+#include "ts_error.h"
+#include "ts_mesh.h"
+#include "ts_obb_tree.h"
+#include "ts_tissue.h"
+#include "ts_xpbd.h"
+
+#define DT 1e-3
+#define PI 3.14159265358979323846
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static double urand(void) { /* xorshift64*, uniform in [0, 1) */
+  rng ^= rng >> 12;
+  rng ^= rng << 25;
+  rng ^= rng >> 27;
+  return (double)((rng * 0x2545f4914f6cdd1dull) >> 11) / 9007199254740992.0;
+}
+
+static ts_mesh *mesh_new(uint32_t nv, uint32_t nt) {
+  ts_mesh *m = NULL;
+  ck_assert_int_eq(ts_mesh_alloc(nv, nt, &m), 0);
+  return m;
+}
+
+/* The cube [-h, h]^3, counter-clockwise seen from outside; without the +z
+ * face (its two triangles) when open. */
+static ts_mesh *box_mesh(const double h[3], int open);
+static ts_mesh *cube(double h, int open) {
+  const double hh[3] = {h, h, h};
+  return box_mesh(hh, open);
+}
+
+/* The box [-h0, h0] x [-h1, h1] x [-h2, h2], as cube(). */
+static ts_mesh *box_mesh(const double h[3], int open) {
+  static const int V[8][3] = {{-1, -1, -1}, {1, -1, -1}, {1, 1, -1}, {-1, 1, -1},
+                              {-1, -1, 1},  {1, -1, 1},  {1, 1, 1},  {-1, 1, 1}};
+  static const uint32_t T[12][3] = {{0, 2, 1}, {0, 3, 2}, /* -z */
+                                    {4, 5, 6}, {4, 6, 7}, /* +z */
+                                    {0, 1, 5}, {0, 5, 4}, /* -y */
+                                    {3, 7, 6}, {3, 6, 2}, /* +y */
+                                    {0, 4, 7}, {0, 7, 3}, /* -x */
+                                    {1, 2, 6}, {1, 6, 5}}; /* +x */
+  ts_mesh *m = mesh_new(8, open ? 10 : 12);
+  for (int i = 0; i < 8; i++)
+    for (int k = 0; k < 3; k++) m->v[i][k] = h[k] * V[i][k];
+  uint32_t n = 0;
+  for (int f = 0; f < 12; f++) {
+    if (open && (f == 2 || f == 3)) continue;
+    memcpy(m->t[n++], T[f], sizeof T[f]);
+  }
+  return m;
+}
+
+/* A latitude-longitude sphere of radius r: poles and nlat - 1 rings of nlon
+ * vertices on the sphere, outward winding. */
+static ts_mesh *uv_sphere(double r, uint32_t nlat, uint32_t nlon) {
+  uint32_t nv = 2 + (nlat - 1) * nlon, nt = 2 * nlon * (nlat - 1);
+  ts_mesh *m = mesh_new(nv, nt);
+  m->v[0][0] = 0, m->v[0][1] = r, m->v[0][2] = 0;
+  m->v[1][0] = 0, m->v[1][1] = -r, m->v[1][2] = 0;
+  for (uint32_t i = 1; i < nlat; i++)
+    for (uint32_t j = 0; j < nlon; j++) {
+      double th = PI * i / nlat, ph = 2 * PI * j / nlon;
+      double *v = m->v[2 + (i - 1) * nlon + j];
+      v[0] = r * sin(th) * cos(ph);
+      v[1] = r * cos(th);
+      v[2] = -r * sin(th) * sin(ph);
+    }
+  uint32_t n = 0;
+#define RING(i, j) (2 + ((i) - 1) * nlon + ((j) % nlon))
+  for (uint32_t j = 0; j < nlon; j++) {
+    uint32_t a[3] = {0, RING(1, j), RING(1, j + 1)};
+    memcpy(m->t[n++], a, sizeof a);
+    uint32_t b[3] = {1, RING(nlat - 1, j + 1), RING(nlat - 1, j)};
+    memcpy(m->t[n++], b, sizeof b);
+  }
+  for (uint32_t i = 1; i + 1 < nlat; i++)
+    for (uint32_t j = 0; j < nlon; j++) {
+      uint32_t a[3] = {RING(i, j), RING(i + 1, j), RING(i + 1, j + 1)};
+      uint32_t b[3] = {RING(i, j), RING(i + 1, j + 1), RING(i, j + 1)};
+      memcpy(m->t[n++], a, sizeof a);
+      memcpy(m->t[n++], b, sizeof b);
+    }
+#undef RING
+  ck_assert_uint_eq(n, nt);
+  return m;
+}
+
+static ts_obb_tree *mesh_tree(const ts_mesh *m) {
+  ts_tool_shape_def d = ts_default_tool_shape_def();
+  d.kind = TS_SHAPE_MESH;
+  d.mesh = m;
+  ts_obb_tree *t = NULL;
+  ck_assert_int_eq(ts_obb_tree_create(&d, &t), 0);
+  return t;
+}
+
+/* The exact distance from the box [-h, h]^3. */
+static double box_exact(double h, const double p[3]) {
+  double o[3], out = 0, in = -INFINITY;
+  for (int k = 0; k < 3; k++) {
+    o[k] = fabs(p[k]) - h;
+    if (o[k] > 0) out += o[k] * o[k];
+    in = fmax(in, o[k]);
+  }
+  return out > 0 ? sqrt(out) : in;
+}
+
+START_TEST(test_sdf_cube) {
+  const double h = 0.003;
+  ts_mesh *m = cube(h, 0);
+  ts_obb_tree *t = mesh_tree(m);
+  double worst = 0;
+  int outward_checked = 0;
+  for (int i = 0; i < 3000; i++) {
+    double p[3], n[3];
+    for (int k = 0; k < 3; k++) p[k] = (2 * urand() - 1) * 2 * h;
+    double d = ts_obb_tree_mesh_sdf(t, p, n);
+    double e = box_exact(h, p);
+    worst = fmax(worst, fabs(d - e));
+    ck_assert_msg(fabs(d - e) <= 1e-12, "(%g %g %g): mesh %.17g, box %.17g", p[0], p[1], p[2], d, e);
+    ck_assert_double_eq_tol(sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]), 1, 1e-12);
+    if (e > 1e-6) { /* outside: the direction from the closest point */
+      double c[3], g[3], gl = 0;
+      for (int k = 0; k < 3; k++) {
+        c[k] = fmax(-h, fmin(h, p[k]));
+        g[k] = p[k] - c[k];
+        gl += g[k] * g[k];
+      }
+      gl = sqrt(gl);
+      ck_assert_double_gt((g[0] * n[0] + g[1] * n[1] + g[2] * n[2]) / gl, 1 - 1e-9);
+      outward_checked++;
+    }
+  }
+  printf("mesh sdf, cube: worst difference from the exact box %.3g m over 3000 points\n", worst);
+  ck_assert_int_gt(outward_checked, 1000);
+  ts_obb_tree_destroy(t);
+  ts_mesh_free(m);
+}
+END_TEST
+
+START_TEST(test_sdf_sphere) {
+  const double r = 0.005;
+  const uint32_t nlat = 24, nlon = 48;
+  ts_mesh *m = uv_sphere(r, nlat, nlon);
+  ts_obb_tree *t = mesh_tree(m);
+  /* the farthest a face lies inside the sphere: its circumcentre's depth
+   * bounded by the longest edge l: r - sqrt(r^2 - l^2 / 3) */
+  double lmax = 0;
+  for (uint32_t f = 0; f < m->n_tris; f++)
+    for (int c = 0; c < 3; c++) {
+      const double *a = m->v[m->t[f][c]], *b = m->v[m->t[f][(c + 1) % 3]];
+      lmax = fmax(lmax, sqrt((a[0] - b[0]) * (a[0] - b[0]) + (a[1] - b[1]) * (a[1] - b[1]) +
+                             (a[2] - b[2]) * (a[2] - b[2])));
+    }
+  const double sag = r - sqrt(r * r - lmax * lmax / 3);
+  int signs = 0;
+  for (int i = 0; i < 3000; i++) {
+    double p[3];
+    for (int k = 0; k < 3; k++) p[k] = (2 * urand() - 1) * 2 * r;
+    double d = ts_obb_tree_mesh_sdf(t, p, NULL);
+    double e = sqrt(p[0] * p[0] + p[1] * p[1] + p[2] * p[2]) - r;
+    /* the mesh is inside the sphere: its distance is at least the exact one
+     * and at most that plus the sagitta (1e-12 for rounding) */
+    ck_assert_msg(d >= e - 1e-12 && d <= e + sag + 1e-12, "mesh %.6g, sphere %.6g, sagitta %.3g",
+                  d, e, sag);
+    if (fabs(e) > sag) {
+      ck_assert_int_eq(d < 0, e < 0);
+      signs++;
+    }
+  }
+  printf("mesh sdf, sphere: %u triangles, sagitta %.3g mm, %d signs checked\n", m->n_tris,
+         sag * 1e3, signs);
+  ck_assert_int_gt(signs, 2500);
+  ts_obb_tree_destroy(t);
+  ts_mesh_free(m);
+}
+END_TEST
+
+START_TEST(test_sdf_open_mesh) {
+  const double h = 0.003;
+  ts_mesh *m = cube(h, 1);
+  ts_obb_tree *t = mesh_tree(m);
+  /* deep inside, nearest to the -z face: inside */
+  const double deep[3] = {0, 0, -0.8 * h};
+  ck_assert_double_lt(ts_obb_tree_mesh_sdf(t, deep, NULL), -0.1 * h);
+  /* just beyond the open +z side, where the closed cube's +z face would be
+   * nearest: the nearest feature is the rim edge x = h, z = h, so outside,
+   * at the distance to that edge */
+  const double rim[3] = {0.2 * h, 0.1 * h, 1.05 * h};
+  ck_assert_double_eq_tol(ts_obb_tree_mesh_sdf(t, rim, NULL), sqrt(0.8 * 0.8 + 0.05 * 0.05) * h,
+                          1e-12);
+  /* outside, beside a closed face: outside, at the box distance */
+  const double side[3] = {1.5 * h, 0, 0};
+  ck_assert_double_eq_tol(ts_obb_tree_mesh_sdf(t, side, NULL), 0.5 * h, 1e-12);
+  ts_obb_tree_destroy(t);
+  ts_mesh_free(m);
+}
+END_TEST
+
+/* ---- a mesh tool in the position-based solver ---- */
+
+typedef struct rig {
+  ts_tissue *t;
+  ts_xpbd *s;
+  ts_aabb_tree *tree;
+  ts_obb_tree *otree;
+  ts_posed_tool pt;
+  ts_contact_ws ws;
+  ts_xpbd_tool tool;
+  ts_xpbd_stats st;
+} rig;
+
+static void rig_init(rig *r, ts_tissue *t, const ts_tool_shape_def *shape, const ts_pose *start) {
+  memset(r, 0, sizeof *r);
+  r->t = t;
+  r->s = ts_xpbd_create(t, NULL);
+  ck_assert_ptr_nonnull(r->s);
+  ck_assert_int_eq(ts_aabb_tree_create_tissue(NULL, t, &r->tree), 0);
+  ck_assert_int_eq(ts_obb_tree_create(shape, &r->otree), 0);
+  ck_assert_int_eq(ts_posed_tool_init(&r->pt, r->otree), 0);
+  ck_assert_int_eq(ts_contact_ws_init(&r->ws, NULL, t->n_nodes, t->n_nodes, t->n_tris), 0);
+  r->tool.posed = &r->pt;
+  r->tool.contact = &r->ws;
+  r->tool.prev = r->tool.pose = *start;
+}
+
+static void rig_free(rig *r) {
+  ts_contact_ws_free(&r->ws);
+  ts_posed_tool_free(&r->pt);
+  ts_obb_tree_destroy(r->otree);
+  ts_aabb_tree_destroy(r->tree);
+  ts_xpbd_destroy(r->s);
+  ts_tissue_destroy(r->t);
+}
+
+static ts_pose pose_at(double y) {
+  ts_pose p = {.p = {0, y, 0}, .q = {1, 0, 0, 0}, .jaw = 0};
+  return p;
+}
+
+/* Presses the tool's centre to 4 mm below its radius above the settled top
+ * over 150 ms and holds 250 ms; returns the tool's vertical force and checks
+ * the balance against the anchors and the weight (1 %). */
+static double press(const ts_tool_shape_def *sd, const char *what) {
+  ts_patch_def pd = ts_default_patch_def();
+  pd.gravity[1] = -9.81;
+  ts_tissue *t = NULL;
+  ck_assert_int_eq(ts_patch_create(&pd, &t), 0);
+  uint32_t c = 0;
+  double bd = INFINITY;
+  for (uint32_t j = 0; j < t->nodes_per_sheet; j++) {
+    double d = hypot(t->rest[j][0], t->rest[j][2]);
+    if (d < bd) bd = d, c = j;
+  }
+  ts_pose p = pose_at(0.05);
+  rig r;
+  rig_init(&r, t, sd, &p);
+  for (int i = 0; i < 450; i++) ck_assert_int_eq(ts_xpbd_step(r.s, t, DT, NULL, 0, &r.st), 0);
+  const double y0 = t->x[c][1];
+  for (int i = 0; i < 400; i++) {
+    double depth = i < 150 ? 0.004 * (i + 1) / 150 : 0.004;
+    p = pose_at(y0 + 0.005 - depth);
+    if (i == 0) r.tool.pose = p;
+    r.tool.prev = r.tool.pose;
+    r.tool.pose = p;
+    ck_assert_int_eq(ts_xpbd_step_posed(r.s, t, DT, NULL, 0, r.tree, &r.tool, 1, &r.st), 0);
+  }
+  ck_assert_msg(r.st.max_speed < 1e-5, "%s: still moving at %.3g m/s", what, r.st.max_speed);
+  for (uint32_t i = 0; i < t->n_nodes; i++)
+    ck_assert(ts_contact_tool_sdf(&r.pt, t->x[i], NULL) > -1e-9);
+  double (*f)[3] = malloc(sizeof *f * t->n_nodes);
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_eq(ts_xpbd_node_forces(r.s, t, f), 0);
+  double R[3] = {0, 0, 0}, M = 0;
+  for (uint32_t i = 0; i < t->n_nodes; i++) {
+    if (t->inv_mass[i] > 0)
+      M += 1.0 / t->inv_mass[i];
+    else
+      for (int k = 0; k < 3; k++) R[k] -= f[i][k];
+  }
+  free(f);
+  printf("%s pressed 4 mm: tool (%.6g %.6g %.6g) N, anchors+weight (%.6g %.6g %.6g) N, %u "
+         "contacts\n",
+         what, r.tool.force[0], r.tool.force[1], r.tool.force[2], R[0] + M * t->gravity[0],
+         R[1] + M * t->gravity[1], R[2] + M * t->gravity[2], r.tool.contacts);
+  ck_assert_uint_ge(r.tool.contacts, 4);
+  ck_assert(r.tool.force[1] > 1e-3 && r.tool.force[1] < 1.0);
+  for (int k = 0; k < 3; k++) {
+    double want = R[k] + M * t->gravity[k];
+    ck_assert_msg(fabs(r.tool.force[k] - want) <= 0.01 * r.tool.force[1],
+                  "%s axis %d: tool %.6g N, anchors and weight %.6g N", what, k, r.tool.force[k],
+                  want);
+  }
+  double fy = r.tool.force[1];
+  rig_free(&r);
+  return fy;
+}
+
+START_TEST(test_mesh_press) {
+  ts_mesh *m = uv_sphere(0.005, 24, 48);
+  ts_tool_shape_def md = ts_default_tool_shape_def();
+  md.kind = TS_SHAPE_MESH;
+  md.mesh = m;
+  double fm = press(&md, "sphere mesh");
+  ts_mesh_free(m);
+  ts_tool_shape_def sd = ts_default_tool_shape_def();
+  sd.kind = TS_SHAPE_SPHERE;
+  sd.radius = 0.005;
+  double fs = press(&sd, "exact sphere");
+  printf("mesh against exact sphere: %.4g N against %.4g N (%.2f %%)\n", fm, fs,
+         100 * (fm - fs) / fs);
+  ck_assert_double_le(fabs(fm - fs), 0.10 * fs);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("mesh_tool");
+  TCase *tc = tcase_create("mesh_tool");
+  tcase_set_timeout(tc, 600);
+  tcase_add_test(tc, test_sdf_cube);
+  tcase_add_test(tc, test_sdf_sphere);
+  tcase_add_test(tc, test_sdf_open_mesh);
+  tcase_add_test(tc, test_mesh_press);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
