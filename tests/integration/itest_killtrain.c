@@ -191,8 +191,10 @@ static int acked(Envelope *r) {
  * controller that switched it to the solve and pressed twice (following
  * frames' simulated time), ready to train. 0, or -1 with a failure noted. */
 static int prepare(ts_dproc *d, rc_conn *c, uint32_t *sid) {
+  /* a coarser patch than the default 17: every round builds a quasi-static
+   * session, and the kills need only a training job, not resolution */
   const char *extra[] = {"--data-dir", dir, "--physics-threads", "1", "--train-after-samples",
-                         "0", NULL};
+                         "0", "--patch-resolution", "11", NULL};
   char err[256];
   if (ts_dproc_start(d, extra, err, sizeof err)) {
     CHECK(0, "daemon: %s", err);
