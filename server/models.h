@@ -45,7 +45,7 @@ void ts_models_list(ts_conn *c, uint64_t rid, const char *tissue);
 void ts_models_export(ts_conn *c, uint64_t rid, int64_t id);
 
 /* ImportModel: parses and checks the document (TS_EINVAL with the reason
- * for a malformed one, TS_ETOOBIG past 1 MiB, TS_ENOTISSUE for a tissue not
+ * for a malformed one, TS_ETOOBIG past 64 KiB, TS_ENOTISSUE for a tissue not
  * in this daemon's catalog), stores it (see above) and answers with a
  * ModelList holding the stored model. */
 void ts_models_import(ts_conn *c, uint64_t rid, const char *document);
