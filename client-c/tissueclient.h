@@ -255,6 +255,49 @@ int tc_create_session_mesh(tc_client *c, int format, const void *bytes, size_t l
                            uint32_t *session_id, uint32_t *vertex_count,
                            uint32_t *triangle_count);
 
+/* ---- learned models (issue 6; every call needs the server key) ---------- */
+
+/* One stored learned model of a quasi-static tissue (ModelInfo). */
+typedef struct tc_model_info {
+  int64_t model_id;
+  char tissue[64];
+  char material[512];  /* material identity (layers and solve parameters) */
+  char kind[32];       /* "method" or "rich" */
+  int64_t version;     /* per tissue, material and kind */
+  uint64_t samples;    /* training samples */
+  double loss;         /* m^2 */
+  double heldout_rmse; /* m */
+  double heldout_max;  /* m */
+  int64_t created;     /* unix seconds */
+} tc_model_info;
+
+/* ListModels: the models of tissue (NULL or "" = all) in id order; *out is
+ * malloc'd (free with free()), *n its length. TS_ENOTISSUE for an unknown
+ * tissue, TS_EAUTH without the server key. */
+int tc_list_models(tc_client *c, const char *tissue, tc_model_info **out, size_t *n);
+
+/* ExportModel: *document (malloc'd, NUL-terminated; free with free()) gets
+ * the model's JSON document, the one `tissuetool models export` writes;
+ * info (may be NULL) its ModelInfo. TS_EINVAL when there is no such model. */
+int tc_export_model(tc_client *c, int64_t model_id, char **document, tc_model_info *info);
+
+/* ImportModel: stores a document as ExportModel gives it (or tissuetool
+ * writes); info (may be NULL) gets the stored model. A document whose
+ * model is stored already (same tissue, material, kind and theta) stores
+ * nothing and gives that model. Errors: TS_EINVAL (malformed, with the
+ * reason in tc_last_error), TS_ENOTISSUE, TS_ETOOBIG. */
+int tc_import_model(tc_client *c, const char *document, tc_model_info *info);
+
+/* DeleteModel. TS_EINVAL when there is no such model. Sessions using it keep
+ * their copy. */
+int tc_delete_model(tc_client *c, int64_t model_id);
+
+/* UseShortcut (a controller of quasi-static session_id): the learned model
+ * answers (learned = 1) or the quasi-static solve (0). model_id != 0 first
+ * installs that stored model; TS_EMISMATCH when it belongs to another tissue
+ * or material, TS_EUNSUPPORTED for a kind the server cannot run. */
+int tc_use_shortcut(tc_client *c, uint32_t session_id, int learned, int64_t model_id);
+
 #ifdef __cplusplus
 }
 #endif

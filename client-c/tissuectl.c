@@ -1,8 +1,9 @@
 /*
  * tissuectl.c: command-line client of a running tissued over its TCP
  * protocol port, built on libtissueclient. Lists and creates sessions, runs a
- * scripted poke as a tool controller, or watches a session as an observer,
- * printing one JSON object per line on stdout (messages go to stderr).
+ * scripted poke as a tool controller, watches a session as an observer, or
+ * lists, exports, imports and deletes stored learned models, printing JSON
+ * on stdout (messages go to stderr).
  */
 #include <errno.h>
 #include <math.h>
@@ -59,6 +60,20 @@ static void usage(FILE *out) {
           "                            join as an observer and print per-frame statistics\n"
           "                            and tool states for S seconds (default: until\n"
           "                            interrupted)\n"
+          "  models list [--tissue NAME]\n"
+          "                            the stored learned models (of one tissue), one per\n"
+          "                            line: model_id, tissue, material, kind, version,\n"
+          "                            samples, loss (m^2), heldout_rmse, heldout_max (m),\n"
+          "                            created (unix s)\n"
+          "  models export ID          model ID's JSON document on stdout, the one\n"
+          "                            'tissuetool models export' writes\n"
+          "  models import FILE        store an exported document ('-' reads stdin) in\n"
+          "                            this daemon's database as a new version; a model\n"
+          "                            stored already (same tissue, material, kind and\n"
+          "                            theta) is not stored again; prints the stored\n"
+          "                            model's line. Its tissue must be known here\n"
+          "  models delete ID          delete model ID (sessions using it keep it)\n"
+          "                            The models commands need the server key.\n"
           "\n"
           "options:\n"
           "  --host H        daemon address (default %s)\n"
@@ -270,10 +285,8 @@ static int mesh_format(const char *path) {
   return -1;
 }
 
-/* Reads a whole file (at most 1 GiB). */
-static int read_file(const char *path, char **out, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return -1;
+/* Reads a whole stream (at most 1 GiB). */
+static int read_stream(FILE *f, char **out, size_t *len) {
   size_t cap = 1 << 16, n = 0;
   char *buf = malloc(cap);
   while (buf) {
@@ -288,15 +301,22 @@ static int read_file(const char *path, char **out, size_t *len) {
     buf = nb;
     cap *= 2;
   }
-  int err = ferror(f);
-  fclose(f);
-  if (!buf || err) {
+  if (!buf || ferror(f)) {
     free(buf);
     return -1;
   }
   *out = buf;
   *len = n;
   return 0;
+}
+
+/* Reads a whole file (at most 1 GiB). */
+static int read_file(const char *path, char **out, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return -1;
+  int rc = read_stream(f, out, len);
+  fclose(f);
+  return rc;
 }
 
 /* Up to 8 comma-separated thicknesses in metres. Count, or -1. */
@@ -418,6 +438,80 @@ static int cmd_frames(tc_client *c, uint32_t session, int controller, double sec
   return 0;
 }
 
+/* ---- learned models ----------------------------------------------------------- */
+
+static void print_model(const tc_model_info *m) {
+  printf("{\"model_id\":%lld,\"tissue\":", (long long)m->model_id);
+  json_str(stdout, m->tissue);
+  printf(",\"material\":");
+  json_str(stdout, m->material);
+  printf(",\"kind\":");
+  json_str(stdout, m->kind);
+  printf(",\"version\":%lld,\"samples\":%llu,\"loss\":%.17g,\"heldout_rmse\":%.17g,"
+         "\"heldout_max\":%.17g,\"created\":%lld}\n",
+         (long long)m->version, (unsigned long long)m->samples, m->loss, m->heldout_rmse,
+         m->heldout_max, (long long)m->created);
+}
+
+/* A model id: a whole number > 0. */
+static int parse_model_id(const char *s, int64_t *id) {
+  char *end;
+  errno = 0;
+  long long v = s ? strtoll(s, &end, 10) : 0;
+  if (!s || errno || end == s || *end || v <= 0) {
+    fprintf(stderr, "tissuectl: '%s' is not a model id (a whole number > 0)\n", s ? s : "");
+    return 1;
+  }
+  *id = v;
+  return 0;
+}
+
+static int cmd_models(tc_client *c, const char *verb, const char *arg, const char *tissue) {
+  if (!strcmp(verb, "list")) {
+    tc_model_info *v;
+    size_t n;
+    if (tc_list_models(c, tissue, &v, &n)) return die("listing models: %s%s", tc_last_error(c), "");
+    for (size_t i = 0; i < n; i++) print_model(&v[i]);
+    free(v);
+    return 0;
+  }
+  if (!strcmp(verb, "import")) {
+    char *text = NULL;
+    size_t len = 0;
+    errno = 0;
+    if ((!strcmp(arg, "-") ? read_stream(stdin, &text, &len) : read_file(arg, &text, &len)) != 0)
+      return die("%s: cannot read: %s", arg, strerror(errno ? errno : EIO));
+    char *doc = realloc(text, len + 1);
+    if (!doc) {
+      free(text);
+      return die("%s: out of memory%s", arg, "");
+    }
+    doc[len] = '\0';
+    tc_model_info m;
+    if (strlen(doc) != len) {
+      free(doc);
+      return die("%s: the file holds a NUL byte; a model document is JSON text%s", arg, "");
+    }
+    int rc = tc_import_model(c, doc, &m);
+    free(doc);
+    if (rc) return die("importing %s: %s", arg, tc_last_error(c));
+    print_model(&m);
+    return 0;
+  }
+  int64_t id;
+  if (parse_model_id(arg, &id)) return 2;
+  if (!strcmp(verb, "export")) {
+    char *doc;
+    if (tc_export_model(c, id, &doc, NULL)) return die("exporting a model: %s%s", tc_last_error(c), "");
+    printf("%s\n", doc);
+    free(doc);
+    return 0;
+  }
+  if (tc_delete_model(c, id)) return die("deleting a model: %s%s", tc_last_error(c), "");
+  printf("{\"deleted\":%lld}\n", (long long)id);
+  return 0;
+}
+
 /* ---- main ------------------------------------------------------------------------- */
 
 int main(int argc, char **argv) {
@@ -449,6 +543,27 @@ int main(int argc, char **argv) {
   }
   const char *cmd = argv[i++];
   const char *tissue = "stomach-patch";
+  const char *verb = NULL, *verb_arg = NULL, *model_tissue = NULL;
+  if (!strcmp(cmd, "models")) {
+    verb = i < argc ? argv[i++] : "list";
+    if (!strcmp(verb, "-h") || !strcmp(verb, "--help")) {
+      usage(stdout);
+      return 0;
+    }
+    if (strcmp(verb, "list") && strcmp(verb, "export") && strcmp(verb, "import") &&
+        strcmp(verb, "delete")) {
+      fprintf(stderr, "tissuectl: models: expected list, export ID, import FILE or delete ID\n");
+      return 2;
+    }
+    if (strcmp(verb, "list")) {
+      if (i >= argc) {
+        fprintf(stderr, "tissuectl: models %s needs %s\n", verb,
+                strcmp(verb, "import") ? "a model id" : "a file");
+        return 2;
+      }
+      verb_arg = argv[i++];
+    }
+  }
   const char *mesh = NULL, *mesh_name = NULL, *layers_s = NULL;
   double scale = 1;
   double session = -1, depth = 0.004, seconds = -1, radius = 0.005, rate = 0;
@@ -461,6 +576,8 @@ int main(int argc, char **argv) {
       return 0;
     } else if (!strcmp(a, "--tissue") && !strcmp(cmd, "create") && v) {
       tissue = v;
+    } else if (!strcmp(a, "--tissue") && verb && !strcmp(verb, "list") && v) {
+      model_tissue = v;
     } else if (!strcmp(a, "--mesh") && !strcmp(cmd, "create") && v) {
       mesh = v;
     } else if (!strcmp(a, "--name") && !strcmp(cmd, "create") && v) {
@@ -488,7 +605,7 @@ int main(int argc, char **argv) {
     i++;
   }
   int is_poke = !strcmp(cmd, "poke"), is_watch = !strcmp(cmd, "watch");
-  if (strcmp(cmd, "sessions") && strcmp(cmd, "create") && !is_poke && !is_watch) {
+  if (strcmp(cmd, "sessions") && strcmp(cmd, "create") && !is_poke && !is_watch && !verb) {
     fprintf(stderr, "tissuectl: unknown command '%s' (see --help)\n", cmd);
     return 2;
   }
@@ -512,6 +629,8 @@ int main(int argc, char **argv) {
   int rc;
   if (!strcmp(cmd, "sessions"))
     rc = cmd_sessions(c);
+  else if (verb)
+    rc = cmd_models(c, verb, verb_arg, model_tissue);
   else if (!strcmp(cmd, "create") && mesh)
     rc = cmd_create_mesh(c, mesh, scale, mesh_name, layers_s);
   else if (!strcmp(cmd, "create"))

@@ -14,6 +14,7 @@
 #include "core/ts_mesh_io.h"
 #include "force.h"
 #include "log.h"
+#include "models.h"
 #include "physics.h"
 #include "requests.h"
 #include "server.h"
@@ -657,12 +658,17 @@ static void on_train(ts_conn *c, uint64_t rid, const Tissued__V1__TrainShortcut 
   send_ack(c, rid, "train");
 }
 
-/* UseShortcut: switch between the quasi-static solve and the model. */
+/* UseShortcut: switch between the quasi-static solve and the model; with a
+ * model_id, first install that stored model (models.c). */
 static void on_use(ts_conn *c, uint64_t rid, const Tissued__V1__UseShortcut *m) {
   ts_session *se = controlled_session(c, rid, m->session_id);
   if (!se) return;
   if (!se->sim.shortcut) {
     ts_send_error(c, rid, TS_EUNSUPPORTED, "session %u is not quasi-static", se->id);
+    return;
+  }
+  if (m->model_id != 0) {
+    ts_models_use(c, rid, se, m->model_id, m->learned);
     return;
   }
   uv_mutex_lock(&se->mbox.lock);
@@ -728,6 +734,21 @@ void ts_dispatch_message(ts_conn *c, const uint8_t *msg, size_t len) {
     break;
   case TISSUED__V1__ENVELOPE__BODY_FIT_MATERIAL:
     if (!needs_key(c, rid, "fitting a material")) ts_request_fit_material(c, rid, env->fit_material);
+    break;
+  case TISSUED__V1__ENVELOPE__BODY_LIST_MODELS:
+    if (!needs_key(c, rid, "listing models")) ts_models_list(c, rid, env->list_models->tissue);
+    break;
+  case TISSUED__V1__ENVELOPE__BODY_EXPORT_MODEL:
+    if (!needs_key(c, rid, "exporting a model"))
+      ts_models_export(c, rid, env->export_model->model_id);
+    break;
+  case TISSUED__V1__ENVELOPE__BODY_IMPORT_MODEL:
+    if (!needs_key(c, rid, "importing a model"))
+      ts_models_import(c, rid, env->import_model->document);
+    break;
+  case TISSUED__V1__ENVELOPE__BODY_DELETE_MODEL:
+    if (!needs_key(c, rid, "deleting a model"))
+      ts_models_delete(c, rid, env->delete_model->model_id);
     break;
   case TISSUED__V1__ENVELOPE__BODY__NOT_SET:
     ts_send_error(c, rid, TS_EPROTOCOL, "empty or unknown message body");

@@ -263,32 +263,6 @@ done:
 
 /* ---- models -------------------------------------------------------------- */
 
-/* The model as a cJSON object (tissue by name). NULL when out of memory. */
-static cJSON *model_json(const ts_model_rec *m, const char *tissue_name) {
-  cJSON *o = cJSON_CreateObject();
-  if (!o) return NULL;
-  cJSON_AddStringToObject(o, "format", EXPORT_FORMAT);
-  cJSON_AddNumberToObject(o, "id", (double)m->id);
-  cJSON_AddStringToObject(o, "tissue", tissue_name);
-  cJSON_AddStringToObject(o, "material", m->material);
-  cJSON_AddStringToObject(o, "kind", m->kind);
-  cJSON_AddNumberToObject(o, "version", (double)m->version);
-  cJSON *th = cJSON_AddArrayToObject(o, "theta");
-  for (size_t a = 0; th && a + 8 <= m->theta_bytes; a += 8) {
-    uint64_t u = 0;
-    double v;
-    for (int k = 0; k < 8; k++) u |= (uint64_t)m->theta[a + k] << (8 * k);
-    memcpy(&v, &u, 8);
-    cJSON_AddItemToArray(th, ts_model_doc_number(v));
-  }
-  cJSON_AddItemToObject(o, "loss", ts_model_doc_number(m->loss));
-  cJSON_AddNumberToObject(o, "samples", (double)m->samples);
-  cJSON_AddItemToObject(o, "heldout_rmse", ts_model_doc_number(m->heldout_rmse));
-  cJSON_AddItemToObject(o, "heldout_max", ts_model_doc_number(m->heldout_max));
-  cJSON_AddNumberToObject(o, "created", (double)m->created);
-  return o;
-}
-
 typedef struct list_ctx {
   ts_storage *st;
   FILE *out;
@@ -301,7 +275,7 @@ static int print_model(void *ud, const ts_model_rec *m) {
   list_ctx *c = ud;
   char name[256];
   if (tissue_name_of(c->st, m->tissue, name, sizeof name)) snprintf(name, sizeof name, "?");
-  cJSON *o = model_json(m, name);
+  cJSON *o = ts_model_doc_json(m, name);
   char *s = o ? cJSON_PrintUnformatted(o) : NULL;
   cJSON_Delete(o);
   if (!s) return TS_ENOMEM;
@@ -490,7 +464,7 @@ int ts_cmd_models(int argc, char **argv, FILE *out, FILE *err) {
     } else {
       char name[256];
       if (tissue_name_of(st, m.tissue, name, sizeof name)) snprintf(name, sizeof name, "?");
-      cJSON *o = model_json(&m, name);
+      cJSON *o = ts_model_doc_json(&m, name);
       char *s = o ? cJSON_Print(o) : NULL;
       if (s) {
         fprintf(out, "%s\n", s);

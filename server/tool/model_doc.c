@@ -88,6 +88,53 @@ cJSON *ts_model_doc_number(double v) {
   return cJSON_CreateRaw(buf);
 }
 
+cJSON *ts_model_doc_json(const ts_model_rec *m, const char *tissue_name) {
+  cJSON *o = cJSON_CreateObject();
+  if (!o) return NULL;
+  cJSON_AddStringToObject(o, "format", TS_MODEL_DOC_FORMAT);
+  cJSON_AddNumberToObject(o, "id", (double)m->id);
+  cJSON_AddStringToObject(o, "tissue", tissue_name);
+  cJSON_AddStringToObject(o, "material", m->material);
+  cJSON_AddStringToObject(o, "kind", m->kind);
+  cJSON_AddNumberToObject(o, "version", (double)m->version);
+  cJSON *th = cJSON_AddArrayToObject(o, "theta");
+  for (size_t a = 0; th && a + 8 <= m->theta_bytes; a += 8) {
+    uint64_t u = 0;
+    double v;
+    for (int k = 0; k < 8; k++) u |= (uint64_t)m->theta[a + k] << (8 * k);
+    memcpy(&v, &u, 8);
+    cJSON_AddItemToArray(th, ts_model_doc_number(v));
+  }
+  cJSON_AddItemToObject(o, "loss", ts_model_doc_number(m->loss));
+  cJSON_AddNumberToObject(o, "samples", (double)m->samples);
+  cJSON_AddItemToObject(o, "heldout_rmse", ts_model_doc_number(m->heldout_rmse));
+  cJSON_AddItemToObject(o, "heldout_max", ts_model_doc_number(m->heldout_max));
+  cJSON_AddNumberToObject(o, "created", (double)m->created);
+  /* a member that could not be added (out of memory) leaves a document that
+   * would not read back: none at all is the honest answer */
+  if (!th || cJSON_GetArraySize(th) != (int)(m->theta_bytes / 8) ||
+      !cJSON_GetObjectItemCaseSensitive(o, "created")) {
+    cJSON_Delete(o);
+    return NULL;
+  }
+  return o;
+}
+
+int ts_model_doc_count_ok(const ts_model_doc *doc) {
+  for (uint32_t ns = 1; ns <= TS_MAX_LAYERS + 1; ns++)
+    if (ts_learn_n_params(doc->kind, ns) == doc->n_theta) return 1;
+  return 0;
+}
+
+size_t ts_model_doc_theta_bytes(const ts_model_doc *doc, uint8_t *buf, size_t cap) {
+  ts_learn_model m;
+  memset(&m, 0, sizeof m);
+  m.kind = doc->kind;
+  m.n_params = doc->n_theta;
+  memcpy(m.theta, doc->theta, sizeof m.theta[0] * doc->n_theta);
+  return ts_learn_theta_encode(&m, buf, cap);
+}
+
 int ts_model_doc_parse(const char *text, ts_model_doc *out, char *err, size_t cap) {
   if (cap > 0) err[0] = '\0';
   if (!text || !out) return fail(err, cap, "no document");

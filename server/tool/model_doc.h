@@ -5,7 +5,8 @@
  * it can be tested and fuzzed without a database or a tissue
  * (tests/fuzz/fuzz_modeldoc.c); what the document must match in the
  * database (its tissue, the tissue's material, the parameter count for the
- * tissue's sheets) is checked by the import itself (cmd_learn.c).
+ * tissue's sheets) is checked by the import itself (cmd_learn.c for the
+ * tool, server/models.c for the daemon's ImportModel).
  */
 #ifndef TS_TOOL_MODEL_DOC_H
 #define TS_TOOL_MODEL_DOC_H
@@ -14,6 +15,7 @@
 #include <stdint.h>
 
 #include "ts_learn.h"
+#include "ts_storage.h"
 
 #define TS_MODEL_DOC_FORMAT "tissued-learned-model"
 #define TS_MODEL_DOC_NAME_MAX 1024 /* tissue and material, with the NUL */
@@ -43,5 +45,23 @@ int ts_model_doc_parse(const char *text, ts_model_doc *out, char *err, size_t ca
  * gives null. NULL when out of memory. The item belongs to the caller (or
  * to the object it is added to). */
 struct cJSON *ts_model_doc_number(double v);
+
+/* The document of a stored model m whose tissue is called tissue_name, as a
+ * cJSON object (format, id, tissue, material, kind, version, theta, loss,
+ * samples, heldout_rmse, heldout_max, created): what `tissuetool models
+ * export` prints and the daemon's ExportModel returns. NULL when out of
+ * memory. The caller deletes it (cJSON_Delete). */
+struct cJSON *ts_model_doc_json(const ts_model_rec *m, const char *tissue_name);
+
+/* Does doc's theta have a parameter count a model of its kind can have
+ * (ts_learn_n_params for some sheet count 1..TS_MAX_LAYERS + 1)? 1 or 0.
+ * Whether it fits a particular tissue is decided when a session installs it
+ * (ts_learn_theta_decode with the tissue's sheet count). */
+int ts_model_doc_count_ok(const ts_model_doc *doc);
+
+/* The theta of doc as the bytes storage keeps (ts_learn_theta_encode: 8
+ * little-endian bytes per value). Returns the byte count, or 0 when cap is
+ * too small. */
+size_t ts_model_doc_theta_bytes(const ts_model_doc *doc, uint8_t *buf, size_t cap);
 
 #endif

@@ -1,0 +1,403 @@
+/*
+ * itest_models.c: stored learned models over the protocol (issue 6,
+ * "Persistence"), against a real daemon and its SQLite file:
+ *   - a quasi-static session's presses are trained into a model, which
+ *     ListModels shows with the figures TrainingProgress gave;
+ *   - ExportModel gives the JSON document; DeleteModel removes the model
+ *     (the list no longer shows it, a second delete and an export are
+ *     TS_EINVAL); ImportModel of the exported document stores it again with
+ *     the same theta (the two documents' theta fields are the same text, and
+ *     they are written with 17 significant digits, so the same doubles);
+ *     importing it once more stores nothing and answers with that model;
+ *   - UseShortcut.model_id installs it in a new quasi-static session that had
+ *     none (before: UseShortcut learned is refused; after: SessionInfo says
+ *     learned and frames carry the learned flag);
+ *   - a session of the same tissue with other layers (another material
+ *     identity) refuses it with TS_EMISMATCH naming both identities; an
+ *     unknown id is TS_EINVAL;
+ *   - without the server key every model request is TS_EAUTH; a garbage
+ *     document, one for an unknown tissue and one with an unknown kind get
+ *     clear errors, and the daemon keeps answering.
+ * Presses follow the frames' simulated time (as itest_shortcut.c), so a slow
+ * machine runs them slower, not differently.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../../server/core/ts_error.h"
+#include "daemon_proc.h"
+#include "rawclient.h"
+#include "tissueclient.h"
+
+#define REPLY_MS 60000
+typedef Tissued__V1__Envelope Envelope;
+
+static long long now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* What the controller saw. */
+typedef struct seen {
+  double sim_time;
+  uint32_t flags; /* of the last frame */
+  int done;       /* a done TrainingProgress arrived */
+  int64_t model_id;
+  uint64_t samples;
+  double heldout_rmse;
+  char error[256];
+} seen;
+
+static void handle(seen *s, Envelope *e) {
+  if (e->body_case == TISSUED__V1__ENVELOPE__BODY_FRAME) {
+    s->sim_time = e->frame->sim_time;
+    s->flags = e->frame->flags;
+  } else if (e->body_case == TISSUED__V1__ENVELOPE__BODY_TRAINING_PROGRESS &&
+             e->training_progress->done) {
+    const Tissued__V1__TrainingProgress *p = e->training_progress;
+    s->done = 1;
+    s->model_id = p->model_id;
+    s->samples = p->samples;
+    s->heldout_rmse = p->heldout_rmse;
+    snprintf(s->error, sizeof s->error, "%s", p->error ? p->error : "");
+  }
+}
+
+static void pump(rc_conn *c, seen *s, int ms) {
+  long long end = now_ms() + ms;
+  while (now_ms() < end) {
+    Envelope *e = rc_recv(c, 20);
+    if (!e) continue;
+    handle(s, e);
+    tissued__v1__envelope__free_unpacked(e, NULL);
+  }
+}
+
+/* n presses of the sphere (r = 5 mm) at x over +-8 mm, from 6 mm above the
+ * surface to 3 mm into it and back, 0.6 s of simulated time each. */
+static void presses(rc_conn *c, seen *s, uint32_t tool, int n) {
+  for (int k = 0; k < n; k++) {
+    double x = n > 1 ? -0.008 + 0.016 * k / (n - 1) : 0;
+    pump(c, s, 50);
+    double t0 = s->sim_time;
+    long long deadline = now_ms() + 60000;
+    for (;;) {
+      double u = (s->sim_time - t0) / 0.6;
+      if (u >= 1) break;
+      ck_assert_msg(now_ms() < deadline, "simulated time stuck at %g s", s->sim_time);
+      double depth = u < 0.5 ? u * 2 : (1 - u) * 2;
+      ck_assert_int_eq(rc_pose(c, tool, x, 0.011 - 0.009 * depth, 0), 0);
+      Envelope *e = rc_recv(c, 20);
+      if (e) {
+        handle(s, e);
+        tissued__v1__envelope__free_unpacked(e, NULL);
+      }
+    }
+  }
+  ck_assert_int_eq(rc_pose(c, tool, 0, 0.03, 0), 0);
+}
+
+/* Sends env and returns its reply (frames and progress on the way go to s). */
+static Envelope *request(rc_conn *c, Envelope *env, seen *s) {
+  env->request_id = ++c->next_rid;
+  ck_assert_int_eq(rc_send(c, env), 0);
+  long long end = now_ms() + REPLY_MS;
+  while (now_ms() < end) {
+    Envelope *e = rc_recv(c, 50);
+    if (!e) continue;
+    if (e->request_id == env->request_id && e->body_case != TISSUED__V1__ENVELOPE__BODY_FRAME &&
+        e->body_case != TISSUED__V1__ENVELOPE__BODY_TRAINING_PROGRESS)
+      return e;
+    handle(s, e);
+    tissued__v1__envelope__free_unpacked(e, NULL);
+  }
+  ck_abort_msg("no reply to request body %d within %d ms", (int)env->body_case, REPLY_MS);
+  return NULL;
+}
+
+/* 0 for an Ack, else the negative code of the Error (its message to msg). */
+static int ack_or_error(Envelope *r, char *msg, size_t cap) {
+  int rc = r->body_case == TISSUED__V1__ENVELOPE__BODY_ACK ? 0 : -1000;
+  if (r->body_case == TISSUED__V1__ENVELOPE__BODY_ERROR) {
+    rc = -(int)r->error->code;
+    if (msg) snprintf(msg, cap, "%s", r->error->message ? r->error->message : "");
+  }
+  tissued__v1__envelope__free_unpacked(r, NULL);
+  return rc;
+}
+
+static int train(rc_conn *c, uint32_t sid, seen *s) {
+  Tissued__V1__TrainShortcut m = TISSUED__V1__TRAIN_SHORTCUT__INIT;
+  m.session_id = sid;
+  Envelope env = TISSUED__V1__ENVELOPE__INIT;
+  env.body_case = TISSUED__V1__ENVELOPE__BODY_TRAIN_SHORTCUT;
+  env.train_shortcut = &m;
+  return ack_or_error(request(c, &env, s), NULL, 0);
+}
+
+static int use_model(rc_conn *c, uint32_t sid, int learned, int64_t model_id, seen *s,
+                     char *msg, size_t cap) {
+  Tissued__V1__UseShortcut m = TISSUED__V1__USE_SHORTCUT__INIT;
+  m.session_id = sid;
+  m.learned = learned;
+  m.model_id = model_id;
+  Envelope env = TISSUED__V1__ENVELOPE__INIT;
+  env.body_case = TISSUED__V1__ENVELOPE__BODY_USE_SHORTCUT;
+  env.use_shortcut = &m;
+  return ack_or_error(request(c, &env, s), msg, cap);
+}
+
+/* A quasi-static session of the built-in patch; with thickness > 0 its three
+ * layers all have that thickness (another material identity). */
+static uint32_t create_qs(rc_conn *c, seen *s, double thickness) {
+  Tissued__V1__LayerSpec specs[3];
+  Tissued__V1__LayerSpec *ptrs[3];
+  Tissued__V1__CreateSession m = TISSUED__V1__CREATE_SESSION__INIT;
+  m.tissue_case = TISSUED__V1__CREATE_SESSION__TISSUE_BUILTIN;
+  m.builtin = (char *)"stomach-patch";
+  m.solver = TISSUED__V1__SOLVER__SOLVER_QUASI_STATIC;
+  if (thickness > 0) {
+    for (int i = 0; i < 3; i++) {
+      tissued__v1__layer_spec__init(&specs[i]);
+      specs[i].thickness = (float)thickness;
+      ptrs[i] = &specs[i];
+    }
+    m.n_layers = 3;
+    m.layers = ptrs;
+  }
+  Envelope env = TISSUED__V1__ENVELOPE__INIT;
+  env.body_case = TISSUED__V1__ENVELOPE__BODY_CREATE_SESSION;
+  env.create_session = &m;
+  Envelope *r = request(c, &env, s);
+  ck_assert_msg(r->body_case == TISSUED__V1__ENVELOPE__BODY_SESSION_CREATED, "create: %s",
+                r->body_case == TISSUED__V1__ENVELOPE__BODY_ERROR ? r->error->message : "?");
+  uint32_t sid = r->session_created->session_id;
+  tissued__v1__envelope__free_unpacked(r, NULL);
+  return sid;
+}
+
+/* SessionInfo.learned of sid. */
+static int learned_of(rc_conn *c, uint32_t sid, seen *s) {
+  Tissued__V1__ListSessions m = TISSUED__V1__LIST_SESSIONS__INIT;
+  Envelope env = TISSUED__V1__ENVELOPE__INIT;
+  env.body_case = TISSUED__V1__ENVELOPE__BODY_LIST_SESSIONS;
+  env.list_sessions = &m;
+  Envelope *r = request(c, &env, s);
+  ck_assert_int_eq(r->body_case, TISSUED__V1__ENVELOPE__BODY_SESSION_LIST);
+  int learned = -1;
+  for (size_t i = 0; i < r->session_list->n_sessions; i++)
+    if (r->session_list->sessions[i]->session_id == sid)
+      learned = r->session_list->sessions[i]->learned;
+  tissued__v1__envelope__free_unpacked(r, NULL);
+  ck_assert_int_ge(learned, 0);
+  return learned;
+}
+
+/* The text of the document's "theta" array without white space, in out. */
+static void theta_text(const char *doc, char *out, size_t cap) {
+  const char *p = strstr(doc, "\"theta\"");
+  ck_assert_msg(p != NULL, "no theta in %s", doc);
+  p = strchr(p, '[');
+  ck_assert(p != NULL);
+  size_t n = 0;
+  for (; *p && *p != ']' && n + 2 < cap; p++)
+    if (*p != ' ' && *p != '\n' && *p != '\t' && *p != '\r') out[n++] = *p;
+  ck_assert_int_eq(*p, ']');
+  out[n++] = ']';
+  out[n] = 0;
+}
+
+/* Replaces the first `from` in doc by `to` (into out). */
+static void replace(const char *doc, const char *from, const char *to, char *out, size_t cap) {
+  const char *p = strstr(doc, from);
+  ck_assert(p != NULL);
+  snprintf(out, cap, "%.*s%s%s", (int)(p - doc), doc, to, p + strlen(from));
+}
+
+START_TEST(test_models_over_the_protocol) {
+  char dir[] = "/tmp/tissued-models-XXXXXX";
+  ck_assert(mkdtemp(dir) != NULL);
+  char data[300];
+  snprintf(data, sizeof data, "%s/data", dir);
+  const char *args[] = {"--data-dir", data, "--train-after-samples", "0", "--physics-threads",
+                        "1", NULL};
+  ts_dproc d;
+  char err[512];
+  ck_assert_msg(ts_dproc_start(&d, args, err, sizeof err) == 0, "%s", err);
+  rc_conn c;
+  seen s;
+  memset(&s, 0, sizeof s);
+  ck_assert_int_eq(rc_tcp(&c, d.tcp_port), 0);
+  ck_assert_int_eq(rc_hello(&c, REPLY_MS), 0);
+  tc_client *k = tc_connect_key("127.0.0.1", d.tcp_port, "itest-models", TS_DPROC_KEY, 0, err,
+                                sizeof err);
+  ck_assert_msg(k != NULL, "%s", err);
+  tc_set_timeout(k, REPLY_MS);
+  tc_model_info *list = NULL;
+  size_t n = 9;
+  ck_assert_int_eq(tc_list_models(k, NULL, &list, &n), 0);
+  ck_assert_uint_eq(n, 0);
+  free(list);
+
+  /* train a model in a quasi-static session */
+  uint32_t sid = create_qs(&c, &s, 0), tool = 0;
+  ck_assert_int_eq(rc_join(&c, sid, 1, 0.005, 200, &tool, REPLY_MS), 0);
+  presses(&c, &s, tool, 2);
+  ck_assert_int_eq(train(&c, sid, &s), 0);
+  long long deadline = now_ms() + 60000;
+  while (!s.done && now_ms() < deadline) pump(&c, &s, 50);
+  ck_assert_msg(s.done && !s.error[0], "training: done %d, '%s'", s.done, s.error);
+  ck_assert_int_gt(s.model_id, 0);
+  const int64_t trained = s.model_id;
+  printf("models: trained model %lld on %llu samples, held-out RMS %.4f mm\n", (long long)trained,
+         (unsigned long long)s.samples, s.heldout_rmse * 1e3);
+
+  /* listed with the figures training reported (stored doubles: exact) */
+  ck_assert_int_eq(tc_list_models(k, NULL, &list, &n), 0);
+  ck_assert_uint_eq(n, 1);
+  ck_assert_int_eq(list[0].model_id, trained);
+  ck_assert_str_eq(list[0].tissue, "stomach-patch");
+  ck_assert_str_eq(list[0].kind, "method");
+  ck_assert_int_eq(list[0].version, 1);
+  ck_assert_uint_eq(list[0].samples, s.samples);
+  ck_assert(list[0].heldout_rmse == s.heldout_rmse);
+  ck_assert(isfinite(list[0].loss) && list[0].loss >= 0);
+  ck_assert(strstr(list[0].material, "qs:E=") != NULL);
+  char material[512];
+  snprintf(material, sizeof material, "%s", list[0].material);
+  free(list);
+  ck_assert_int_eq(tc_list_models(k, "stomach-patch", &list, &n), 0);
+  ck_assert_uint_eq(n, 1);
+  free(list);
+  ck_assert_int_eq(tc_list_models(k, "no-such-organ", &list, &n), TS_ENOTISSUE);
+
+  /* export, delete */
+  char *doc1 = NULL;
+  tc_model_info info;
+  ck_assert_int_eq(tc_export_model(k, trained, &doc1, &info), 0);
+  ck_assert_int_eq(info.model_id, trained);
+  ck_assert_str_eq(info.material, material);
+  ck_assert(strstr(doc1, "\"tissued-learned-model\"") != NULL);
+  char theta1[1024], theta2[1024];
+  theta_text(doc1, theta1, sizeof theta1);
+  printf("models: exported theta %s\n", theta1);
+  ck_assert_int_eq(tc_delete_model(k, trained), 0);
+  ck_assert_int_eq(tc_list_models(k, NULL, &list, &n), 0);
+  ck_assert_uint_eq(n, 0);
+  free(list);
+  ck_assert_int_eq(tc_delete_model(k, trained), TS_EINVAL);
+  char *none = NULL;
+  ck_assert_int_eq(tc_export_model(k, trained, &none, NULL), TS_EINVAL);
+  ck_assert(none == NULL);
+
+  /* the training session keeps answering with its own copy */
+  pump(&c, &s, 200);
+  ck_assert_uint_eq(s.flags & 4u, 4u);
+  ck_assert_int_eq(learned_of(&c, sid, &s), 1);
+
+  /* a new session now starts without a model: learned is refused */
+  uint32_t sid2 = create_qs(&c, &s, 0);
+  ck_assert_int_eq(rc_join(&c, sid2, 1, 0.005, 200, &tool, REPLY_MS), 0);
+  ck_assert_int_eq(use_model(&c, sid2, 1, 0, &s, NULL, 0), TS_EINVAL);
+  ck_assert_int_eq(learned_of(&c, sid2, &s), 0);
+
+  /* import: stored again with the same theta; a second import adds nothing */
+  ck_assert_int_eq(tc_import_model(k, doc1, &info), 0);
+  const int64_t imported = info.model_id;
+  ck_assert_int_gt(imported, 0);
+  ck_assert_str_eq(info.material, material);
+  ck_assert_uint_eq(info.samples, s.samples);
+  ck_assert_int_eq(tc_list_models(k, NULL, &list, &n), 0);
+  ck_assert_uint_eq(n, 1);
+  ck_assert_int_eq(list[0].model_id, imported);
+  free(list);
+  char *doc2 = NULL;
+  ck_assert_int_eq(tc_export_model(k, imported, &doc2, NULL), 0);
+  theta_text(doc2, theta2, sizeof theta2);
+  ck_assert_str_eq(theta1, theta2);
+  ck_assert_int_eq(tc_import_model(k, doc2, &info), 0);
+  ck_assert_int_eq(info.model_id, imported);
+  ck_assert_int_eq(tc_list_models(k, NULL, &list, &n), 0);
+  ck_assert_uint_eq(n, 1);
+  free(list);
+
+  /* installed by id in the new session */
+  ck_assert_int_eq(use_model(&c, sid2, 1, 99999, &s, NULL, 0), TS_EINVAL);
+  ck_assert_int_eq(use_model(&c, sid2, 1, imported, &s, NULL, 0), 0);
+  pump(&c, &s, 300);
+  ck_assert_int_eq(learned_of(&c, sid2, &s), 1);
+  ck_assert_uint_eq(s.flags & 4u, 4u);
+  ck_assert_int_eq(use_model(&c, sid2, 0, 0, &s, NULL, 0), 0); /* and back to the solve */
+  pump(&c, &s, 300);
+  ck_assert_int_eq(learned_of(&c, sid2, &s), 0);
+
+  /* refused by a session of other layers (2 mm each): another material */
+  uint32_t sid3 = create_qs(&c, &s, 0.002);
+  ck_assert_int_eq(rc_join(&c, sid3, 1, 0.005, 200, &tool, REPLY_MS), 0);
+  char msg[1500] = "";
+  ck_assert_int_eq(use_model(&c, sid3, 1, imported, &s, msg, sizeof msg), TS_EMISMATCH);
+  printf("models: TS_EMISMATCH: %s\n", msg);
+  ck_assert_msg(strstr(msg, material) != NULL, "'%s'", msg);
+  ck_assert_msg(strstr(msg, ":0.002,") != NULL, "'%s'", msg); /* the session's layers */
+  ck_assert_int_eq(learned_of(&c, sid3, &s), 0);
+
+  /* without the key */
+  tc_client *nk = tc_connect_key("127.0.0.1", d.tcp_port, "itest-models-nokey", NULL, 0, err,
+                                 sizeof err);
+  ck_assert_msg(nk != NULL, "%s", err);
+  ck_assert_int_eq(tc_list_models(nk, NULL, &list, &n), TS_EAUTH);
+  ck_assert_int_eq(tc_export_model(nk, imported, &none, NULL), TS_EAUTH);
+  ck_assert_int_eq(tc_import_model(nk, doc1, NULL), TS_EAUTH);
+  ck_assert_int_eq(tc_delete_model(nk, imported), TS_EAUTH);
+  tc_close(nk);
+
+  /* bad documents */
+  ck_assert_int_eq(tc_import_model(k, "{\"format\": [1, 2", NULL), TS_EINVAL);
+  printf("models: garbage: %s\n", tc_last_error(k));
+  ck_assert_msg(strstr(tc_last_error(k), "not JSON"), "%s", tc_last_error(k));
+  ck_assert_int_eq(tc_import_model(k, "", NULL), TS_EINVAL);
+  size_t cap = strlen(doc1) + 64;
+  char *bad = malloc(cap);
+  ck_assert(bad != NULL);
+  replace(doc1, "\"stomach-patch\"", "\"no-such-organ\"", bad, cap);
+  ck_assert_int_eq(tc_import_model(k, bad, NULL), TS_ENOTISSUE);
+  printf("models: unknown tissue: %s\n", tc_last_error(k));
+  replace(doc1, "\"method\"", "\"cubic\"", bad, cap);
+  ck_assert_int_eq(tc_import_model(k, bad, NULL), TS_EINVAL);
+  ck_assert_msg(strstr(tc_last_error(k), "cubic"), "%s", tc_last_error(k));
+  replace(doc1, "\"theta\":", "\"theta\": [1, 2], \"x\":", bad, cap);
+  ck_assert_int_eq(tc_import_model(k, bad, NULL), TS_EINVAL);
+  printf("models: two parameters: %s\n", tc_last_error(k));
+  free(bad);
+  ck_assert_int_eq(tc_list_models(k, NULL, &list, &n), 0);
+  ck_assert_uint_eq(n, 1); /* nothing stored by any of them */
+  free(list);
+  uint64_t rtt;
+  ck_assert_int_eq(tc_ping(k, &rtt), 0);
+  ck_assert(ts_dproc_alive(&d));
+
+  free(doc1);
+  free(doc2);
+  tc_close(k);
+  rc_close(&c);
+  char why[256] = "";
+  ck_assert_msg(ts_dproc_stop(&d, 10000, why, sizeof why) == 0, "stop: %s", why);
+  char cmd[400];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("models");
+  TCase *tc = tcase_create("protocol");
+  tcase_set_timeout(tc, 300);
+  tcase_add_test(tc, test_models_over_the_protocol);
+  suite_add_tcase(s, tc);
+  return ts_dproc_run_suite(s);
+}
