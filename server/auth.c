@@ -37,6 +37,14 @@ int ts_auth_random_token(char out[TS_TOKEN_HEX + 1]) {
   return 0;
 }
 
+int ts_auth_renew_token(char token[TS_TOKEN_HEX + 1]) {
+  char fresh[TS_TOKEN_HEX + 1];
+  int rc = ts_auth_random_token(fresh);
+  if (rc) return rc;
+  memcpy(token, fresh, sizeof fresh);
+  return 0;
+}
+
 int ts_auth_equal(const char *a, const char *b) {
   if (!a || !b) return 0;
   size_t la = strnlen(a, TS_KEY_MAX + 1), lb = strnlen(b, TS_KEY_MAX + 1);

@@ -23,6 +23,11 @@ typedef struct ts_keyring {
  * and a NUL. Returns 0 or TS_EIO. */
 int ts_auth_random_token(char out[TS_TOKEN_HEX + 1]);
 
+/* Replaces token (a session's controller or observer token) with a fresh
+ * one from ts_auth_random_token; on failure token is left as it was.
+ * Returns 0 or TS_EIO. */
+int ts_auth_renew_token(char token[TS_TOKEN_HEX + 1]);
+
 /* Equal strings? Time depends only on the lengths, not on where they differ. */
 int ts_auth_equal(const char *a, const char *b);
 

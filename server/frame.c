@@ -106,6 +106,9 @@ static int pack_frame(ts_frame_ref *f, const ts_frame_ref *base, const ts_topolo
     ts[nt].position = &pos[nt];
     ts[nt].orientation = &quat[nt];
     ts[nt].radius = s->radius;
+    ts[nt].kind = (Tissued__V1__ToolShape__Kind)s->kind;
+    ts[nt].length = s->length;
+    ts[nt].jaw = s->jaw;
     tsp[nt] = &ts[nt];
     nt++;
   }

@@ -25,6 +25,9 @@ typedef struct ts_tool_state {
   float pos[3];
   float quat[4];
   float radius;
+  int kind;             /* TS_TOOL_* (core/ts_tool.h), the same numbers as ToolShape.Kind */
+  float length;         /* capsule or jaw length, m */
+  float jaw;            /* jaws: opening 0 (closed) .. 1 (open) */
 } ts_tool_state;
 
 typedef struct ts_topology ts_topology;

@@ -418,6 +418,9 @@ ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
     }
     for (int a = 0; a < 4; a++) s->quat[a] = (float)tool->quat[a];
     s->radius = (float)tool->radius;
+    s->kind = tool->kind;
+    s->length = (float)tool->length;
+    s->jaw = (float)tool->jaw;
   }
   return f;
 }

@@ -34,7 +34,9 @@ export class SessionClient {
    * { state(s), session(id, sessionCreated), joined(info), frame(stream, isKeyframe),
    *   force(toolForce), error(text, err), rtt(ms), closed(code, reason),
    *   lobby() (connected, in no session), ended(sessionId, text) (the session
-   *   this client was in ended) } }
+   *   this client was in ended), handedOver(toolHandedOver) (this client's
+   *   tool was handed to someone else: it observes now), training(progress)
+   *   (TrainingProgress of its session) } }
    */
   constructor(opts) {
     this.url = opts.url;
@@ -190,6 +192,21 @@ export class SessionClient {
       case 'error':
         this._onError(msg.requestId, b);
         break;
+      case 'toolHandedOver':
+        // this client's tool went to someone else (told without a token, or
+        // in the reply when it handed over its own tool): the server made it
+        // an observer of the session
+        if (this.joined && b.sessionId === this.sessionId &&
+            b.toolId === this.toolId && this.role === Role.CONTROLLER) {
+          this.role = Role.OBSERVER;
+          this.toolId = 0;
+          this.joined = { ...this.joined, role: Role.OBSERVER, toolId: 0 };
+          this.handlers.handedOver?.(b);
+        }
+        break;
+      case 'trainingProgress':
+        if (this.joined && b.sessionId === this.sessionId) this.handlers.training?.(b);
+        break;
       case 'sessionList':
       case 'ack':
         break; // answers to request()
@@ -290,6 +307,16 @@ export class SessionClient {
     this.tool = { kind, radius: DEFAULT_RADIUS, length: kind === 1 ? 0.02 : 0 };
     if (this.joined && this.role === Role.CONTROLLER) this._join(this.toolId);
   }
+
+  /**
+   * HandOverTool (server key): resolves with ToolHandedOver, whose
+   * controllerToken opens the tool from now on.
+   */
+  handOverTool(toolId) { return this.request('handOverTool', { sessionId: this.sessionId, toolId }); }
+
+  /** TrainShortcut ("method" or "rich") and UseShortcut (controllers of a quasi-static session). */
+  trainShortcut(model) { return this.request('trainShortcut', { sessionId: this.sessionId, model }); }
+  useShortcut(learned) { return this.request('useShortcut', { sessionId: this.sessionId, learned }); }
 
   /** ResetSession / EndSession for the current session (controllers). */
   resetSession() { return this.request('resetSession', { sessionId: this.sessionId }); }

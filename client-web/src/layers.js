@@ -7,10 +7,15 @@
 const $ = (id) => document.getElementById(id);
 
 export class LayersPanel {
-  /** view: TissueView (setLayerVisible, hiddenLayers); onChange(): after a toggle. */
-  constructor(view, onChange) {
+  /**
+   * view: TissueView (setLayerVisible, hiddenLayers); onChange(): after a
+   * toggle; addControls(row, name, index): may add more controls to a
+   * layer's row (the cut-away toggle).
+   */
+  constructor(view, onChange, addControls) {
     this.view = view;
     this.onChange = onChange;
+    this.addControls = addControls;
     this.section = $('layers');
     this.list = $('ly-list');
     this.layers = [];   // [{name, triangles, visible}], read by the test hook
@@ -46,6 +51,7 @@ export class LayersPanel {
         this.onChange?.();
       });
       row.append(box, label);
+      this.addControls?.(row, g.name, i);
       this.list.appendChild(row);
     });
     this.section.hidden = groups.length === 0;

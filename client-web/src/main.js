@@ -2,9 +2,10 @@
 // the session client (joining ?session=N&role=observer|controller; with the
 // server key and no session given, creating one when the server has none),
 // builds the three.js view on the first keyframe and updates it on every
-// frame, lets a controller drive its tool with the mouse and choose and work
-// it with the tool controls, and wires the sessions, layers and session
-// (instructor) panels, the force plot and the link health to the overlay and
+// frame, lets a controller drive its tool with the mouse, one finger or a
+// gamepad and choose and work it with the tool controls, and wires the
+// sessions, layers (with cut-away), training, session (instructor) and
+// hand-over panels, the force plot and the link health to the overlay and
 // the test hook (window.tissued).
 
 import { loadProtocol, Role } from './protocol.js';
@@ -16,6 +17,9 @@ import { SessionsPanel } from './sessions.js';
 import { ToolControls } from './tools.js';
 import { LayersPanel } from './layers.js';
 import { InstructorControls } from './instructor.js';
+import { TrainingPanel } from './training.js';
+import { HandOverControls } from './handover.js';
+import { GamepadDriver } from './gamepad.js';
 
 // Read by the tests instead of pixels.
 const hook = {
@@ -43,6 +47,14 @@ const hook = {
   layers: [],                   // [{name, triangles, visible}]
   resets: 0,                    // acknowledged ResetSession requests
   ended: '',                    // why this page's session ended ('' while it runs)
+  training: null,                // training panel state (training.js snapshot)
+  handover: null,               // the last hand-over this page made: {toolId, link}
+  handedOver: 0,                // times this page's tool was handed to someone else
+  cutaway: [],                  // names of the layers clipped by the cut-away plane
+  toolShapes: () => [],         // the tools as drawn (toolshapes.js describe())
+  cameraDistance: () => 0,      // m from the camera to the point it orbits
+  touch: { presses: 0, gestures: 0 },  // one-finger presses, two-finger gestures
+  gamepad: { pad: '', moves: 0 },      // the pad in use and the positions it sent
   lastError: null,
   errors: [],
   webgl: true,
@@ -104,14 +116,14 @@ async function loadView() {
   // Loaded lazily so that a browser without WebGL still connects, decodes
   // and reports through the overlay and the hook.
   try {
-    const [{ TissueView }, { ToolPointer }] = await Promise.all([
-      import('./scene.js'), import('./pointer.js')]);
+    const [{ TissueView }, { ToolPointer }, { TouchGestures }, { CutAway }] = await Promise.all([
+      import('./scene.js'), import('./pointer.js'), import('./touch.js'), import('./cutaway.js')]);
     const view = new TissueView(document.getElementById('view'));
-    return { view, ToolPointer };
+    return { view, ToolPointer, TouchGestures, cutaway: new CutAway(view) };
   } catch (err) {
     hook.webgl = false;
     showError('3D view unavailable: ' + err.message);
-    return { view: null, ToolPointer: null };
+    return { view: null, ToolPointer: null, TouchGestures: null, cutaway: null };
   }
 }
 
@@ -122,7 +134,11 @@ async function start() {
   overlay.state('connecting');
   if (typeof protobuf === 'undefined') throw new Error('protobuf.min.js did not load');
   const protocol = await loadProtocol(protobuf, '/proto/tissue.proto');
-  const { view, ToolPointer } = await loadView();
+  const { view, ToolPointer, TouchGestures, cutaway } = await loadView();
+  if (view) {
+    hook.toolShapes = () => view.toolShapes.describe();
+    hook.cameraDistance = () => view.camera.position.distanceTo(view.controls.target);
+  }
 
   const { sessionId, role, token } = parseQuery();
   const credentials = serverKey();
@@ -136,19 +152,47 @@ async function start() {
   const health = new LinkHealth();
   const plot = new ForcePlot(document.getElementById('fp-canvas'), document.getElementById('fp-value'));
   const plotSection = document.getElementById('plot');
-  const layers = new LayersPanel(view, () => { hook.layers = layers.layers.map((l) => ({ ...l })); });
+  // A "cut away" toggle beside each layer's checkbox.
+  function cutToggle(row, name, i) {
+    if (!cutaway) return;
+    const span = document.createElement('span');
+    span.className = 'cut';
+    const box = document.createElement('input');
+    box.type = 'checkbox';
+    box.id = 'ly-cut-' + i;
+    box.dataset.cut = name;
+    box.checked = cutaway.cut.has(name);
+    const label = document.createElement('label');
+    label.htmlFor = box.id;
+    label.textContent = 'cut away';
+    label.title = 'clip this layer and the ones above it through the tool';
+    box.setAttribute('aria-label', 'cut away ' + name + ' and the layers above it');
+    box.addEventListener('change', () => {
+      cutaway.setCut(name, box.checked);
+      hook.cutaway = cutaway.clipped.slice();
+    });
+    span.append(box, label);
+    row.appendChild(span);
+  }
+  const layers = new LayersPanel(view, () => { hook.layers = layers.layers.map((l) => ({ ...l })); }, cutToggle);
   let client = null;
+  let toolCount = { sessionId: 0, n: 0 };  // tools of the session this page created (its tokens)
+  const TOOLS_DEFAULT = 4;                   // the daemon's max-tools default
 
   // The current session's solver and participants, from ListSessions.
   function sessionListed(list) {
     hook.sessions = list.map((s) => ({ sessionId: s.sessionId, name: s.name, tissue: s.tissue,
-      solver: s.solver, clients: s.clients, vertexCount: s.vertexCount }));
+      solver: s.solver, clients: s.clients, vertexCount: s.vertexCount, learned: !!s.learned,
+      samples: Number(s.samples || 0) }));
     const mine = list.find((s) => s.sessionId === hook.sessionId);
     hook.watchers = mine ? mine.clients : 0;
     overlay.watchers(hook.watchers);
     if (mine) {
       hook.solver = mine.solver;
       tools.setSolver(mine.solver);
+      training.setSolver(mine.solver);
+      training.info(mine);
+      hook.training = training.snapshot();
     }
   }
 
@@ -183,6 +227,9 @@ async function start() {
     pointer?.setEnabled(false);
     tools.joined(false, 0, 0);
     instructor.setEnabled(false);
+    handover.set(false);
+    training.setSolver(0);
+    hook.training = null;
     plotSection.hidden = true;
     view?.clear();
     layers.setTopology(null);
@@ -221,6 +268,7 @@ async function start() {
         hook.ended = '';
         observerLink = created && created.observerToken
           ? pageUrl(id, Role.OBSERVER, created.observerToken).href : '';
+        if (created && created.controllerTokens) toolCount = { sessionId: id, n: created.controllerTokens.length };
         hook.observerLink = observerLink;
         history.replaceState(null, '', pageUrl(id, client.role, client.token));
         overlay.session(id, observerLink);
@@ -253,6 +301,11 @@ async function start() {
         if (known) hook.solver = known.solver;
         tools.joined(isController, hook.solver, hook.toolKind);
         instructor.setEnabled(isController);
+        training.joined(j.sessionId, hook.solver, isController);
+        hook.training = training.snapshot();
+        handover.set(!!credentials, toolCount.sessionId === j.sessionId && toolCount.n ? toolCount.n : TOOLS_DEFAULT,
+          hook.toolId);
+        handedNote.hidden = true;
         plotSection.hidden = !isController;
         plot.clear();
         if (view) view.setOwnTool(hook.toolId);
@@ -278,6 +331,7 @@ async function start() {
         health.frame(stream);
         if (stream.topologyVersion !== builtFor) {
           if (view) view.setTopology(stream);
+          cutaway?.apply();
           layers.setTopology(stream.topology);
           hook.layers = layers.layers.map((l) => ({ ...l }));
           builtFor = stream.topologyVersion;
@@ -285,6 +339,8 @@ async function start() {
         if (view) view.update(stream);
         const own = hook.toolId ? stream.tool(hook.toolId) : null;
         if (pointer && own && own.radius > 0) pointer.radius = own.radius;
+        cutaway?.follow(own && own.position ? own.position.z || 0 : NaN);
+        training.frame(stream.flags);
         overlay.behind((stream.flags & 1) !== 0);
       },
       force(m) {
@@ -293,6 +349,30 @@ async function start() {
         hook.force = { x: f.x || 0, y: f.y || 0, z: f.z || 0 };
         hook.forceMessages++;
         plot.add(hook.force, performance.now());
+      },
+      handedOver(m) {
+        // the instructor gave this page's tool to someone else: watch from now on
+        hook.handedOver++;
+        hook.role = 'observer';
+        hook.toolId = 0;
+        hook.toolKind = 0;
+        pointer?.setEnabled(false);
+        tools.joined(false, hook.solver, 0);
+        instructor.setEnabled(false);
+        training.joined(hook.sessionId, hook.solver, false);
+        hook.training = training.snapshot();
+        handover.set(!!credentials, handover.toolCount || TOOLS_DEFAULT, 0);
+        plotSection.hidden = true;
+        if (view) view.setOwnTool(0);
+        overlay.role('observer', 0);
+        health.joined(0, client.joined?.frameRate || 0);
+        handedNote.textContent = 'tool ' + m.toolId + ' was handed to someone else: you are watching now';
+        handedNote.hidden = false;
+        history.replaceState(null, '', pageUrl(hook.sessionId, Role.OBSERVER, ''));
+      },
+      training(p) {
+        training.progress(p);
+        hook.training = training.snapshot();
       },
       error(text) { showError(text); },
       rtt(ms) { overlay.rtt(ms); },
@@ -306,8 +386,9 @@ async function start() {
     hasKey: !!credentials,
     onList: sessionListed,
     onCreated(created, spec) {
-      hook.solver = spec.solver === 2 ? 2 : 1;
+      hook.solver = spec.solver || 1;
       tools.setSolver(hook.solver);
+      training.setSolver(hook.solver);
     },
   });
   const instructor = new InstructorControls(client, (what, err) => {
@@ -315,9 +396,30 @@ async function start() {
     if (what === 'end' && !err) leftSession('session ended');
   });
 
+  const training = new TrainingPanel(client, () => { hook.training = training.snapshot(); });
+  const handedNote = document.getElementById('st-handed');
+  const handover = new HandOverControls(client,
+    (sid, token) => pageUrl(sid, Role.CONTROLLER, token).href,
+    (r) => { if (!r.error) hook.handover = r; });
+
+  let touch = null;
   if (view) {
     pointer = new ToolPointer(view, (pose) => client.sendPose(pose.position, hook.jaw));
+    touch = new TouchGestures(view, pointer);
   }
+  const gamepad = new GamepadDriver({
+    position() {
+      if (!hook.toolId) return null;
+      return pointer?.sent || parkedAt;
+    },
+    move(p) {
+      if (!client.sendPose(p, hook.jaw)) return false;
+      if (pointer) pointer.sent = p;
+      else parkedAt = p;
+      return true;
+    },
+    jaw() { tools.toggleJaw(); },
+  });
   // The overlay's numbers are refreshed a few times a second, not per frame.
   setInterval(() => {
     const fps = health.fps();
@@ -328,6 +430,8 @@ async function start() {
     hook.plot.count = plot.count;
     hook.plot.nonZero = plot.nonZero;
     hook.plot.points = plot.points();
+    if (touch) hook.touch = { presses: touch.touchPresses, gestures: touch.gestures };
+    hook.gamepad = { pad: gamepad.pad, moves: gamepad.moves };
     overlay.fps(fps);
     overlay.latency(lat);
     overlay.degraded(hook.degraded);

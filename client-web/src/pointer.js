@@ -1,4 +1,5 @@
-// pointer.js: turns the mouse into tool poses for a controller.
+// pointer.js: turns the mouse (or one finger: pointer events, see touch.js)
+// into tool poses for a controller.
 //
 // A newly joined tool is parked well above the tissue (park()). Moving the
 // pointer over the tissue puts the tool just above the surface point under
@@ -46,6 +47,7 @@ export class ToolPointer {
     this.sent = null;         // {x, y, z} last pose sent
     this.timer = 0;
     this.lastClient = null;   // {x, y} last pointer position over the canvas
+    this.suspended = false;   // a two-finger gesture is on (touch.js)
 
     const c = view.canvas;
     // Registered before OrbitControls sees the event (capture phase), so the
@@ -63,7 +65,14 @@ export class ToolPointer {
     if (!on) this._release();
   }
 
+  /** While on, the pointer moves the camera only: the press is released. */
+  suspend(on) {
+    if (on) this._release();
+    this.suspended = on;
+  }
+
   _down(e) {
+    if (!e.isPrimary || this.suspended) return;
     const orbitPress = e.button === 0 && (e.ctrlKey || e.metaKey);
     this.view.controls.mouseButtons.LEFT = orbitPress ? MOUSE.PAN : null;
     if (e.button !== 0 || orbitPress || !this.enabled) return;
@@ -77,13 +86,14 @@ export class ToolPointer {
   }
 
   _move(e) {
+    if (!e.isPrimary || this.suspended) return;
     this.lastClient = { x: e.clientX, y: e.clientY };
     if (e.buttons & 2 || e.buttons & 4) return; // orbiting or zooming
     this._aim();
   }
 
   _up(e) {
-    if (e.button === 0) this._release();
+    if (e.button === 0 && e.isPrimary) this._release();
   }
 
   _release() {

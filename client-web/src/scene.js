@@ -1,6 +1,6 @@
 // scene.js: the three.js view of a session: the tissue mesh (one draw group
-// and colour per layer, each of which can be hidden), a sphere per tool,
-// lights, a camera with OrbitControls, and the render loop.
+// and colour per layer, each of which can be hidden), the tools in their
+// shapes (toolshapes.js), lights, a camera with OrbitControls, and the render loop.
 //
 // The tissue geometry uses the FrameStream's Float32Array of positions as its
 // position attribute directly, so a frame costs no allocation: the stream
@@ -9,6 +9,7 @@
 
 import * as THREE from 'three';
 import { OrbitControls } from 'three/addons/controls/OrbitControls.js';
+import { ToolShapes } from './toolshapes.js';
 
 const LAYER_COLOURS = {
   mucosa: 0xe89a9a,      // pinkish
@@ -62,8 +63,7 @@ export class TissueView {
     this.mesh = null;
     this.wire = null;
     this.geometry = null;
-    this.tools = new Map(); // tool id -> sphere mesh
-    this.seenTools = new Set();
+    this.toolShapes = new ToolShapes(this.scene, { own: OWN_TOOL_COLOUR, other: OTHER_TOOL_COLOUR });
     this.layerNames = [];   // the tissue's layers, in Topology order
     this.hiddenLayers = new Set(); // names of the layers not drawn (kept across topologies)
     this.ownToolId = 0;
@@ -145,35 +145,7 @@ export class TissueView {
       this.geometry.computeBoundingBox();
       this.geometry.computeBoundingSphere();
     }
-    const seen = this.seenTools;  // reused: no allocation per frame
-    seen.clear();
-    for (const t of stream.tools) {
-      seen.add(t.toolId);
-      let s = this.tools.get(t.toolId);
-      if (!s) {
-        s = new THREE.Mesh(
-          new THREE.SphereGeometry(1, 32, 16),
-          new THREE.MeshStandardMaterial({
-            color: t.toolId === this.ownToolId ? OWN_TOOL_COLOUR : OTHER_TOOL_COLOUR,
-            roughness: 0.25, metalness: 0.6,
-          }));
-        s.name = 'tool ' + t.toolId;
-        this.tools.set(t.toolId, s);
-        this.scene.add(s);
-      }
-      const p = t.position || { x: 0, y: 0, z: 0 };
-      const r = t.radius > 0 ? t.radius : 0.005;
-      s.position.set(p.x || 0, p.y || 0, p.z || 0);
-      s.scale.setScalar(r);
-    }
-    for (const [id, s] of this.tools) {
-      if (!seen.has(id)) {
-        this.scene.remove(s);
-        s.geometry.dispose();
-        s.material.dispose();
-        this.tools.delete(id);
-      }
-    }
+    this.toolShapes.update(stream.tools);
     this.dirty = true;
   }
 
@@ -188,12 +160,7 @@ export class TissueView {
       this.wire = null;
       this.geometry = null;
     }
-    for (const s of this.tools.values()) {
-      this.scene.remove(s);
-      s.geometry.dispose();
-      s.material.dispose();
-    }
-    this.tools.clear();
+    this.toolShapes.clear();
     this.layerNames = [];
     this.dirty = true;
   }
@@ -217,7 +184,7 @@ export class TissueView {
 
   setOwnTool(id) {
     this.ownToolId = id;
-    for (const [tid, s] of this.tools) s.material.color.setHex(tid === id ? OWN_TOOL_COLOUR : OTHER_TOOL_COLOUR);
+    this.toolShapes.setOwnTool(id);
     this.dirty = true;
   }
 
