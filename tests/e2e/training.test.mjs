@@ -40,7 +40,9 @@ const problems = [];   // console errors, page errors and failed requests, from 
 before(async () => {
   daemon = await startDaemon({
     name: 'training-test-tissued',
-    extraArgs: ['--train-after-samples', '0', '--max-training-samples', '3000'],
+    // a 16 x 16 patch: the quasi-static session's rest state settles in a
+    // quarter of the default's time, and four pages draw less
+    extraArgs: ['--train-after-samples', '0', '--max-training-samples', '3000', '--patch-resolution', '16'],
   });
   base = `http://127.0.0.1:${daemon.httpPort}`;
   browser = await launchChromium(WAIT_MS);
