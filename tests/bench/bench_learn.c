@@ -15,8 +15,9 @@
  * "heldout_max_mm" with the relative figures.
  *
  * Then the refined solve (ts_qstatic_refine.h: the region copied and
- * refined by longest-edge bisection to half the outer surface's mean edge)
- * on the same held-out states: "qs_refined_application_s" with the
+ * refined by longest-edge bisection to the outer surface's mean edge, which
+ * splits every longer edge in range) on the same held-out states (--quick:
+ * their first interval only, the refined solve being the slow one): "qs_refined_application_s" with the
  * unrefined solve of the same run as ref, and "learned_vs_refined" (the
  * learned time with the refined solve as ref).
  */
@@ -79,8 +80,8 @@ static double mean_edge(const ts_qstatic *q, const ts_tissue *t) {
  * one from the same states (qs_ref, ln: the unrefined and learned times
  * per application measured above, for the ratio lines). */
 static int refined(const char *name, ts_tissue *t, ts_qstatic *q, ts_learner *l, const double *c,
-                   int n_held, double qs_ref, double ln) {
-  double edge = 0.5 * mean_edge(q, t);
+                   int n_held, int steps, double qs_ref, double ln) {
+  double edge = mean_edge(q, t);
   int rc = ts_learner_set_refine(l, t, edge);
   if (rc) {
     fprintf(stderr, "bench_learn: %s: refined solve: %s\n", name, ts_err_name(rc));
@@ -93,7 +94,7 @@ static int refined(const char *name, ts_tissue *t, ts_qstatic *q, ts_learner *l,
   for (int i = 0; i < n_held && x && y && !rc; i++) {
     uint32_t node = press_node(t, c, (uint32_t)i, (uint32_t)n_held, 0.5);
     memcpy(x, t->rest, sizeof *x * t->n_nodes);
-    for (int k = 0; k < STEPS && !rc; k++) {
+    for (int k = 0; k < steps && !rc; k++) {
       ts_learn_press p = make_press(x, node);
       memcpy(y, x, sizeof *x * t->n_nodes);
       ts_learn_step_stats sr, su;
@@ -230,7 +231,7 @@ static int run(const char *name, int n_train, int n_held) {
   L = ts_bench_line("learn", name, "heldout_max_mm", e.max_err * 1e3, "mm");
   ts_bench_line_num(L, "relative_to_max_displacement", e.max_disp > 0 ? e.max_err / e.max_disp : 0);
   ts_bench_line_emit(L);
-  if (refined(name, t, q, l, c, n_held, qs, ln)) goto out;
+  if (refined(name, t, q, l, c, n_held, n_held > 1 ? STEPS : 1, qs, ln)) goto out;
   status = 0;
 out:
   ts_learner_destroy(l);
