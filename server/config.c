@@ -115,6 +115,10 @@ static const setting settings[] = {
      "quasi-static sessions train their shortcut by themselves after this many samples; 0 never"},
     {"max-training-samples", T_INT, OFF(max_training_samples), 0, 1, 100000000,
      "samples one quasi-static session records at most (about 128 bytes each)"},
+    {"qs-refine-edge", T_DBL, OFF(qs_refine_edge), 0, 0, 0.1,
+     "quasi-static sessions: metres; > 0 solves each press on its region copied and refined by "
+     "longest-edge bisection to edges of at most this length (samples stay on the tissue's "
+     "nodes); 0 solves on the tissue's own mesh"},
     {"log-level", T_LOG, OFF(log_level), 0, 0, 0, "error, warn, info or debug"},
 };
 #define N_SETTINGS (sizeof settings / sizeof settings[0])

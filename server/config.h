@@ -50,6 +50,8 @@ typedef struct ts_config {
   double qs_interval;         /* s of simulated time per quasi-static interval (0.005) */
   int train_after_samples;    /* samples after which a session trains by itself; 0 never */
   int max_training_samples;   /* samples one session records at most (100000) */
+  double qs_refine_edge;      /* m: presses solved on their region copied and refined by
+                                 longest-edge bisection to this edge length; 0 off (0) */
   int log_level;              /* TS_LOG_* */
 } ts_config;
 

@@ -477,6 +477,13 @@ static void create_work(ts_job *jb, ts_storage *st) {
     j->rc = ts_session_use_shortcut(j->session, cfg->qs_interval,
                                     (uint32_t)cfg->max_training_samples,
                                     (uint32_t)cfg->train_after_samples, j->err, sizeof j->err);
+    if (!j->rc && cfg->qs_refine_edge > 0) {
+      j->rc = ts_shortcut_set_refine(j->session->sim.shortcut, j->session->sim.tissue,
+                                     cfg->qs_refine_edge);
+      if (j->rc)
+        snprintf(j->err, sizeof j->err, "cannot set up the refined quasi-static solve: %s",
+                 ts_strerror(j->rc));
+    }
     if (!j->rc) load_model(j, st);
   }
 }

@@ -66,6 +66,11 @@ void ts_shortcut_destroy(ts_shortcut *sc) {
   free(p);
 }
 
+int ts_shortcut_set_refine(ts_shortcut *sc, const ts_tissue *t, double refine_edge) {
+  if (!sc) return TS_EINVAL;
+  return ts_learner_set_refine(sc->l, t, refine_edge);
+}
+
 int ts_shortcut_install(ts_shortcut *sc, const ts_learn_model *m) {
   int rc = ts_learner_set_model(sc->l, m);
   if (!rc) sc->has_model = 1;
@@ -182,7 +187,11 @@ int ts_shortcut_step(ts_shortcut *sc, ts_tissue *t, ts_tool *tools, int n, doubl
        * answer is dropped and the solve gives this interval */
       const uint32_t *fr = sc->q->free_nodes;
       for (uint32_t k = 0; k < sc->q->n_free; k++) memcpy(t->x[fr[k]], sc->l->feat[k].x0, sizeof t->x[0]);
-      rc = ts_qstatic_relax(sc->q, t->x, NULL, &ls.qs);
+      if (sc->l->rq)
+        rc = ts_qsrefine_solve_selected(sc->l->rq, t->x, cen, sc->l->range, sc->ctrl,
+                                        (const double(*)[3])sc->ctrl_pos, nc, &ls.qs);
+      else
+        rc = ts_qstatic_relax(sc->q, t->x, NULL, &ls.qs);
       sc->fallbacks++;
     }
     if (rc) return TS_EDIVERGED; /* non-finite state or input: the session stops */

@@ -63,6 +63,11 @@ typedef struct ts_shortcut {
 int ts_shortcut_create(ts_tissue *t, double interval, uint32_t sample_cap, ts_shortcut **out);
 void ts_shortcut_destroy(ts_shortcut *sc);
 
+/* Solves later presses on their region copied and refined to edges of at
+ * most refine_edge metres (ts_learner_set_refine); 0 turns it off. t is the
+ * session's tissue. Returns 0, TS_EINVAL or TS_ENOMEM. */
+int ts_shortcut_set_refine(ts_shortcut *sc, const ts_tissue *t, double refine_edge);
+
 /* Installs a trained model (later presses use it while use_learned). 0 or
  * TS_EINVAL (kind or sheet count not this tissue's). */
 int ts_shortcut_install(ts_shortcut *sc, const ts_learn_model *m);

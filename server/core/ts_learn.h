@@ -47,6 +47,7 @@
 #include <stdint.h>
 
 #include "ts_qstatic.h"
+#include "ts_qstatic_refine.h"
 
 typedef enum ts_learn_kind { TS_LEARN_METHOD = 0, TS_LEARN_RICH = 1 } ts_learn_kind;
 
@@ -152,6 +153,8 @@ typedef struct ts_learner {
   double range;         /* region search range, m */
   int local;            /* 1: region solve; 0: whole mesh */
   ts_learn_set *set;    /* recorded samples (owned) */
+  ts_qsrefine *rq;      /* refined solve (ts_learner_set_refine, owned); NULL:
+                           the solve frees the region on the tissue's own mesh */
   ts_learn_model model; /* valid when learned */
   int learned;          /* 1: steps use the model */
   /* scratch */
@@ -167,6 +170,16 @@ typedef struct ts_learner {
  * TS_EINVAL or TS_ENOMEM. */
 int ts_learner_create(ts_qstatic *q, double range, uint32_t sample_cap, ts_learner **out);
 void ts_learner_destroy(ts_learner *l);
+
+/* Makes the solve of later intervals the refined one (ts_qstatic_refine.h):
+ * the region copied and refined to edges of at most refine_edge (m) inside
+ * the range; samples are still recorded on the tissue's own free nodes (the
+ * copy's new nodes are internal to the solve), so the per-node model applies
+ * unchanged. t is q's tissue (for its rest positions). refine_edge 0 turns
+ * refinement off again; INFINITY copies without refining. Needs a region
+ * solve (range > 0). Returns 0, TS_EINVAL (NULL, refine_edge negative or
+ * NaN, whole-mesh learner) or TS_ENOMEM. */
+int ts_learner_set_refine(ts_learner *l, const ts_tissue *t, double refine_edge);
 
 /* Installs a trained model: later steps use it. Returns 0 or TS_EINVAL
  * (kind unknown, sheet count not q's). */

@@ -46,7 +46,34 @@ void ts_learner_destroy(ts_learner *l) {
   free(l->ctrl_pos);
   free(l->nodes);
   free(l->feat);
+  ts_qsrefine_destroy(l->rq);
   free(l);
+}
+
+int ts_learner_set_refine(ts_learner *l, const ts_tissue *t, double refine_edge) {
+  if (!l || !(refine_edge >= 0)) return TS_EINVAL;
+  if (refine_edge == 0) {
+    ts_qsrefine_destroy(l->rq);
+    l->rq = NULL;
+    return 0;
+  }
+  if (!l->local || !t) return TS_EINVAL;
+  ts_qsrefine_def d = {.max_edge = refine_edge};
+  ts_qsrefine *rq = NULL;
+  int rc = ts_qsrefine_create(l->q, t, &d, &rq);
+  if (rc) return rc;
+  ts_qsrefine_destroy(l->rq);
+  l->rq = rq;
+  return 0;
+}
+
+/* The solve of an interval begun by begin(): the region's free nodes of x
+ * relaxed, on the tissue's mesh or on the refined copy. */
+static int solve_interval(ts_learner *l, double (*x)[3], const double point[3], uint32_t nc,
+                          ts_qstatic_stats *st) {
+  if (!l->rq) return ts_qstatic_relax(l->q, x, NULL, st);
+  return ts_qsrefine_solve_selected(l->rq, x, point, l->range, l->ctrl,
+                                    (const double(*)[3])l->ctrl_pos, nc, st);
 }
 
 int ts_learner_set_model(ts_learner *l, const ts_learn_model *m) {
@@ -173,7 +200,7 @@ static int run(ts_learner *l, double (*x)[3], const double point[3], uint32_t nc
         return TS_EDIVERGED;
       }
   } else {
-    rc = ts_qstatic_relax(l->q, x, NULL, &st.qs);
+    rc = solve_interval(l, x, point, nc, &st.qs);
     if (rc) return rc;
     if (record) {
       if (l->set->n + nf > l->set->cap) rc = TS_EFULL;
@@ -197,7 +224,7 @@ int ts_learner_compare(ts_learner *l, double (*x)[3], const ts_learn_press *p,
   if (nc == 0) return TS_ERANGE;
   rc = begin(l, x, p->point, nc, 1);
   if (rc) return rc;
-  rc = ts_qstatic_relax(l->q, x, NULL, NULL);
+  rc = solve_interval(l, x, p->point, nc, NULL);
   if (rc) return rc;
   const ts_qstatic *q = l->q;
   for (uint32_t k = 0; k < q->n_free; k++) {

@@ -50,8 +50,31 @@ static double ts__len(const ts__leb *s, uint32_t a, uint32_t b) {
   return sqrt(d0 * d0 + d1 * d1 + d2 * d2);
 }
 
-/* Does edge (a, b) of length len fail the density condition? */
+/* Is edge (a, b) frozen (ts_leb_def.frozen)? */
+static int ts__frozen(const ts__leb *s, uint32_t a, uint32_t b) {
+  const uint8_t *fz = s->def->frozen;
+  return fz && a < s->n_old && b < s->n_old && fz[a] && fz[b];
+}
+
+/* Has triangle f a frozen edge? */
+static int ts__touches_frozen(const ts__leb *s, uint32_t f) {
+  const uint32_t *t = s->t[f];
+  return ts__frozen(s, t[0], t[1]) || ts__frozen(s, t[1], t[2]) || ts__frozen(s, t[2], t[0]);
+}
+
+/* Does edge (a, b) of length len fail the density condition? A frozen edge
+ * never does, nor an edge of a triangle with a frozen edge: bisecting the
+ * latter would leave a triangle on the same frozen edge with an edge about
+ * as long, again and again (ever thinner slivers along a frozen edge longer
+ * than the bound); such triangles are only split when a neighbour's edge
+ * is bisected, which keeps the mesh conforming. */
 static int ts__fails(ts__leb *s, uint32_t a, uint32_t b, double len) {
+  if (ts__frozen(s, a, b)) return 0;
+  if (s->def->frozen) {
+    ts_edgehash_slot *slot = ts_edgehash_get(&s->h, a, b);
+    for (int j = 0; slot && j < 2; j++)
+      if (slot->tri[j] != TS_EDGEHASH_NONE && ts__touches_frozen(s, slot->tri[j])) return 0;
+  }
   double bound = s->def->max_edge;
   if (s->def->size_at) {
     double mid[3];
@@ -169,6 +192,9 @@ static int ts__bisect(ts__leb *s, uint32_t a, uint32_t b) {
     if ((rc = ts__push_if_fails(s, p, m)) || (rc = ts__push_if_fails(s, m, q)) ||
         (rc = ts__push_if_fails(s, m, c)))
       return rc;
+    /* a child no longer on a frozen edge: its old edges may now fail */
+    if (s->def->frozen && ((rc = ts__push_if_fails(s, p, c)) || (rc = ts__push_if_fails(s, q, c))))
+      return rc;
   }
   return 0;
 }
@@ -266,6 +292,7 @@ int ts_leb_refine(const ts_mesh *m, const ts_leb_def *def, ts_leb_result **out, 
     int wait = 0;
     for (int j = 0; j < 2 && !rc; j++) {
       if (tris[j] == TS_EDGEHASH_NONE) continue;
+      if (s.def->frozen && ts__touches_frozen(&s, tris[j])) continue; /* see ts__fails */
       uint32_t la = e.a, lb = e.b;
       double ll = ts__longest(&s, tris[j], &la, &lb);
       if (ll > e.len * (1 + 1e-12)) { /* bisect the neighbour's longest edge first */

@@ -44,6 +44,13 @@ typedef struct ts_leb_def {
   void *size_ud;
   uint32_t max_verts;     /* refuse with TS_EFULL rather than grow past this many
                              vertices; 0 = TS_LEB_DEFAULT_MAX_VERTS */
+  const uint8_t *frozen;  /* optional, one flag per input vertex: an edge joining
+                             two flagged vertices is never bisected (a rim that
+                             must stay as it is), and a triangle with such an
+                             edge is neither refined for the density condition
+                             nor on a propagation path: it is split only when a
+                             neighbour's edge is bisected (ts_leb.c says why).
+                             NULL: none */
 } ts_leb_def;
 
 typedef struct ts_leb_result {

@@ -13,6 +13,13 @@
  * "learned_application_s" with ref = the solve and ratio; the target is a
  * ratio of 1/20 or less ("speedup" >= 20); "heldout_rmse_mm" and
  * "heldout_max_mm" with the relative figures.
+ *
+ * Then the refined solve (ts_qstatic_refine.h: the region copied and
+ * refined by longest-edge bisection to the outer surface's mean edge, which
+ * splits every longer edge in range) on the same held-out states (--quick:
+ * their first interval only, the refined solve being the slow one): "qs_refined_application_s" with the
+ * unrefined solve of the same run as ref, and "learned_vs_refined" (the
+ * learned time with the refined solve as ref).
  */
 #include <math.h>
 #include <stdio.h>
@@ -53,6 +60,83 @@ static uint32_t press_node(const ts_tissue *t, const double c[3], uint32_t i, ui
 static ts_learn_press make_press(double (*x)[3], uint32_t node) {
   ts_learn_press p = {{x[node][0], x[node][1], x[node][2]}, {0, -1, 0}, RADIUS, STEP};
   return p;
+}
+
+/* Mean edge of the outer surface at rest, m. */
+static double mean_edge(const ts_qstatic *q, const ts_tissue *t) {
+  double sum = 0;
+  uint32_t n = 0;
+  for (uint32_t f = 0; f < q->surf->n_tris; f++)
+    for (int i = 0; i < 3; i++) {
+      const double *a = t->rest[q->surf->t[f][i]], *b = t->rest[q->surf->t[f][(i + 1) % 3]];
+      sum += sqrt((a[0] - b[0]) * (a[0] - b[0]) + (a[1] - b[1]) * (a[1] - b[1]) +
+                  (a[2] - b[2]) * (a[2] - b[2]));
+      n++;
+    }
+  return n ? sum / n : 0;
+}
+
+/* The refined solve on the held-out presses, timed against the unrefined
+ * one from the same states (qs_ref, ln: the unrefined and learned times
+ * per application measured above, for the ratio lines). */
+static int refined(const char *name, ts_tissue *t, ts_qstatic *q, ts_learner *l, const double *c,
+                   int n_held, int steps, double qs_ref, double ln) {
+  double edge = mean_edge(q, t);
+  int rc = ts_learner_set_refine(l, t, edge);
+  if (rc) {
+    fprintf(stderr, "bench_learn: %s: refined solve: %s\n", name, ts_err_name(rc));
+    return -1;
+  }
+  double(*x)[3] = malloc(sizeof *x * t->n_nodes), (*y)[3] = malloc(sizeof *y * t->n_nodes);
+  double t_rf = 0, t_qs = 0;
+  long n_app = 0, iters = 0, iters_qs = 0, unconverged = 0;
+  l->learned = 0;
+  for (int i = 0; i < n_held && x && y && !rc; i++) {
+    uint32_t node = press_node(t, c, (uint32_t)i, (uint32_t)n_held, 0.5);
+    memcpy(x, t->rest, sizeof *x * t->n_nodes);
+    for (int k = 0; k < steps && !rc; k++) {
+      ts_learn_press p = make_press(x, node);
+      memcpy(y, x, sizeof *x * t->n_nodes);
+      ts_learn_step_stats sr, su;
+      double t0 = ts_bench_cpu_s();
+      rc = ts_learner_step(l, x, &p, 0, &sr); /* refined; x advances along it */
+      double t1 = ts_bench_cpu_s();
+      ts_qsrefine *rq = l->rq;
+      l->rq = NULL;
+      if (!rc) rc = ts_learner_step(l, y, &p, 0, &su); /* unrefined, same state */
+      double t2 = ts_bench_cpu_s();
+      l->rq = rq;
+      t_rf += t1 - t0;
+      t_qs += t2 - t1;
+      iters += sr.qs.iterations;
+      iters_qs += su.qs.iterations;
+      unconverged += !sr.qs.converged;
+      n_app++;
+    }
+  }
+  l->learned = 1;
+  free(x);
+  free(y);
+  if (rc || !n_app) {
+    fprintf(stderr, "bench_learn: %s: refined press: %s\n", name, ts_err_name(rc ? rc : TS_ENOMEM));
+    return -1;
+  }
+  double rf = t_rf / n_app, qs = t_qs / n_app;
+  cJSON *L = ts_bench_line("learn", name, "qs_refined_application_s", rf, "s");
+  ts_bench_line_ref(L, "quasi-static", qs);
+  ts_bench_line_num(L, "refine_edge_mm", edge * 1e3);
+  ts_bench_line_num(L, "iterations", (double)iters / n_app);
+  ts_bench_line_num(L, "ref_iterations", (double)iters_qs / n_app);
+  ts_bench_line_num(L, "copy_surface_vertices", l->rq ? l->rq->nv : 0);
+  ts_bench_line_num(L, "unconverged", (double)unconverged);
+  ts_bench_line_num(L, "applications", (double)n_app);
+  ts_bench_line_num(L, "ref_earlier_s", qs_ref);
+  ts_bench_line_emit(L);
+  L = ts_bench_line("learn", name, "learned_vs_refined", ln, "s");
+  ts_bench_line_ref(L, "quasi-static-refined", rf);
+  ts_bench_line_num(L, "speedup", ln > 0 ? rf / ln : 0);
+  ts_bench_line_emit(L);
+  return 0;
 }
 
 static int run(const char *name, int n_train, int n_held) {
@@ -147,6 +231,7 @@ static int run(const char *name, int n_train, int n_held) {
   L = ts_bench_line("learn", name, "heldout_max_mm", e.max_err * 1e3, "mm");
   ts_bench_line_num(L, "relative_to_max_displacement", e.max_disp > 0 ? e.max_err / e.max_disp : 0);
   ts_bench_line_emit(L);
+  if (refined(name, t, q, l, c, n_held, n_held > 1 ? STEPS : 1, qs, ln)) goto out;
   status = 0;
 out:
   ts_learner_destroy(l);
