@@ -15,6 +15,7 @@
 #include "force.h"
 #include "log.h"
 #include "physics.h"
+#include "refine.h"
 #include "requests.h"
 #include "server.h"
 #include "shortcut.h"
@@ -699,6 +700,7 @@ void ts_dispatch_message(ts_conn *c, const uint8_t *msg, size_t len) {
   case TISSUED__V1__ENVELOPE__BODY_END_SESSION: on_end(c, rid, env->end_session); break;
   case TISSUED__V1__ENVELOPE__BODY_TRAIN_SHORTCUT: on_train(c, rid, env->train_shortcut); break;
   case TISSUED__V1__ENVELOPE__BODY_USE_SHORTCUT: on_use(c, rid, env->use_shortcut); break;
+  case TISSUED__V1__ENVELOPE__BODY_REFINE_REGION: ts_refine_request(c, rid, env->refine_region); break;
   case TISSUED__V1__ENVELOPE__BODY_LIST_MATERIALS:
     ts_request_list_materials(c, rid, env->list_materials->tissue);
     break;
