@@ -17,14 +17,14 @@
  *     of its parent edge's current ones (the linear interpolation of the
  *     state: nothing a client sees moves);
  *   - rest positions: LEB's midpoints; for Loop, either Loop's smoothing
- *     rules (smooth_rest) or Loop's topology with midpoints. Loop's vertex
- *     and edge rules move rest positions tangentially by up to about an
- *     eighth of an edge wherever valences are not 6 (the patch alternates 4
- *     and 8), while the current positions stay: the tissue then relaxes
- *     towards the new rest shape at once (measured on the default patch at
+ *     rules (smooth_rest) or Loop's topology with midpoints. Smoothing moves
+ *     the rest positions of old vertices (up to 20 um on the patch) and the
+ *     new ones off the midpoints while the current positions stay, and
+ *     changes the prisms' volumes and so the node masses; the tissue then
+ *     jumps towards the new rest shape (measured on the default patch at
  *     rest: 2.2 mm in the first 1 ms step). A live refinement therefore keeps
- *     the rest shape's geometry (midpoints), which is also what LEB does;
- *     smooth_rest is for offline use;
+ *     the rest shape's geometry (midpoints), as LEB does; smooth_rest is for
+ *     offline use;
  *   - springs and render triangles are rebuilt for the whole tissue by
  *     ts_tissue_build (their constants depend on the volume shares of every
  *     prism around a spring, so a local patch-up would have to redo the same

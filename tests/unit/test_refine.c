@@ -354,11 +354,19 @@ START_TEST(test_loop_smooth_rest) {
   ck_assert_int_eq(ts_refine_src_patch(&d, &src), 0);
   press(&b, 1);
   uint32_t nsel = 0, n0 = b.t->n_nodes;
+  double(*rest0)[3] = malloc(sizeof *rest0 * n0);
+  ck_assert_ptr_nonnull(rest0);
+  memcpy(rest0, b.t->rest, sizeof *rest0 * n0);
   refine_and_check(&b, &src, TS_REFINE_LOOP, 1, &nsel);
+  /* Loop's vertex rule moved the rest positions of the region's inner old
+     vertices (measured up to 20 um on the gently curved patch; more than
+     1 um asserted, the midpoint variant moves none) */
   double moved = 0;
   for (uint32_t i = 0; i < n0; i++)
-    for (int c = 0; c < 3; c++) moved = fmax(moved, fabs(b.t->rest[i][c] - b.t->x[i][c] + 0.0 * c));
-  ck_assert(moved > 0);
+    for (int c = 0; c < 3; c++) moved = fmax(moved, fabs(b.t->rest[i][c] - rest0[i][c]));
+  printf("loop with smoothed rest: old rest positions moved up to %.3g m\n", moved);
+  ck_assert(moved > 1e-6);
+  free(rest0);
   ts_refine_src_free(src);
   sim_free(&b);
 }
