@@ -748,8 +748,9 @@ int tc_create_session(tc_client *c, const char *builtin, uint32_t *session_id,
 int tc_create_session_solver(tc_client *c, const char *builtin, int solver,
                              uint32_t *session_id, uint32_t *vertex_count,
                              uint32_t *triangle_count) {
-  if (solver != TC_SOLVER_DEFAULT && solver != TC_SOLVER_MASS_SPRING && solver != TC_SOLVER_XPBD)
-    return fail(c, TS_EINVAL, "solver must be TC_SOLVER_DEFAULT, _MASS_SPRING or _XPBD");
+  if (solver != TC_SOLVER_DEFAULT && solver != TC_SOLVER_MASS_SPRING && solver != TC_SOLVER_XPBD &&
+      solver != TC_SOLVER_QUASI_STATIC)
+    return fail(c, TS_EINVAL, "solver must be TC_SOLVER_DEFAULT, _MASS_SPRING, _XPBD or _QUASI_STATIC");
   Tissued__V1__CreateSession m = TISSUED__V1__CREATE_SESSION__INIT;
   m.tissue_case = TISSUED__V1__CREATE_SESSION__TISSUE_BUILTIN;
   m.builtin = (char *)(builtin ? builtin : "stomach-patch");
@@ -774,6 +775,42 @@ static int session_control(tc_client *c, uint32_t session_id, int end) {
   Envelope *r;
   int rc = request(c, &env, TISSUED__V1__ENVELOPE__BODY_ACK, &r);
   if (rc) return rc;
+  tissued__v1__envelope__free_unpacked(r, NULL);
+  return 0;
+}
+
+int tc_refine(tc_client *c, const tc_refine_params *p, tc_refined *out) {
+  if (!p) return fail(c, TS_EINVAL, "no refinement parameters");
+  Tissued__V1__RefineRegion m = TISSUED__V1__REFINE_REGION__INIT;
+  Tissued__V1__Vec3 o = TISSUED__V1__VEC3__INIT, d = TISSUED__V1__VEC3__INIT;
+  m.session_id = p->session_id;
+  m.method = p->method == TC_REFINE_LEB ? TISSUED__V1__REFINE_REGION__METHOD__LEB
+                                        : TISSUED__V1__REFINE_REGION__METHOD__LOOP;
+  m.n_triangles = p->triangles ? p->n_triangles : 0;
+  m.triangles = (uint32_t *)p->triangles;
+  if (!m.n_triangles) {
+    o.x = p->ray_origin[0], o.y = p->ray_origin[1], o.z = p->ray_origin[2];
+    d.x = p->ray_direction[0], d.y = p->ray_direction[1], d.z = p->ray_direction[2];
+    m.ray_origin = &o;
+    m.ray_direction = &d;
+  }
+  m.range = (float)p->range;
+  m.max_edge = (float)p->max_edge;
+  Envelope env = TISSUED__V1__ENVELOPE__INIT;
+  env.body_case = TISSUED__V1__ENVELOPE__BODY_REFINE_REGION;
+  env.refine_region = &m;
+  Envelope *r;
+  int rc = request(c, &env, TISSUED__V1__ENVELOPE__BODY_REFINED, &r);
+  if (rc) return rc;
+  if (out) {
+    const Tissued__V1__Refined *x = r->refined;
+    out->vertex_count = x->vertex_count;
+    out->triangle_count = x->triangle_count;
+    out->selected_triangles = x->selected_triangles;
+    out->new_vertices = x->new_vertices;
+    out->step = x->step;
+    out->millis = x->millis;
+  }
   tissued__v1__envelope__free_unpacked(r, NULL);
   return 0;
 }

@@ -182,7 +182,7 @@ int tc_create_session(tc_client *c, const char *builtin, uint32_t *session_id,
                       uint32_t *vertex_count, uint32_t *triangle_count);
 
 /* The same with a solver (TC_SOLVER_*; the Solver enum of tissue.proto). */
-enum { TC_SOLVER_DEFAULT = 0, TC_SOLVER_MASS_SPRING = 1, TC_SOLVER_XPBD = 2 };
+enum { TC_SOLVER_DEFAULT = 0, TC_SOLVER_MASS_SPRING = 1, TC_SOLVER_XPBD = 2, TC_SOLVER_QUASI_STATIC = 3 };
 int tc_create_session_solver(tc_client *c, const char *builtin, int solver,
                              uint32_t *session_id, uint32_t *vertex_count,
                              uint32_t *triangle_count);
@@ -199,6 +199,33 @@ int tc_join_ex(tc_client *c, const tc_join_params *p, tc_joined *out);
 /* Sends a ToolPose (no reply; errors come later through tc_poll). pos in
  * metres, quat = w, x, y, z. The library numbers poses (tc_pose_seq()) and
  * stamps them with a monotonic client time. */
+/* Local refinement of a running session's tissue (RefineRegion): by
+ * triangle indices into the keyframe topology's triangle list (outer-surface
+ * triangles only), or, with n_triangles 0, by a ray pick (the outer-surface
+ * triangles within `range` of the hit). Old vertices keep their indices, new
+ * ones are appended; the next frame is a keyframe with the new topology. */
+enum { TC_REFINE_LOOP = 0, TC_REFINE_LEB = 1 };
+typedef struct tc_refine_params {
+  uint32_t session_id;
+  int method;                   /* TC_REFINE_* */
+  const uint32_t *triangles;    /* or NULL with n_triangles 0: by ray */
+  uint32_t n_triangles;
+  double ray_origin[3];         /* m */
+  double ray_direction[3];
+  double range;                 /* m; 0 = the server's default (5 mm) */
+  double max_edge;              /* LEB: m; 0 = half the region's longest edge */
+} tc_refine_params;
+typedef struct tc_refined {
+  uint32_t vertex_count, triangle_count, selected_triangles, new_vertices;
+  uint64_t step;                /* the physics step after which it applies */
+  double millis;                /* time it took on the physics thread */
+} tc_refined;
+/* 0 and *out (may be NULL), or a negative ts_errno: TS_EROLE (an observer
+ * without the server key), TS_EINVAL (bad indices, a side-wall triangle, a
+ * ray that misses), TS_EUNSUPPORTED (a quasi-static session), TS_EFULL (over
+ * the vertex limit, or a refinement under way), TS_EMESH (inverted prisms). */
+int tc_refine(tc_client *c, const tc_refine_params *p, tc_refined *out);
+
 /* A controller puts its session's tissue back at rest (also restarts a
  * session stopped by divergence), or ends the session for everyone.
  * 0 or a negative ts_errno (TS_EROLE for observers, TS_ENOTJOINED). */

@@ -56,6 +56,15 @@ static void usage(FILE *out) {
           "                            changed (vertices in the delta), max_disp_mm (largest\n"
           "                            displacement since the first keyframe), force (N on\n"
           "                            the tool), last_pose_seq, tool_y\n"
+          "  refine --session N [--leb] [--triangles I,J,...] [--ray OX,OY,OZ,DX,DY,DZ]\n"
+          "         [--range M] [--max-edge M]\n"
+          "                            refine the session's tissue while it runs (needs the\n"
+          "                            key): Loop (default) or longest-edge bisection on\n"
+          "                            the given outer-surface triangles (indices into the\n"
+          "                            keyframe topology), or on those within M metres\n"
+          "                            (default 0.005) of where the ray meets the surface\n"
+          "                            (default: straight down onto the patch centre);\n"
+          "                            prints {\"vertex_count\":..,\"new_vertices\":..,...}\n"
           "  watch --session N [--seconds S] [--frame-rate F]\n"
           "                            join as an observer and print per-frame statistics\n"
           "                            and tool states for S seconds (default: until\n"
@@ -512,6 +521,53 @@ static int cmd_models(tc_client *c, const char *verb, const char *arg, const cha
   return 0;
 }
 
+/* Parses n comma-separated numbers (exactly n when exact, else up to n). */
+static int parse_list(const char *s, double *out, int n, int exact) {
+  int k = 0;
+  const char *p = s;
+  while (p && *p && k < n) {
+    char *end;
+    out[k++] = strtod(p, &end);
+    if (end == p || !isfinite(out[k - 1])) return -1;
+    p = *end == ',' ? end + 1 : (*end ? NULL : end);
+    if (!p) return -1;
+  }
+  if (p && *p) return -1;
+  return exact && k != n ? -1 : k;
+}
+
+static int cmd_refine(tc_client *c, uint32_t session, int leb, const char *tris_s,
+                      const char *ray_s, double range, double max_edge) {
+  tc_refine_params p = {.session_id = session, .method = leb ? TC_REFINE_LEB : TC_REFINE_LOOP,
+                        .ray_origin = {0, 0.05, 0}, .ray_direction = {0, -1, 0},
+                        .range = range, .max_edge = max_edge};
+  uint32_t tris[256];
+  if (tris_s) {
+    double v[256];
+    int n = parse_list(tris_s, v, 256, 0);
+    if (n <= 0) return die("--triangles wants up to 256 indices I,J,...%s%s", "", "");
+    for (int k = 0; k < n; k++) {
+      if (v[k] < 0 || v[k] > 4294967295.0 || v[k] != floor(v[k]))
+        return die("--triangles: not an index%s%s", "", "");
+      tris[k] = (uint32_t)v[k];
+    }
+    p.triangles = tris;
+    p.n_triangles = (uint32_t)n;
+  } else if (ray_s) {
+    double v[6];
+    if (parse_list(ray_s, v, 6, 1) != 6) return die("--ray wants OX,OY,OZ,DX,DY,DZ%s%s", "", "");
+    memcpy(p.ray_origin, v, sizeof p.ray_origin);
+    memcpy(p.ray_direction, v + 3, sizeof p.ray_direction);
+  }
+  tc_refined r;
+  if (tc_refine(c, &p, &r)) return die("refine: %s%s", tc_last_error(c), "");
+  printf("{\"session_id\":%u,\"vertex_count\":%u,\"triangle_count\":%u,\"selected_triangles\":%u,"
+         "\"new_vertices\":%u,\"step\":%llu,\"millis\":%.3f}\n",
+         session, r.vertex_count, r.triangle_count, r.selected_triangles, r.new_vertices,
+         (unsigned long long)r.step, r.millis);
+  return 0;
+}
+
 /* ---- main ------------------------------------------------------------------------- */
 
 int main(int argc, char **argv) {
@@ -567,6 +623,9 @@ int main(int argc, char **argv) {
   const char *mesh = NULL, *mesh_name = NULL, *layers_s = NULL;
   double scale = 1;
   double session = -1, depth = 0.004, seconds = -1, radius = 0.005, rate = 0;
+  int leb = 0;
+  const char *tris_s = NULL, *ray_s = NULL;
+  double range = 0, max_edge = 0;
   for (; i < argc; i++) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -586,7 +645,19 @@ int main(int argc, char **argv) {
       layers_s = v;
     } else if (!strcmp(a, "--scale") && !strcmp(cmd, "create")) {
       bad = parse_num(a, v, 1e-6, 1000, &scale);
-    } else if (!strcmp(a, "--session") && (!strcmp(cmd, "poke") || !strcmp(cmd, "watch"))) {
+    } else if (!strcmp(a, "--leb") && !strcmp(cmd, "refine")) {
+      leb = 1;
+      i--; /* no value */
+    } else if (!strcmp(a, "--triangles") && !strcmp(cmd, "refine") && v) {
+      tris_s = v;
+    } else if (!strcmp(a, "--ray") && !strcmp(cmd, "refine") && v) {
+      ray_s = v;
+    } else if (!strcmp(a, "--range") && !strcmp(cmd, "refine")) {
+      bad = parse_num(a, v, 0, 1, &range);
+    } else if (!strcmp(a, "--max-edge") && !strcmp(cmd, "refine")) {
+      bad = parse_num(a, v, 0, 1, &max_edge);
+    } else if (!strcmp(a, "--session") &&
+               (!strcmp(cmd, "poke") || !strcmp(cmd, "watch") || !strcmp(cmd, "refine"))) {
       bad = parse_int(a, v, 1, 4294967295.0, &session);
     } else if (!strcmp(a, "--depth") && !strcmp(cmd, "poke")) {
       bad = parse_num(a, v, 0, 0.05, &depth);
@@ -605,11 +676,13 @@ int main(int argc, char **argv) {
     i++;
   }
   int is_poke = !strcmp(cmd, "poke"), is_watch = !strcmp(cmd, "watch");
-  if (strcmp(cmd, "sessions") && strcmp(cmd, "create") && !is_poke && !is_watch && !verb) {
+  int is_refine = !strcmp(cmd, "refine");
+  if (strcmp(cmd, "sessions") && strcmp(cmd, "create") && !is_poke && !is_watch && !verb &&
+      !is_refine) {
     fprintf(stderr, "tissuectl: unknown command '%s' (see --help)\n", cmd);
     return 2;
   }
-  if ((is_poke || is_watch) && session < 0) {
+  if ((is_poke || is_watch || is_refine) && session < 0) {
     fprintf(stderr, "tissuectl: %s needs --session N\n", cmd);
     return 2;
   }
@@ -635,6 +708,8 @@ int main(int argc, char **argv) {
     rc = cmd_create_mesh(c, mesh, scale, mesh_name, layers_s);
   else if (!strcmp(cmd, "create"))
     rc = cmd_create(c, tissue);
+  else if (is_refine)
+    rc = cmd_refine(c, (uint32_t)session, leb, tris_s, ray_s, range, max_edge);
   else
     rc = cmd_frames(c, (uint32_t)session, is_poke, seconds, radius, depth, (uint32_t)rate);
   tc_close(c);

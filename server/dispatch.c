@@ -17,6 +17,7 @@
 #include "log.h"
 #include "models.h"
 #include "physics.h"
+#include "refine.h"
 #include "requests.h"
 #include "server.h"
 #include "shortcut.h"
@@ -731,6 +732,7 @@ void ts_dispatch_message(ts_conn *c, const uint8_t *msg, size_t len) {
   case TISSUED__V1__ENVELOPE__BODY_TRAIN_SHORTCUT: on_train(c, rid, env->train_shortcut); break;
   case TISSUED__V1__ENVELOPE__BODY_USE_SHORTCUT: on_use(c, rid, env->use_shortcut); break;
   case TISSUED__V1__ENVELOPE__BODY_HAND_OVER_TOOL: ts_handover_tool(c, rid, env->hand_over_tool); break;
+  case TISSUED__V1__ENVELOPE__BODY_REFINE_REGION: ts_refine_request(c, rid, env->refine_region); break;
   case TISSUED__V1__ENVELOPE__BODY_LIST_MATERIALS:
     ts_request_list_materials(c, rid, env->list_materials->tissue);
     break;

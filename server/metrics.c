@@ -76,6 +76,10 @@ char *ts_metrics_text(ts_server *s, size_t *len) {
   family(&b, "tissued_auth_refused_total", "counter",
          "Requests refused for a missing or wrong server key or session token.");
   put(&b, "tissued_auth_refused_total %llu\n", (unsigned long long)s->auth_refused);
+  family(&b, "tissued_refinements_total", "counter", "Live refinements done (RefineRegion).");
+  put(&b, "tissued_refinements_total %llu\n", (unsigned long long)s->refinements);
+  family(&b, "tissued_refinements_refused_total", "counter", "RefineRegion requests refused.");
+  put(&b, "tissued_refinements_refused_total %llu\n", (unsigned long long)s->refinements_refused);
   family(&b, "tissued_origin_refused_total", "counter",
          "WebSocket upgrades refused for their Origin.");
   put(&b, "tissued_origin_refused_total %llu\n", (unsigned long long)s->origin_refused);

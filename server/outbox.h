@@ -18,7 +18,8 @@ enum {
   TS_EV_DIVERGED = 3,
   TS_EV_FORCE = 4,
   TS_EV_SAMPLES = 5,      /* payload: a ts_learn_set copy to train on (learn.c) */
-  TS_EV_SAMPLES_FULL = 6  /* the session's sample set reached max-training-samples */
+  TS_EV_SAMPLES_FULL = 6, /* the session's sample set reached max-training-samples */
+  TS_EV_REFINED = 7       /* payload: a refinement's result and topology (refine.c) */
 };
 
 typedef struct ts_force_batch ts_force_batch;

@@ -18,6 +18,7 @@
 #include "core/ts_material.h"
 #include "core/ts_mesh_check.h"
 #include "core/ts_mesh_io.h"
+#include "core/ts_refine.h"
 #include "log.h"
 #include "materials.h"
 #include "physics.h"
@@ -67,6 +68,7 @@ typedef struct create_job {
   int rc;
   char err[512];
   ts_session *session;
+  ts_refine_src *refine_src; /* what build_mesh_tissue keeps for refinement (refine.c) */
 } create_job;
 
 /* A layer whose LayerSpec names a material takes the stored fits of that
@@ -277,6 +279,10 @@ static int build_mesh_tissue(create_job *j, ts_tissue **out, uint32_t *nv, uint3
   }
   (*out)->drag = pd.drag;
   (*out)->stable_dt = ts_massspring_stable_dt(*out); /* with the drag */
+  /* kept so the session can refine the tissue; without it the session runs
+   * but refuses RefineRegion */
+  ts_refine_src_free(j->refine_src);
+  if (ts_refine_src_create(e, j->def.layers, anch, pd.gravity, &j->refine_src)) j->refine_src = NULL;
 out:
   free(anch);
   ts_extrusion_free(e);
@@ -286,9 +292,13 @@ out:
 
 /* A session holding tissue t (taken over, also on failure). */
 static int session_with_tissue(create_job *j, ts_tissue *t, const char *tissue_name) {
-  return ts_session_create_with_tissue(j->server, j->name, tissue_name, t, j->dt,
-                                       j->server->cfg.frame_rate, &j->session, j->err,
-                                       sizeof j->err);
+  int rc = ts_session_create_with_tissue(j->server, j->name, tissue_name, t, j->dt,
+                                         j->server->cfg.frame_rate, &j->session, j->err,
+                                         sizeof j->err);
+  if (!rc) j->session->sim.refine_src = j->refine_src;
+  else ts_refine_src_free(j->refine_src);
+  j->refine_src = NULL;
+  return rc;
 }
 
 /* The layer spec stored with a tissue, from j's layers. */
@@ -327,6 +337,8 @@ static void upload_work(create_job *j, ts_storage *st) {
   int n = spec_text(j, spec, sizeof spec);
   if (n < 0) {
     ts_tissue_destroy(t);
+    ts_refine_src_free(j->refine_src);
+    j->refine_src = NULL;
     j->rc = n;
     snprintf(j->err, sizeof j->err, "cannot describe the layers: %s", ts_strerror(n));
     return;
@@ -337,6 +349,8 @@ static void upload_work(create_job *j, ts_storage *st) {
   int64_t id = ts_storage_put_mesh_tissue(st, &rec, tname, spec, &inserted);
   if (id < 0) {
     ts_tissue_destroy(t);
+    ts_refine_src_free(j->refine_src);
+    j->refine_src = NULL;
     j->rc = (int)id;
     snprintf(j->err, sizeof j->err, "cannot store tissue '%s': %s", tname,
              ts_storage_errmsg(st));

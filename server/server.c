@@ -19,6 +19,7 @@
 #include "metrics.h"
 #include "net/http.h"
 #include "physics.h"
+#include "refine.h"
 #include "training.h"
 #include "tissue.pb-c.h"
 #include "ts_storage.h"
@@ -128,6 +129,9 @@ static void drain_events(ts_server *s, ts_event *e) {
                         "session %u has recorded its maximum of %d training samples; "
                         "train (TrainShortcut) or reset",
                         se->id, s->cfg.max_training_samples);
+      break;
+    case TS_EV_REFINED:
+      ts_refine_on_event(s, se, e->payload); /* frees it */
       break;
     case TS_EV_REMOVED:
       unlink_session(s, se);
@@ -354,6 +358,7 @@ void ts_server_shutdown(ts_server *s, const char *why) {
     ts_event *next = e->next;
     if (e->kind == TS_EV_FRAME) ts_frame_release(e->frame);
     if (e->kind == TS_EV_SAMPLES) ts_learn_set_free(e->payload);
+    if (e->kind == TS_EV_REFINED) ts_refine_event_free(e->payload);
     free(e);
     e = next;
   }

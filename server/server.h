@@ -61,6 +61,7 @@ struct ts_server {
   uint64_t auth_refused;     /* requests refused for a missing or wrong key or token */
   uint64_t origin_refused;   /* WebSocket upgrades from an Origin not allowed */
   uint64_t poses_dropped;    /* over max-pose-rate */
+  uint64_t refinements, refinements_refused; /* RefineRegion done / refused (refine.c) */
   uint64_t limit_refused[16]; /* TS_LIMIT_* (fewer than 16): requests refused by a configured limit */
   uint64_t closes[5];       /* closed connections by enum ts_close_reason (metrics.h) */
 

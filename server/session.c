@@ -11,7 +11,9 @@
 #include <string.h>
 
 #include "core/ts_error.h"
+#include "core/ts_refine.h"
 #include "log.h"
+#include "refine.h"
 #include "server.h"
 #include "session_contact.h"
 #include "shortcut.h"
@@ -25,8 +27,15 @@ int ts_session_create(ts_server *s, const char *name, const ts_patch_def *def, d
     snprintf(err, errcap, "cannot build the tissue: %s", ts_strerror(rc));
     return rc;
   }
-  return ts_session_create_with_tissue(s, name, "stomach-patch", t, dt, frame_rate, out, err,
-                                       errcap);
+  ts_refine_src *src = NULL;
+  if (ts_refine_src_patch(def, &src)) src = NULL; /* then not refinable; the session still runs */
+  rc = ts_session_create_with_tissue(s, name, "stomach-patch", t, dt, frame_rate, out, err,
+                                     errcap);
+  if (rc)
+    ts_refine_src_free(src);
+  else
+    (*out)->sim.refine_src = src;
+  return rc;
 }
 
 int ts_session_create_with_tissue(ts_server *s, const char *name, const char *tissue_name,
@@ -101,6 +110,8 @@ void ts_session_free(ts_session *se) {
   ts_shortcut_destroy(se->sim.shortcut);
   ts_learn_set_free(se->sim.samples_out);
   ts_xpbd_destroy(se->sim.xpbd);
+  ts_refine_src_free(se->sim.refine_src);
+  ts_refine_req_free(se->mbox.refine);
   ts_session_contact_free(se->sim.contact);
   free(se->sim.contact);
   if (se->latest) ts_frame_release(se->latest);
@@ -338,6 +349,7 @@ ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
   ts_session_sim *sim = &se->sim;
   *diverged = 0;
   drain_mailbox(se);
+  ts_refine_physics(se); /* a pending RefineRegion, between two steps */
   if (sim->stopped) return NULL; /* diverged: waits for a reset */
   ts_step_stats st;
   memset(&st, 0, sizeof st);

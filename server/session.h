@@ -49,6 +49,7 @@ typedef struct ts_mailbox {
   uint64_t samples;    /* physics: samples recorded so far */
   int learned;         /* physics: the model answers */
   uint64_t model_answers, model_rejected; /* physics: ts_shortcut's counts */
+  struct ts_refine_req *refine; /* loop: a RefineRegion to run between two steps (refine.c) */
 } ts_mailbox;
 
 /* Physics-thread state. */
@@ -56,6 +57,8 @@ typedef struct ts_session_sim {
   ts_tissue *tissue;
   ts_xpbd *xpbd;             /* the position-based solver, when chosen */
   struct ts_session_contact *contact; /* its tree-based tool contact (session_contact.h) */
+  struct ts_refine_src *refine_src; /* what the tissue is rebuilt from when refined
+                                       (core/ts_refine.h); NULL: not refinable */
   struct ts_shortcut *shortcut; /* quasi-static sessions: solve and learned model (shortcut.h) */
   uint32_t train_after;      /* samples after which training starts by itself; 0: never */
   int auto_trained;          /* that happened */
@@ -118,6 +121,8 @@ typedef struct ts_session {
   int has_model;             /* a model was installed or is on its way (loop's view) */
   int train_kind;            /* ts_learn_kind of the requested training */
   uint64_t train_rid;        /* request id of the TrainShortcut, echoed in progress */
+
+  int refine_pending;        /* a RefineRegion is with the physics thread (refine.c) */
 
   int physics_thread;        /* index of the owning thread */
   ts_mailbox mbox;

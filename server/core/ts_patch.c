@@ -220,6 +220,15 @@ static int patch_extrusion(const ts_patch_def *d, ts_extrusion **out) {
   return 0;
 }
 
+int ts_patch_extrusion(const ts_patch_def *def, ts_extrusion **out) {
+  if (!out) return TS_EINVAL;
+  *out = NULL;
+  if (!def) return TS_EINVAL;
+  int rc = validate_def(def);
+  if (rc) return rc;
+  return patch_extrusion(def, out);
+}
+
 /* ---- builder ---- */
 
 int ts_patch_create(const ts_patch_def *def, ts_tissue **out) {

@@ -165,6 +165,12 @@ int ts_patch_create(const ts_patch_def *def, ts_tissue **out);
 
 struct ts_extrusion; /* ts_extrude.h */
 
+/* The patch's extrusion alone (what ts_patch_create builds the tissue from;
+ * its anchors are the boundary flags on every sheet), for callers that keep
+ * it to refine the tissue later (ts_refine.h). Free with
+ * ts_extrusion_free. Returns as ts_patch_create. */
+int ts_patch_extrusion(const ts_patch_def *def, struct ts_extrusion **out);
+
 /* Turns a multi-layer extrusion into a tissue: node masses from the prisms,
  * springs along every sheet edge, between corresponding nodes of adjacent
  * sheets and across every prism side face, each with the constants of its

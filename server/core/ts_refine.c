@@ -1,0 +1,516 @@
+/*
+ * ts_refine.c: local refinement of a live tissue with its state carried
+ * over (see ts_refine.h for the rules; the refinements themselves are Loop's
+ * subdivision, ts_loop.c, and Rivara's longest-edge bisection, ts_leb.c).
+ */
+#include "ts_refine.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ts_error.h"
+#include "ts_leb.h"
+#include "ts_loop.h"
+#include "ts_massspring.h"
+#include "ts_meshtopo.h"
+#include "ts_region.h"
+
+/* ---- the source ---- */
+
+static ts_extrusion *extrusion_copy(const ts_extrusion *e) {
+  ts_extrusion *c = calloc(1, sizeof *c);
+  if (!c) return NULL;
+  *c = *e;
+  size_t nn = (size_t)e->n_sheets * e->nv;
+  c->x = malloc(sizeof *c->x * nn);
+  c->surface_tris = malloc(sizeof *c->surface_tris * e->n_surface_tris);
+  c->boundary = malloc(e->nv);
+  c->tris = malloc(sizeof *c->tris * (e->n_tris ? e->n_tris : 1));
+  if (!c->x || !c->surface_tris || !c->boundary || !c->tris) {
+    ts_extrusion_free(c);
+    return NULL;
+  }
+  memcpy(c->x, e->x, sizeof *c->x * nn);
+  memcpy(c->surface_tris, e->surface_tris, sizeof *c->surface_tris * e->n_surface_tris);
+  if (e->boundary)
+    memcpy(c->boundary, e->boundary, e->nv);
+  else
+    memset(c->boundary, 0, e->nv);
+  if (e->n_tris) memcpy(c->tris, e->tris, sizeof *c->tris * e->n_tris);
+  return c;
+}
+
+/* Node masses of e: density times a sixth of every prism's volume on the
+ * node (ts_tissue_build's rule). TS_EMESH for a refused prism. */
+static int node_masses(const ts_extrusion *e, const ts_layer *layers, double *mass) {
+  const uint32_t nv = e->nv;
+  memset(mass, 0, sizeof *mass * (size_t)e->n_sheets * nv);
+  for (uint32_t l = 0; l < e->n_layers; l++)
+    for (uint32_t f = 0; f < e->n_surface_tris; f++) {
+      const uint32_t *tr = e->surface_tris[f];
+      double P[3][3], Q[3][3], vol = 0;
+      for (int k = 0; k < 3; k++) {
+        memcpy(P[k], e->x[(size_t)l * nv + tr[k]], sizeof P[k]);
+        memcpy(Q[k], e->x[(size_t)(l + 1) * nv + tr[k]], sizeof Q[k]);
+      }
+      if (ts_prism_check((const double (*)[3])P, (const double (*)[3])Q, &vol, NULL)) return TS_EMESH;
+      double dm = layers[l].density * vol / 6.0;
+      for (int k = 0; k < 3; k++) {
+        mass[(size_t)l * nv + tr[k]] += dm;
+        mass[(size_t)(l + 1) * nv + tr[k]] += dm;
+      }
+    }
+  return 0;
+}
+
+void ts_refine_src_free(ts_refine_src *s) {
+  if (!s) return;
+  ts_extrusion_free(s->e);
+  free(s->anchored);
+  free(s->mass);
+  free(s->node_of);
+  free(s->ext_of);
+  free(s);
+}
+
+int ts_refine_src_create(const ts_extrusion *e, const ts_layer *layers, const uint8_t *anchored,
+                         const double gravity[3], ts_refine_src **out) {
+  if (!out) return TS_EINVAL;
+  *out = NULL;
+  if (!e || !layers || !e->x || !e->surface_tris || e->n_layers < 1 ||
+      e->n_layers > TS_MAX_LAYERS || e->n_sheets != e->n_layers + 1 || e->nv < 3)
+    return TS_EINVAL;
+  ts_refine_src *s = calloc(1, sizeof *s);
+  if (!s) return TS_ENOMEM;
+  size_t nn = (size_t)e->n_sheets * e->nv;
+  s->e = extrusion_copy(e);
+  s->anchored = calloc(nn, 1);
+  s->mass = malloc(sizeof *s->mass * nn);
+  s->node_of = malloc(sizeof *s->node_of * nn);
+  s->ext_of = malloc(sizeof *s->ext_of * nn);
+  if (!s->e || !s->anchored || !s->mass || !s->node_of || !s->ext_of) {
+    ts_refine_src_free(s);
+    return TS_ENOMEM;
+  }
+  memcpy(s->layers, layers, sizeof *layers * e->n_layers);
+  if (gravity) memcpy(s->gravity, gravity, sizeof s->gravity);
+  if (anchored) memcpy(s->anchored, anchored, nn);
+  for (size_t i = 0; i < nn; i++) s->node_of[i] = s->ext_of[i] = (uint32_t)i;
+  int rc = node_masses(e, layers, s->mass);
+  if (rc) {
+    ts_refine_src_free(s);
+    return rc;
+  }
+  *out = s;
+  return 0;
+}
+
+int ts_refine_src_patch(const ts_patch_def *def, ts_refine_src **out) {
+  if (!out) return TS_EINVAL;
+  *out = NULL;
+  ts_extrusion *e = NULL;
+  int rc = ts_patch_extrusion(def, &e);
+  if (rc) return rc;
+  size_t nn = (size_t)e->n_sheets * e->nv;
+  uint8_t *anch = malloc(nn);
+  if (!anch) {
+    ts_extrusion_free(e);
+    return TS_ENOMEM;
+  }
+  for (size_t i = 0; i < nn; i++) anch[i] = e->boundary[i % e->nv];
+  rc = ts_refine_src_create(e, def->layers, anch, def->gravity, out);
+  free(anch);
+  ts_extrusion_free(e);
+  return rc;
+}
+
+double ts_refine_total_mass(const ts_refine_src *s) {
+  if (!s || !s->e) return 0.0;
+  double m = 0;
+  size_t nn = (size_t)s->e->n_sheets * s->e->nv;
+  for (size_t i = 0; i < nn; i++) m += s->mass[i];
+  return m;
+}
+
+static int src_matches(const ts_refine_src *s, const ts_tissue *t) {
+  return s && t && s->e && (uint64_t)s->e->n_sheets * s->e->nv == t->n_nodes &&
+         t->n_tris == s->e->n_tris;
+}
+
+/* ---- selection ---- */
+
+int ts_refine_surface_tri(const ts_refine_src *s, const ts_tissue *t, uint32_t tri, uint32_t *surf) {
+  if (!src_matches(s, t) || !surf) return TS_EINVAL;
+  if (tri >= s->e->n_surface_tris || tri >= t->n_tris) return TS_EINVAL;
+  for (int k = 0; k < 3; k++)
+    if (t->tris[tri][k] != s->node_of[s->e->surface_tris[tri][k]]) return TS_EINVAL;
+  *surf = tri;
+  return 0;
+}
+
+/* The outer surface at t's current positions (caller frees). */
+static int current_surface(const ts_refine_src *s, const ts_tissue *t, ts_mesh **out) {
+  const ts_extrusion *e = s->e;
+  int rc = ts_mesh_alloc(e->nv, e->n_surface_tris, out);
+  if (rc) return rc;
+  for (uint32_t j = 0; j < e->nv; j++) memcpy((*out)->v[j], t->x[s->node_of[j]], sizeof (*out)->v[j]);
+  memcpy((*out)->t, e->surface_tris, sizeof *e->surface_tris * e->n_surface_tris);
+  return 0;
+}
+
+int ts_refine_pick(const ts_refine_src *s, const ts_tissue *t, const double origin[3],
+                   const double dir[3], double range, uint32_t **tris, uint32_t *n, double hit[3]) {
+  if (!tris || !n) return TS_EINVAL;
+  *tris = NULL;
+  *n = 0;
+  if (!src_matches(s, t) || !origin || !dir) return TS_EINVAL;
+  if (!isfinite(range)) return TS_ENAN;
+  if (range < 0) return TS_EINVAL;
+  ts_mesh *m = NULL;
+  ts_meshtopo *topo = NULL;
+  ts_region *r = NULL;
+  int rc = current_surface(s, t, &m);
+  if (rc) return rc;
+  uint32_t tri = 0;
+  double p[3], u = 0;
+  rc = ts_region_raypick(m, origin, dir, &tri, p, &u);
+  if (!rc) rc = ts_meshtopo_build(m, &topo);
+  if (!rc) rc = ts_region_alloc(m->n_verts, m->n_tris, &r);
+  if (!rc) rc = ts_region_from_triangle(r, m, topo, tri, p, range);
+  if (!rc) {
+    *tris = malloc(sizeof **tris * r->n_tris);
+    if (!*tris) {
+      rc = TS_ENOMEM;
+    } else {
+      memcpy(*tris, r->tris, sizeof **tris * r->n_tris);
+      *n = r->n_tris;
+      if (hit) memcpy(hit, p, sizeof p);
+    }
+  }
+  ts_region_free(r);
+  ts_meshtopo_free(topo);
+  ts_mesh_free(m);
+  return rc;
+}
+
+/* ---- LEB's size function: the bound on the selected triangles only ---- */
+
+typedef struct sel_region {
+  const ts_extrusion *e;
+  const uint32_t *tris; /* distinct selected surface triangles */
+  uint32_t n;
+  double lo[3], hi[3];  /* their bounds, grown by tol */
+  double tol;           /* m: "on a selected triangle" */
+  double bound;         /* m */
+} sel_region;
+
+static double sel_size(const double p[3], void *ud) {
+  const sel_region *r = ud;
+  for (int c = 0; c < 3; c++)
+    if (p[c] < r->lo[c] || p[c] > r->hi[c]) return INFINITY;
+  for (uint32_t i = 0; i < r->n; i++) {
+    const uint32_t *tr = r->e->surface_tris[r->tris[i]];
+    if (ts_point_triangle_distance(p, r->e->x[tr[0]], r->e->x[tr[1]], r->e->x[tr[2]], NULL) <= r->tol)
+      return r->bound;
+  }
+  return INFINITY;
+}
+
+/* ---- the refinement ---- */
+
+static void errf(char *err, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void errf(char *err, size_t cap, const char *fmt, ...) {
+  if (!err || !cap) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, cap, fmt, ap);
+  va_end(ap);
+}
+
+int ts_refine_run(const ts_refine_src *s, const ts_tissue *t, const uint32_t *sel, uint32_t n_sel,
+                  const ts_refine_opts *o, ts_tissue **out, ts_refine_src **src_out,
+                  ts_refine_info *info, char *err, size_t errcap) {
+  if (err && errcap) err[0] = 0;
+  if (!out || !src_out) return TS_EINVAL;
+  *out = NULL;
+  *src_out = NULL;
+  if (!o || (o->method != TS_REFINE_LOOP && o->method != TS_REFINE_LEB) || !isfinite(o->max_edge) ||
+      o->max_edge < 0) {
+    errf(err, errcap, "bad refinement options");
+    return TS_EINVAL;
+  }
+  if (!src_matches(s, t)) {
+    errf(err, errcap, "the tissue is not the one the refinement source describes");
+    return TS_EINVAL;
+  }
+  if (!sel || n_sel == 0) {
+    errf(err, errcap, "empty selection");
+    return TS_EINVAL;
+  }
+  const ts_extrusion *e = s->e;
+  const uint32_t nv = e->nv, S = e->n_sheets, n_old = t->n_nodes;
+  for (uint32_t i = 0; i < n_sel; i++)
+    if (sel[i] >= e->n_surface_tris) {
+      errf(err, errcap, "triangle %u out of range (%u outer-surface triangles)", sel[i],
+           e->n_surface_tris);
+      return TS_EINVAL;
+    }
+
+  int rc = 0;
+  ts_extrusion *e2 = NULL;
+  ts_loop_plan *plan = NULL;
+  ts_leb_result *leb = NULL;
+  ts_tissue *nt = NULL, *ft = NULL;
+  uint8_t *flag = calloc(e->n_surface_tris, 1), *anch2 = NULL;
+  uint32_t *dsel = malloc(sizeof *dsel * n_sel), *map2 = NULL, *ext2 = NULL;
+  double *mass2 = NULL;
+  uint32_t nd = 0;
+  if (!flag || !dsel) {
+    rc = TS_ENOMEM;
+    goto done;
+  }
+  for (uint32_t i = 0; i < n_sel; i++)
+    if (!flag[sel[i]]) flag[sel[i]] = 1, dsel[nd++] = sel[i];
+
+  /* the refined extrusion and each new surface vertex's parent edge */
+  const uint32_t(*parents)[2] = NULL;
+  if (o->method == TS_REFINE_LOOP) {
+    rc = ts_loop_extrusion(e, dsel, nd, o->smooth_rest ? TS_LOOP_SMOOTH : TS_LOOP_LINEAR, &e2, &plan,
+                           err, errcap);
+    if (!rc) parents = (const uint32_t(*)[2])plan->edge_ends;
+  } else {
+    sel_region r = {e, dsel, nd, {INFINITY, INFINITY, INFINITY}, {-INFINITY, -INFINITY, -INFINITY},
+                    0, o->max_edge};
+    double longest = 0;
+    for (uint32_t i = 0; i < nd; i++) {
+      const uint32_t *tr = e->surface_tris[dsel[i]];
+      for (int k = 0; k < 3; k++) {
+        const double *a = e->x[tr[k]], *b = e->x[tr[(k + 1) % 3]];
+        double d2 = 0;
+        for (int c = 0; c < 3; c++) {
+          d2 += (a[c] - b[c]) * (a[c] - b[c]);
+          if (a[c] < r.lo[c]) r.lo[c] = a[c];
+          if (a[c] > r.hi[c]) r.hi[c] = a[c];
+        }
+        if (sqrt(d2) > longest) longest = sqrt(d2);
+      }
+    }
+    r.tol = 1e-9 * (longest > 0 ? longest : 1.0);
+    for (int c = 0; c < 3; c++) r.lo[c] -= r.tol, r.hi[c] += r.tol;
+    if (r.bound == 0) r.bound = 0.5 * longest;
+    if (!(r.bound > 0)) {
+      errf(err, errcap, "degenerate selection");
+      rc = TS_EINVAL;
+      goto done;
+    }
+    ts_leb_def d = {0};
+    d.max_edge = r.bound;
+    d.size_at = sel_size;
+    d.size_ud = &r;
+    if (o->max_nodes) d.max_verts = o->max_nodes / S;
+    rc = ts_leb_extrusion(e, &d, &e2, &leb, err, errcap);
+    if (!rc) parents = (const uint32_t(*)[2])leb->parents;
+  }
+  if (rc) {
+    if (rc == TS_EMESH && err && err[0]) {
+      char tmp[256];
+      snprintf(tmp, sizeof tmp, "%s", err);
+      errf(err, errcap, "refined rest shape: %s", tmp);
+    }
+    goto done;
+  }
+  const uint32_t nv2 = e2->nv, nnew = nv2 - nv;
+  const uint64_t N2_64 = (uint64_t)S * nv2;
+  if ((o->max_nodes && N2_64 > o->max_nodes) || N2_64 > UINT32_MAX / 2) {
+    errf(err, errcap, "refinement would give %llu nodes (limit %u)", (unsigned long long)N2_64,
+         o->max_nodes);
+    rc = TS_EFULL;
+    goto done;
+  }
+  const uint32_t N2 = (uint32_t)N2_64;
+
+  /* anchors, node map */
+  anch2 = malloc(N2);
+  map2 = malloc(sizeof *map2 * N2);
+  ext2 = malloc(sizeof *ext2 * N2);
+  mass2 = malloc(sizeof *mass2 * N2);
+  if (!anch2 || !map2 || !ext2 || !mass2) {
+    rc = TS_ENOMEM;
+    goto done;
+  }
+  for (uint32_t sh = 0; sh < S; sh++) {
+    for (uint32_t j = 0; j < nv2; j++) {
+      uint32_t k = sh * nv2 + j;
+      if (j < nv) {
+        anch2[k] = s->anchored[sh * nv + j];
+        map2[k] = s->node_of[sh * nv + j];
+      } else {
+        const uint32_t *pq = parents[j - nv];
+        anch2[k] = e2->boundary[j] && anch2[sh * nv2 + pq[0]] && anch2[sh * nv2 + pq[1]];
+        map2[k] = n_old + sh * nnew + (j - nv);
+      }
+      ext2[map2[k]] = k;
+    }
+  }
+
+  /* masses, scaled to the old total */
+  rc = node_masses(e2, s->layers, mass2);
+  if (rc) {
+    errf(err, errcap, "refined rest shape has a degenerate prism");
+    goto done;
+  }
+  double m_old = ts_refine_total_mass(s), m_new = 0;
+  for (uint32_t k = 0; k < N2; k++) m_new += mass2[k];
+  if (!(m_new > 0)) {
+    rc = TS_EMESH;
+    goto done;
+  }
+  for (uint32_t k = 0; k < N2; k++) mass2[k] *= m_old / m_new;
+
+  rc = ts_tissue_build(e2, s->layers, anch2, s->gravity, &nt);
+  if (rc) {
+    errf(err, errcap, "cannot build the refined tissue: %s", ts_strerror(rc));
+    goto done;
+  }
+  rc = ts_tissue_alloc(N2, nt->n_springs, nt->n_tris, &ft);
+  if (rc) goto done;
+
+  /* renumber: springs, triangles, rest positions, masses */
+  for (uint32_t i = 0; i < nt->n_springs; i++) {
+    ts_spring sp = nt->springs[i];
+    uint32_t a = map2[sp.a], b = map2[sp.b];
+    sp.a = a < b ? a : b;
+    sp.b = a < b ? b : a;
+    ft->springs[i] = sp;
+  }
+  for (uint32_t i = 0; i < nt->n_tris; i++)
+    for (int k = 0; k < 3; k++) ft->tris[i][k] = map2[nt->tris[i][k]];
+  for (uint32_t k = 0; k < N2; k++) {
+    uint32_t i = map2[k];
+    memcpy(ft->rest[i], nt->rest[k], sizeof ft->rest[i]);
+    ft->inv_mass[i] = !anch2[k] && mass2[k] > 0 ? 1.0 / mass2[k] : 0.0;
+  }
+
+  /* state: old nodes as they are, new ones at their parents' midpoints */
+  memcpy(ft->x, t->x, sizeof *ft->x * n_old);
+  memcpy(ft->v, t->v, sizeof *ft->v * n_old);
+  memcpy(ft->x_prev, t->x_prev, sizeof *ft->x_prev * n_old);
+  memcpy(ft->f_ext, t->f_ext, sizeof *ft->f_ext * n_old);
+  for (uint32_t j = nv; j < nv2; j++) {
+    const uint32_t *pq = parents[j - nv];
+    for (uint32_t sh = 0; sh < S; sh++) {
+      uint32_t i = map2[sh * nv2 + j], a = map2[sh * nv2 + pq[0]], b = map2[sh * nv2 + pq[1]];
+      for (int c = 0; c < 3; c++) {
+        ft->x[i][c] = 0.5 * (ft->x[a][c] + ft->x[b][c]);
+        ft->v[i][c] = 0.5 * (ft->v[a][c] + ft->v[b][c]);
+        ft->x_prev[i][c] = 0.5 * (ft->x_prev[a][c] + ft->x_prev[b][c]);
+      }
+    }
+  }
+
+  /* the current shape's prisms */
+  for (uint32_t l = 0; l < e2->n_layers; l++)
+    for (uint32_t f = 0; f < e2->n_surface_tris; f++) {
+      const uint32_t *tr = e2->surface_tris[f];
+      double P[3][3], Q[3][3];
+      for (int k = 0; k < 3; k++) {
+        memcpy(P[k], ft->x[map2[l * nv2 + tr[k]]], sizeof P[k]);
+        memcpy(Q[k], ft->x[map2[(l + 1) * nv2 + tr[k]]], sizeof Q[k]);
+      }
+      if (ts_prism_check((const double (*)[3])P, (const double (*)[3])Q, NULL, NULL)) {
+        errf(err, errcap,
+             "prism of layer %u on refined surface triangle %u (nodes %u %u %u) is inverted in the "
+             "current shape",
+             l, f, map2[l * nv2 + tr[0]], map2[l * nv2 + tr[1]], map2[l * nv2 + tr[2]]);
+        rc = TS_EMESH;
+        goto done;
+      }
+    }
+
+  /* the rest of the tissue */
+  ft->n_layers = nt->n_layers;
+  memcpy(ft->layers, nt->layers, sizeof ft->layers);
+  memcpy(ft->layer_tri_count, nt->layer_tri_count, sizeof ft->layer_tri_count);
+  ft->n_render_groups = nt->n_render_groups;
+  memcpy(ft->render_group_name, nt->render_group_name, sizeof ft->render_group_name);
+  ft->n_sheets = S;
+  int identity = 1;
+  for (uint32_t k = 0; k < N2 && identity; k++) identity = map2[k] == k;
+  ft->nodes_per_sheet = identity ? nv2 : 0; /* see ts_refine.h */
+  memcpy(ft->gravity, t->gravity, sizeof ft->gravity);
+  ft->drag = t->drag;
+  ft->beeman_threshold = t->beeman_threshold;
+  ft->strain_iterations = t->strain_iterations;
+  ft->mass_scaling = t->mass_scaling;
+  ft->time = t->time;
+  ft->steps = t->steps;
+  ft->h_prev = 0; /* the integrator restarts with a Taylor step */
+  rc = ts_massspring_prepare(ft);
+  if (rc) {
+    errf(err, errcap, "cannot prepare the refined tissue: %s", ts_strerror(rc));
+    goto done;
+  }
+
+  if (info) {
+    info->parents = malloc(sizeof *info->parents * ((size_t)(N2 - n_old) + 1));
+    if (!info->parents) {
+      rc = TS_ENOMEM;
+      goto done;
+    }
+    for (uint32_t j = nv; j < nv2; j++)
+      for (uint32_t sh = 0; sh < S; sh++) {
+        const uint32_t *pq = parents[j - nv];
+        uint32_t i = map2[sh * nv2 + j];
+        info->parents[i - n_old][0] = map2[sh * nv2 + pq[0]];
+        info->parents[i - n_old][1] = map2[sh * nv2 + pq[1]];
+      }
+    info->selected = nd;
+    info->new_verts = nnew;
+    info->new_nodes = N2 - n_old;
+    info->n_nodes = N2;
+    info->n_tris = ft->n_tris;
+  }
+  /* the new source */
+  ts_refine_src *ns = calloc(1, sizeof *ns);
+  if (!ns) {
+    if (info) {
+      free(info->parents);
+      info->parents = NULL;
+    }
+    rc = TS_ENOMEM;
+    goto done;
+  }
+  memcpy(ns->layers, s->layers, sizeof ns->layers);
+  memcpy(ns->gravity, s->gravity, sizeof ns->gravity);
+  ns->e = e2;
+  e2 = NULL;
+  ns->anchored = anch2;
+  anch2 = NULL;
+  ns->mass = mass2;
+  mass2 = NULL;
+  ns->node_of = map2;
+  map2 = NULL;
+  ns->ext_of = ext2;
+  ext2 = NULL;
+  *src_out = ns;
+  *out = ft;
+  ft = NULL;
+
+done:
+  if (rc && err && errcap && !err[0]) errf(err, errcap, "refinement failed: %s", ts_strerror(rc));
+  ts_tissue_destroy(ft);
+  ts_tissue_destroy(nt);
+  ts_extrusion_free(e2);
+  ts_loop_plan_free(plan);
+  ts_leb_result_free(leb);
+  free(flag);
+  free(dsel);
+  free(anch2);
+  free(map2);
+  free(ext2);
+  free(mass2);
+  return rc;
+}

@@ -1,0 +1,142 @@
+/*
+ * ts_refine.h: local refinement of a live tissue (issue 4, "Local
+ * refinement": in a running session, refinement carries the physics state
+ * over and the tissue does not jump).
+ *
+ * A tissue built from a multi-layer extrusion (ts_tissue_build) is refined
+ * by refining the extrusion's surface on a selection of outer-surface
+ * triangles, through every sheet (Loop subdivision, ts_loop_extrusion, with
+ * Loop's rules for the rest shape; or longest-edge bisection,
+ * ts_leb_extrusion, with an edge bound that applies only on the selected
+ * triangles), building a tissue from the refined extrusion, and carrying the
+ * state over:
+ *   - every existing node keeps its index, its position, velocity and
+ *     previous position, bit for bit; new nodes are appended, sheet by sheet
+ *     in the refinement's creation order, so clients only grow their buffers;
+ *   - a new node's position, velocity and previous position are the midpoint
+ *     of its parent edge's current ones (the linear interpolation of the
+ *     state: nothing a client sees moves);
+ *   - rest positions: LEB's midpoints; for Loop, either Loop's smoothing
+ *     rules (smooth_rest) or Loop's topology with midpoints. Smoothing moves
+ *     the rest positions of old vertices (up to 20 um on the patch) and the
+ *     new ones off the midpoints while the current positions stay, and
+ *     changes the prisms' volumes and so the node masses; the tissue then
+ *     jumps towards the new rest shape (measured on the default patch at
+ *     rest: 2.2 mm in the first 1 ms step). A live refinement therefore keeps
+ *     the rest shape's geometry (midpoints), as LEB does; smooth_rest is for
+ *     offline use;
+ *   - springs and render triangles are rebuilt for the whole tissue by
+ *     ts_tissue_build (their constants depend on the volume shares of every
+ *     prism around a spring, so a local patch-up would have to redo the same
+ *     sums on the region's ring; rebuilding all is one pass, exact, and costs
+ *     a few milliseconds for the default patch), then renumbered;
+ *   - masses: density times a sixth of the prisms' volumes per node
+ *     (ts_tissue_build's rule), scaled so the total (anchored nodes
+ *     included) is the one before; anchored nodes stay anchored, and a new
+ *     node on the open boundary between two anchored nodes of its sheet is
+ *     anchored;
+ *   - the integrator restarts (a Taylor step first, no Beeman history);
+ *     external forces stay on the old nodes, zero on the new ones.
+ *
+ * Keeping old indices breaks the sheet layout node (s, j) = s * nv + j that
+ * selective mass scaling (ts_ms_sms.c) and XPBD's bending and volume
+ * constraints need: a refined tissue has nodes_per_sheet = 0 (so neither is
+ * used; the mass-spring step then takes more substeps) and the extrusion
+ * node -> tissue node map lives in the ts_refine_src, which a session keeps
+ * from building to the next refinement.
+ */
+#ifndef TS_REFINE_H
+#define TS_REFINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ts_extrude.h"
+#include "ts_tissue.h"
+
+/* What a tissue is rebuilt from: its extrusion (the rest shape), layers,
+ * gravity, anchor flags and node masses per extrusion node, and the map
+ * between extrusion nodes and tissue nodes. */
+typedef struct ts_refine_src {
+  ts_extrusion *e;          /* owned; node (s, j) at s * e->nv + j */
+  ts_layer layers[TS_MAX_LAYERS];
+  double gravity[3];        /* m/s^2 */
+  uint8_t *anchored;        /* per extrusion node */
+  double *mass;             /* per extrusion node, kg (anchored ones too) */
+  uint32_t *node_of;        /* extrusion node -> tissue node */
+  uint32_t *ext_of;         /* tissue node -> extrusion node */
+} ts_refine_src;
+
+enum { TS_REFINE_LOOP = 0, TS_REFINE_LEB = 1 };
+
+typedef struct ts_refine_opts {
+  int method;          /* TS_REFINE_LOOP or TS_REFINE_LEB */
+  double max_edge;     /* LEB: edge bound on the selected triangles, m; 0 = half
+                          the selection's longest edge (rest shape) */
+  uint32_t max_nodes;  /* refuse (TS_EFULL) a result over this many nodes; 0 = none */
+  int smooth_rest;     /* LOOP: 1 = Loop's smoothing rules on the rest shape; 0 = Loop's
+                          topology with new rest positions at edge midpoints and old ones
+                          kept (TS_LOOP_LINEAR). See the top of this file for why a live
+                          session uses 0. */
+} ts_refine_opts;
+
+typedef struct ts_refine_info {
+  uint32_t selected;   /* distinct surface triangles selected */
+  uint32_t new_verts;  /* new surface vertices */
+  uint32_t new_nodes;  /* new tissue nodes (new_verts per sheet) */
+  uint32_t n_nodes;    /* after refinement */
+  uint32_t n_tris;     /* render triangles after refinement */
+  uint32_t (*parents)[2]; /* when not NULL on input to ts_refine_run... see there */
+} ts_refine_info;
+
+/* A source from an extrusion (copied), its layers (e->n_layers), the anchor
+ * flags (one per node, NULL for none) and gravity (NULL for none), for the
+ * tissue ts_tissue_build makes from the same arguments (tissue node =
+ * extrusion node). Returns 0, TS_EINVAL (NULL or inconsistent extrusion),
+ * TS_EMESH (a prism ts_prism_check refuses) or TS_ENOMEM. */
+int ts_refine_src_create(const ts_extrusion *e, const ts_layer *layers, const uint8_t *anchored,
+                         const double gravity[3], ts_refine_src **out);
+
+/* The source of the built-in patch (ts_patch_create's tissue). Returns as
+ * ts_patch_create. */
+int ts_refine_src_patch(const ts_patch_def *def, ts_refine_src **out);
+
+/* Frees s; NULL is ignored. */
+void ts_refine_src_free(ts_refine_src *s);
+
+/* The surface triangle of render triangle `tri` of t (t's render surface
+ * starts with the outer sheet's triangles in surface order). Returns 0 and
+ * *surf; TS_EINVAL when tri is out of range or not an outer-sheet triangle
+ * (a side wall or the inner sheet). */
+int ts_refine_surface_tri(const ts_refine_src *s, const ts_tissue *t, uint32_t tri, uint32_t *surf);
+
+/* A selection by ray pick: the first outer-surface triangle that the ray
+ * origin + u dir (u >= 0) meets at t's current positions, and every surface
+ * triangle edge-connected to it within `range` (m) of the hit point
+ * (ts_region.h). *tris (malloc'd, caller frees) gets *n surface triangle
+ * indices; hit (may be NULL) the point. Returns 0, TS_ERANGE (the ray
+ * misses), TS_EINVAL, TS_ENAN (non-finite input) or TS_ENOMEM. */
+int ts_refine_pick(const ts_refine_src *s, const ts_tissue *t, const double origin[3],
+                   const double dir[3], double range, uint32_t **tris, uint32_t *n, double hit[3]);
+
+/* info->parents: set it to NULL before the call; on success ts_refine_run
+ * stores there (malloc'd, the caller frees) the two parent nodes of every
+ * new node: new node n_nodes - new_nodes + i is the midpoint of parents[i]
+ * (tissue indices, same sheet, both created before it). */
+
+/* Refines t on the surface triangles sel (n_sel, duplicates allowed) into a
+ * new tissue *out and the source that describes it, *src_out (t and s are
+ * left as they were: the caller swaps both, or neither). See the top of this file for what carries over. Returns 0;
+ * TS_EINVAL (empty selection, an index out of range, bad options, t not the
+ * tissue of s), TS_EFULL (over o->max_nodes or the refinement's own vertex
+ * limit), TS_EMESH (a prism inverted in the refined rest shape or in the
+ * current shape, named in err), TS_ETOOBIG, TS_ENOMEM. err gets a message
+ * on failure. */
+int ts_refine_run(const ts_refine_src *s, const ts_tissue *t, const uint32_t *sel, uint32_t n_sel,
+                  const ts_refine_opts *o, ts_tissue **out, ts_refine_src **src_out,
+                  ts_refine_info *info, char *err, size_t errcap);
+
+/* Total mass of the source's nodes, anchored ones included (kg). */
+double ts_refine_total_mass(const ts_refine_src *s);
+
+#endif
