@@ -318,6 +318,12 @@ export class SessionClient {
   trainShortcut(model) { return this.request('trainShortcut', { sessionId: this.sessionId, model }); }
   useShortcut(learned) { return this.request('useShortcut', { sessionId: this.sessionId, learned }); }
 
+  /**
+   * RefineRegion for the current session: {method (0 Loop, 1 LEB),
+   * rayOrigin, rayDirection ({x, y, z}), range (m)}; resolves with Refined.
+   */
+  refineRegion(spec) { return this.request('refineRegion', { sessionId: this.sessionId, ...spec }, 30000); }
+
   /** ResetSession / EndSession for the current session (controllers). */
   resetSession() { return this.request('resetSession', { sessionId: this.sessionId }); }
   endSession() { return this.request('endSession', { sessionId: this.sessionId }); }

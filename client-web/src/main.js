@@ -4,9 +4,9 @@
 // builds the three.js view on the first keyframe and updates it on every
 // frame, lets a controller drive its tool with the mouse, one finger or a
 // gamepad and choose and work it with the tool controls, and wires the
-// sessions, layers (with cut-away), training, session (instructor) and
-// hand-over panels, the force plot and the link health to the overlay and
-// the test hook (window.tissued).
+// sessions, layers (with cut-away), training, lesion marking, session
+// (instructor) and hand-over panels, the force plot and the link health to
+// the overlay and the test hook (window.tissued).
 
 import { loadProtocol, Role } from './protocol.js';
 import { SessionClient } from './connection.js';
@@ -18,8 +18,11 @@ import { ToolControls } from './tools.js';
 import { LayersPanel } from './layers.js';
 import { InstructorControls } from './instructor.js';
 import { TrainingPanel } from './training.js';
+import { LesionMarker } from './lesion.js';
 import { HandOverControls } from './handover.js';
 import { GamepadDriver } from './gamepad.js';
+
+const QUASI_STATIC = 3;  // Solver.SOLVER_QUASI_STATIC: refined inside its solve, not live
 
 // Read by the tests instead of pixels.
 const hook = {
@@ -51,6 +54,7 @@ const hook = {
   handover: null,               // the last hand-over this page made: {toolId, link}
   handedOver: 0,                // times this page's tool was handed to someone else
   cutaway: [],                  // names of the layers clipped by the cut-away plane
+  lesion: null,                 // lesion marker state (lesion.js snapshot)
   toolShapes: () => [],         // the tools as drawn (toolshapes.js describe())
   cameraDistance: () => 0,      // m from the camera to the point it orbits
   touch: { presses: 0, gestures: 0 },  // one-finger presses, two-finger gestures
@@ -191,6 +195,7 @@ async function start() {
       hook.solver = mine.solver;
       tools.setSolver(mine.solver);
       training.setSolver(mine.solver);
+      lesion.setEnabled(hook.role === 'controller' && mine.solver !== QUASI_STATIC);
       training.info(mine);
       hook.training = training.snapshot();
     }
@@ -227,6 +232,7 @@ async function start() {
     pointer?.setEnabled(false);
     tools.joined(false, 0, 0);
     instructor.setEnabled(false);
+    lesion.setEnabled(false);
     handover.set(false);
     training.setSolver(0);
     hook.training = null;
@@ -301,6 +307,7 @@ async function start() {
         if (known) hook.solver = known.solver;
         tools.joined(isController, hook.solver, hook.toolKind);
         instructor.setEnabled(isController);
+        lesion.setEnabled(isController && hook.solver !== QUASI_STATIC);
         training.joined(j.sessionId, hook.solver, isController);
         hook.training = training.snapshot();
         handover.set(!!credentials, toolCount.sessionId === j.sessionId && toolCount.n ? toolCount.n : TOOLS_DEFAULT,
@@ -359,6 +366,7 @@ async function start() {
         pointer?.setEnabled(false);
         tools.joined(false, hook.solver, 0);
         instructor.setEnabled(false);
+        lesion.setEnabled(false);
         training.joined(hook.sessionId, hook.solver, false);
         hook.training = training.snapshot();
         handover.set(!!credentials, handover.toolCount || TOOLS_DEFAULT, 0);
@@ -402,6 +410,8 @@ async function start() {
     (sid, token) => pageUrl(sid, Role.CONTROLLER, token).href,
     (r) => { if (!r.error) hook.handover = r; });
 
+  const lesion = new LesionMarker(client, view, () => { hook.lesion = lesion.snapshot(); });
+  hook.lesion = lesion.snapshot();
   let touch = null;
   if (view) {
     pointer = new ToolPointer(view, (pose) => client.sendPose(pose.position, hook.jaw));

@@ -208,6 +208,17 @@ export class TissueView {
     return this.raycaster.ray.intersectPlane(plane, p) ? p : null;
   }
 
+  /** The ray from the camera through canvas pixel (x, y): {origin, direction} as {x, y, z}. */
+  rayAt(clientX, clientY) {
+    const rect = this.canvas.getBoundingClientRect();
+    const ndc = new THREE.Vector2(
+      ((clientX - rect.left) / rect.width) * 2 - 1,
+      -((clientY - rect.top) / rect.height) * 2 + 1);
+    this.raycaster.setFromCamera(ndc, this.camera);
+    const o = this.raycaster.ray.origin, d = this.raycaster.ray.direction;
+    return { origin: { x: o.x, y: o.y, z: o.z }, direction: { x: d.x, y: d.y, z: d.z } };
+  }
+
   _tick() {
     const moved = this.controls.update();
     if (moved || this.dirty) {

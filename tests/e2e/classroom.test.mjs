@@ -4,7 +4,9 @@
 // grasper, closes it with the G key while the mouse presses it into the
 // tissue and sees the force plot fill; a second browser context opens the
 // watch link and the first page counts two participants; hiding the mucosa
-// changes the hook and the pixels; the tissue is reset and the session ended
+// changes the hook and the pixels; a click with the lesion marker armed
+// refines the region under it and both pages draw the finer tissue; the
+// tissue is reset and the session ended
 // from the session controls, which the observer sees. No page may log a
 // console error. When the daemon stops, the page shows that it is
 // reconnecting. Screenshots go to TS_ARTIFACTS (classroom-*.png). Run:
@@ -64,7 +66,7 @@ const hook = (page) => page.evaluate(() => {
     toolKind: t.toolKind, jaw: t.jaw, solver: t.solver, watchers: t.watchers, plot: { ...t.plot },
     layers: t.layers, resets: t.resets, latencyMs: t.latencyMs, fps: t.fps, errors: t.errors,
     observerLink: t.observerLink, sessions: t.sessions, ended: t.ended, webgl: t.webgl,
-    force: t.force, simTime: t.simTime,
+    force: t.force, simTime: t.simTime, vertexCount: t.vertexCount, lesion: t.lesion,
   };
 });
 
@@ -179,6 +181,28 @@ test('a classroom session: create, grasp, watch, layers, reset, end', async () =
   await page.keyboard.press('Space');
   await waitHook(page, () => window.tissued.layers.every((l) => l.visible), null, 'the mucosa shown again');
 
+  // Mark a lesion: arm the marker from the keyboard, click the middle of the
+  // tissue; the server refines the region around it (Loop, 5 mm) and both
+  // pages get the finer topology, with more vertices.
+  const v0 = (await hook(page)).vertexCount;
+  assert.ok(v0 > 0);
+  await page.focus('#ls-mark');
+  await page.keyboard.press('Enter');
+  await waitHook(page, () => window.tissued.lesion.armed, null, 'the lesion marker armed');
+  await page.mouse.click(cx, cy);
+  await waitHook(page, () => window.tissued.lesion.marks === 1, null, 'the lesion refined');
+  const marked = (await hook(page)).lesion;
+  assert.ok(marked.last.newVertices > 0 && marked.last.selectedTriangles > 0, JSON.stringify(marked));
+  assert.equal(marked.armed, false, 'one click, one refinement');
+  await waitHook(page, (n) => window.tissued.vertexCount === n, marked.last.vertexCount,
+    'the instructor page drawing the refined tissue');
+  await waitHook(observer, (n) => window.tissued.vertexCount === n, marked.last.vertexCount,
+    'the watcher drawing the refined tissue');
+  assert.ok(marked.last.vertexCount > v0, `vertices ${v0} -> ${marked.last.vertexCount}`);
+  assert.match(await page.textContent('#ls-status'), /vertices/);
+  await sleep(300);
+  await observer.screenshot({ path: path.join(dir, 'classroom-lesion-marked.png') });
+
   // Reset the tissue from the keyboard; the server acknowledges it.
   await page.focus('#in-reset');
   await page.keyboard.press('Enter');
@@ -203,6 +227,7 @@ test('a classroom session: create, grasp, watch, layers, reset, end', async () =
   fs.writeFileSync(path.join(dir, 'classroom-summary.json'), JSON.stringify({
     sessionId: created.sessionId, plot: held.plot, force: held.force, latencyMs: held.latencyMs,
     fps: held.fps, layerChanged: changed, rgBefore: [r0, g0], rgAfter: [r1, g1],
+    lesion: { before: v0, ...marked.last },
   }, null, 2));
 });
 
