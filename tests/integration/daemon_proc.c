@@ -277,6 +277,19 @@ int ts_dproc_stop(ts_dproc *d, int timeout_ms, char *why, size_t whycap) {
   return result;
 }
 
+void ts_dproc_shared_mesh(const char *name, char *out, size_t cap) {
+  const char *env = getenv("TS_SHARED_DIR");
+  if (env && env[0]) {
+    snprintf(out, cap, "%s/data/meshes/%s", env, name);
+    return;
+  }
+  char src[1024];
+  snprintf(src, sizeof src, "%s", __FILE__);
+  char *cut = strstr(src, "/tests/integration/");
+  if (cut) *cut = 0;
+  snprintf(out, cap, "%s/../shared/data/meshes/%s", src, name);
+}
+
 char *ts_dproc_http_get(int port, const char *path) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};

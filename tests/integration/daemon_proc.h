@@ -59,6 +59,10 @@ int ts_dproc_stop(ts_dproc *d, int timeout_ms, char *why, size_t whycap);
 /* Prints the daemon's log to stderr (for a failing test). */
 void ts_dproc_dump_log(const ts_dproc *d);
 
+/* The path of one of the shared meshes (../shared/data/meshes/NAME beside
+ * the repository, or $TS_SHARED_DIR/data/meshes/NAME). */
+void ts_dproc_shared_mesh(const char *name, char *out, size_t cap);
+
 /* GET path from 127.0.0.1:port over plain HTTP/1.0: the malloc'd response
  * (headers and body, at most 256 KiB), or NULL when the connection fails. */
 char *ts_dproc_http_get(int port, const char *path);

@@ -42,21 +42,6 @@ static int daemon_ok;
 static tc_client *watcher; /* observer of the first session, kept to the end */
 static uint32_t first_session, first_nv, first_nt;
 
-/* Where ../shared is: $TS_SHARED_DIR, else beside the repository this
- * source file lives in. */
-static void shared_path(const char *name, char *out, size_t cap) {
-  const char *env = getenv("TS_SHARED_DIR");
-  if (env && env[0]) {
-    snprintf(out, cap, "%s/data/meshes/%s", env, name);
-    return;
-  }
-  char src[1024];
-  snprintf(src, sizeof src, "%s", __FILE__);
-  char *cut = strstr(src, "/tests/integration/");
-  if (cut) *cut = 0;
-  snprintf(out, cap, "%s/../shared/data/meshes/%s", src, name);
-}
-
 static char *read_all(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
   ck_assert_msg(f != NULL, "cannot open %s", path);
@@ -140,7 +125,7 @@ static void stored_spec(const char *tissue, char *buf, size_t cap) {
 START_TEST(test_upload_meshes) {
   ck_assert(daemon_ok);
   char path[1200];
-  shared_path("liver.obj", path, sizeof path);
+  ts_dproc_shared_mesh("liver.obj", path, sizeof path);
   size_t len;
   char *obj = read_all(path, &len);
   tc_client *c = connect_ok("itest_mesh");
@@ -168,7 +153,7 @@ START_TEST(test_upload_meshes) {
   free(obj);
 
   /* spot (closed, genus 0) at 0.1 m per unit with one 0.5 mm layer works */
-  shared_path("spot.obj", path, sizeof path);
+  ts_dproc_shared_mesh("spot.obj", path, sizeof path);
   obj = read_all(path, &len);
   rc = tc_create_session_mesh(c, TC_MESH_OBJ, obj, len, 0.1, &half_mm_fibre, 1, "spot-test", &id,
                               &nv, &nt);
@@ -250,7 +235,7 @@ START_TEST(test_stored_tissue) {
 
   /* the same bytes under another name: stored once */
   char path[1200];
-  shared_path("spot.obj", path, sizeof path);
+  ts_dproc_shared_mesh("spot.obj", path, sizeof path);
   size_t len;
   char *obj = read_all(path, &len);
   tc_client *u = connect_ok("itest_mesh-again");
@@ -322,7 +307,7 @@ START_TEST(test_bad_uploads) {
   refused(c, TC_MESH_OBJ, bad_obj, strlen(bad_obj), -0.01, TS_ERANGE, "scale");
   /* a scale that makes the liver 0.6 mm across: a units mistake, said so */
   char path[1200];
-  shared_path("liver.obj", path, sizeof path);
+  ts_dproc_shared_mesh("liver.obj", path, sizeof path);
   size_t len;
   char *obj = read_all(path, &len);
   refused(c, TC_MESH_OBJ, obj, len, 0.0001, TS_ERANGE, "check the scale");

@@ -35,19 +35,6 @@ static long long now_ms(void) {
   return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void shared_path(const char *name, char *out, size_t cap) {
-  const char *env = getenv("TS_SHARED_DIR");
-  if (env && env[0]) {
-    snprintf(out, cap, "%s/data/meshes/%s", env, name);
-    return;
-  }
-  char src[1024];
-  snprintf(src, sizeof src, "%s", __FILE__);
-  char *cut = strstr(src, "/tests/integration/");
-  if (cut) *cut = 0;
-  snprintf(out, cap, "%s/../shared/data/meshes/%s", src, name);
-}
-
 typedef struct watch {
   double sim_time;
   double top;      /* highest top-sheet point near the centre, newest frame */
@@ -97,8 +84,8 @@ static void hold(tc_client *c, watch *w, uint32_t tool, const double p[3], doubl
 
 START_TEST(test_mesh_tool) {
   char probe[1200], spot[1200], arg[2500], err[512];
-  shared_path("dental_instrument_light.obj", probe, sizeof probe);
-  shared_path("spot.obj", spot, sizeof spot);
+  ts_dproc_shared_mesh("dental_instrument_light.obj", probe, sizeof probe);
+  ts_dproc_shared_mesh("spot.obj", spot, sizeof spot);
   snprintf(arg, sizeof arg, "probe=%s@0.01,spot=%s@0.01", probe, spot);
   const char *args[] = {"--tool-mesh", arg, "--patch-resolution", "17", NULL};
   ts_dproc d;
