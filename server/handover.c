@@ -14,11 +14,12 @@
 #include "session.h"
 
 static void send_handed_over(ts_conn *c, uint64_t rid, uint32_t session_id, uint32_t tool_id,
-                             char *token) {
+                             char *token, char *observer_token) {
   Tissued__V1__ToolHandedOver r = TISSUED__V1__TOOL_HANDED_OVER__INIT;
   r.session_id = session_id;
   r.tool_id = tool_id;
   if (token) r.controller_token = token;
+  if (observer_token) r.observer_token = observer_token;
   Tissued__V1__Envelope env = TISSUED__V1__ENVELOPE__INIT;
   env.request_id = rid;
   env.body_case = TISSUED__V1__ENVELOPE__BODY_TOOL_HANDED_OVER;
@@ -58,9 +59,9 @@ void ts_handover_tool(ts_conn *c, uint64_t rid, const Tissued__V1__HandOverTool 
     old->role = TISSUED__V1__ROLE__ROLE_OBSERVER;
     old->tool_id = 0;
     ts_session_set_tool(se, m->tool_id, 0, 0, 0, 0);
-    if (old != c) send_handed_over(old, 0, se->id, m->tool_id, NULL);
+    if (old != c) send_handed_over(old, 0, se->id, m->tool_id, NULL, se->observer_token);
   }
   ts_log_info("session %u: tool %u handed over by %s%s", se->id, m->tool_id, c->peer,
               old ? " (its controller now observes)" : "");
-  send_handed_over(c, rid, se->id, m->tool_id, se->controller_token[t]);
+  send_handed_over(c, rid, se->id, m->tool_id, se->controller_token[t], NULL);
 }

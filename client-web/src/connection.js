@@ -200,6 +200,8 @@ export class SessionClient {
             b.toolId === this.toolId && this.role === Role.CONTROLLER) {
           this.role = Role.OBSERVER;
           this.toolId = 0;
+          // its controller token is dead: rejoin after a reconnect as a watcher
+          if (b.observerToken) this.token = b.observerToken;
           this.joined = { ...this.joined, role: Role.OBSERVER, toolId: 0 };
           this.handlers.handedOver?.(b);
         }

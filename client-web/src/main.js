@@ -359,8 +359,10 @@ async function start() {
       },
       handedOver(m) {
         // the instructor gave this page's tool to someone else: watch from now on
+        // (the address becomes a watch link, so a reload or reconnect watches)
         hook.handedOver++;
         hook.role = 'observer';
+        history.replaceState(null, '', pageUrl(hook.sessionId, Role.OBSERVER, client.token));
         hook.toolId = 0;
         hook.toolKind = 0;
         pointer?.setEnabled(false);
@@ -376,7 +378,6 @@ async function start() {
         health.joined(0, client.joined?.frameRate || 0);
         handedNote.textContent = 'tool ' + m.toolId + ' was handed to someone else: you are watching now';
         handedNote.hidden = false;
-        history.replaceState(null, '', pageUrl(hook.sessionId, Role.OBSERVER, ''));
       },
       training(p) {
         training.progress(p);

@@ -10,7 +10,8 @@
 // solve and back and sees the indicator follow. It hands
 // tool 2 over: a trainee opens the link and drives a capsule, which a
 // watcher draws as a capsule of the right size; a second hand-over turns the
-// trainee into a watcher and the new link works in a third page, whose
+// trainee into a watcher (whose page still watches after a reload) and the
+// new link works in a third page, whose
 // (emulated) gamepad moves the tool. The watcher cuts the mucosa away and
 // sees the layer under it. No page may log a console error. Screenshots go
 // to TS_ARTIFACTS (training-*.png). Run:
@@ -220,14 +221,21 @@ test('training, hand-over, touch, gamepad, tool shapes and cut-away in the page'
   await trainee.focus('#tl-capsule');
   await trainee.keyboard.press('Space');
   await waitHook(trainee, () => window.tissued.toolKind === 1 && window.tissued.toolId === 2, null, 'the capsule');
-  await trainee.evaluate(() => window.tissued.client.sendPose({ x: -0.02, y: 0.02, z: 0 }, 1));
 
   // A watcher draws the capsule as a capsule: 5 mm radius, 20 mm long,
   // upright: a box of 10 x 30 x 10 mm (CapsuleGeometry's poles and equator
-  // are on the box; 0.1 mm for float rounding).
+  // are on the box; 0.1 mm for float rounding). The trainee holds it at
+  // x = -20 mm (sent again until the watcher shows it: a pose sent once can
+  // be overtaken by the page's own parking pose on a loaded box).
   const watcher = await openPage((await hook(page)).observerLink, 'watcher');
-  await waitHook(watcher, () => window.tissued.toolShapes().some((t) => t.toolId === 2 && t.kind === 'capsule' &&
-    Math.abs(t.position[0] + 0.02) < 1e-4), null, 'the watcher drawing the capsule');
+  const shown = () => window.tissued.toolShapes().some((t) => t.toolId === 2 && t.kind === 'capsule' &&
+    Math.abs(t.position[0] + 0.02) < 1e-4);
+  for (const end = Date.now() + WAIT_MS; !(await watcher.evaluate(shown));) {
+    assert.ok(Date.now() < end, 'the watcher drawing the capsule at x = -20 mm: ' +
+      JSON.stringify((await hook(watcher)).tools));
+    await trainee.evaluate(() => window.tissued.client.sendPose({ x: -0.02, y: 0.02, z: 0 }, 1));
+    await sleep(200);
+  }
   const cap = toolOf(await hook(watcher), 2);
   assert.deepEqual(cap.parts, ['CapsuleGeometry']);
   assert.ok(Math.abs(cap.radius - 0.005) < 1e-6 && Math.abs(cap.length - 0.02) < 1e-6, JSON.stringify(cap));
@@ -247,6 +255,13 @@ test('training, hand-over, touch, gamepad, tool shapes and cut-away in the page'
   assert.equal(await trainee.isVisible('#st-handed'), true, 'the trainee is told');
   assert.equal(await trainee.isVisible('#tools'), false, 'no tool controls for the trainee now');
   await trainee.screenshot({ path: path.join(dir, 'training-handed-over.png') });
+  // Its address became a watch link (the session's observer token, which the
+  // server sent with the hand-over): reloaded, it watches again.
+  assert.match(trainee.url(), /role=observer/);
+  assert.doesNotMatch(trainee.url(), new RegExp(new URL(link1).searchParams.get('token')));
+  await trainee.reload({ waitUntil: 'load' });
+  await waitHook(trainee, () => window.tissued.role === 'observer' && window.tissued.frames > 2, null,
+    'the trainee watching again after a reload');
   // The instructor and the first trainee are done: their pages close, so
   // that four software-rendered pages do not starve the box.
   for (const [p, who] of [[page, 'instructor'], [trainee, 'trainee']]) {

@@ -121,6 +121,7 @@ typedef struct seen {
   int handed_over;          /* ToolHandedOver messages */
   uint32_t handed_tool;
   int handed_token_len;     /* length of the token in the last one */
+  char handed_observer[40]; /* the observer token in the last one */
   int tool1_kind;           /* tool 1's state in the last frame that had it; -1 none */
   float tool1_length, tool1_radius, tool1_jaw;
 } seen;
@@ -147,6 +148,8 @@ static void on_other(void *ud, Envelope *e) {
     s->handed_over++;
     s->handed_tool = e->tool_handed_over->tool_id;
     s->handed_token_len = (int)strlen(e->tool_handed_over->controller_token);
+    snprintf(s->handed_observer, sizeof s->handed_observer, "%s",
+             e->tool_handed_over->observer_token);
     break;
   default: break;
   }
@@ -263,6 +266,8 @@ START_TEST(test_handover) {
   ck_assert_int_eq(sa.handed_over, 1);
   ck_assert_uint_eq(sa.handed_tool, 1);
   ck_assert_int_eq(sa.handed_token_len, 0);
+  /* ... but the session's observer token, to watch on after a reconnect */
+  ck_assert_str_eq(sa.handed_observer, observer);
 
   /* the old controller observes: its poses are refused, frames still come */
   sa.role_errors = 0;
