@@ -189,13 +189,19 @@ test('one controller and 200 WebSocket observers for 10 s: no drops, no resync',
   }
   await waitFor(() => observers.every((o) => o.frames > 0), 20000, 'a first frame at every observer');
 
-  // the run: the controller presses up and down on the session's clock
+  // the run: the controller comes down from 15 mm above the surface over
+  // 0.25 s and then presses 1 to 3 mm deep (the patch is 4.5 mm thick) up and
+  // down, on the session's clock; a tool that appeared deep inside the
+  // tissue at once would throw its nodes out and could make it diverge
   const startFrames = observers.map((o) => o.frames);
   const ctlStart = ctl.frames;
+  const t0 = ctl.simTime;
   let seq = 1;
   const end = Date.now() + RUN_MS;
   while (Date.now() < end) {
-    const depth = 0.004 + 0.003 * Math.sin(2 * Math.PI * ctl.simTime / 0.5);
+    const t = ctl.simTime - t0;
+    const ramp = Math.min(1, Math.max(0, t / 0.25));
+    const depth = ramp * (0.002 + 0.001 * Math.sin(2 * Math.PI * t / 0.5)) - (1 - ramp) * 0.015;
     ctl.send('toolPose', {
       toolId, seq: seq++, clientTimeUs: Date.now() * 1000,
       position: { x: 0, y: 0.005 - depth, z: 0 }, orientation: { w: 1, x: 0, y: 0, z: 0 }, jaw: 1,
