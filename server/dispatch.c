@@ -28,16 +28,6 @@
 
 typedef Tissued__V1__Envelope Envelope;
 
-static void send_env(ts_conn *c, Envelope *env) {
-  size_t len = tissued__v1__envelope__get_packed_size(env);
-  uint8_t stackbuf[1024];
-  uint8_t *buf = len <= sizeof stackbuf ? stackbuf : malloc(len);
-  if (!buf) return;
-  tissued__v1__envelope__pack(env, buf);
-  c->ops->send(c, buf, len);
-  if (buf != stackbuf) free(buf);
-}
-
 static void strike(ts_conn *c) {
   c->server->bad_messages++;
   if (++c->strikes > TS_MAX_STRIKES) {
@@ -113,7 +103,7 @@ static void on_hello(ts_conn *c, uint64_t rid, const Tissued__V1__Hello *h) {
   env.request_id = rid;
   env.body_case = TISSUED__V1__ENVELOPE__BODY_HELLO_REPLY;
   env.hello_reply = &r;
-  send_env(c, &env);
+  ts_send_envelope(c, &env);
   ts_log_info("hello from %s (%s, %s, %s)", c->peer,
               h->client_name && h->client_name[0] ? h->client_name : "unnamed",
               c->transport == TS_TRANSPORT_WS ? "websocket" : "tcp",
@@ -474,7 +464,7 @@ static void on_join(ts_conn *c, uint64_t rid, const Tissued__V1__JoinSession *m)
   env.request_id = rid;
   env.body_case = TISSUED__V1__ENVELOPE__BODY_JOINED;
   env.joined = &r;
-  send_env(c, &env);
+  ts_send_envelope(c, &env);
 }
 
 static void on_pose(ts_conn *c, uint64_t rid, const Tissued__V1__ToolPose *m) {
@@ -584,7 +574,7 @@ static void on_list(ts_conn *c, uint64_t rid) {
   env.request_id = rid;
   env.body_case = TISSUED__V1__ENVELOPE__BODY_SESSION_LIST;
   env.session_list = &r;
-  send_env(c, &env);
+  ts_send_envelope(c, &env);
   free(infos);
   free(ptrs);
 }
@@ -600,7 +590,7 @@ static void send_ack(ts_conn *c, uint64_t rid, const char *what) {
   env.request_id = rid;
   env.body_case = TISSUED__V1__ENVELOPE__BODY_ACK;
   env.ack = &r;
-  send_env(c, &env);
+  ts_send_envelope(c, &env);
 }
 
 /* Session control needs a controller joined to that very session. */
@@ -693,7 +683,7 @@ static void on_ping(ts_conn *c, uint64_t rid, const Tissued__V1__Ping *m) {
   env.request_id = rid;
   env.body_case = TISSUED__V1__ENVELOPE__BODY_PONG;
   env.pong = &r;
-  send_env(c, &env);
+  ts_send_envelope(c, &env);
 }
 
 void ts_dispatch_message(ts_conn *c, const uint8_t *msg, size_t len) {

@@ -24,15 +24,6 @@
 
 typedef Tissued__V1__Envelope Envelope;
 
-static void send_env(ts_conn *c, Envelope *env) {
-  size_t len = tissued__v1__envelope__get_packed_size(env);
-  uint8_t *buf = malloc(len ? len : 1);
-  if (!buf) return;
-  tissued__v1__envelope__pack(env, buf);
-  c->ops->send(c, buf, len);
-  free(buf);
-}
-
 /* An Error with a message of any length: ts_send_error keeps 255 bytes, and
  * TS_EMISMATCH names two material identities of a few hundred each. */
 static void send_error_long(ts_conn *c, uint64_t rid, int code, const char *msg) {
@@ -50,7 +41,7 @@ static void send_error_long(ts_conn *c, uint64_t rid, int code, const char *msg)
   env.error = &e;
   c->server->errors_sent++;
   ts_log_debug("error to %s: %s %s", c->peer, ts_err_name(code), msg);
-  send_env(c, &env);
+  ts_send_envelope(c, &env);
 }
 
 /* One model as the job keeps it: the record's numbers and its strings. */
@@ -128,7 +119,7 @@ static void send_list(ts_conn *c, uint64_t rid, const model_item *items, size_t 
     env.request_id = rid;
     env.body_case = TISSUED__V1__ENVELOPE__BODY_MODEL_LIST;
     env.model_list = &r;
-    send_env(c, &env);
+    ts_send_envelope(c, &env);
   }
   free(infos);
   free(ptrs);
@@ -414,7 +405,7 @@ static void send_ack(ts_conn *c, uint64_t rid, const char *what) {
   env.request_id = rid;
   env.body_case = TISSUED__V1__ENVELOPE__BODY_ACK;
   env.ack = &r;
-  send_env(c, &env);
+  ts_send_envelope(c, &env);
 }
 
 /* UseShortcut's model reached the loop: into the session's mailbox, which
@@ -465,7 +456,7 @@ static void model_done(ts_job *jb) {
       env.request_id = j->rid;
       env.body_case = TISSUED__V1__ENVELOPE__BODY_MODEL_DOCUMENT;
       env.model_document = &r;
-      send_env(c, &env);
+      ts_send_envelope(c, &env);
       break;
     }
     case OP_DELETE:

@@ -30,15 +30,6 @@
 
 typedef Tissued__V1__Envelope Envelope;
 
-static void send_env(ts_conn *c, Envelope *env) {
-  size_t len = tissued__v1__envelope__get_packed_size(env);
-  uint8_t *buf = malloc(len ? len : 1);
-  if (!buf) return;
-  tissued__v1__envelope__pack(env, buf);
-  c->ops->send(c, buf, len);
-  free(buf);
-}
-
 /* ---- create session ------------------------------------------------------ */
 
 /* Where the tissue of a new session comes from. */
@@ -550,7 +541,7 @@ static void create_done(ts_job *jb) {
     env.request_id = j->rid;
     env.body_case = TISSUED__V1__ENVELOPE__BODY_SESSION_CREATED;
     env.session_created = &r;
-    send_env(c, &env);
+    ts_send_envelope(c, &env);
   }
   free(j);
 }
@@ -704,7 +695,7 @@ static void list_done(ts_job *jb) {
       env.request_id = j->rid;
       env.body_case = TISSUED__V1__ENVELOPE__BODY_MATERIAL_LIST;
       env.material_list = &r;
-      send_env(c, &env);
+      ts_send_envelope(c, &env);
     }
     free(fits);
     free(ptrs);
@@ -763,7 +754,7 @@ static void fit_done(ts_job *jb) {
     env.request_id = j->rid;
     env.body_case = TISSUED__V1__ENVELOPE__BODY_MATERIAL_FIT;
     env.material_fit = &f;
-    send_env(c, &env);
+    ts_send_envelope(c, &env);
     ts_log_info("material fit %s/%s/%s '%s' stored: a %g Pa, b %g, rmse %g Pa", j->out.tissue,
                 j->out.layer, j->out.direction, j->out.name, j->out.a, j->out.b, j->out.rmse);
   }

@@ -47,6 +47,16 @@ void ts_server_add_session(ts_server *s, ts_session *se) {
   ts_physics_add(s->physics, se);
 }
 
+void ts_send_envelope(ts_conn *c, const Tissued__V1__Envelope *env) {
+  size_t len = tissued__v1__envelope__get_packed_size(env);
+  uint8_t stackbuf[1024];
+  uint8_t *buf = len <= sizeof stackbuf ? stackbuf : malloc(len);
+  if (!buf) return;
+  tissued__v1__envelope__pack(env, buf);
+  c->ops->send(c, buf, len);
+  if (buf != stackbuf) free(buf);
+}
+
 void ts_send_error(ts_conn *c, uint64_t request_id, int code, const char *fmt, ...) {
   char msg[256];
   va_list ap;

@@ -112,6 +112,11 @@ void ts_server_add_session(ts_server *s, ts_session *se);
  * freed when physics confirms. */
 void ts_server_end_session(ts_server *s, ts_session *se, const char *why);
 
+/* Packs an envelope and sends it to one client (frames and forces have their
+ * own shared paths; this is for replies and events). */
+struct Tissued__V1__Envelope;
+void ts_send_envelope(ts_conn *c, const struct Tissued__V1__Envelope *env);
+
 /* Sends an Error envelope (code is a negative ts_errno). */
 void ts_send_error(ts_conn *c, uint64_t request_id, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
