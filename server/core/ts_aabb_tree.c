@@ -24,6 +24,16 @@ _Static_assert(sizeof(ts_aabb_node) == 64, "an AABB node is one cache line");
  * the fat box (ref -+ margin) can never leave a point outside it. */
 #define ESCAPE (1.0 - 1e-9)
 
+/* The moved-point refit runs on memory that the step's mechanics has just
+ * pushed out of the caches: it asks for the points' slots and positions
+ * PREFETCH entries ahead, and for their references half as far ahead. */
+#define PREFETCH 16
+#if defined(__GNUC__)
+#define PREFETCH_READ(p) __builtin_prefetch((p), 0, 1)
+#else
+#define PREFETCH_READ(p) ((void)(p))
+#endif
+
 /* keeps the node count 2n-1 inside int32_t */
 #define MAX_TRIS (1u << 30)
 
@@ -426,6 +436,13 @@ int ts_aabb_tree_refit_moved(ts_aabb_tree *t, const double (*x)[3], const uint32
     /* without a branch on unused points (surface and interior points
      * alternate in a list of moved tissue nodes, a branch mispredicted half
      * the time): they read reference 0 and are dropped with the rare escape */
+    if (i + PREFETCH < n_moved) {
+      PREFETCH_READ(&slot[moved[i + PREFETCH]]);
+      PREFETCH_READ(x[moved[i + PREFETCH]]);
+      /* and the reference of a point whose slot came in meanwhile */
+      const uint32_t s2 = slot[moved[i + PREFETCH / 2]];
+      PREFETCH_READ(ref[s2 != UINT32_MAX ? s2 : 0]);
+    }
     const uint32_t s = slot[moved[i]], used = s != UINT32_MAX, sc = used ? s : 0;
     const double *a = x[moved[i]];
     const float *r = ref[sc];
