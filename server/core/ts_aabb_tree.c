@@ -24,6 +24,16 @@ _Static_assert(sizeof(ts_aabb_node) == 64, "an AABB node is one cache line");
  * the fat box (ref -+ margin) can never leave a point outside it. */
 #define ESCAPE (1.0 - 1e-9)
 
+/* The moved-point refit runs on memory that the step's mechanics has just
+ * pushed out of the caches: it asks for the points' slots and positions
+ * PREFETCH entries ahead, and for their references half as far ahead. */
+#define PREFETCH 16
+#if defined(__GNUC__)
+#define PREFETCH_READ(p) __builtin_prefetch((p), 0, 1)
+#else
+#define PREFETCH_READ(p) ((void)(p))
+#endif
+
 /* keeps the node count 2n-1 inside int32_t */
 #define MAX_TRIS (1u << 30)
 
@@ -194,6 +204,7 @@ static void free_parts(ts_aabb_tree *t) {
   free(t->adj_off);
   free(t->adj);
   free(t->mark);
+  free(t->pmark);
   free(t->queue);
   free(t->tqueue);
   free(t->perm);
@@ -254,8 +265,9 @@ int ts_aabb_tree_create(const ts_aabb_tree_def *def, uint32_t n_points, const do
   }
   t->used = malloc(sizeof *t->used * (n_used ? n_used : 1));
   t->ref = calloc(n_used ? n_used : 1, sizeof *t->ref);
+  t->pmark = calloc(n_used ? n_used : 1, sizeof *t->pmark);
   uint32_t *fill = malloc(sizeof *fill * np);
-  if (!t->used || !t->ref || !fill) {
+  if (!t->used || !t->ref || !t->pmark || !fill) {
     free(fill);
     ts_aabb_tree_destroy(t);
     return TS_ENOMEM;
@@ -319,33 +331,13 @@ int ts_aabb_tree_set_topology(ts_aabb_tree *t, uint32_t n_points, const double (
 
 /* ---- refit ---- */
 
-int ts_aabb_tree_refit(ts_aabb_tree *t, const double (*x)[3]) {
-  if (!t || (!x && t->n_used)) return TS_EINVAL;
-  const double m = t->def.margin * ESCAPE, m2 = m * m;
-  t->stats.refits++;
-  t->stats.escaped = t->stats.leaves_refit = t->stats.internal_refit = 0;
-
-  /* 1. points that left their reference box (NaN fails the comparison too) */
-  /* locals: the stores into queue could alias the tree's fields otherwise */
-  const uint32_t n_used = t->n_used, *used = t->used;
-  const float(*ref)[3] = (const float(*)[3])t->ref;
-  uint32_t *queue = t->queue, n_esc = 0;
-  for (uint32_t i = 0; i < n_used; i++) {
-    const double *a = x[used[i]];
-    const float *r = ref[i];
-    /* one Euclidean test (it implies the per-axis one the fat box needs);
-     * a NaN fails the comparison and escapes, to be refused below */
-    double dx = a[0] - r[0], dy = a[1] - r[1], dz = a[2] - r[2];
-    if (!(dx * dx + dy * dy + dz * dz <= m2)) {
-      if (!isfinite(a[0]) || !isfinite(a[1]) || !isfinite(a[2])) return TS_ENAN;
-      queue[n_esc++] = i;
-    }
-  }
-  if (n_esc == 0) return 0;
+/* Step 2 of a refit, for the n_esc escaped points in t->queue (slots, each
+ * once, their references already moved): their triangles get new fat boxes
+ * (each once), then the walk up; a rebuild when that made the tree loose.
+ * Returns 0 or 1 (rebuilt). */
+static int refit_escaped(ts_aabb_tree *t, const double (*x)[3], uint32_t n_esc) {
   t->stats.escaped = n_esc;
-  for (uint32_t i = 0; i < n_esc; i++) set_ref(t, t->queue[i], x[t->used[t->queue[i]]]);
-
-  /* 2. their triangles get new fat boxes (each once), then the walk up */
+  if (n_esc == 0) return 0;
   if (++t->stamp == 0) {
     memset(t->mark, 0, sizeof *t->mark * t->n_tris);
     t->stamp = 1;
@@ -395,6 +387,78 @@ int ts_aabb_tree_refit(ts_aabb_tree *t, const double (*x)[3]) {
   return 0;
 }
 
+int ts_aabb_tree_refit(ts_aabb_tree *t, const double (*x)[3]) {
+  if (!t || (!x && t->n_used)) return TS_EINVAL;
+  const double m = t->def.margin * ESCAPE, m2 = m * m;
+  t->stats.refits++;
+  t->stats.escaped = t->stats.leaves_refit = t->stats.internal_refit = 0;
+
+  /* 1. points that left their reference box (NaN fails the comparison too) */
+  /* locals: the stores into queue could alias the tree's fields otherwise */
+  const uint32_t n_used = t->n_used, *used = t->used;
+  const float(*ref)[3] = (const float(*)[3])t->ref;
+  uint32_t *queue = t->queue, n_esc = 0;
+  for (uint32_t i = 0; i < n_used; i++) {
+    const double *a = x[used[i]];
+    const float *r = ref[i];
+    /* one Euclidean test (it implies the per-axis one the fat box needs);
+     * a NaN fails the comparison and escapes, to be refused below */
+    double dx = a[0] - r[0], dy = a[1] - r[1], dz = a[2] - r[2];
+    if (!(dx * dx + dy * dy + dz * dz <= m2)) {
+      if (!isfinite(a[0]) || !isfinite(a[1]) || !isfinite(a[2])) return TS_ENAN;
+      queue[n_esc++] = i;
+    }
+  }
+  for (uint32_t i = 0; i < n_esc; i++) set_ref(t, t->queue[i], x[t->used[t->queue[i]]]);
+  /* 2. their triangles, the walk up */
+  return refit_escaped(t, x, n_esc);
+}
+
+int ts_aabb_tree_refit_moved(ts_aabb_tree *t, const double (*x)[3], const uint32_t *moved,
+                             uint32_t n_moved) {
+  if (!t || (!x && t->n_used) || (!moved && n_moved)) return TS_EINVAL;
+  for (uint32_t i = 0; i < n_moved; i++)
+    if (moved[i] >= t->n_points) return TS_EINVAL;
+  const double m = t->def.margin * ESCAPE, m2 = m * m;
+  t->stats.refits++;
+  t->stats.escaped = t->stats.leaves_refit = t->stats.internal_refit = 0;
+
+  /* 1. the listed points that left their reference box, each queued once
+   * (pmark); nothing changes before all are known finite */
+  if (++t->pstamp == 0) {
+    memset(t->pmark, 0, sizeof *t->pmark * (t->n_used ? t->n_used : 1));
+    t->pstamp = 1;
+  }
+  const uint32_t stamp = t->pstamp, *slot = t->slot;
+  const float(*ref)[3] = (const float(*)[3])t->ref;
+  uint32_t *queue = t->queue, *pmark = t->pmark, n_esc = 0;
+  for (uint32_t i = 0; i < n_moved; i++) {
+    /* without a branch on unused points (surface and interior points
+     * alternate in a list of moved tissue nodes, a branch mispredicted half
+     * the time): they read reference 0 and are dropped with the rare escape */
+    if (i + PREFETCH < n_moved) {
+      PREFETCH_READ(&slot[moved[i + PREFETCH]]);
+      PREFETCH_READ(x[moved[i + PREFETCH]]);
+      /* and the reference of a point whose slot came in meanwhile */
+      const uint32_t s2 = slot[moved[i + PREFETCH / 2]];
+      PREFETCH_READ(ref[s2 != UINT32_MAX ? s2 : 0]);
+    }
+    const uint32_t s = slot[moved[i]], used = s != UINT32_MAX, sc = used ? s : 0;
+    const double *a = x[moved[i]];
+    const float *r = ref[sc];
+    double dx = a[0] - r[0], dy = a[1] - r[1], dz = a[2] - r[2];
+    if ((!(dx * dx + dy * dy + dz * dz <= m2)) & used) {
+      if (!isfinite(a[0]) || !isfinite(a[1]) || !isfinite(a[2])) return TS_ENAN;
+      /* a repeat escapes again (its reference moves below): queued once */
+      if (pmark[s] == stamp) continue;
+      pmark[s] = stamp;
+      queue[n_esc++] = s;
+    }
+  }
+  for (uint32_t i = 0; i < n_esc; i++) set_ref(t, queue[i], x[t->used[queue[i]]]);
+  /* 2. their triangles, the walk up */
+  return refit_escaped(t, x, n_esc);
+}
 /* ---- checks and queries ---- */
 
 static int fail(char *err, size_t cap, const char *what, long a, long b) {

@@ -82,6 +82,8 @@ typedef struct ts_aabb_tree {
   uint32_t *adj;     /* triangles around each point */
   uint32_t *mark;    /* per triangle: stamp of the last refit that queued it */
   uint32_t stamp;
+  uint32_t *pmark;   /* per used point: stamp of the last refit_moved that queued it */
+  uint32_t pstamp;
   uint32_t *queue;   /* refit scratch: escaped points (slots) */
   uint32_t *tqueue;  /* refit scratch: their triangles */
   uint32_t *perm;    /* build scratch: triangle order */
@@ -118,6 +120,19 @@ int ts_aabb_tree_set_topology(ts_aabb_tree *tree, uint32_t n_points, const doubl
  * TS_ENAN when a used position is not finite (the tree is then unchanged).
  * No allocation. */
 int ts_aabb_tree_refit(ts_aabb_tree *tree, const double (*x)[3]);
+
+/* The same update when the caller knows which points moved (a mechanics
+ * that moves only the tissue around a tool): only the n_moved points listed
+ * in moved (indices into x, any order, repeats allowed; points that no
+ * triangle uses are skipped) are checked against their references, so a
+ * step costs O(n_moved) instead of a pass over every surface point. Every
+ * point not listed must be exactly where it was at the last refit or build:
+ * then the tree ends as ts_aabb_tree_refit leaves it (ts_aabb_tree_validate
+ * finds a broken promise: a point beyond the margin of its reference). Returns as
+ * ts_aabb_tree_refit, and TS_EINVAL for moved NULL with n_moved > 0 or an
+ * index >= n_points (tree unchanged). No allocation. */
+int ts_aabb_tree_refit_moved(ts_aabb_tree *tree, const double (*x)[3], const uint32_t *moved,
+                             uint32_t n_moved);
 
 /* Rebuilds top-down from positions x now. No allocation. Returns 0,
  * TS_EINVAL or TS_ENAN (tree unchanged). */

@@ -4,10 +4,12 @@
  * has an AABB tree (ts_aabb_tree.h), refitted each step; a tool (rigid) an
  * OBB tree (ts_obb_tree.h), built once and placed at its pose. A query tests
  * the root boxes and, where they overlap, descends both trees together
- * (always splitting the larger box; OBB against AABB, or OBB against OBB, by
- * the 15-axis separating-axis test, ts_sat.h), and at pairs of leaves tests
- * the features exactly (ts_tritri.h), giving a contact per touching pair
- * (Gottschalk, Lin, Manocha 1996, "OBBTree", section 5).
+ * (always splitting the larger box; OBB against OBB by the 15-axis
+ * separating-axis test, ts_sat.h; OBB against AABB by the OBB's axis-aligned
+ * bounds above the leaves, and at a pair of leaves by those bounds and the
+ * 15 axes against the tissue triangle's own box), and at pairs of leaves
+ * tests the features exactly (ts_tritri.h), giving a contact per touching
+ * pair (Gottschalk, Lin, Manocha 1996, "OBBTree", section 5).
  *
  *   - tool x tissue: contacts {tool feature, tissue triangle, point, normal
  *     (from the tool into the tissue), depth};

@@ -18,7 +18,11 @@
  * contact, a fifth of its depth into the dent). So the refit sees what a real
  * press and drag give it: the nodes around the tool move every step, the
  * rest of the tissue not at all (the case the fat boxes of ts_aabb_tree.h
- * are for).
+ * are for). The refit is told which nodes moved (dented this step or the
+ * last, as the mechanics knows which nodes it moved: ts_aabb_tree_refit_moved)
+ * and checks only those; the first step checks every node
+ * (ts_aabb_tree_refit). On the brute-force steps the tree is also validated
+ * (untimed; invalid_trees counts failures).
  *
  * Steps of 1 ms (the session dt). --quick: 300 steps from t = 2.5 s (press
  * into drag); default: 2000 steps from t = 2 s; --full: the whole 10 s path.
@@ -67,8 +71,10 @@ static const char *shared_dir(void) {
   return env && env[0] ? env : TS_SHARED_DIR;
 }
 
-/* The dented positions for the tip at `tip`. */
-static void dent(const ts_tissue *t, const ts_bench_path *p, const double tip[3], double (*x)[3]) {
+/* The dented positions for the tip at `tip`; the nodes dented are appended
+ * to moved (*n_moved counts them). */
+static void dent(const ts_tissue *t, const ts_bench_path *p, const double tip[3], double (*x)[3],
+                 uint32_t *moved, uint32_t *n_moved) {
   double rel[3];
   for (int k = 0; k < 3; k++) rel[k] = tip[k] - p->centre[k];
   const double depth =
@@ -88,6 +94,7 @@ static void dent(const ts_tissue *t, const ts_bench_path *p, const double tip[3]
     if (u >= 1) continue;
     const double s = depth * (1 - u) * (1 - u);
     for (int k = 0; k < 3; k++) x[i][k] -= s * p->normal[k];
+    moved[(*n_moved)++] = i;
   }
 }
 
@@ -112,7 +119,12 @@ static int run_scenario(const char *name, const plan *pl, const ts_mesh *instrum
   memset(&ws, 0, sizeof ws);
   double (*x)[3] = malloc(sizeof *x * t->n_nodes);
   double (*x0)[3] = malloc(sizeof *x0 * t->n_nodes);
-  if (!x || !x0) goto out;
+  /* the nodes that moved since the last step: dented now or dented before
+   * (back at rest now), as a mechanics would flag them */
+  uint32_t *moved = malloc(sizeof *moved * t->n_nodes), n_moved = 0;
+  uint32_t *cur = malloc(sizeof *cur * t->n_nodes), *prev = malloc(sizeof *prev * t->n_nodes);
+  uint32_t n_prev = 0, *mark = calloc(t->n_nodes, sizeof *mark);
+  if (!x || !x0 || !moved || !cur || !prev || !mark) goto out;
   if (ts_aabb_tree_create_tissue(NULL, t, &tree)) goto out;
   ts_tool_shape_def d = ts_default_tool_shape_def();
   d.kind = TS_SHAPE_MESH;
@@ -128,16 +140,27 @@ static int run_scenario(const char *name, const plan *pl, const ts_mesh *instrum
   if (ts_bench_instrument_tip(instrument, tip_local)) goto out;
 
   double t_refit = 0, t_query = 0, t_brute = 0, t_contact = 0;
-  uint32_t n_brute = 0, mismatches = 0;
+  uint32_t n_brute = 0, mismatches = 0, invalid = 0;
   uint64_t contacts = 0, brute_contacts = 0, escaped = 0, rebuilds0 = tree->stats.rebuilds;
-  uint64_t sphere_touch = 0, box_tests = 0, leaf_tests = 0;
+  uint64_t sphere_touch = 0, box_tests = 0, leaf_tests = 0, moved_sum = 0;
+  uint64_t leaves_refit = 0, internal_refit = 0;
   ts_pose sphere_prev;
   int have_prev = 0;
   for (uint32_t k = 0; k < pl->steps; k++) {
     const double time = pl->t0 + k * sc.dt;
     double tip[3], R[3][3], trans[3];
     ts_bench_path_tip(&sc.path, time, tip);
-    dent(t, &sc.path, tip, x);
+    uint32_t n_cur = 0;
+    dent(t, &sc.path, tip, x, cur, &n_cur);
+    /* the union, each node once (as a mechanics' per-node flag gives it) */
+    memcpy(moved, cur, sizeof *moved * n_cur);
+    n_moved = n_cur;
+    for (uint32_t i = 0; i < n_cur; i++) mark[cur[i]] = k + 1;
+    for (uint32_t i = 0; i < n_prev; i++)
+      if (mark[prev[i]] != k + 1) moved[n_moved++] = prev[i];
+    moved_sum += n_moved;
+    uint32_t *swap = prev;
+    prev = cur, cur = swap, n_prev = n_cur;
     ts_bench_path_instrument_pose(&sc.path, time, tip_local, 1.0, R, trans);
     ts_pose ip;
     memcpy(ip.p, trans, sizeof ip.p);
@@ -146,10 +169,14 @@ static int run_scenario(const char *name, const plan *pl, const ts_mesh *instrum
     if (ts_posed_tool_set_pose(&ipt, &ip)) goto out;
 
     double c0 = ts_bench_cpu_s();
-    if (ts_aabb_tree_refit(tree, (const double (*)[3])x) < 0) goto out;
+    int rc;
+    /* the first step checks every node (the tree was built at t->x) */
+    rc = k ? ts_aabb_tree_refit_moved(tree, (const double (*)[3])x, moved, n_moved)
+           : ts_aabb_tree_refit(tree, (const double (*)[3])x);
+    if (rc < 0) goto out;
     double c1 = ts_bench_cpu_s();
     ts_collide_stats cst;
-    int rc = ts_collide_tool_tissue(&ipt, tree, (const double (*)[3])x, &buf, &cst);
+    rc = ts_collide_tool_tissue(&ipt, tree, (const double (*)[3])x, &buf, &cst);
     double c2 = ts_bench_cpu_s();
     if (rc < 0 && rc != TS_EFULL) goto out;
     t_refit += c1 - c0;
@@ -158,6 +185,8 @@ static int run_scenario(const char *name, const plan *pl, const ts_mesh *instrum
     box_tests += cst.box_tests;
     leaf_tests += cst.leaf_tests;
     escaped += tree->stats.escaped;
+    leaves_refit += tree->stats.leaves_refit;
+    internal_refit += tree->stats.internal_refit;
     if (k % pl->brute_every == 0) {
       double b0 = ts_bench_cpu_s();
       rc = ts_collide_tool_tissue_brute(&ipt, tree, (const double (*)[3])x, &bbuf);
@@ -165,6 +194,8 @@ static int run_scenario(const char *name, const plan *pl, const ts_mesh *instrum
       if (rc < 0 && rc != TS_EFULL) goto out;
       n_brute++;
       brute_contacts += bbuf.total;
+      /* the moved-node refit keeps every invariant (checked untimed) */
+      invalid += ts_aabb_tree_validate(tree, (const double (*)[3])x, NULL, 0) != 0;
       mismatches += bbuf.total != buf.total;
     }
 
@@ -195,6 +226,7 @@ static int run_scenario(const char *name, const plan *pl, const ts_mesh *instrum
   ts_bench_line_num(o, "mean_contacts", contacts / n);
   ts_bench_line_num(o, "brute_mean_contacts", n_brute ? (double)brute_contacts / n_brute : 0);
   ts_bench_line_num(o, "count_mismatches", mismatches);
+  ts_bench_line_num(o, "invalid_trees", invalid);
   ts_bench_line_num(o, "mean_box_tests", box_tests / n);
   ts_bench_line_num(o, "mean_leaf_tests", leaf_tests / n);
   ts_bench_line_num(o, "triangles", t->n_tris);
@@ -203,6 +235,9 @@ static int run_scenario(const char *name, const plan *pl, const ts_mesh *instrum
   ts_bench_line_emit(o);
   o = ts_bench_line("collide", name, "refit_us_per_step", t_refit / n * 1e6, "us");
   ts_bench_line_num(o, "mean_escaped_nodes", escaped / n);
+  ts_bench_line_num(o, "mean_moved_nodes", moved_sum / n);
+  ts_bench_line_num(o, "mean_leaves_refit", leaves_refit / n);
+  ts_bench_line_num(o, "mean_internal_refit", internal_refit / n);
   ts_bench_line_num(o, "rebuilds", (double)(tree->stats.rebuilds - rebuilds0));
   ts_bench_line_str(o, "plan", pl->name);
   ts_bench_line_emit(o);
@@ -224,6 +259,10 @@ out:
   ts_aabb_tree_destroy(tree);
   free(x);
   free(x0);
+  free(moved);
+  free(cur);
+  free(prev);
+  free(mark);
   ts_bench_scenario_destroy(&sc);
   return status;
 }

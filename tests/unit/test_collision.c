@@ -778,6 +778,99 @@ START_TEST(test_aabb_refit) {
 }
 END_TEST
 
+/* The moved-point refit against the full one: two trees over the same
+ * tissue through the same random local bumps, one told which nodes each bump
+ * moved (in a shuffled order, with repeats and with nodes no triangle uses),
+ * must end every step with bitwise the same boxes and the same escapes; a
+ * point left off the list is caught by validation; bad lists are refused. */
+START_TEST(test_aabb_refit_moved) {
+  rng_state = 11;
+  ts_tissue *t = default_patch();
+  ts_aabb_tree *full, *part;
+  ck_assert_int_eq(ts_aabb_tree_create_tissue(NULL, t, &full), 0);
+  ck_assert_int_eq(ts_aabb_tree_create_tissue(NULL, t, &part), 0);
+  const double(*x)[3] = (const double(*)[3])t->x;
+  char err[256] = "";
+  uint32_t *moved = malloc(sizeof *moved * 3 * t->n_nodes);
+  ck_assert_ptr_nonnull(moved);
+  uint32_t unused = 0;
+  for (uint32_t i = 0; i < t->n_nodes; i++) unused += part->slot[i] == UINT32_MAX;
+  uint64_t escaped = 0, rebuilt = 0;
+  for (int it = 0; it < 200; it++) {
+    double c[3];
+    memcpy(c, t->x[(uint32_t)(urand() * t->n_nodes) % t->n_nodes], sizeof c);
+    double rad = urange(0.003, 0.012), amp = urange(0.0001, 0.002);
+    double dir[3] = {urange(-0.3, 0.3), urange(-1, 1), urange(-0.3, 0.3)};
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < t->n_nodes; i++) {
+      double d = dist3(t->x[i], c);
+      if (d >= rad) continue;
+      double w = 0.5 * (1 + cos(M_PI * d / rad));
+      for (int k = 0; k < 3; k++) t->x[i][k] += amp * w * dir[k];
+      moved[n++] = i;
+      if (urand() < 0.3) moved[n++] = i; /* a repeat */
+    }
+    for (uint32_t i = n; i > 1; i--) { /* any order */
+      uint32_t j = (uint32_t)(urand() * i) % i, s = moved[i - 1];
+      moved[i - 1] = moved[j], moved[j] = s;
+    }
+    int rf = ts_aabb_tree_refit(full, x), rp = ts_aabb_tree_refit_moved(part, x, moved, n);
+    ck_assert_int_ge(rf, 0);
+    ck_assert_int_eq(rp, rf);
+    rebuilt += rp == 1;
+    ck_assert_msg(ts_aabb_tree_validate(part, x, err, sizeof err) == 0, "iteration %d: %s", it,
+                  err);
+    ck_assert_uint_eq(part->stats.escaped, full->stats.escaped);
+    ck_assert_uint_eq(part->stats.leaves_refit, full->stats.leaves_refit);
+    escaped += part->stats.escaped;
+    uint32_t differ = 0;
+    for (uint32_t i = 0; i < part->n_nodes; i++)
+      differ += memcmp(part->nodes[i].lo, full->nodes[i].lo, sizeof part->nodes[i].lo) != 0 ||
+                memcmp(part->nodes[i].hi, full->nodes[i].hi, sizeof part->nodes[i].hi) != 0;
+    ck_assert_msg(differ == 0, "iteration %d: %u boxes differ", it, differ);
+    /* the summed area is kept in a different order: equal to rounding */
+    ck_assert_double_eq_tol(part->area, full->area, 1e-9 * full->area);
+  }
+  fprintf(stderr, "aabb refit_moved: %u nodes (%u unused), 200 bumps, %.1f escaped per step, %llu rebuilds\n",
+          t->n_nodes, unused, escaped / 200.0, (unsigned long long)rebuilt);
+  ck_assert_uint_gt(escaped, 0);
+
+  /* nothing listed: nothing checked, nothing changes */
+  ck_assert_int_eq(ts_aabb_tree_refit_moved(part, x, NULL, 0), 0);
+  ck_assert_uint_eq(part->stats.escaped, 0);
+
+  /* a promise broken (a point moved 1 mm but not listed) is what validation
+   * reports; listing it repairs the tree */
+  uint32_t p = part->used[part->n_used / 2];
+  t->x[p][1] += 0.001;
+  ck_assert_int_eq(ts_aabb_tree_refit_moved(part, x, NULL, 0), 0);
+  ck_assert_int_eq(ts_aabb_tree_validate(part, x, NULL, 0), TS_EINTERNAL);
+  ck_assert_int_ge(ts_aabb_tree_refit_moved(part, x, &p, 1), 0);
+  ck_assert_uint_eq(part->stats.escaped, 1);
+  ck_assert_msg(ts_aabb_tree_validate(part, x, err, sizeof err) == 0, "%s", err);
+
+  /* bad lists: refused, tree unchanged */
+  ts_aabb_node keep = part->nodes[0];
+  uint32_t bad[2] = {p, t->n_nodes};
+  t->x[p][1] += 0.001;
+  ck_assert_int_eq(ts_aabb_tree_refit_moved(part, x, bad, 2), TS_EINVAL);
+  ck_assert_int_eq(ts_aabb_tree_refit_moved(part, x, NULL, 1), TS_EINVAL);
+  ck_assert_int_eq(ts_aabb_tree_refit_moved(NULL, x, &p, 1), TS_EINVAL);
+  double y = t->x[p][0];
+  t->x[p][0] = NAN;
+  ck_assert_int_eq(ts_aabb_tree_refit_moved(part, x, &p, 1), TS_ENAN);
+  t->x[p][0] = y;
+  ck_assert(memcmp(&keep, &part->nodes[0], sizeof keep) == 0);
+  ck_assert_int_ge(ts_aabb_tree_refit_moved(part, x, &p, 1), 0);
+  ck_assert_msg(ts_aabb_tree_validate(part, x, err, sizeof err) == 0, "%s", err);
+
+  free(moved);
+  ts_aabb_tree_destroy(full);
+  ts_aabb_tree_destroy(part);
+  ts_tissue_destroy(t);
+}
+END_TEST
+
 /* ---- tree queries against brute force ---- */
 
 static int cmp_contact(const void *pa, const void *pb) {
@@ -1483,6 +1576,7 @@ static Suite *collision_suite(void) {
   tc = tcase_create("trees");
   tcase_add_test(tc, test_obb_fit);
   tcase_add_test(tc, test_aabb_refit);
+  tcase_add_test(tc, test_aabb_refit_moved);
   suite_add_tcase(s, tc);
   tc = tcase_create("queries");
   tcase_set_timeout(tc, 300);
