@@ -15,7 +15,9 @@ BUILD_PKGS=(build-essential cmake pkg-config libuv1-dev libprotobuf-c-dev protob
   sqlite3)
 # haproxy, openssl: the proxy test (tests/integration/proxy.test.mjs); systemd
 # (systemd-analyze) and python3-yaml: the checks of deploy/'s files
-TEST_PKGS=(chromium clang libclang-rt-14-dev libopenmesh-dev haproxy openssl systemd python3-yaml)
+# firefox-esr, xvfb, xauth: tests/e2e/firefox.test.mjs (headed Firefox on a
+# virtual display: headless it has no WebGL)
+TEST_PKGS=(chromium firefox-esr xvfb xauth clang libclang-rt-14-dev libopenmesh-dev haproxy openssl systemd python3-yaml)
 BENCH_PKGS=(g++ libbullet-dev)
 
 want=("${BUILD_PKGS[@]}")

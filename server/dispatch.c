@@ -22,6 +22,7 @@
 #include "server.h"
 #include "shortcut.h"
 #include "tissue.pb-c.h"
+#include "training.h"
 
 #define TS_PROTOCOL_VERSION 1
 #define TS_MAX_STRIKES 8
@@ -465,6 +466,7 @@ static void on_join(ts_conn *c, uint64_t rid, const Tissued__V1__JoinSession *m)
   env.body_case = TISSUED__V1__ENVELOPE__BODY_JOINED;
   env.joined = &r;
   ts_send_envelope(c, &env);
+  ts_training_replay(se, c); /* the last training's progress, for the loss plot */
 }
 
 static void on_pose(ts_conn *c, uint64_t rid, const Tissued__V1__ToolPose *m) {

@@ -93,6 +93,18 @@ typedef struct ts_session_sim {
   double beeman_fraction;
 } ts_session_sim;
 
+/* One TrainingProgress report of a session's last training, kept for
+ * clients that join later (training.c). model is a static name
+ * (ts_learn_kind_name). */
+#define TS_TRAIN_HISTORY 24 /* progress comes every sixteenth, then the end */
+typedef struct ts_train_report {
+  double fraction, loss, heldout_rmse, heldout_rel;
+  uint64_t samples, iterations;
+  int64_t model_id;
+  const char *model;
+  int done;
+} ts_train_report;
+
 typedef struct ts_session {
   uint32_t id;
   char name[64];
@@ -121,6 +133,11 @@ typedef struct ts_session {
   int has_model;             /* a model was installed or is on its way (loop's view) */
   int train_kind;            /* ts_learn_kind of the requested training */
   uint64_t train_rid;        /* request id of the TrainShortcut, echoed in progress */
+  /* the last training's TrainingProgress reports, replayed to a client that
+   * joins later so its page can draw the loss (training.c) */
+  ts_train_report train_hist[TS_TRAIN_HISTORY];
+  uint32_t train_hist_n;
+  char train_hist_error[256]; /* the error of its final report, if any */
 
   int refine_pending;        /* a RefineRegion is with the physics thread (refine.c) */
 

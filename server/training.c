@@ -44,7 +44,62 @@ typedef struct progress_job {
   ts_learn_kind kind;
 } progress_job;
 
+/* Keeps p as the latest report of se's training: the first of a training
+ * (fraction below the previous report's, or after an end) starts afresh;
+ * when the history is full the newest report takes the last place. */
+static void keep_report(ts_session *se, const Tissued__V1__TrainingProgress *p) {
+  uint32_t n = se->train_hist_n;
+  if (n > 0 && (se->train_hist[n - 1].done || p->fraction < se->train_hist[n - 1].fraction)) n = 0;
+  if (n == TS_TRAIN_HISTORY) n--;
+  ts_train_report *r = &se->train_hist[n];
+  r->fraction = p->fraction;
+  r->loss = p->loss;
+  r->heldout_rmse = p->heldout_rmse;
+  r->heldout_rel = p->heldout_rel;
+  r->samples = p->samples;
+  r->iterations = p->iterations;
+  r->model_id = p->model_id;
+  r->model = p->model;
+  r->done = p->done;
+  if (p->done) snprintf(se->train_hist_error, sizeof se->train_hist_error, "%s", p->error ? p->error : "");
+  se->train_hist_n = n + 1;
+}
+
+static int send_progress(ts_conn *c, uint64_t rid, const Tissued__V1__TrainingProgress *p) {
+  Tissued__V1__Envelope env = TISSUED__V1__ENVELOPE__INIT;
+  env.request_id = rid;
+  env.body_case = TISSUED__V1__ENVELOPE__BODY_TRAINING_PROGRESS;
+  env.training_progress = (Tissued__V1__TrainingProgress *)p;
+  size_t len = tissued__v1__envelope__get_packed_size(&env);
+  uint8_t *buf = malloc(len ? len : 1);
+  if (!buf) return TS_ENOMEM;
+  tissued__v1__envelope__pack(&env, buf);
+  c->ops->send(c, buf, len);
+  free(buf);
+  return 0;
+}
+
+void ts_training_replay(ts_session *se, ts_conn *c) {
+  for (uint32_t i = 0; i < se->train_hist_n; i++) {
+    const ts_train_report *r = &se->train_hist[i];
+    Tissued__V1__TrainingProgress p = TISSUED__V1__TRAINING_PROGRESS__INIT;
+    p.session_id = se->id;
+    p.fraction = r->fraction;
+    p.loss = r->loss;
+    p.done = r->done;
+    p.samples = r->samples;
+    p.iterations = r->iterations;
+    p.heldout_rmse = r->heldout_rmse;
+    p.heldout_rel = r->heldout_rel;
+    p.model_id = r->model_id;
+    p.model = (char *)(r->model ? r->model : "");
+    if (r->done && se->train_hist_error[0]) p.error = se->train_hist_error;
+    if (send_progress(c, 0, &p)) return;
+  }
+}
+
 void ts_training_send(ts_session *se, const Tissued__V1__TrainingProgress *p) {
+  keep_report(se, p);
   Tissued__V1__Envelope env = TISSUED__V1__ENVELOPE__INIT;
   env.request_id = se->train_rid;
   env.body_case = TISSUED__V1__ENVELOPE__BODY_TRAINING_PROGRESS;

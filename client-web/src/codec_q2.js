@@ -5,7 +5,8 @@
 //
 // The zstd stage is the fzstd package (pure JavaScript, synchronous; pinned
 // in package.json; the page maps the bare name "fzstd" to
-// /vendor/fzstd/esm/index.mjs in its import map). It is loaded with a
+// /vendor/fzstd/esm/index.mjs in its import map; its decode worker, which
+// has no import map, imports that path). It is loaded with a
 // dynamic import, so a page without it still decodes q1 and reports q2
 // frames as undecodable instead of failing to load.
 //
@@ -21,6 +22,15 @@ try {
   fzstd = await import('fzstd');
 } catch {
   fzstd = null; // no zstd decoder: q2 frames are refused with a CodecError
+}
+if (!fzstd && typeof location !== 'undefined' && typeof document === 'undefined') {
+  // a module worker of the page (src/decode_worker.js): import maps do not
+  // reach workers, so the package is named by the path the daemon serves it at
+  try {
+    fzstd = await import('/vendor/fzstd/esm/index.mjs');
+  } catch {
+    fzstd = null;
+  }
 }
 
 /** True when the zstd stage is available (q2 frames can be decoded). */

@@ -14,12 +14,14 @@
 
 import { PROTOCOL_VERSION, Role, nowMicros, toNumber } from './protocol.js';
 import { FrameStream } from './stream.js';
+import { DecodeStats } from './framedecoder.js';
 
 const RECONNECT_MIN_MS = 500;
 const RECONNECT_MAX_MS = 10000;
 const PING_INTERVAL_MS = 2000;
 const MAX_BUFFERED_BYTES = 256 * 1024;  // poses are dropped above this backlog
 const DEFAULT_RADIUS = 0.005;
+const now = () => (typeof performance !== 'undefined' ? performance.now() : Date.now());
 
 export class SessionClient {
   /**
@@ -36,7 +38,9 @@ export class SessionClient {
    *   lobby() (connected, in no session), ended(sessionId, text) (the session
    *   this client was in ended), handedOver(toolHandedOver) (this client's
    *   tool was handed to someone else: it observes now), training(progress)
-   *   (TrainingProgress of its session) } }
+   *   (TrainingProgress of its session) }, decoder (a FrameDecoder: decode
+   * frames in its worker while it is ready; without one, or when it fails,
+   * frames are decoded on this thread) }
    */
   constructor(opts) {
     this.url = opts.url;
@@ -54,6 +58,17 @@ export class SessionClient {
     this.tool = { kind: 0, radius: DEFAULT_RADIUS, length: 0 };  // ToolShape to join with
     this.waiters = new Map();    // request id -> {resolve, reject, timer}
     this.stream = new FrameStream();
+    this.decodeStats = new DecodeStats();
+    this.decodeInWorker = false;  // the current keyframe chain goes to the worker
+    this.decoder = opts.decoder || null;
+    if (this.decoder) {
+      this.decoder.onResult = (job, positions, ms, error) => this._onDecoded(job, positions, ms, error);
+      this.decoder.onFail = (text) => {
+        if (!this.decodeInWorker) return;
+        this.decodeInWorker = false;
+        this._frameRejected(new Error(text + '; decoding on the main thread'));
+      };
+    }
     this.state = 'idle';
     this.ws = null;
     this.nextRequestId = 1;
@@ -354,20 +369,72 @@ export class SessionClient {
 
   _onFrame(f) {
     if (!this.joined || f.sessionId !== this.sessionId) return;
+    // A keyframe starts a chain; it and its deltas are decoded in one place.
+    // A chain started here before the worker was ready moves to it, q and all.
+    if (f.keyframe) this.decodeInWorker = !!(this.decoder && this.decoder.ready);
+    else if (!this.decodeInWorker && this.decoder && this.decoder.ready && this.stream.q) {
+      this.decoder.seed(this.stream);
+      this.decodeInWorker = true;
+    }
+    if (this.decodeInWorker) {
+      let job;
+      try {
+        job = this.stream.check(f);
+      } catch (err) {
+        this._frameRejected(err);
+        return;
+      }
+      this.stream.advance(job);
+      this.decoder.submit(job);
+      return;
+    }
     let key;
+    const t0 = now();
     try {
       key = this.stream.apply(f);
     } catch (err) {
-      // The held frame no longer matches the stream: join again for a keyframe.
-      this._fail('frame rejected: ' + err.message, err);
-      this.joined = null;
-      this._send('leaveSession', { sessionId: this.sessionId });
-      this._join();
+      this._frameRejected(err);
       return;
     }
+    this.decodeStats.add('main', now() - t0);
+    this._shown(key);
+  }
+
+  // The worker's answer to a job; frames of a stream reset since are dropped.
+  _onDecoded(job, positions, ms, error) {
+    if (!this.joined || job.generation !== this.stream.generation) {
+      this.decoder.recycle(positions);
+      return;
+    }
+    if (error) {
+      this._frameRejected(new Error(error));
+      return;
+    }
+    const old = this.stream.positions;
+    try {
+      this.stream.show(job, positions);
+    } catch (err) {
+      this._frameRejected(err);
+      return;
+    }
+    this.decodeStats.add('worker', ms);
+    this._shown(job.keyframe);
+    // the view points at the new array now (handlers.frame)
+    if (old && old !== positions) this.decoder.recycle(old);
+  }
+
+  _shown(key) {
     const own = this.stream.tool(this.toolId);
     if (own && own.radius > 0) this.toolRadius = own.radius;
     this.handlers.frame?.(this.stream, key);
+  }
+
+  // The held frame no longer matches the stream: join again for a keyframe.
+  _frameRejected(err) {
+    this._fail('frame rejected: ' + err.message, err);
+    this.joined = null;
+    this._send('leaveSession', { sessionId: this.sessionId });
+    this._join();
   }
 
   _onError(requestId, e) {

@@ -21,6 +21,7 @@ import { TrainingPanel } from './training.js';
 import { LesionMarker } from './lesion.js';
 import { HandOverControls } from './handover.js';
 import { GamepadDriver } from './gamepad.js';
+import { FrameDecoder } from './framedecoder.js';
 
 const QUASI_STATIC = 3;  // Solver.SOLVER_QUASI_STATIC: refined inside its solve, not live
 
@@ -33,6 +34,8 @@ const hook = {
   keyframes: 0,
   vertexCount: 0,
   positions: null,
+  seq: 0,                       // seq of the frame shown
+  decode: null,                 // where frames are decoded and how long it takes (DecodeStats)
   simTime: 0,
   toolId: 0,
   force: null,
@@ -250,9 +253,13 @@ async function start() {
     history.replaceState(null, '', location.pathname);
   }
 
+  // Frames are decoded in a worker unless the address says ?decode=main
+  // (or the browser cannot run it): then on this thread.
+  const decoder = new URLSearchParams(location.search).get('decode') === 'main'
+    ? null : new FrameDecoder('/src/decode_worker.js');
   client = new SessionClient({
     url: wsUrl, protocol, WebSocket, sessionId, role, clientName: 'web', credentials, token,
-    autoCreate: 'ifNone',
+    autoCreate: 'ifNone', decoder,
     handlers: {
       state(s) {
         hook.state = s;
@@ -308,7 +315,7 @@ async function start() {
         tools.joined(isController, hook.solver, hook.toolKind);
         instructor.setEnabled(isController);
         lesion.setEnabled(isController && hook.solver !== QUASI_STATIC);
-        training.joined(j.sessionId, hook.solver, isController);
+        training.joined(j.sessionId, hook.solver, isController, true);
         hook.training = training.snapshot();
         handover.set(!!credentials, toolCount.sessionId === j.sessionId && toolCount.n ? toolCount.n : TOOLS_DEFAULT,
           hook.toolId);
@@ -334,7 +341,10 @@ async function start() {
         if (isKey) hook.keyframes++;
         hook.vertexCount = stream.vertexCount;
         hook.positions = stream.positions;
+        hook.seq = stream.seq;
+        hook.decode = client.decodeStats;
         hook.simTime = stream.simTime;
+        if (hook.frames % 30 === 1) overlay.decode(client.decodeStats);
         health.frame(stream);
         if (stream.topologyVersion !== builtFor) {
           if (view) view.setTopology(stream);

@@ -1,6 +1,6 @@
 // overlay.js: the status panel over the 3D view: connection state, session,
 // role and tool, watchers, vertex count, frames per second received, the
-// pose-to-frame latency, the force on this client's tool, round-trip time,
+// pose-to-frame latency, the frame decode time, the force on this client's tool, round-trip time,
 // the warning when the connection degrades, and the last error. It only writes text
 // into the elements index.html provides; main.js decides what to show.
 
@@ -18,6 +18,7 @@ export class Overlay {
       rtt: $('st-rtt'),
       watchers: $('st-watchers'),
       latency: $('st-latency'),
+      decode: $('st-decode'),
       degraded: $('st-degraded'),
       behind: $('st-behind'),
       error: $('st-error'),
@@ -66,6 +67,11 @@ export class Overlay {
     if (!f) { this.el.force.textContent = '–'; return; }
     const mag = Math.hypot(f.x || 0, f.y || 0, f.z || 0);
     this.el.force.textContent = mag.toFixed(3) + ' N';
+  }
+
+  /** Frame decode time: a DecodeStats (src/framedecoder.js). */
+  decode(d) {
+    this.el.decode.textContent = d.meanMs().toFixed(2) + ' ms · ' + (d.where === 'worker' ? 'worker' : 'main thread');
   }
 
   rtt(ms) { this.el.rtt.textContent = ms.toFixed(1) + ' ms'; }

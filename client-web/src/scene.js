@@ -4,7 +4,9 @@
 //
 // The tissue geometry uses the FrameStream's Float32Array of positions as its
 // position attribute directly, so a frame costs no allocation: the stream
-// rewrites the array in place and the view only flags it for upload.
+// rewrites the array in place (or, decoding in a worker, hands over one of
+// the few arrays that travel to and from it) and the view only points the
+// attribute at it and flags it for upload.
 // Scene units are metres; the patch is 0.08 m across.
 
 import * as THREE from 'three';
@@ -140,7 +142,10 @@ export class TissueView {
   /** Called after the stream applied a frame: upload positions, move tools. */
   update(stream) {
     if (this.geometry) {
-      this.geometry.attributes.position.needsUpdate = true;
+      const pos = this.geometry.attributes.position;
+      // frames decoded in a worker arrive in another array of the same size
+      if (pos.array !== stream.positions) pos.array = stream.positions;
+      pos.needsUpdate = true;
       if (++this.frameCounter % this.normalsEvery === 0) this.geometry.computeVertexNormals();
       this.geometry.computeBoundingBox();
       this.geometry.computeBoundingSphere();

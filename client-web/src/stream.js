@@ -7,6 +7,10 @@
 // frame so a renderer can hand it straight to the GPU) and the topology, and
 // checks that every delta applies to the frame it holds.
 //
+// apply() does it all at once. Decoding elsewhere (the page's worker, see
+// src/framedecoder.js) splits it: check() a frame against the head of the
+// chain, advance() the head, and show() the positions decoded for it later.
+//
 // No DOM use: the page (src/main.js) and the node tests share it.
 
 import { decodeKeyframe, decodeDelta, dequantize } from './codec.js';
@@ -20,7 +24,7 @@ export class FrameStream {
   /** Forgets everything (after a reconnect or a new join). */
   reset() {
     this.vertexCount = 0;
-    this.q = null;              // Int32Array(3n)
+    this.q = null;              // Int32Array(3n), main-thread decoding only
     this.positions = null;      // Float32Array(3n), metres
     this.quantum = 0;
     this.seq = 0;               // seq of the frame held; 0 = none
@@ -30,10 +34,17 @@ export class FrameStream {
     // bumped whenever topology or buffers change, and never goes back (not
     // even here), so a view built for an older stream sees the change
     this.topologyVersion = (this.topologyVersion || 0) + 1;
+    // bumped on every reset: frames handed to a decoder worker before it
+    // belong to a stream that is gone (src/framedecoder.js drops them)
+    this.generation = (this.generation || 0) + 1;
     this.tools = [];            // ToolState of the last frame
     this.keyframes = 0;
     this.deltas = 0;
     this.lastChanged = 0;       // vertices changed by the last frame
+    // The head of the chain: the last frame accepted, which the next delta
+    // must name as its baseline. It runs ahead of seq/positions while frames
+    // are being decoded elsewhere (a worker); with apply() they are equal.
+    this.head = { seq: 0, n: 0, quantum: 0, topology: null };
   }
 
   /**
@@ -43,52 +54,90 @@ export class FrameStream {
    * disagrees with the topology.
    */
   apply(frame) {
+    const job = this.check(frame);
+    const n = job.n;
+    if (job.keyframe) {
+      // decodeKeyframe validates before it writes, so decoding into the held
+      // array leaves it intact when the payload is bad.
+      const q = this.q && this.q.length === 3 * n ? this.q : new Int32Array(3 * n);
+      decodeKeyframe(job.payload, n, q, job.codec);
+      this.q = q;
+      job.changed = n;
+    } else {
+      if (!this.q || this.q.length !== 3 * n) throw new Error('delta ' + job.seq + ' without the keyframe it follows');
+      job.changed = decodeDelta(job.payload, n, this.q, job.codec);
+    }
+    this.advance(job);
+    this.show(job, null);
+    return job.keyframe;
+  }
+
+  /**
+   * Checks a Frame message against the head of the chain without changing
+   * anything; returns the job to decode: { seq, keyframe, n, quantum, codec,
+   * payload (Uint8Array), topology (parsed), simTime, flags, tools,
+   * generation }. Throws when the frame does not fit (see apply()).
+   */
+  check(frame) {
     const seq = toNumber(frame.seq);
     const quantum = frame.quantum;
     if (!(quantum > 0) || !Number.isFinite(quantum)) throw new Error('frame ' + seq + ': bad quantum ' + quantum);
     const payload = frame.payload instanceof Uint8Array ? frame.payload : new Uint8Array(frame.payload || []);
+    const n = frame.vertexCount;
+    const h = this.head;
+    let topology = h.topology;
     if (frame.keyframe) {
-      this._applyKeyframe(frame, seq, quantum, payload);
+      const t = frame.topology;
+      if (t) {
+        topology = parseTopology(t, n);
+      } else if (!topology || n !== h.n) {
+        throw new Error('keyframe ' + seq + ' without the topology its ' + n + ' vertices need');
+      }
     } else {
-      if (!this.q) throw new Error('delta ' + seq + ' before any keyframe');
+      if (!h.seq) throw new Error('delta ' + seq + ' before any keyframe');
       const base = toNumber(frame.baselineSeq);
-      if (base !== this.seq) throw new Error('delta ' + seq + ' is against frame ' + base + ', held ' + this.seq);
-      const n = frame.vertexCount;
-      if (n !== this.vertexCount) throw new Error('delta ' + seq + ' has ' + n + ' vertices, held ' + this.vertexCount);
-      if (quantum !== this.quantum) throw new Error('delta ' + seq + ' changes the quantum');
-      this.lastChanged = decodeDelta(payload, n, this.q, frame.codec || 0);
-      this.deltas++;
+      if (base !== h.seq) throw new Error('delta ' + seq + ' is against frame ' + base + ', held ' + h.seq);
+      if (n !== h.n) throw new Error('delta ' + seq + ' has ' + n + ' vertices, held ' + h.n);
+      if (quantum !== h.quantum) throw new Error('delta ' + seq + ' changes the quantum');
     }
-    this.seq = seq;
-    this.simTime = frame.simTime || 0;
-    this.flags = frame.flags || 0;
-    this.tools = frame.tools || [];
-    dequantize(this.q, this.vertexCount, this.quantum, this.positions);
-    return !!frame.keyframe;
+    return {
+      seq, keyframe: !!frame.keyframe, n, quantum, codec: frame.codec || 0, payload, topology,
+      simTime: frame.simTime || 0, flags: frame.flags || 0, tools: frame.tools || [],
+      generation: this.generation, changed: 0,
+    };
   }
 
-  _applyKeyframe(frame, seq, quantum, payload) {
-    const n = frame.vertexCount;
-    const t = frame.topology;
-    let topology = this.topology;
-    if (t) {
-      topology = parseTopology(t, n);
-    } else if (!topology || n !== this.vertexCount) {
-      throw new Error('keyframe ' + seq + ' without the topology its ' + n + ' vertices need');
+  /** Makes a checked job the head of the chain (the next delta's baseline). */
+  advance(job) {
+    this.head = { seq: job.seq, n: job.n, quantum: job.quantum, topology: job.topology };
+  }
+
+  /**
+   * Makes a decoded job the frame held. positions: the job's positions in
+   * metres (a Float32Array(3n) decoded elsewhere, which the stream adopts),
+   * or null to dequantize this.q into the held array in place.
+   */
+  show(job, positions) {
+    const n = job.n;
+    let resized = !this.positions || this.positions.length !== 3 * n;
+    if (positions) {
+      if (positions.length !== 3 * n) throw new Error('frame ' + job.seq + ': decoded ' + positions.length + ' values');
+      this.positions = positions;
+    } else {
+      if (resized) this.positions = new Float32Array(3 * n);
+      dequantize(this.q, n, job.quantum, this.positions);
     }
-    // decodeKeyframe validates before it writes, so decoding into the held
-    // array leaves it intact when the payload is bad.
-    const q = this.q && this.q.length === 3 * n ? this.q : new Int32Array(3 * n);
-    decodeKeyframe(payload, n, q, frame.codec || 0);
-    const resized = !this.positions || this.positions.length !== 3 * n;
-    if (resized) this.positions = new Float32Array(3 * n);
-    if (resized || topology !== this.topology) this.topologyVersion++;
-    this.q = q;
+    if (resized || job.topology !== this.topology) this.topologyVersion++;
     this.vertexCount = n;
-    this.quantum = quantum;
-    this.topology = topology;
-    this.lastChanged = n;
-    this.keyframes++;
+    this.quantum = job.quantum;
+    this.topology = job.topology;
+    this.seq = job.seq;
+    this.simTime = job.simTime;
+    this.flags = job.flags;
+    this.tools = job.tools;
+    this.lastChanged = job.changed;
+    if (job.keyframe) this.keyframes++;
+    else this.deltas++;
   }
 
   /** The ToolState of tool `id` in the last frame, or null. */

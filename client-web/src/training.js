@@ -55,11 +55,12 @@ export class TrainingPanel {
 
   /**
    * Joined (again) or changed role: the session's id and solver (Solver
-   * enum), and whether this page controls a tool. Another session starts
-   * from a clean panel.
+   * enum), and whether this page controls a tool. Another session, or a
+   * join (`rejoined`: the server then sends the reports of the session's
+   * last training again, server/training.c), starts from a clean panel.
    */
-  joined(sessionId, solver, isController) {
-    if (sessionId !== this.sessionId) {
+  joined(sessionId, solver, isController, rejoined = false) {
+    if (sessionId !== this.sessionId || rejoined) {
       this.sessionId = sessionId;
       this.state = this._fresh();
       this.nLosses = 0;

@@ -2,7 +2,11 @@
 // daemon. The page must create a session, stream and render the tissue, and
 // dent it when the left mouse button presses the tool; an observer page on
 // the same session must see the dent too. Screenshots go to TS_ARTIFACTS
-// (before.png, after.png, observer.png). Run:
+// (before.png, after.png, observer.png). Frames are decoded in the page's
+// worker (src/decode_worker.js), or on the main thread with ?decode=main, to
+// exactly the positions a node client (the same codec.js, which
+// tests/integration/codec.test.mjs holds to the C decoder's bytes) decodes
+// for the same frame. Run:
 //   TISSUED_BIN=build/server/tissued TS_ARTIFACTS=/tmp/a node --test tests/e2e/browser.test.mjs
 
 import { test, before, after } from 'node:test';
@@ -10,7 +14,10 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { SERVER_KEY, startDaemon, artifactsDir, sleep, waitSettled, launchChromium } from '../integration/daemon_proc.mjs';
+import { SERVER_KEY, startDaemon, artifactsDir, sleep, waitSettled, launchChromium, loadProtocol, waitFor }
+  from '../integration/daemon_proc.mjs';
+import { WsPeer } from '../integration/ws_peer.mjs';
+import { Role } from '../../client-web/src/protocol.js';
 import { decodePng, changedFraction, meanColour } from './png.mjs';
 
 const VIEWPORT = { width: 1280, height: 800 };
@@ -21,6 +28,7 @@ let daemon = null;
 let browser = null;
 let base = '';
 const problems = [];   // console errors and page errors, from every page
+let created = null;    // { sessionId, observerLink, observer (its page) } of the first test's session
 
 before(async () => {
   daemon = await startDaemon({ name: 'browser-test-tissued' });
@@ -51,7 +59,7 @@ const hook = (page) => page.evaluate(() => {
   return t && {
     state: t.state, sessionId: t.sessionId, role: t.role, frames: t.frames, vertexCount: t.vertexCount,
     toolId: t.toolId, lastError: t.lastError, errors: t.errors, webgl: t.webgl, force: t.force,
-    forceMessages: t.forceMessages, observerLink: t.observerLink,
+    forceMessages: t.forceMessages, observerLink: t.observerLink, decode: t.decode && { ...t.decode },
   };
 });
 const positions = (page) => page.evaluate(() => Array.from(window.tissued.positions));
@@ -97,6 +105,7 @@ test('the page creates a session, renders it, and the mouse dents the tissue', a
   assert.equal(ho.sessionId, h.sessionId);
   assert.equal(ho.vertexCount, h.vertexCount);
   assert.equal(ho.toolId, 0);
+  created = { sessionId: h.sessionId, observerLink: h.observerLink, observer };
 
   // Aim at the middle of the canvas (the camera looks at the patch centre).
   const cx = VIEWPORT.width / 2, cy = VIEWPORT.height / 2;
@@ -162,6 +171,75 @@ test('the page creates a session, renders it, and the mouse dents the tissue', a
     sessionId: h.sessionId, vertexCount: h.vertexCount, maxDyMm: dy * 1000,
     observerMaxDyMm: dyObserver * 1000, changedMiddle: changed, force: held.force, heldMs, heldSim,
   }, null, 2));
+});
+
+// The page's frame seq and positions, then the node client's positions for
+// that seq (kept per seq as they arrive), compared exactly: both are the
+// same int32 grid positions times the quantum, rounded once to float32.
+async function samePositionsAsNode(page, peerBySeq, label) {
+  let compared = 0;
+  for (let i = 0; i < 200 && compared < 3; i++) {
+    const s = await page.evaluate(() => ({ seq: window.tissued.seq, positions: Array.from(window.tissued.positions) }));
+    const newest = () => Math.max(0, ...peerBySeq.keys());
+    // a frame from before the node client joined, or already forgotten: skip
+    if (!peerBySeq.has(s.seq) && newest() >= s.seq) continue;
+    const want = await waitFor(() => peerBySeq.get(s.seq) || (newest() > s.seq ? 'gone' : null), 5000,
+      `${label}: frame ${s.seq} at the node client`);
+    if (want === 'gone') continue;
+    assert.equal(s.positions.length, want.length, `${label}: vertex count`);
+    let bad = -1;
+    for (let k = 0; k < want.length && bad < 0; k++) if (s.positions[k] !== want[k]) bad = k;
+    assert.equal(bad, -1, `${label}: frame ${s.seq} value ${bad}: page ${s.positions[bad]}, node ${want[bad]}`);
+    compared++;
+    await sleep(150);
+  }
+  assert.equal(compared, 3, `${label}: frames compared with the node client`);
+}
+
+test('frames are decoded in a worker (or, asked to, on the main thread) to the positions node decodes', async () => {
+  assert.ok(created, 'the first test created a session');
+  const link = new URL(created.observerLink);
+  const peer = await new WsPeer(loadProtocol(), `ws://127.0.0.1:${daemon.httpPort}/ws`).open();
+  const peerBySeq = new Map();
+  peer.onFrame = (stream) => {
+    peerBySeq.set(stream.seq, Float32Array.from(stream.positions));
+    if (peerBySeq.size > 600) peerBySeq.delete(peerBySeq.keys().next().value);
+  };
+  try {
+    const hello = await peer.request('hello', { protocolVersion: 1, clientName: 'browser.test' });
+    assert.equal(hello.kind, 'helloReply');
+    const j = await peer.request('joinSession', { sessionId: created.sessionId, role: Role.OBSERVER,
+      token: link.searchParams.get('token') }, 10000);
+    assert.equal(j.kind, 'joined', JSON.stringify(j.body));
+
+    // the first test's observer page decodes in its worker
+    // (frames that arrive while the worker loads are decoded on the main
+    // thread; then the worker takes the chain over, and every frame after)
+    const inWorker = created.observer;
+    await inWorker.waitForFunction(() => window.tissued.decode?.where === 'worker', null, { timeout: WAIT_MS });
+    const dw0 = (await hook(inWorker)).decode;
+    await samePositionsAsNode(inWorker, peerBySeq, 'worker');
+    const dw = (await hook(inWorker)).decode;
+    assert.equal(dw.where, 'worker');
+    assert.ok(dw.workerFrames > dw0.workerFrames && dw.mainFrames === dw0.mainFrames,
+      'the frames compared were decoded in the worker: ' + JSON.stringify([dw0, dw]));
+    assert.ok(dw.workerMs > 0, 'the worker reports its decode time');
+    await inWorker.context().close();
+
+    const onMain = await openPage(created.observerLink + '&decode=main', 'main-thread decoding',
+      { width: 480, height: 300 });
+    await onMain.waitForFunction(() => window.tissued && window.tissued.frames > 10, null, { timeout: WAIT_MS });
+    await samePositionsAsNode(onMain, peerBySeq, 'main thread');
+    const dm = (await hook(onMain)).decode;
+    assert.equal(dm.where, 'main');
+    assert.equal(dm.workerFrames, 0);
+    assert.ok(dm.mainFrames > 10, JSON.stringify(dm));
+    await onMain.context().close();
+    assert.equal(peer.frameError, null, 'the node client decoded every frame');
+    assert.deepEqual(problems, [], 'console errors');
+  } finally {
+    peer.close();
+  }
 });
 
 test('without the server key the page creates no session and says why', async () => {

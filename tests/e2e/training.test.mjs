@@ -228,6 +228,15 @@ test('training, hand-over, touch, gamepad, tool shapes and cut-away in the page'
   // x = -20 mm (sent again until the watcher shows it: a pose sent once can
   // be overtaken by the page's own parking pose on a loaded box).
   const watcher = await openPage((await hook(page)).observerLink, 'watcher');
+  // It joined after the training, and is sent its reports on joining: the
+  // same loss points (one per report with a loss) and outcome as the
+  // instructor's page.
+  await waitHook(watcher, (n) => window.tissued.training?.done === true && window.tissued.training.losses === n,
+    tr.losses, 'the late watcher\'s loss plot');
+  const late = (await hook(watcher)).training;
+  assert.equal(late.losses, tr.losses, 'loss points on the late watcher');
+  assert.equal(late.heldoutMm, tr.heldoutMm);
+  assert.equal(late.modelId, tr.modelId);
   const shown = () => window.tissued.toolShapes().some((t) => t.toolId === 2 && t.kind === 'capsule' &&
     Math.abs(t.position[0] + 0.02) < 1e-4);
   for (const end = Date.now() + WAIT_MS; !(await watcher.evaluate(shown));) {
@@ -259,6 +268,14 @@ test('training, hand-over, touch, gamepad, tool shapes and cut-away in the page'
   // server sent with the hand-over): reloaded, it watches again.
   assert.match(trainee.url(), /role=observer/);
   assert.doesNotMatch(trainee.url(), new RegExp(new URL(link1).searchParams.get('token')));
+  // Its connection drops (no reload): it reconnects with the observer token
+  // the hand-over gave it, not its dead controller token, and watches again.
+  const keyframesBefore = (await trainee.evaluate(() => window.tissued.keyframes));
+  await trainee.evaluate(() => window.tissued.client.ws.close());
+  await waitHook(trainee, (k) => window.tissued.state === 'connected' && window.tissued.role === 'observer' &&
+    window.tissued.keyframes > k && window.tissued.client.joined?.role === 0, keyframesBefore,
+  'the trainee watching again after a reconnect');
+  assert.equal((await hook(trainee)).toolId, 0);
   await trainee.reload({ waitUntil: 'load' });
   await waitHook(trainee, () => window.tissued.role === 'observer' && window.tissued.frames > 2, null,
     'the trainee watching again after a reload');

@@ -61,6 +61,26 @@ export async function launchChromium(timeoutMs) {
   });
 }
 
+/**
+ * Launches Debian's firefox-esr through WebDriver BiDi (playwright-core's
+ * 'moz-firefox' channel). Headless Firefox finds no GL driver here, so it
+ * runs headed: the test runs under xvfb-run (or any X display in DISPLAY),
+ * where WebGL2 renders on Mesa's llvmpipe. Resolves to null when there is
+ * no display or no Firefox (the caller says why it skips).
+ */
+export async function launchFirefox(timeoutMs) {
+  const exe = process.env.TS_FIREFOX || '/usr/bin/firefox-esr';
+  if (!process.env.DISPLAY || !fs.existsSync(exe)) return null;
+  const { firefox } = webRequire('playwright-core');
+  return firefox.launch({
+    executablePath: exe,
+    channel: 'moz-firefox',
+    headless: false,
+    timeout: timeoutMs,
+    firefoxUserPrefs: { 'webgl.force-enabled': true },
+  });
+}
+
 /** Where tests leave screenshots and logs. */
 export function artifactsDir() {
   const dir = process.env.TS_ARTIFACTS || path.join(os.tmpdir(), 'tissued-artifacts');

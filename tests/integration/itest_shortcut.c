@@ -6,7 +6,8 @@
  *     (SessionInfo.samples);
  *   - TrainShortcut is acknowledged, then TrainingProgress messages arrive
  *     with a non-decreasing fraction, the last one done with the loss, the
- *     held-out error and the stored model's id;
+ *     held-out error and the stored model's id; a client joining later is
+ *     sent the same reports again (a page's loss plot);
  *   - from then on frames carry the learned flag (bit 2) and presses still
  *     dent the tissue; UseShortcut switches back to the solve and again;
  *   - after a restart on the same data directory, a new session of that
@@ -305,6 +306,26 @@ START_TEST(test_learn_switch_and_keep) {
   ck_assert(r.s.final.samples > 0 && r.s.final.samples < samples); /* a fifth is held out */
   ck_assert(isfinite(r.s.final.heldout_rmse) && r.s.final.heldout_rmse > 0);
   ck_assert_int_gt(r.s.final.model_id, 0);
+
+  /* a client that joins now is sent that training's reports again (a page
+   * draws its loss from them): as many as the controller got, in order,
+   * ending with the same outcome */
+  {
+    rc_conn late;
+    memset(&late, 0, sizeof late);
+    ck_assert_int_eq(rc_tcp(&late, r.d.tcp_port), 0);
+    ck_assert_int_eq(rc_hello(&late, REPLY_MS), 0);
+    ck_assert_int_eq(rc_join(&late, r.sid, 0, 0, 0, NULL, REPLY_MS), 0);
+    seen ls;
+    memset(&ls, 0, sizeof ls);
+    pump(&late, &ls, 500);
+    ck_assert_int_eq(ls.progress, r.s.progress);
+    ck_assert(ls.done);
+    ck_assert_msg(ls.error[0] == 0, "replayed: %s", ls.error);
+    ck_assert_int_eq(ls.final.model_id, r.s.final.model_id);
+    ck_assert(ls.final.loss == r.s.final.loss && ls.final.samples == r.s.final.samples);
+    rc_close(&late);
+  }
 
   /* the model answers: flagged frames; the press holds tissue and feels it.
    * How far the rest moves is the model's business: the method's model is
