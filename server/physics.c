@@ -26,6 +26,7 @@
 #include "server.h"
 
 #define TS_MAX_CATCHUP 20
+#define TS_CATCHUP_BUDGET 5 /* wall time for catching up, in the session's dt */
 
 typedef struct pthread_ctx {
   ts_physics *pool;
@@ -132,6 +133,10 @@ static void thread_main(void *arg) {
       ts_session *se = t->sessions[i];
       ts_session_sim *sim = &se->sim;
       int done = 0;
+      /* catching up is bounded in wall time too: a session whose steps are
+       * slower than real time takes one step per pass, so the thread's other
+       * sessions and its stop request wait one step, not TS_MAX_CATCHUP */
+      uint64_t budget_end = uv_hrtime() + TS_CATCHUP_BUDGET * sim->dt_ns;
       while (sim->next_step_ns <= now && done < TS_MAX_CATCHUP) {
         int diverged = 0;
         uint64_t t0 = uv_hrtime();
@@ -162,12 +167,14 @@ static void thread_main(void *arg) {
         }
         sim->next_step_ns += sim->dt_ns;
         done++;
+        if (uv_hrtime() >= budget_end) break;
       }
-      if (sim->next_step_ns + 5 * sim->dt_ns < now) {
+      uint64_t after = uv_hrtime();
+      if (sim->next_step_ns + 5 * sim->dt_ns < after) {
         /* too far behind real time: drop the backlog, say so in frames */
         sim->behind = 1;
         sim->late_events++;
-        sim->next_step_ns = now + sim->dt_ns;
+        sim->next_step_ns = after + sim->dt_ns;
       }
       if (sim->next_step_ns < earliest) earliest = sim->next_step_ns;
     }
