@@ -303,30 +303,33 @@ static void energy(const sim *s, double *k, double *p) {
  * sagging under gravity from rest; 1: a 5 mm sphere pressed 3 mm in).
  * Four copies of the same pressed patch: a (never refined: the twin), b
  * (refined with the hand-over), c (refined without it: the old behaviour,
- * and the finer network's own equilibrium), d (refined as b, then refined
- * again in the middle of b's blend, with b as its twin then). */
+ * and the finer network's own equilibrium), d (under the tool only: refined
+ * as b, then refined again in the middle of b's blend, with b as its twin
+ * then). */
 static void run_case(int xpbd, int method, int tool_on) {
-  sim a, b, c, d;
+  sim a, b, c, d = {NULL, NULL};
   sim_init(&a, xpbd);
   sim_init(&b, xpbd);
   sim_init(&c, xpbd);
-  sim_init(&d, xpbd);
+  /* d only under the tool (the harder case), to keep the suite short */
+  const int second = tool_on;
+  if (second) sim_init(&d, xpbd);
   ts_patch_def pd = ts_default_patch_def();
   ts_refine_src *sb = NULL, *sc = NULL, *sd = NULL;
   ck_assert_int_eq(ts_refine_src_patch(&pd, &sb), 0);
   ck_assert_int_eq(ts_refine_src_patch(&pd, &sc), 0);
-  ck_assert_int_eq(ts_refine_src_patch(&pd, &sd), 0);
+  if (second) ck_assert_int_eq(ts_refine_src_patch(&pd, &sd), 0);
   press(&a, tool_on);
   press(&b, tool_on);
   press(&c, tool_on);
-  press(&d, tool_on);
+  if (second) press(&d, tool_on);
   ts_tool tool = press_tool(0.003);
   tool.active = tool_on;
   const uint32_t n0 = a.t->n_nodes;
   uint32_t nsel = 0, (*par)[2] = NULL, (*par_c)[2] = NULL;
   uint32_t added = refine_and_check(&b, &sb, method, 0, BLEND, tool_on ? &tool : NULL, &nsel, &par);
   refine_and_check(&c, &sc, method, 0, -1, NULL, &nsel, &par_c);
-  refine_and_check(&d, &sd, method, 0, BLEND, tool_on ? &tool : NULL, &nsel, NULL);
+  if (second) refine_and_check(&d, &sd, method, 0, BLEND, tool_on ? &tool : NULL, &nsel, NULL);
   const uint32_t n1 = b.t->n_nodes;
   printf("%s %s, %s: %u triangles selected, %u -> %u nodes (+%u)\n", xpbd ? "xpbd" : "mass-spring",
          method == TS_REFINE_LOOP ? "loop" : "leb", tool_on ? "sphere pressed 3 mm" : "sagging",
@@ -338,8 +341,10 @@ static void run_case(int xpbd, int method, int tool_on) {
   double moved = 0, moved_c = 0;
   const double jump_c = step_jump(&c, &a, (const double(*)[3])x0, (const uint32_t(*)[2])par_c, tool_on, &moved_c);
   const double jump = step_jump(&b, &a, (const double(*)[3])x0, (const uint32_t(*)[2])par, tool_on, &moved);
-  step(&d, &tool);
-  ck_assert(memcmp(b.t->x, d.t->x, sizeof *b.t->x * n1) == 0); /* b and d: the same so far */
+  if (second) {
+    step(&d, &tool);
+    ck_assert(memcmp(b.t->x, d.t->x, sizeof *b.t->x * n1) == 0); /* b and d: the same so far */
+  }
   printf("  no-jump: first step after the refinement differs by %.3g m with the hand-over, %.3g m "
          "without (the twin moved %.3g m)\n", jump, jump_c, moved);
   /* The issue's bound: below the quantum plus what the twin's own motion
@@ -363,15 +368,17 @@ static void run_case(int xpbd, int method, int tool_on) {
   double worst_excess = -1, worst_excess2 = -1, jump2 = 0, moved2 = 0;
   uint32_t n2 = 0;
   for (int k = 1; k <= BLEND_STEPS; k++) {
-    double(*xa)[3] = snapshot(a.t), (*xb)[3] = snapshot(b.t), (*xd)[3] = snapshot(d.t);
-    const uint32_t nd_before = d.t->n_nodes;
+    double(*xa)[3] = snapshot(a.t), (*xb)[3] = snapshot(b.t), (*xd)[3] = second ? snapshot(d.t) : NULL;
+    const uint32_t nd_before = second ? d.t->n_nodes : 0;
     step(&a, &tool);
     step(&b, &tool);
     step(&c, &tool);
     double ma = max_move(a.t, (const double(*)[3])xa, n0), mb = max_move(b.t, (const double(*)[3])xb, n1);
     worst_excess = fmax(worst_excess, mb - ma);
     ck_assert_msg(mb < bound + ma, "step %d of the blend moved a node %.3g m (twin %.3g m)", k, mb, ma);
-    if (k == SECOND_AT) { /* d: a second refinement during the blend */
+    if (!second) {
+      /* no d */
+    } else if (k == SECOND_AT) { /* d: a second refinement during the blend */
       ck_assert_ptr_nonnull(d.t->hand);
       uint32_t(*par2)[2] = NULL;
       refine_and_check(&d, &sd, method == TS_REFINE_LOOP ? TS_REFINE_LEB : TS_REFINE_LOOP, 0, BLEND,
@@ -404,9 +411,9 @@ static void run_case(int xpbd, int method, int tool_on) {
     step(&a, &tool);
     step(&b, &tool);
     step(&c, &tool);
-    step(&d, &tool);
+    if (second) step(&d, &tool);
   }
-  ck_assert_ptr_null(d.t->hand);
+  if (second) ck_assert_ptr_null(d.t->hand);
   double dbc = 0;
   for (uint32_t i = 0; i < n1; i++)
     for (int k = 0; k < 3; k++) {
@@ -418,7 +425,8 @@ static void run_case(int xpbd, int method, int tool_on) {
      blend ended; the drag (150 1/s) has damped the difference out to well
      below the quantum (measured with 60 ms: 3 nm) */
   ck_assert_msg(dbc < 1e-6, "not at the refined equilibrium: %.3g m off", dbc);
-  for (uint32_t i = 0; i < d.t->n_nodes; i++) ck_assert(isfinite(d.t->x[i][0] + d.t->x[i][1] + d.t->x[i][2]));
+  for (uint32_t i = 0; second && i < d.t->n_nodes; i++)
+    ck_assert(isfinite(d.t->x[i][0] + d.t->x[i][1] + d.t->x[i][2]));
   /* no explosion: energy bounded by the unrefined tissue's (the same press;
      2x allows the finer mesh's different discretisation of the same strain
      field) */
@@ -439,11 +447,11 @@ static void run_case(int xpbd, int method, int tool_on) {
   free(par_c);
   ts_refine_src_free(sb);
   ts_refine_src_free(sc);
-  ts_refine_src_free(sd);
+  if (second) ts_refine_src_free(sd);
   sim_free(&a);
   sim_free(&b);
   sim_free(&c);
-  sim_free(&d);
+  if (second) sim_free(&d);
 }
 
 START_TEST(test_massspring_loop) { run_case(0, TS_REFINE_LOOP, _i); }
