@@ -3,7 +3,8 @@
  * thread checks who asks and what, and leaves the request in the session's
  * mailbox; the physics thread, which owns the tissue, refines it between two
  * steps (core/ts_refine.h: old nodes keep their indices and state, new ones
- * are appended at the midpoints of the current state), rebuilds the solver
+ * are appended at the midpoints of the current state, and the hand-over of
+ * core/ts_handover.h keeps the next steps continuous), rebuilds the solver
  * data (XPBD and its contact trees) and the topology, and posts one
  * TS_EV_REFINED event. The outbox is one queue, so the loop installs the new
  * topology before it sees the first frame of the refined tissue: frames
@@ -227,7 +228,9 @@ void ts_refine_physics(ts_session *se) {
   ts_refine_info info;
   memset(&info, 0, sizeof info);
   if (!rc) {
-    ts_refine_opts o = {q->method, q->max_edge, q->max_nodes, 0};
+    /* the default blend (ts_handover.h); the session's sphere/capsule tools
+     * give the new nodes under them their contact allowance */
+    ts_refine_opts o = {q->method, q->max_edge, q->max_nodes, 0, 0, sim->tools, TS_MAX_TOOLS};
     rc = ts_refine_run(sim->refine_src, sim->tissue, sel, n, &o, &nt, &nsrc, &info, r->err,
                        sizeof r->err);
   }

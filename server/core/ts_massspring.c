@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "ts_error.h"
+#include "ts_handover.h"
 #include "ts_material.h"
 #include "ts_ms_internal.h"
 
@@ -223,6 +224,18 @@ int ts_massspring_step(ts_tissue *t, double dt, ts_tool *tools, int n_tools,
     taylor = 1;
   }
 
+  /* a refinement's hand-over, weighted at the middle of the step */
+  ms->wh = ts_handover_weight(t->hand, t->time + 0.5 * dt);
+  ms->fh = ms->wh > 0 ? (const double (*)[3])t->hand->f : (const double (*)[3])t->f_ext;
+  ms->depth = ms->wh > 0 ? t->hand->depth : NULL;
+  if (!(ms->wh > 0)) ms->wh = 0;
+
+  /* after a refinement (a new step data, no contact marks yet) the nodes on
+   * a tool are marked before the first substep, as the unrefined tissue's
+   * were, so that its reaction holds them from the first substep on */
+  if (t->hand && t->h_prev == 0)
+    for (int j = 0; j < np; j++) ts__ms_contact(t, ms, &pt[j]);
+
   ts__ms_revalidate_contacts(t, ms, pt, slot);
   uint64_t counts[3] = {0, 0, 0};
   uint32_t fixes = 0;
@@ -241,6 +254,7 @@ int ts_massspring_step(ts_tissue *t, double dt, ts_tool *tools, int n_tools,
   ms->n_last = n;
   t->time += dt;
   t->steps++;
+  ts_handover_expire(t, t->time);
 
   /* health and statistics */
   int bad = 0;

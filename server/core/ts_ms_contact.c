@@ -26,6 +26,11 @@
  * on the surface may end one substep just beyond the skin and come back in
  * the next; the step's force still has its push). A node inside two tools
  * belongs to the last.
+ *
+ * After a live refinement a node may carry a contact allowance (the
+ * hand-over's depth times its weight, ts_handover.h): it touches the tool
+ * shrunk by that much, r_i = r - allowance, so that a new node the
+ * refinement put inside the tool is pushed out over the blend, not at once.
  */
 
 #include <math.h>
@@ -70,6 +75,7 @@ void ts__ms_prepare_tool(ts__ptool *p, ts_tool *tl) {
 void ts__ms_contact(ts_tissue *t, struct ts__ms *ms, ts__ptool *p) {
   double (*x)[3] = t->x, (*v)[3] = t->v;
   const double *im = t->inv_mass;
+  const double *depth = ms->depth, wh = ms->wh;
   uint32_t hits = 0;
   for (uint32_t i = 0; i < t->n_nodes; i++) {
     double ex = x[i][0] - p->bc[0], ey = x[i][1] - p->bc[1], ez = x[i][2] - p->bc[2];
@@ -86,18 +92,19 @@ void ts__ms_contact(ts_tissue *t, struct ts__ms *ms, ts__ptool *p) {
     /* a node left on the surface by the last projection (and held there by
      * its reaction) is still in contact: a skin of 1e-4 r (0.5 um for a
      * 5 mm tool) that rounding and the tangential sliding do not cross */
-    if (!(dl < p->r * (1.0 + TS__SKIN))) continue;
+    const double r = depth ? p->r - wh * depth[i] : p->r; /* the allowance, if any */
+    if (!(dl < r + p->r * TS__SKIN)) continue;
     double n[3] = {0, 1, 0};
     if (dl > 0)
       for (int k = 0; k < 3; k++) n[k] = d[k] / dl;
-    if (dl < p->r) {
+    if (dl < r) {
       /* inelastic: the node moves onto the surface without a velocity
        * kick (Verlet's implied velocity x - x_prev is kept by moving
        * x_prev along), then loses its velocity into the tool */
       int verlet = t->branch[i] == TS_BRANCH_VERLET;
       double *xp = t->x_prev[i];
       for (int k = 0; k < 3; k++) {
-        double target = c[k] + p->r * n[k];
+        double target = c[k] + r * n[k];
         if (verlet) xp[k] += target - x[i][k];
         x[i][k] = target;
       }
@@ -140,7 +147,8 @@ void ts__ms_revalidate_contacts(const ts_tissue *t, struct ts__ms *ms, const ts_
         dl += d[k] * d[k];
       }
       dl = sqrt(dl);
-      if (dl < p->r * (1.0 + TS__SKIN) && dl > 0) {
+      const double r = ms->depth ? p->r - ms->wh * ms->depth[i] : p->r;
+      if (dl < r + p->r * TS__SKIN && dl > 0) {
         keep = 1;
         for (int k = 0; k < 3; k++) ms->cn[i][k] = d[k] / dl;
       }

@@ -173,6 +173,7 @@ void ts__ms_integrate(ts_tissue *t, struct ts__ms *ms, double h, int taylor, ts_
                       const int8_t *slot, uint64_t counts[3]) {
   const double (*f)[3] = (const double (*)[3])t->f;
   const double (*fe)[3] = (const double (*)[3])t->f_ext;
+  const double (*fh)[3] = ms->fh, wh = ms->wh; /* the refinement's hand-over */
   const double *im = t->inv_mass;
   const double g[3] = {t->gravity[0], t->gravity[1], t->gravity[2]};
   const double drag = t->drag, mu = t->beeman_threshold;
@@ -181,7 +182,8 @@ void ts__ms_integrate(ts_tissue *t, struct ts__ms *ms, double h, int taylor, ts_
     const double w = im[i];
     if (w == 0) continue; /* anchored */
     double an[3], m = 1.0 / w;
-    for (int c = 0; c < 3; c++) an[c] = f[i][c] + fe[i][c] + m * (g[c] - drag * t->v[i][c]);
+    for (int c = 0; c < 3; c++)
+      an[c] = f[i][c] + fe[i][c] + wh * fh[i][c] + m * (g[c] - drag * t->v[i][c]);
     reaction(t, ms, i, an, pt, slot);
     for (int c = 0; c < 3; c++) an[c] *= w;
     int beeman = 0;
@@ -216,6 +218,7 @@ void ts__ms_integrate_sms(ts_tissue *t, struct ts__ms *ms, double h, int taylor,
                *restrict ob = ms->ob;
   const double (*restrict f)[3] = (const double (*)[3])t->f;
   const double (*restrict fe)[3] = (const double (*)[3])t->f_ext;
+  const double (*restrict fh)[3] = ms->fh, wh = ms->wh; /* the refinement's hand-over */
   const double (*restrict v)[3] = (const double (*)[3])t->v;
   const double g0 = t->gravity[0], g1 = t->gravity[1], g2 = t->gravity[2];
   const double drag = t->drag, mu2 = t->beeman_threshold * t->beeman_threshold;
@@ -227,9 +230,9 @@ void ts__ms_integrate_sms(ts_tissue *t, struct ts__ms *ms, double h, int taylor,
     const double (*restrict up)[3] = s > 0 ? (const double (*)[3])an + i0 - nv : NULL;
     for (uint32_t i = i0; i < i0 + nv; i++) {
       const double m = mass[i], l = s > 0 ? sl[i] : 0.0, w = im[i];
-      const double F0 = f[i][0] + fe[i][0] + m * (g0 - drag * v[i][0]);
-      const double F1 = f[i][1] + fe[i][1] + m * (g1 - drag * v[i][1]);
-      const double F2 = f[i][2] + fe[i][2] + m * (g2 - drag * v[i][2]);
+      const double F0 = f[i][0] + fe[i][0] + wh * fh[i][0] + m * (g0 - drag * v[i][0]);
+      const double F1 = f[i][1] + fe[i][1] + wh * fh[i][1] + m * (g1 - drag * v[i][1]);
+      const double F2 = f[i][2] + fe[i][2] + wh * fh[i][2] + m * (g2 - drag * v[i][2]);
       double u0 = 0, u1 = 0, u2 = 0;
       if (up) {
         const double a0 = up[i - i0][0], a1 = up[i - i0][1], a2 = up[i - i0][2];

@@ -96,6 +96,12 @@ struct ts__ms {
                       at the end of the last substep, 0 for none */
   uint32_t *clist; /* the nodes with ctool set */
   uint32_t n_clist;
+  /* a refinement's hand-over this step (ts_handover.h): forces fh times wh
+   * added to the external ones (fh = the tissue's f_ext and wh = 0 when
+   * there is none), contact allowances depth times wh (depth NULL: none) */
+  const double (*fh)[3];
+  double wh;
+  const double *depth;
 };
 
 /* A tool as one step sees it (prepared once per step). */

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "ts_error.h"
+#include "ts_handover.h"
 #include "ts_leb.h"
 #include "ts_loop.h"
 #include "ts_massspring.h"
@@ -238,7 +239,7 @@ int ts_refine_run(const ts_refine_src *s, const ts_tissue *t, const uint32_t *se
   *out = NULL;
   *src_out = NULL;
   if (!o || (o->method != TS_REFINE_LOOP && o->method != TS_REFINE_LEB) || !isfinite(o->max_edge) ||
-      o->max_edge < 0) {
+      o->max_edge < 0 || !isfinite(o->blend_time) || o->n_tools < 0 || (o->n_tools > 0 && !o->tools)) {
     errf(err, errcap, "bad refinement options");
     return TS_EINVAL;
   }
@@ -266,6 +267,7 @@ int ts_refine_run(const ts_refine_src *s, const ts_tissue *t, const uint32_t *se
   ts_tissue *nt = NULL, *ft = NULL;
   uint8_t *flag = calloc(e->n_surface_tris, 1), *anch2 = NULL;
   uint32_t *dsel = malloc(sizeof *dsel * n_sel), *map2 = NULL, *ext2 = NULL;
+  uint32_t(*tpar)[2] = NULL;
   double *mass2 = NULL;
   uint32_t nd = 0;
   if (!flag || !dsel) {
@@ -454,19 +456,34 @@ int ts_refine_run(const ts_refine_src *s, const ts_tissue *t, const uint32_t *se
     goto done;
   }
 
-  if (info) {
-    info->parents = malloc(sizeof *info->parents * ((size_t)(N2 - n_old) + 1));
-    if (!info->parents) {
-      rc = TS_ENOMEM;
+  /* every new node's parents (tissue indices) */
+  tpar = malloc(sizeof *tpar * ((size_t)(N2 - n_old) + 1));
+  if (!tpar) {
+    rc = TS_ENOMEM;
+    goto done;
+  }
+  for (uint32_t j = nv; j < nv2; j++)
+    for (uint32_t sh = 0; sh < S; sh++) {
+      const uint32_t *pq = parents[j - nv];
+      uint32_t i = map2[sh * nv2 + j];
+      tpar[i - n_old][0] = map2[sh * nv2 + pq[0]];
+      tpar[i - n_old][1] = map2[sh * nv2 + pq[1]];
+    }
+
+  /* the hand-over (ts_handover.h): the first step continues the unrefined
+   * tissue's motion, then the finer network takes over over blend_time */
+  if (o->blend_time >= 0) {
+    rc = ts_handover_create(t, ft, (const uint32_t(*)[2])tpar, o->tools, o->n_tools,
+                            o->blend_time > 0 ? o->blend_time : TS_HANDOVER_DEFAULT_TIME, &ft->hand);
+    if (rc) {
+      errf(err, errcap, "cannot hand the state over: %s", ts_strerror(rc));
       goto done;
     }
-    for (uint32_t j = nv; j < nv2; j++)
-      for (uint32_t sh = 0; sh < S; sh++) {
-        const uint32_t *pq = parents[j - nv];
-        uint32_t i = map2[sh * nv2 + j];
-        info->parents[i - n_old][0] = map2[sh * nv2 + pq[0]];
-        info->parents[i - n_old][1] = map2[sh * nv2 + pq[1]];
-      }
+  }
+
+  if (info) {
+    info->parents = tpar;
+    tpar = NULL;
     info->selected = nd;
     info->new_verts = nnew;
     info->new_nodes = N2 - n_old;
@@ -512,5 +529,6 @@ done:
   free(map2);
   free(ext2);
   free(mass2);
+  free(tpar);
   return rc;
 }

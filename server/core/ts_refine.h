@@ -36,7 +36,16 @@
  *     node on the open boundary between two anchored nodes of its sheet is
  *     anchored;
  *   - the integrator restarts (a Taylor step first, no Beeman history);
- *     external forces stay on the old nodes, zero on the new ones.
+ *     external forces stay on the old nodes, zero on the new ones;
+ *   - the hand-over (ts_handover.h, unless opts.blend_time < 0): the
+ *     refined tissue gets extra node forces that give it the unrefined
+ *     tissue's accelerations at the carried-over state, and the new nodes
+ *     under a tool a contact allowance, both faded out over the blend time
+ *     (0.2 s by default) by the steps; so the step after a refinement moves
+ *     the old nodes as the unrefined tissue would and the new ones as their
+ *     parents' midpoints, and the tissue then moves to the finer network's
+ *     equilibrium by at most a few um per 1 ms step. An earlier hand-over
+ *     still under way is taken into the new one.
  *
  * Keeping old indices breaks the sheet layout node (s, j) = s * nv + j that
  * selective mass scaling (ts_ms_sms.c) and XPBD's bending and volume
@@ -53,6 +62,7 @@
 
 #include "ts_extrude.h"
 #include "ts_tissue.h"
+#include "ts_tool.h"
 
 /* What a tissue is rebuilt from: its extrusion (the rest shape), layers,
  * gravity, anchor flags and node masses per extrusion node, and the map
@@ -78,6 +88,13 @@ typedef struct ts_refine_opts {
                           topology with new rest positions at edge midpoints and old ones
                           kept (TS_LOOP_LINEAR). See the top of this file for why a live
                           session uses 0. */
+  double blend_time;   /* the hand-over's blend time (ts_handover.h), s: 0 = the
+                          default TS_HANDOVER_DEFAULT_TIME (0.2 s); < 0 = no hand-over
+                          (the finer network's own forces at once: the tissue jumps to
+                          its equilibrium in the first step) */
+  const ts_tool *tools; /* the tools of the step (n_tools, NULL for none; inactive ones
+                          ignored): new nodes inside one get a contact allowance */
+  int n_tools;
 } ts_refine_opts;
 
 typedef struct ts_refine_info {

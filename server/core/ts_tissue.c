@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "ts_error.h"
+#include "ts_handover.h"
 
 int ts_tissue_alloc(uint32_t n_nodes, uint32_t n_springs, uint32_t n_tris, ts_tissue **out) {
   if (!out) return TS_EINVAL;
@@ -58,6 +59,7 @@ void ts_tissue_destroy(ts_tissue *t) {
   free(t->springs);
   free(t->tris);
   free(t->ms);
+  ts_handover_free(t->hand);
   free(t);
 }
 
@@ -72,6 +74,8 @@ void ts_tissue_reset(ts_tissue *t) {
   memset(t->acc_prev, 0, sizeof *t->acc_prev * n);
   memset(t->branch, TS_BRANCH_TAYLOR, n);
   t->h_prev = 0; /* the next substep starts over with Taylor */
+  ts_handover_free(t->hand);
+  t->hand = NULL;
 }
 
 void ts_tissue_bounds(const ts_tissue *t, double lo[3], double hi[3]) {

@@ -82,6 +82,7 @@ typedef struct ts_spring {
 enum { TS_SPRING_EDGE = 0, TS_SPRING_INTERLAYER = 1, TS_SPRING_SHEAR = 2 };
 
 struct ts__ms; /* the step's private data (ts_massspring.c) */
+struct ts_handover; /* a live refinement's hand-over (ts_handover.h) */
 
 typedef struct ts_tissue {
   /* hot per-node state */
@@ -134,6 +135,9 @@ typedef struct ts_tissue {
   uint64_t steps;
 
   struct ts__ms *ms;  /* the step's private data; NULL until prepared */
+  struct ts_handover *hand; /* owned; after a live refinement, the extra node
+                         forces and contact allowances both steps fade out
+                         (ts_handover.h); NULL: none */
 } ts_tissue;
 
 enum { TS_BRANCH_TAYLOR = 0, TS_BRANCH_VERLET = 1, TS_BRANCH_BEEMAN = 2 };
@@ -194,7 +198,8 @@ int ts_tissue_alloc(uint32_t n_nodes, uint32_t n_springs, uint32_t n_tris, ts_ti
 void ts_tissue_destroy(ts_tissue *t);
 
 /* Puts every node back at rest with zero velocity and restarts the
- * integrator (the next substep is a Taylor step). External forces stay. */
+ * integrator (the next substep is a Taylor step); ends a refinement's
+ * hand-over. External forces stay. */
 void ts_tissue_reset(ts_tissue *t);
 
 /* Axis-aligned bounds of the current positions. */

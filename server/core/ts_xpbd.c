@@ -65,6 +65,11 @@
  * with 4 iterations), at twice its resolution 7 (within 0.3 %), where 4
  * would be 10 % too soft.
  *
+ * After a live refinement the tissue's hand-over (ts_handover.h) blends the
+ * distance constraints' rest lengths from its own to the springs' and adds
+ * its residual node forces in the prediction; nodes get its contact
+ * allowance against the sphere/capsule tools.
+ *
  * Tools given as placed OBB trees (ts_xpbd_step_posed) are handled by
  * ts_contact.c and ts_grasp.c instead of the node-wise push below: the
  * tissue's AABB tree is refitted at the predicted positions of every
@@ -87,6 +92,7 @@
 #include <string.h>
 
 #include "ts_error.h"
+#include "ts_handover.h"
 #include "ts_material.h"
 
 #define TS__MAX_SPEED 100.0 /* m/s: faster than any tissue moves */
@@ -137,6 +143,8 @@ struct ts_xpbd {
 
   ts__dist *dist;     /* n_springs, in sweep order (by colour, see below) */
   uint32_t *spring_of; /* n_springs: the tissue spring of each */
+  int rest_blended;    /* dist[].rest blended by a refinement's hand-over
+                          (ts_handover.h) in the last step */
   double *lam_d, *sum_d;
   /* per substep (linearise_distance), in sweep order: */
   double *rest_now; /* rest length of the constraint, m */
@@ -1055,7 +1063,8 @@ static void sweep_volume(ts_xpbd *s, ts_tissue *t, double ih2, double bh) {
 
 /* Rigid, frictionless contact: lambda >= 0 pushes the node out along the
  * normal until it is on the tool's surface, and no further. */
-static void sweep_contacts(ts_xpbd *s, ts_tissue *t, const ts__ptool *pt) {
+static void sweep_contacts(ts_xpbd *s, ts_tissue *t, const ts__ptool *pt, const double *depth,
+                           double wh) {
   double (*x)[3] = t->x;
   const double *im = t->inv_mass;
   for (uint32_t j = 0; j < s->n_contacts; j++) {
@@ -1063,7 +1072,8 @@ static void sweep_contacts(ts_xpbd *s, ts_tissue *t, const ts__ptool *pt) {
     const ts__ptool *p = &pt[c->tool];
     const uint32_t i = c->node;
     double n[3];
-    const double C = core_distance(p, x[i], n) - p->r;
+    /* a refinement's contact allowance shrinks the tool for this node */
+    const double C = core_distance(p, x[i], n) - (depth ? p->r - wh * depth[i] : p->r);
     double lam = c->lambda - C / im[i];
     if (lam < 0) lam = 0;
     const double dl = lam - c->lambda;
@@ -1215,6 +1225,21 @@ int ts_xpbd_step_posed(ts_xpbd *s, ts_tissue *t, double dt, ts_tool *tools, int 
   if (s->n_vol) memset(s->sum_v, 0, sizeof *s->sum_v * s->n_vol);
   s->n_contact_out = 0;
 
+  /* a refinement's hand-over (ts_handover.h), weighted at the middle of
+   * the step: extra forces in the prediction, contact allowances */
+  const double wh = ts_handover_weight(t->hand, t->time + 0.5 * dt);
+  const double(*hf)[3] = wh > 0 ? (const double(*)[3])t->hand->f_res : NULL;
+  const double *hdepth = wh > 0 ? t->hand->depth : NULL;
+  if (wh > 0 || s->rest_blended) { /* the constraints' rest lengths, blended */
+    const double *hr = wh > 0 ? t->hand->rest : NULL;
+    for (uint32_t j = 0; j < s->n_springs; j++) {
+      const uint32_t q = s->spring_of[j];
+      const double L0 = t->springs[q].rest;
+      s->dist[j].rest = hr ? L0 + wh * (hr[q] - L0) : L0;
+    }
+    s->rest_blended = wh > 0;
+  }
+
   int bad = 0;
   uint32_t dropped = 0;
   double residual = 0;
@@ -1224,6 +1249,10 @@ int ts_xpbd_step_posed(ts_xpbd *s, ts_tissue *t, double dt, ts_tool *tools, int 
       xp[i][0] = x[i][0], xp[i][1] = x[i][1], xp[i][2] = x[i][2];
       if (im[i] == 0) continue;
       v[i][0] += h * gx, v[i][1] += h * gy, v[i][2] += h * gz;
+      if (hf) {
+        const double hw = h * wh * im[i];
+        v[i][0] += hw * hf[i][0], v[i][1] += hw * hf[i][1], v[i][2] += hw * hf[i][2];
+      }
       x[i][0] += h * v[i][0], x[i][1] += h * v[i][1], x[i][2] += h * v[i][2];
     }
     for (int q = 0; q < np; q++) place_tool(&pt[q], (double)(k + 1) / nsub);
@@ -1239,7 +1268,7 @@ int ts_xpbd_step_posed(ts_xpbd *s, ts_tissue *t, double dt, ts_tool *tools, int 
       residual = sweep_distance(s, t);
       if (s->n_bend) sweep_bending(s, t, ih2, bh);
       if (s->n_vol) sweep_volume(s, t, ih2, bh);
-      if (s->n_contacts) sweep_contacts(s, t, pt);
+      if (s->n_contacts) sweep_contacts(s, t, pt, hdepth, wh);
       if (n_posed) sweep_posed(s, t, posed, n_posed, it == 0);
     }
 
@@ -1288,6 +1317,7 @@ int ts_xpbd_step_posed(ts_xpbd *s, ts_tissue *t, double dt, ts_tool *tools, int 
   }
   t->time += dt;
   t->steps++;
+  ts_handover_expire(t, t->time);
 
   /* health and statistics */
   double vmax2 = 0, ke = 0;

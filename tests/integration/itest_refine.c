@@ -150,12 +150,15 @@ START_TEST(test_refine_live) {
   printf("no-jump on the wire: old vertices moved %.3g m across the refinement; %.3g m between "
          "the two frames before (quantum %.0e m)\n",
          jump, motion, QUANTUM);
-  /* Under a pressing sphere the refined network's equilibrium differs by the
-     discretisation's chord error, h^2 / (8 R) = 0.28 mm (tests/unit/
-     test_refine.c measures 0.17-0.33 mm in one step): the issue's bound,
-     quantum + motion, is not met here; bounded at 0.5 mm so a broken carry
-     (a node at the origin, a lost velocity) fails. */
-  ck_assert_msg(jump <= 5e-4 + QUANTUM + motion, "jump %.3g m", jump);
+  /* The issue's bound: the largest move of an old vertex from the last
+     frame before the refinement to the first after it stays within the
+     quantum (one rounding step of the wire) plus the largest move between
+     the two frames before (what the motion explains). The session hands the
+     state over (core/ts_handover.h): measured one quantum (10 um) here, where
+     the refined network's own equilibrium is 0.19 mm away (before the
+     hand-over the tissue jumped there in the first step). 1e-9 m: the
+     decoded positions' rounding. */
+  ck_assert_msg(jump <= QUANTUM + motion + 1e-9, "jump %.3g m (motion %.3g m)", jump, motion);
   free(before);
   free(before2);
 

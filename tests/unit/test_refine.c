@@ -7,10 +7,16 @@
  * at the midpoints of their parent edges' current state, the render surface
  * is a closed, consistently wound 2-manifold with no degenerate triangle
  * (so conforming: a T-junction leaves an edge with one triangle) and Euler
- * characteristic 2, the total mass is conserved, every prism is valid; one
- * more step moves the old nodes as an unrefined copy of the same state does
- * (the no-jump bound, against the codec quantum of 10 um), and 200 more
- * stay finite with bounded energy. Refusals: empty selection, index out of
+ * characteristic 2, the total mass is conserved, every prism is valid.
+ * The no-jump bound of issue 4 (ts_handover.h): the step after the
+ * refinement moves every old node as an unrefined twin of the same state
+ * does and every new node as its interpolated position, within the codec
+ * quantum of 10 um; during the blend no step moves a node by more than the
+ * quantum plus the twin's largest move; a second refinement in the middle
+ * of the blend is as continuous; after the blend the hand-over is gone and
+ * the tissue is at the equilibrium of the refined network alone (that of a
+ * copy refined without a hand-over). XPBD under a pressed tool does not meet
+ * the quantum (ts_handover.h says why); its measured figures are asserted. Refusals: empty selection, index out of
  * range, over the node limit, with the source left usable.
  */
 #include <check.h>
@@ -180,8 +186,11 @@ static void check_masses(const ts_refine_src *src, const ts_tissue *t, double to
 }
 
 /* Refines s->t in place (and s->x rebuilt); checks the carried state.
- * Returns the new-node count. */
-static uint32_t refine_and_check(sim *s, ts_refine_src **srcp, int method, int smooth, uint32_t *n_sel) {
+ * blend: the hand-over's blend time (ts_refine_opts); tool: the step's
+ * tool (NULL for none). *par (when not NULL) gets the new nodes' parents
+ * (caller frees). Returns the new-node count. */
+static uint32_t refine_and_check(sim *s, ts_refine_src **srcp, int method, int smooth, double blend,
+                                 const ts_tool *tool, uint32_t *n_sel, uint32_t (**par)[2]) {
   ts_refine_src *src = *srcp, *nsrc = NULL;
   ts_tissue *t = s->t;
   uint32_t *sel = NULL, n = 0;
@@ -189,7 +198,7 @@ static uint32_t refine_and_check(sim *s, ts_refine_src **srcp, int method, int s
   ck_assert_int_eq(ts_refine_pick(src, t, o, d, 0.005, &sel, &n, NULL), 0);
   ck_assert_uint_gt(n, 4);
   double total = ts_refine_total_mass(src);
-  ts_refine_opts opts = {method, 0, 0, smooth};
+  ts_refine_opts opts = {method, 0, 0, smooth, blend, tool, tool ? 1 : 0};
   ts_tissue *r = NULL;
   ts_refine_info info;
   info.parents = NULL;
@@ -207,13 +216,18 @@ static uint32_t refine_and_check(sim *s, ts_refine_src **srcp, int method, int s
   ck_assert(memcmp(r->x, t->x, sizeof *r->x * t->n_nodes) == 0);
   ck_assert(memcmp(r->v, t->v, sizeof *r->v * t->n_nodes) == 0);
   check_midpoints(r, t->n_nodes, (const uint32_t(*)[2])info.parents, smooth);
-  free(info.parents);
+  if (par)
+    *par = info.parents;
+  else
+    free(info.parents);
   ck_assert_int_eq(check_surface(r), 2);
   check_masses(src, r, total);
   check_prisms(src, r);
   /* anchored nodes stay anchored */
   for (uint32_t i = 0; i < t->n_nodes; i++) ck_assert_int_eq(t->inv_mass[i] == 0, r->inv_mass[i] == 0);
   ck_assert_uint_eq(r->steps, t->steps);
+  /* the hand-over is there unless asked away */
+  ck_assert_int_eq(r->hand != NULL, blend >= 0);
   *n_sel = info.selected;
   if (s->x) {
     ts_xpbd_def xd = ts_xpbd_default_def();
@@ -227,31 +241,49 @@ static uint32_t refine_and_check(sim *s, ts_refine_src **srcp, int method, int s
   return info.new_nodes;
 }
 
-/* Largest difference of the old nodes' displacement in one step between
- * the refined tissue and an unrefined copy of the same state. */
-static double one_step_jump(sim *ref, sim *plain, int tool_on, double *moved_out) {
-  uint32_t n = plain->t->n_nodes;
-  double(*x0)[3] = malloc(sizeof *x0 * n);
-  ck_assert_ptr_nonnull(x0);
-  memcpy(x0, plain->t->x, sizeof *x0 * n);
-  ck_assert(memcmp(x0, ref->t->x, sizeof *x0 * n) == 0);
+/* The jump of a refinement, as the issue measures it: `ref` (refined from
+ * the state x0 that `plain`, the unrefined twin, had before its last step)
+ * takes one step; every old node's displacement is compared with the twin's
+ * in that step, and every new node's with that of its interpolated position
+ * (the midpoints, recursively, of the twin's nodes: where a client drawing
+ * the unrefined surface sees it). Returns the largest difference (m);
+ * *moved gets the twin's largest displacement in the step. */
+static double step_jump(sim *ref, const sim *plain, const double (*x0)[3], const uint32_t (*par)[2],
+                        int tool_on, double *moved) {
+  const uint32_t n0 = plain->t->n_nodes, n = ref->t->n_nodes;
+  ck_assert(memcmp(x0, ref->t->x, sizeof *x0 * n0) == 0);
   ts_tool tool = press_tool(0.003);
   tool.active = tool_on;
-  step(plain, &tool);
-  tool = press_tool(0.003);
-  tool.active = tool_on;
   step(ref, &tool);
-  double worst = 0, moved = 0;
+  double(*ip)[3] = malloc(sizeof *ip * n);
+  ck_assert_ptr_nonnull(ip);
+  memcpy(ip, plain->t->x, sizeof *ip * n0);
+  for (uint32_t i = n0; i < n; i++)
+    for (int c = 0; c < 3; c++) ip[i][c] = 0.5 * (ip[par[i - n0][0]][c] + ip[par[i - n0][1]][c]);
+  double worst = 0;
+  *moved = 0;
   for (uint32_t i = 0; i < n; i++)
     for (int c = 0; c < 3; c++) {
-      double dp = plain->t->x[i][c] - x0[i][c], dr = ref->t->x[i][c] - x0[i][c];
-      if (fabs(dp - dr) > worst) worst = fabs(dp - dr);
-      if (fabs(dp) > moved) moved = fabs(dp);
+      worst = fmax(worst, fabs(ref->t->x[i][c] - ip[i][c]));
+      if (i < n0) *moved = fmax(*moved, fabs(plain->t->x[i][c] - x0[i][c]));
     }
-  free(x0);
-  *moved_out = moved;
-  printf("  no-jump: largest difference of an old node's step %.3g m (largest step %.3g m)\n", worst, moved);
+  free(ip);
   return worst;
+}
+
+/* Largest coordinate change of the first n nodes between x0 and t's x. */
+static double max_move(const ts_tissue *t, const double (*x0)[3], uint32_t n) {
+  double m = 0;
+  for (uint32_t i = 0; i < n; i++)
+    for (int c = 0; c < 3; c++) m = fmax(m, fabs(t->x[i][c] - x0[i][c]));
+  return m;
+}
+
+static double (*snapshot(const ts_tissue *t))[3] {
+  double(*x)[3] = malloc(sizeof *x * t->n_nodes);
+  ck_assert_ptr_nonnull(x);
+  memcpy(x, t->x, sizeof *x * t->n_nodes);
+  return x;
 }
 
 static void energy(const sim *s, double *k, double *p) {
@@ -261,76 +293,165 @@ static void energy(const sim *s, double *k, double *p) {
   ck_assert_int_eq(ts_massspring_energy(t, k, p), 0);
 }
 
+#define BLEND 0.1       /* s: the blend time here (half the default, to keep the suite short;
+                           a shorter blend is the harder case for the per-step bound) */
+#define BLEND_STEPS 120 /* > the blend, 1 ms steps */
+#define SECOND_AT 40    /* the second refinement, in the middle of the first blend */
+#define SETTLE_STEPS 25 /* d's blend (from SECOND_AT) ends before these do */
+
+/* The issue's no-jump bound, for one solver, method and load (tool_on 0:
+ * sagging under gravity from rest; 1: a 5 mm sphere pressed 3 mm in).
+ * Four copies of the same pressed patch: a (never refined: the twin), b
+ * (refined with the hand-over), c (refined without it: the old behaviour,
+ * and the finer network's own equilibrium), d (under the tool only: refined
+ * as b, then refined again in the middle of b's blend, with b as its twin
+ * then). */
 static void run_case(int xpbd, int method, int tool_on) {
-  sim a, b;
+  sim a, b, c, d = {NULL, NULL};
   sim_init(&a, xpbd);
   sim_init(&b, xpbd);
-  ts_patch_def d = ts_default_patch_def();
-  ts_refine_src *src = NULL;
-  ck_assert_int_eq(ts_refine_src_patch(&d, &src), 0);
+  sim_init(&c, xpbd);
+  /* d only under the tool (the harder case), to keep the suite short */
+  const int second = tool_on;
+  if (second) sim_init(&d, xpbd);
+  ts_patch_def pd = ts_default_patch_def();
+  ts_refine_src *sb = NULL, *sc = NULL, *sd = NULL;
+  ck_assert_int_eq(ts_refine_src_patch(&pd, &sb), 0);
+  ck_assert_int_eq(ts_refine_src_patch(&pd, &sc), 0);
+  if (second) ck_assert_int_eq(ts_refine_src_patch(&pd, &sd), 0);
   press(&a, tool_on);
   press(&b, tool_on);
-  const uint32_t n0 = b.t->n_nodes;
-  uint32_t nsel = 0;
-  uint32_t added = refine_and_check(&b, &src, method, 0, &nsel);
+  press(&c, tool_on);
+  if (second) press(&d, tool_on);
+  ts_tool tool = press_tool(0.003);
+  tool.active = tool_on;
+  const uint32_t n0 = a.t->n_nodes;
+  uint32_t nsel = 0, (*par)[2] = NULL, (*par_c)[2] = NULL;
+  uint32_t added = refine_and_check(&b, &sb, method, 0, BLEND, tool_on ? &tool : NULL, &nsel, &par);
+  refine_and_check(&c, &sc, method, 0, -1, NULL, &nsel, &par_c);
+  if (second) refine_and_check(&d, &sd, method, 0, BLEND, tool_on ? &tool : NULL, &nsel, NULL);
+  const uint32_t n1 = b.t->n_nodes;
   printf("%s %s, %s: %u triangles selected, %u -> %u nodes (+%u)\n", xpbd ? "xpbd" : "mass-spring",
          method == TS_REFINE_LOOP ? "loop" : "leb", tool_on ? "sphere pressed 3 mm" : "sagging",
-         nsel, n0, b.t->n_nodes, added);
-  double moved = 0, jump = one_step_jump(&b, &a, tool_on, &moved);
-  /* The old nodes' step differs from the unrefined tissue's by the
-     difference of the two discretisations' equilibria under the same load:
-     the nodes are light and stiffly held (stable substep 0.1-0.2 ms), so
-     within the 1 ms step they reach the refined network's equilibrium.
-     Measured on the default patch: 20-24 um sagging under gravity, 0.17-0.33
-     mm under a 5 mm sphere pressed 3 mm in (the chord error h^2 / (8 R) =
-     (3.3 mm)^2 / 40 mm = 0.28 mm). So the codec quantum (10 um) is NOT met;
-     bounded here at 50 um sagging and 0.5 mm pressed, about twice the
-     figures, so a regression in the carried-over state (a node off its
-     midpoint, a lost velocity, a wrong mass) fails. */
-  (void)moved;
-  if (!tool_on)
-    ck_assert_msg(jump < 5e-5, "old nodes' step differs by %.3g m (sagging)", jump);
-  else
-    ck_assert_msg(jump < 5e-4, "old nodes' step differs by %.3g m under the tool", jump);
-  /* and no explosion: 200 more steps, finite, energy bounded by the
-     unrefined tissue's (the same press; 2x allows the finer mesh's different
-     discretisation of the same strain field) */
-  for (int i = 0; i < 200; i++) {
-    ts_tool tool = press_tool(0.003);
-    tool.active = tool_on;
+         nsel, n0, n1, added);
+
+  /* the step after the refinement */
+  double(*x0)[3] = snapshot(a.t);
+  step(&a, &tool);
+  double moved = 0, moved_c = 0;
+  const double jump_c = step_jump(&c, &a, (const double(*)[3])x0, (const uint32_t(*)[2])par_c, tool_on, &moved_c);
+  const double jump = step_jump(&b, &a, (const double(*)[3])x0, (const uint32_t(*)[2])par, tool_on, &moved);
+  if (second) {
+    step(&d, &tool);
+    ck_assert(memcmp(b.t->x, d.t->x, sizeof *b.t->x * n1) == 0); /* b and d: the same so far */
+  }
+  printf("  no-jump: first step after the refinement differs by %.3g m with the hand-over, %.3g m "
+         "without (the twin moved %.3g m)\n", jump, jump_c, moved);
+  /* The issue's bound: below the quantum plus what the twin's own motion
+     explains. With the hand-over the refined tissue starts with the
+     unrefined one's accelerations, so what is left is the two networks'
+     different response within the step: measured 0.01-0.6 um for the
+     mass-spring step, 2 um for XPBD sagging. NOT met by XPBD under the tool
+     (ts_handover.h): its rest-length hand-over leaves 0.11-0.13 mm, against
+     0.17-0.23 mm without a hand-over, and a second refinement during the
+     blend 0.23-0.26 mm; asserted there at 0.4 mm for any step and, for the
+     first one, below 0.8 of the jump without, so that it cannot get worse
+     unnoticed. */
+  const int met = !(xpbd && tool_on);
+  const double bound = met ? QUANTUM : 4e-4;
+  ck_assert_msg(jump < bound + moved, "the first step differs by %.3g m (twin moved %.3g m)", jump, moved);
+  if (!met) ck_assert_msg(jump < 0.8 * jump_c, "hand-over %.3g m, none %.3g m", jump, jump_c);
+  free(x0);
+
+  /* the blend: no step moves a node by more than the quantum plus the
+     twin's largest move in the same step; d is refined again on the way */
+  double worst_excess = -1, worst_excess2 = -1, jump2 = 0, moved2 = 0;
+  uint32_t n2 = 0;
+  for (int k = 1; k <= BLEND_STEPS; k++) {
+    double(*xa)[3] = snapshot(a.t), (*xb)[3] = snapshot(b.t), (*xd)[3] = second ? snapshot(d.t) : NULL;
+    const uint32_t nd_before = second ? d.t->n_nodes : 0;
     step(&a, &tool);
     step(&b, &tool);
-  }
-  for (uint32_t i = 0; i < b.t->n_nodes; i++)
-    for (int c = 0; c < 3; c++) {
-      ck_assert(isfinite(b.t->x[i][c]) && isfinite(b.t->v[i][c]));
+    step(&c, &tool);
+    double ma = max_move(a.t, (const double(*)[3])xa, n0), mb = max_move(b.t, (const double(*)[3])xb, n1);
+    worst_excess = fmax(worst_excess, mb - ma);
+    ck_assert_msg(mb < bound + ma, "step %d of the blend moved a node %.3g m (twin %.3g m)", k, mb, ma);
+    if (!second) {
+      /* no d */
+    } else if (k == SECOND_AT) { /* d: a second refinement during the blend */
+      ck_assert_ptr_nonnull(d.t->hand);
+      uint32_t(*par2)[2] = NULL;
+      refine_and_check(&d, &sd, method == TS_REFINE_LOOP ? TS_REFINE_LEB : TS_REFINE_LOOP, 0, BLEND,
+                       tool_on ? &tool : NULL, &nsel, &par2);
+      n2 = d.t->n_nodes;
+      jump2 = step_jump(&d, &b, (const double(*)[3])xd, (const uint32_t(*)[2])par2, tool_on, &moved2);
+      printf("  second refinement during the blend: %u -> %u nodes, first step differs by %.3g m "
+             "(twin moved %.3g m)\n", nd_before, n2, jump2, moved2);
+      ck_assert_msg(jump2 < bound + moved2, "second refinement: the first step differs by %.3g m", jump2);
+      free(par2);
+    } else {
+      step(&d, &tool);
+      if (k > SECOND_AT) {
+        double md = max_move(d.t, (const double(*)[3])xd, nd_before);
+        worst_excess2 = fmax(worst_excess2, md - mb);
+        ck_assert_msg(md < bound + mb, "step %d after the second refinement moved a node %.3g m (twin %.3g m)",
+                      k - SECOND_AT, md, mb);
+      }
     }
+    free(xa);
+    free(xb);
+    free(xd);
+  }
+  printf("  blend: largest step over the twin's %.3g m (after the second refinement %.3g m)\n", worst_excess,
+         worst_excess2);
+  /* the blend ends: the hand-over is gone from b (its 0.2 s are over) */
+  ck_assert_ptr_null(b.t->hand);
+  /* and b goes to the refined network's own equilibrium: that of c */
+  for (int k = 0; k < SETTLE_STEPS; k++) {
+    step(&a, &tool);
+    step(&b, &tool);
+    step(&c, &tool);
+    if (second) step(&d, &tool);
+  }
+  if (second) ck_assert_ptr_null(d.t->hand);
+  double dbc = 0;
+  for (uint32_t i = 0; i < n1; i++)
+    for (int k = 0; k < 3; k++) {
+      ck_assert(isfinite(b.t->x[i][k]) && isfinite(b.t->v[i][k]));
+      dbc = fmax(dbc, fabs(b.t->x[i][k] - c.t->x[i][k]));
+    }
+  printf("  after the blend: within %.3g m of the refined tissue without the hand-over\n", dbc);
+  /* 1 um: both are the same network under the same load, 40 ms after the
+     blend ended; the drag (150 1/s) has damped the difference out to well
+     below the quantum (measured with 60 ms: 3 nm) */
+  ck_assert_msg(dbc < 1e-6, "not at the refined equilibrium: %.3g m off", dbc);
+  for (uint32_t i = 0; second && i < d.t->n_nodes; i++)
+    ck_assert(isfinite(d.t->x[i][0] + d.t->x[i][1] + d.t->x[i][2]));
+  /* no explosion: energy bounded by the unrefined tissue's (the same press;
+     2x allows the finer mesh's different discretisation of the same strain
+     field) */
   double ka, pa, kb, pb;
   energy(&a, &ka, &pa);
   energy(&b, &kb, &pb);
-  printf("  after 200 steps: kinetic %.3g / %.3g J, potential %.3g / %.3g J (refined / not)\n", kb, ka, pb, pa);
+  printf("  kinetic %.3g / %.3g J, potential %.3g / %.3g J (refined / not)\n", kb, ka, pb, pa);
   ck_assert_msg(pb < 2 * fabs(pa) + 1e-9 && kb < 2 * ka + 1e-6, "energy grew: %g %g vs %g %g", kb, pb, ka, pa);
   /* the old nodes have not gone elsewhere: within 0.5 mm of the unrefined
      solution (measured 0.22-0.28 mm under the tool: the finer mesh follows
      the sphere closer) */
   double dmax = 0;
   for (uint32_t i = 0; i < n0; i++)
-    for (int c = 0; c < 3; c++) dmax = fmax(dmax, fabs(a.t->x[i][c] - b.t->x[i][c]));
-  printf("  after 200 steps: old nodes within %.3g m of the unrefined tissue\n", dmax);
+    for (int k = 0; k < 3; k++) dmax = fmax(dmax, fabs(a.t->x[i][k] - b.t->x[i][k]));
+  printf("  old nodes within %.3g m of the unrefined tissue\n", dmax);
   ck_assert(dmax < 5e-4);
-
-  /* a second refinement of the refined tissue, the other method */
-  uint32_t n1 = b.t->n_nodes;
-  refine_and_check(&b, &src, method == TS_REFINE_LOOP ? TS_REFINE_LEB : TS_REFINE_LOOP, 0, &nsel);
-  printf("  second refinement: %u -> %u nodes\n", n1, b.t->n_nodes);
-  for (int i = 0; i < 50; i++) {
-    ts_tool tool = press_tool(0.003);
-    step(&b, &tool);
-  }
-  for (uint32_t i = 0; i < b.t->n_nodes; i++) ck_assert(isfinite(b.t->x[i][0] + b.t->x[i][1] + b.t->x[i][2]));
-  ts_refine_src_free(src);
+  free(par);
+  free(par_c);
+  ts_refine_src_free(sb);
+  ts_refine_src_free(sc);
+  if (second) ts_refine_src_free(sd);
   sim_free(&a);
   sim_free(&b);
+  sim_free(&c);
+  if (second) sim_free(&d);
 }
 
 START_TEST(test_massspring_loop) { run_case(0, TS_REFINE_LOOP, _i); }
@@ -357,7 +478,7 @@ START_TEST(test_loop_smooth_rest) {
   double(*rest0)[3] = malloc(sizeof *rest0 * n0);
   ck_assert_ptr_nonnull(rest0);
   memcpy(rest0, b.t->rest, sizeof *rest0 * n0);
-  refine_and_check(&b, &src, TS_REFINE_LOOP, 1, &nsel);
+  refine_and_check(&b, &src, TS_REFINE_LOOP, 1, 0, NULL, &nsel, NULL);
   /* Loop's vertex rule moved the rest positions of the region's inner old
      vertices (measured up to 20 um on the gently curved patch; more than
      1 um asserted, the midpoint variant moves none) */
@@ -379,7 +500,7 @@ START_TEST(test_refusals) {
   ck_assert_int_eq(ts_patch_create(&d, &t), 0);
   ck_assert_int_eq(ts_refine_src_patch(&d, &src), 0);
   char err[256];
-  ts_refine_opts o = {TS_REFINE_LOOP, 0, 0, 0};
+  ts_refine_opts o = {TS_REFINE_LOOP, 0, 0, 0, 0, NULL, 0};
   uint32_t sel[2] = {10, 11};
   ck_assert_int_eq(ts_refine_run(src, t, sel, 0, &o, &r, &nsrc, NULL, err, sizeof err), TS_EINVAL);
   ck_assert(strstr(err, "empty") != NULL);
