@@ -109,6 +109,9 @@ static const setting settings[] = {
     {"stall-threshold", T_DBL, OFF(stall_threshold), 0, 1e-6, 60,
      "seconds: a physics step that takes longer is a stall (logged once per episode, counted "
      "in /metrics, flagged in frames)"},
+    {"tool-max-speed", T_DBL, OFF(tool_max_speed), 0, 0, 1000,
+     "m/s: the fastest a tool follows its controller's poses (a farther pose is approached at "
+     "this speed, so that no pose can throw the tissue); 0: every pose taken at once"},
     {"qs-interval", T_DBL, OFF(qs_interval), 0, 1e-4, 1,
      "quasi-static sessions: seconds of simulated time per interval (one press per moving tool)"},
     {"train-after-samples", T_INT, OFF(train_after_samples), 0, 0, 100000000,
@@ -154,6 +157,7 @@ void ts_config_defaults(ts_config *c) {
   c->tcp_keepalive = 30;
   c->shutdown_timeout = 5;
   c->stall_threshold = 0.1;
+  c->tool_max_speed = 1.0;
   c->qs_interval = 0.005;
   c->train_after_samples = 20000;
   c->max_training_samples = 100000;

@@ -46,6 +46,8 @@ typedef struct ts_config {
   int tcp_keepalive;          /* s of silence before TCP keepalive probes start (30) */
   double shutdown_timeout;    /* s: SIGTERM must finish within this, else exit 3 (5) */
   double stall_threshold;     /* s: a physics step longer than this is a stall (0.1) */
+  double tool_max_speed;      /* m/s: a tool follows its commanded pose at most this fast
+                                 (core/ts_tool_proxy.h); 0: at once (1) */
   /* quasi-static sessions (issue 6) */
   double qs_interval;         /* s of simulated time per quasi-static interval (0.005) */
   int train_after_samples;    /* samples after which a session trains by itself; 0 never */

@@ -384,9 +384,9 @@ static void on_join(ts_conn *c, uint64_t rid, const Tissued__V1__JoinSession *m)
           ts_send_error(c, rid, TS_EINVAL, "no tool mesh '%.40s' (available: %s)", mn, names);
           return;
         }
-        if (!se->sim.contact) {
+        if (se->sim.shortcut) {
           ts_send_error(c, rid, TS_EUNSUPPORTED,
-                        "mesh tools need a session with the XPBD solver (CreateSession.solver)");
+                        "mesh tools need a dynamic session (the mass-spring or XPBD solver)");
           return;
         }
         break;

@@ -128,7 +128,7 @@ char *ts_metrics_text(ts_server *s, size_t *len) {
        "Frames skipped for clients over the soft output limit."},
       {"tissued_session_clients_dropped_total", "counter",
        "Clients dropped over the hard output limit."},
-      {"tissued_session_diverged_total", "counter", "Times the simulation diverged."},
+      {"tissued_session_diverged_total", "counter", "Times the simulation diverged (each time the session put its tissue back at rest and went on)."},
       {"tissued_session_clients_resynced_total", "counter",
        "Clients given a fresh keyframe after staying over the soft output limit."},
       {"tissued_session_forces_sent_total", "counter",

@@ -220,9 +220,6 @@ void ts_refine_physics(ts_session *se) {
   if (!sim->refine_src) {
     rc = TS_EUNSUPPORTED;
     snprintf(r->err, sizeof r->err, "this session's tissue keeps no extrusion to refine");
-  } else if (sim->stopped) {
-    rc = TS_EDIVERGED;
-    snprintf(r->err, sizeof r->err, "the session stopped after diverging; reset it first");
   }
   if (!rc) rc = select_tris(sim, q, &sel, &n, r->err, sizeof r->err);
   ts_refine_info info;

@@ -118,11 +118,14 @@ static void drain_events(ts_server *s, ts_event *e) {
       if (!se->ending && !s->shutting_down) ts_force_deliver(se, e->forces);
       break;
     case TS_EV_DIVERGED:
-      ts_log_warn("session %u diverged and stopped; a ResetSession restarts it", se->id);
+      ts_log_warn("session %u diverged; the tissue was put back at rest and goes on", se->id);
       se->diverged_count++;
       for (ts_conn *c = se->clients; c; c = c->next_in_session)
         ts_send_error(c, 0, TS_EDIVERGED,
-                      "session %u diverged and stopped; send ResetSession to restart it", se->id);
+                      "session %u diverged (the tools pressed it beyond what it can "
+                      "take); the tissue was put back at rest, the tools re-approach their "
+                      "poses, and the session goes on",
+                      se->id);
       break;
     case TS_EV_SAMPLES:
       if (!se->ending && !s->shutting_down)

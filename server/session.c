@@ -12,6 +12,7 @@
 
 #include "core/ts_error.h"
 #include "core/ts_refine.h"
+#include "core/ts_tool_proxy.h"
 #include "log.h"
 #include "refine.h"
 #include "server.h"
@@ -64,8 +65,11 @@ int ts_session_create_with_tissue(ts_server *s, const char *name, const char *ti
   se->sim.frame_interval = 1.0 / frame_rate;
   se->sim.next_frame_time = 0;
   se->sim.quantum = TS_DEFAULT_QUANTUM;
+  se->sim.max_step = s->cfg.tool_max_speed * dt;
   for (int i = 0; i < TS_MAX_TOOLS; i++) {
     ts_tool *tool = &se->sim.tools[i];
+    se->sim.cmd_quat[i][0] = 1;
+    se->sim.cmd_pos[i][1] = 0.05;
     tool->kind = TS_TOOL_SPHERE;
     tool->radius = 0.005;
     tool->quat[0] = 1;
@@ -94,6 +98,7 @@ int ts_session_use_xpbd(ts_session *se, char *err, size_t errcap) {
 
 int ts_session_use_shortcut(ts_session *se, double interval, uint32_t sample_cap,
                             uint32_t train_after, char *err, size_t errcap) {
+  se->sim.max_step = 0; /* quasi-static: each press is solved to rest, poses are taken at once */
   int rc = ts_shortcut_create(se->sim.tissue, interval, sample_cap, &se->sim.shortcut);
   if (rc) {
     snprintf(err, errcap, "cannot set up the quasi-static solve: %s", ts_strerror(rc));
@@ -238,6 +243,7 @@ void ts_session_set_tool_shape(ts_session *se, uint32_t tool_id, int active, int
   m->quat[1] = m->quat[2] = m->quat[3] = 0;
   m->seq = 0;
   m->client_time_us = 0;
+  m->parked = 1;
   m->dirty = 1;
   uv_mutex_unlock(&se->mbox.lock);
 }
@@ -269,6 +275,34 @@ void ts_session_request_reset(ts_session *se) {
   uv_mutex_unlock(&se->mbox.lock);
 }
 
+/* Puts tool t at the parking spot, 50 mm above the patch, upright. */
+static void park(ts_tool *t) {
+  t->pos[0] = t->pos[2] = 0;
+  t->pos[1] = 0.05;
+  t->quat[0] = 1;
+  t->quat[1] = t->quat[2] = t->quat[3] = 0;
+}
+
+/* The tissue back at rest and every tool parked above it (a reset, or the
+ * recovery from a divergence): each tool then approaches its controller's
+ * pose again at tool-max-speed, so that a pose deep in the tissue cannot
+ * throw the rest state at once. */
+static void to_rest(ts_session_sim *sim) {
+  ts_tissue_reset(sim->tissue);
+  if (sim->shortcut) ts_shortcut_reset(sim->shortcut, sim->tissue);
+  if (sim->contact) ts_session_contact_reset(sim->contact);
+  for (int i = 0; i < TS_MAX_TOOLS; i++) {
+    ts_tool *t = &sim->tools[i];
+    park(t);
+    memset(t->force, 0, sizeof t->force);
+    memset(t->torque, 0, sizeof t->torque);
+    ts_force_filter_init(&sim->force_filter[i], TS_FORCE_FILTER_DEFAULT_HZ, 0);
+    memset(sim->force_out[i], 0, sizeof sim->force_out[i]);
+    memset(sim->torque_out[i], 0, sizeof sim->torque_out[i]);
+  }
+  sim->next_frame_time = sim->tissue->time; /* a frame right away */
+}
+
 static void drain_mailbox(ts_session *se) {
   ts_session_sim *sim = &se->sim;
   uv_mutex_lock(&se->mbox.lock);
@@ -284,9 +318,16 @@ static void drain_mailbox(ts_session *se) {
     if (m->radius > 0) t->radius = m->radius;
     t->length = m->length;
     t->shape = m->shape;
-    memcpy(t->pos, m->pos, sizeof t->pos);
-    memcpy(t->quat, m->quat, sizeof t->quat);
-    t->jaw = m->jaw;
+    /* the command; the proxy t follows it in the step (ts_tool_proxy.h),
+     * except to the parking spot of a tool taken or released */
+    memcpy(sim->cmd_pos[i], m->pos, sizeof sim->cmd_pos[i]);
+    memcpy(sim->cmd_quat[i], m->quat, sizeof sim->cmd_quat[i]);
+    sim->cmd_jaw[i] = m->jaw;
+    if (m->parked) { /* (a pose may have followed already: park, then follow it) */
+      park(t);
+      t->jaw = m->jaw;
+      m->parked = 0;
+    }
     sim->last_pose_seq[i] = m->seq;
     sim->last_client_time_us[i] = m->client_time_us;
     m->dirty = 0;
@@ -319,13 +360,7 @@ static void drain_mailbox(ts_session *se) {
       if (automatic) sim->auto_trained = 1;
     }
   }
-  if (reset) {
-    ts_tissue_reset(sim->tissue);
-    if (sim->shortcut) ts_shortcut_reset(sim->shortcut, sim->tissue);
-    if (sim->contact) ts_session_contact_reset(sim->contact);
-    sim->stopped = 0;
-    sim->next_frame_time = sim->tissue->time; /* a frame right away */
-  }
+  if (reset) to_rest(sim);
 }
 
 /* The reaction on each tool through its haptic filter (force.h). */
@@ -350,7 +385,12 @@ ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
   *diverged = 0;
   drain_mailbox(se);
   ts_refine_physics(se); /* a pending RefineRegion, between two steps */
-  if (sim->stopped) return NULL; /* diverged: waits for a reset */
+  /* every active tool's proxy towards its command, at most max_step */
+  for (int i = 0; i < TS_MAX_TOOLS; i++) {
+    ts_tool *t = &sim->tools[i];
+    if (t->active)
+      ts_tool_proxy_follow(t, sim->cmd_pos[i], sim->cmd_quat[i], sim->cmd_jaw[i], sim->max_step);
+  }
   ts_step_stats st;
   memset(&st, 0, sizeof st);
   uint64_t t0 = uv_hrtime();
@@ -383,9 +423,10 @@ ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
   sim->verlet_fraction = st.verlet_fraction;
   sim->beeman_fraction = st.beeman_fraction;
   if (rc == TS_EDIVERGED) {
-    /* the core never lets NaN out; the session stops until reset */
+    /* the core never lets NaN out (it put the tissue at rest); the session
+     * recovers and goes on */
     *diverged = 1;
-    sim->stopped = 1;
+    to_rest(sim);
     return NULL;
   }
   /* a frame every frame_interval of simulated time; a session far slower
@@ -407,7 +448,7 @@ ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
     /* off the grid: treat as divergence, never send it */
     ts_frame_release(f);
     *diverged = 1;
-    sim->stopped = 1;
+    to_rest(sim);
     return NULL;
   }
   f->session_id = se->id;

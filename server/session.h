@@ -35,6 +35,7 @@ typedef struct ts_mailbox_tool {
   uint64_t seq;
   uint64_t client_time_us;
   uint32_t force_every;  /* steps between force samples for its controller; 0: none */
+  int parked;          /* taken or released: the physics puts the tool at pos at once */
 } ts_mailbox_tool;
 
 typedef struct ts_mailbox {
@@ -65,7 +66,11 @@ typedef struct ts_session_sim {
   ts_learn_set *samples_out; /* a copy of the samples for physics.c to hand to the loop */
   int samples_out_auto;      /* ... because of train_after */
   int samples_full_out;      /* the set just became full: physics.c tells the loop */
-  ts_tool tools[TS_MAX_TOOLS];
+  ts_tool tools[TS_MAX_TOOLS];  /* the proxies the solver steps with (ts_tool_proxy.h) */
+  double cmd_pos[TS_MAX_TOOLS][3];  /* the controllers' latest poses, which they follow */
+  double cmd_quat[TS_MAX_TOOLS][4];
+  double cmd_jaw[TS_MAX_TOOLS];
+  double max_step;           /* m a tool moves at most per step (tool-max-speed * dt); 0: no bound */
   uint64_t last_pose_seq[TS_MAX_TOOLS];
   uint64_t last_client_time_us[TS_MAX_TOOLS];
   uint32_t force_every[TS_MAX_TOOLS];        /* force samples: every k-th step; 0 none */
@@ -80,7 +85,6 @@ typedef struct ts_session_sim {
   uint64_t last_frame_ns;    /* wall clock (uv_hrtime) of the last published frame */
   uint64_t frame_seq;
   int behind;                /* fell behind real time since the last frame */
-  int stopped;               /* diverged: no stepping until a reset */
   int stalling;              /* in a stall episode (physics.c) */
   int stall_flag;            /* a step stalled since the last frame (physics.c) */
   double quantum;
@@ -193,12 +197,17 @@ void ts_session_post_pose(ts_session *se, uint32_t tool_id, const double pos[3],
  * none). */
 void ts_session_set_force_every(ts_session *se, uint32_t tool_id, uint32_t every);
 
-/* Asks the physics thread to put the tissue back at rest (and restart a
- * session stopped by divergence) before its next step. */
+/* Asks the physics thread to put the tissue back at rest, and every tool
+ * at its parking spot (from where it approaches its controller's pose at
+ * tool-max-speed), before its next step. */
 void ts_session_request_reset(ts_session *se);
 
 /* Physics thread: one step of dt; publishes a frame when one is due.
- * Returns the frame to publish (or NULL), and sets *diverged. */
+ * Returns the frame to publish (or NULL), and sets *diverged when the step
+ * diverged (a non-finite or runaway state, or one off the frames' grid):
+ * the session then recovers by itself, the tissue back at rest and the
+ * tools parked as after a reset, and keeps stepping; no such state is ever
+ * published. */
 ts_frame_ref *ts_session_step(ts_session *se, int *diverged);
 
 #endif

@@ -25,7 +25,8 @@
  * evaluation, and switching, in ts_ms_integrate.c; the substep count and
  * stability in ts_ms_bounds.c; mass scaling in ts_ms_sms.c).
  *
- * Tools (frictionless, inelastic): nodes that end a substep inside a tool
+ * Tools (spheres, capsules, triangle meshes by their signed distance;
+ * frictionless, inelastic): nodes that end a substep inside a tool
  * are projected to its surface and take no velocity into it; while they
  * stay on it, the part of their force pushing into the tool is cancelled:
  * that reaction, averaged over the substeps, is the force on the tool.

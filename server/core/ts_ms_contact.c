@@ -27,10 +27,20 @@
  * the next; the step's force still has its push). A node inside two tools
  * belongs to the last.
  *
+ * Tools are spheres, capsules (the distance from the core segment) and
+ * triangle meshes (TS_TOOL_MESH, issue 5): a mesh's signed distance and
+ * outward direction come from its OBB tree (ts_obb_tree_mesh_sdf: the
+ * closest point by the tree, the sign by the angle-weighted pseudonormal),
+ * queried in the tool's frame; the node moves by the distance along that
+ * direction, and the rest (no kick, the reaction, the skin) is the
+ * primitives'. Like the primitives, mesh contact here is frictionless; the
+ * XPBD sessions' contact (ts_contact.h) has Coulomb friction.
+ *
  * After a live refinement a node may carry a contact allowance (the
  * hand-over's depth times its weight, ts_handover.h): it touches the tool
- * shrunk by that much, r_i = r - allowance, so that a new node the
- * refinement put inside the tool is pushed out over the blend, not at once.
+ * shrunk by that much (its signed distance grows by the allowance), so that
+ * a new node the refinement put inside the tool is pushed out over the
+ * blend, not at once.
  */
 
 #include <math.h>
@@ -40,15 +50,20 @@
 #include "ts_error.h"
 #include "ts_material.h"
 #include "ts_ms_internal.h"
+#include "ts_obb_tree.h"
 
 int ts__ms_valid_tool(const ts_tool *tl) {
-  if (tl->kind != TS_TOOL_SPHERE && tl->kind != TS_TOOL_CAPSULE) return TS_EINVAL;
+  if (tl->kind != TS_TOOL_SPHERE && tl->kind != TS_TOOL_CAPSULE && tl->kind != TS_TOOL_MESH)
+    return TS_EINVAL;
+  if (tl->kind == TS_TOOL_MESH &&
+      (!tl->shape || tl->shape->kind != TS_SHAPE_MESH || !isfinite(tl->shape->reach)))
+    return TS_EINVAL;
   for (int i = 0; i < 3; i++)
     if (!isfinite(tl->pos[i])) return TS_ENAN;
   for (int i = 0; i < 4; i++)
     if (!isfinite(tl->quat[i])) return TS_ENAN;
   if (!isfinite(tl->radius) || !isfinite(tl->length)) return TS_ENAN;
-  if (!(tl->radius > 0) || tl->radius > 1.0) return TS_EINVAL;
+  if (tl->kind != TS_TOOL_MESH && (!(tl->radius > 0) || tl->radius > 1.0)) return TS_EINVAL;
   if (tl->kind == TS_TOOL_CAPSULE && (tl->length < 0 || tl->length > 10.0)) return TS_EINVAL;
   return 0;
 }
@@ -66,8 +81,36 @@ void ts__ms_prepare_tool(ts__ptool *p, ts_tool *tl) {
   }
   p->inv_len2 = l2 > 0 ? 1.0 / l2 : 0.0;
   p->r = tl->radius;
+  p->skin = tl->radius * TS__SKIN;
   double br = tl->radius * (1.0 + TS__SKIN) + 0.5 * sqrt(l2);
+  if (tl->kind == TS_TOOL_MESH) {
+    /* the rotation of the (normalised) quaternion; the tree's points lie
+     * within `reach` of the tool's origin, pos */
+    double w = tl->quat[0], x = tl->quat[1], y = tl->quat[2], z = tl->quat[3];
+    double n2 = w * w + x * x + y * y + z * z;
+    if (!(n2 > 0)) w = 1, x = y = z = 0, n2 = 1;
+    double q = 2.0 / n2;
+    double R[3][3] = {{1 - q * (y * y + z * z), q * (x * y - w * z), q * (x * z + w * y)},
+                      {q * (x * y + w * z), 1 - q * (x * x + z * z), q * (y * z - w * x)},
+                      {q * (x * z - w * y), q * (y * z + w * x), 1 - q * (x * x + y * y)}};
+    memcpy(p->R, R, sizeof R);
+    p->mesh = tl->shape;
+    p->skin = tl->shape->reach * TS__SKIN;
+    memcpy(p->bc, tl->pos, sizeof p->bc);
+    br = tl->shape->reach + p->skin;
+  }
   p->br2 = br * br;
+}
+
+/* A mesh tool's signed distance at x (m, negative inside) and the outward
+ * unit direction n in the world. */
+static double mesh_sdf(const ts__ptool *p, const double x[3], double n[3]) {
+  double d[3], q[3], nl[3];
+  for (int k = 0; k < 3; k++) d[k] = x[k] - p->tool->pos[k];
+  for (int k = 0; k < 3; k++) q[k] = p->R[0][k] * d[0] + p->R[1][k] * d[1] + p->R[2][k] * d[2];
+  double s = ts_obb_tree_mesh_sdf(p->mesh, q, nl);
+  for (int k = 0; k < 3; k++) n[k] = p->R[k][0] * nl[0] + p->R[k][1] * nl[1] + p->R[k][2] * nl[2];
+  return s;
 }
 
 /* Projects the free nodes inside tool p onto its surface and marks them
@@ -75,36 +118,40 @@ void ts__ms_prepare_tool(ts__ptool *p, ts_tool *tl) {
 void ts__ms_contact(ts_tissue *t, struct ts__ms *ms, ts__ptool *p) {
   double (*x)[3] = t->x, (*v)[3] = t->v;
   const double *im = t->inv_mass;
-  const double *depth = ms->depth, wh = ms->wh;
   uint32_t hits = 0;
+  const double *depth = ms->depth, wh = ms->wh;
   for (uint32_t i = 0; i < t->n_nodes; i++) {
     double ex = x[i][0] - p->bc[0], ey = x[i][1] - p->bc[1], ez = x[i][2] - p->bc[2];
     if (!(ex * ex + ey * ey + ez * ez < p->br2) || im[i] == 0) continue;
-    double ap[3] = {x[i][0] - p->a[0], x[i][1] - p->a[1], x[i][2] - p->a[2]};
-    double u = (ap[0] * p->ab[0] + ap[1] * p->ab[1] + ap[2] * p->ab[2]) * p->inv_len2;
-    u = u < 0 ? 0 : u > 1 ? 1 : u;
-    double c[3], d[3];
-    for (int k = 0; k < 3; k++) {
-      c[k] = p->a[k] + u * p->ab[k];
-      d[k] = x[i][k] - c[k];
+    /* signed distance sd from the tool and its outward direction n */
+    double n[3] = {0, 1, 0}, sd;
+    if (p->mesh) {
+      sd = mesh_sdf(p, x[i], n);
+    } else {
+      double ap[3] = {x[i][0] - p->a[0], x[i][1] - p->a[1], x[i][2] - p->a[2]};
+      double u = (ap[0] * p->ab[0] + ap[1] * p->ab[1] + ap[2] * p->ab[2]) * p->inv_len2;
+      u = u < 0 ? 0 : u > 1 ? 1 : u;
+      double d[3];
+      for (int k = 0; k < 3; k++) d[k] = x[i][k] - (p->a[k] + u * p->ab[k]);
+      double dl = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+      if (dl > 0)
+        for (int k = 0; k < 3; k++) n[k] = d[k] / dl;
+      sd = dl - p->r;
     }
-    double dl = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
     /* a node left on the surface by the last projection (and held there by
      * its reaction) is still in contact: a skin of 1e-4 r (0.5 um for a
-     * 5 mm tool) that rounding and the tangential sliding do not cross */
-    const double r = depth ? p->r - wh * depth[i] : p->r; /* the allowance, if any */
-    if (!(dl < r + p->r * TS__SKIN)) continue;
-    double n[3] = {0, 1, 0};
-    if (dl > 0)
-      for (int k = 0; k < 3; k++) n[k] = d[k] / dl;
-    if (dl < r) {
+     * 5 mm tool; of the reach for a mesh) that rounding and the tangential
+     * sliding do not cross */
+    if (depth) sd += wh * depth[i]; /* the allowance, if any */
+    if (!(sd < p->skin)) continue;
+    if (sd < 0) {
       /* inelastic: the node moves onto the surface without a velocity
        * kick (Verlet's implied velocity x - x_prev is kept by moving
        * x_prev along), then loses its velocity into the tool */
       int verlet = t->branch[i] == TS_BRANCH_VERLET;
       double *xp = t->x_prev[i];
       for (int k = 0; k < 3; k++) {
-        double target = c[k] + r * n[k];
+        double target = x[i][k] - sd * n[k];
         if (verlet) xp[k] += target - x[i][k];
         x[i][k] = target;
       }
@@ -138,20 +185,24 @@ void ts__ms_revalidate_contacts(const ts_tissue *t, struct ts__ms *ms, const ts_
     int keep = 0;
     if (j >= 0) {
       const ts__ptool *p = &pt[j];
-      double ap[3] = {t->x[i][0] - p->a[0], t->x[i][1] - p->a[1], t->x[i][2] - p->a[2]};
-      double u = (ap[0] * p->ab[0] + ap[1] * p->ab[1] + ap[2] * p->ab[2]) * p->inv_len2;
-      u = u < 0 ? 0 : u > 1 ? 1 : u;
-      double d[3], dl = 0;
-      for (int k = 0; k < 3; k++) {
-        d[k] = t->x[i][k] - (p->a[k] + u * p->ab[k]);
-        dl += d[k] * d[k];
+      const double allow = ms->depth ? ms->wh * ms->depth[i] : 0.0;
+      double n[3];
+      if (p->mesh) {
+        keep = mesh_sdf(p, t->x[i], n) + allow < p->skin;
+      } else {
+        double ap[3] = {t->x[i][0] - p->a[0], t->x[i][1] - p->a[1], t->x[i][2] - p->a[2]};
+        double u = (ap[0] * p->ab[0] + ap[1] * p->ab[1] + ap[2] * p->ab[2]) * p->inv_len2;
+        u = u < 0 ? 0 : u > 1 ? 1 : u;
+        double d[3], dl = 0;
+        for (int k = 0; k < 3; k++) {
+          d[k] = t->x[i][k] - (p->a[k] + u * p->ab[k]);
+          dl += d[k] * d[k];
+        }
+        dl = sqrt(dl);
+        keep = dl + allow < p->r + p->skin && dl > 0;
+        for (int k = 0; keep && k < 3; k++) n[k] = d[k] / dl;
       }
-      dl = sqrt(dl);
-      const double r = ms->depth ? p->r - ms->wh * ms->depth[i] : p->r;
-      if (dl < r + p->r * TS__SKIN && dl > 0) {
-        keep = 1;
-        for (int k = 0; k < 3; k++) ms->cn[i][k] = d[k] / dl;
-      }
+      if (keep) memcpy(ms->cn[i], n, sizeof n);
     }
     if (keep)
       ms->clist[kept++] = i;

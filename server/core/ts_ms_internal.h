@@ -111,6 +111,9 @@ typedef struct ts__ptool {
   double inv_len2;    /* 1/|ab|^2, 0 for a sphere */
   double r;
   double bc[3], br2;  /* bounding sphere of the tool: centre, radius^2 */
+  const struct ts_obb_tree *mesh; /* TS_TOOL_MESH: its tree (signed distance), else NULL */
+  double R[3][3];     /* mesh: the pose's rotation (tool frame to world) */
+  double skin;        /* contact skin, m (TS__SKIN of the radius or the mesh's reach) */
   int index;          /* in the caller's tools[] */
   double force[3];    /* sum over substeps */
   double torque[3];   /* sum over substeps, about the tool's tip */

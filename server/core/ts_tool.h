@@ -10,8 +10,9 @@
 
 /* Jaws (a grasper: ts_obb_tree.h's TS_SHAPE_JAWS, `length` the jaw length)
  * and meshes (TS_SHAPE_MESH, `shape` the tree) need the tree-based contact
- * path (ts_xpbd_step_posed); the node-only contact of this header treats
- * jaws as a sphere of `radius` and has no meshes. */
+ * path (ts_xpbd_step_posed) for jaws; the mass-spring step projects nodes
+ * out of meshes by the tree's signed distance (ts_ms_contact.c) and takes
+ * no jaws. */
 enum { TS_TOOL_SPHERE = 0, TS_TOOL_CAPSULE = 1, TS_TOOL_JAWS = 2, TS_TOOL_MESH = 3 };
 
 struct ts_obb_tree;
@@ -24,8 +25,7 @@ typedef struct ts_tool {
   double pos[3];       /* tip (sphere centre / capsule's lower end centre), m */
   double quat[4];      /* w, x, y, z: orientation; the axis is local +y from the tip */
   double jaw;          /* jaws: opening 0 (closed) .. 1 (open) */
-  const struct ts_obb_tree *shape; /* TS_TOOL_MESH: its tree (not owned; the tree-based
-                                      contact path only) */
+  const struct ts_obb_tree *shape; /* TS_TOOL_MESH: its tree (not owned) */
   double force[3];     /* out: the reaction force of the tissue on the tool, N */
   double torque[3];    /* out: its moment about the tip (pos), N m */
   uint32_t contacts;   /* out: nodes in contact this step (most in a substep) */
