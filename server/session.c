@@ -430,12 +430,12 @@ ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
     return NULL;
   }
   /* a frame every frame_interval of simulated time; a session far slower
-   * than real time (behind, and no frame for 4 frame intervals of wall
-   * time: under a quarter of real time) publishes at that wall rate too, so
-   * its clients see it move rather than a frame every few seconds */
+   * than real time (behind, and no frame for 0.5 s of wall time, or 4 frame
+   * intervals if longer) publishes at that wall rate too, so its clients
+   * see it move rather than a frame every few seconds */
   uint64_t wall = uv_hrtime();
-  int wall_due =
-      sim->behind && (double)(wall - sim->last_frame_ns) >= 4.0 * sim->frame_interval * 1e9;
+  double wall_gap = 4.0 * sim->frame_interval > 0.5 ? 4.0 * sim->frame_interval : 0.5;
+  int wall_due = sim->behind && (double)(wall - sim->last_frame_ns) >= wall_gap * 1e9;
   if (sim->tissue->time + 1e-12 < sim->next_frame_time && !wall_due) return NULL;
   sim->last_frame_ns = wall;
   sim->next_frame_time += sim->frame_interval;
