@@ -1,8 +1,8 @@
 /*
- * mesh_fixtures.h: meshes and measurements shared by the extrusion and
- * subdivision suites (test_extrude.c, test_subdivision.c): generated shapes
+ * mesh_fixtures.h: meshes and measurements shared by the extrusion,
+ * subdivision, mesh-tool and robustness suites: generated shapes
  * whose properties are known in closed form (icosahedron, cube, torus,
- * curved grid patch), loading the shared real meshes, and independent
+ * curved grid patch, latitude-longitude sphere), loading the shared real meshes, and independent
  * measurements (enclosed volume, area, smallest angle, the topology check
  * every operation must pass). Header-only, static inline, so each suite
  * takes what it uses.
@@ -81,6 +81,41 @@ static inline ts_mesh *fx_torus(double R, double r, uint32_t nu, uint32_t nv) {
       m->t[f][0] = a, m->t[f][1] = b, m->t[f][2] = c, f++;
       m->t[f][0] = a, m->t[f][1] = c, m->t[f][2] = d, f++;
     }
+  return m;
+}
+
+/* A latitude-longitude sphere of radius r: poles and nlat - 1 rings of nlon
+ * vertices on the sphere, counter-clockwise seen from outside. */
+static inline ts_mesh *fx_uv_sphere(double r, uint32_t nlat, uint32_t nlon) {
+  uint32_t nv = 2 + (nlat - 1) * nlon, nt = 2 * nlon * (nlat - 1);
+  ts_mesh *m = fx_mesh(nv, nt);
+  m->v[0][0] = 0, m->v[0][1] = r, m->v[0][2] = 0;
+  m->v[1][0] = 0, m->v[1][1] = -r, m->v[1][2] = 0;
+  for (uint32_t i = 1; i < nlat; i++)
+    for (uint32_t j = 0; j < nlon; j++) {
+      double th = M_PI * i / nlat, ph = 2 * M_PI * j / nlon;
+      double *v = m->v[2 + (i - 1) * nlon + j];
+      v[0] = r * sin(th) * cos(ph);
+      v[1] = r * cos(th);
+      v[2] = -r * sin(th) * sin(ph);
+    }
+  uint32_t n = 0;
+#define FX_RING(i, j) (2 + ((i) - 1) * nlon + ((j) % nlon))
+  for (uint32_t j = 0; j < nlon; j++) {
+    uint32_t a[3] = {0, FX_RING(1, j), FX_RING(1, j + 1)};
+    memcpy(m->t[n++], a, sizeof a);
+    uint32_t b[3] = {1, FX_RING(nlat - 1, j + 1), FX_RING(nlat - 1, j)};
+    memcpy(m->t[n++], b, sizeof b);
+  }
+  for (uint32_t i = 1; i + 1 < nlat; i++)
+    for (uint32_t j = 0; j < nlon; j++) {
+      uint32_t a[3] = {FX_RING(i, j), FX_RING(i + 1, j), FX_RING(i + 1, j + 1)};
+      uint32_t b[3] = {FX_RING(i, j), FX_RING(i + 1, j + 1), FX_RING(i, j + 1)};
+      memcpy(m->t[n++], a, sizeof a);
+      memcpy(m->t[n++], b, sizeof b);
+    }
+#undef FX_RING
+  ck_assert_uint_eq(n, nt);
   return m;
 }
 

@@ -36,6 +36,7 @@
 #include "ts_obb_tree.h"
 #include "ts_tissue.h"
 #include "ts_xpbd.h"
+#include "mesh_fixtures.h"
 
 #define DT 1e-3
 #define PI 3.14159265358979323846
@@ -80,41 +81,6 @@ static ts_mesh *box_mesh(const double h[3], int open) {
     if (open && (f == 2 || f == 3)) continue;
     memcpy(m->t[n++], T[f], sizeof T[f]);
   }
-  return m;
-}
-
-/* A latitude-longitude sphere of radius r: poles and nlat - 1 rings of nlon
- * vertices on the sphere, outward winding. */
-static ts_mesh *uv_sphere(double r, uint32_t nlat, uint32_t nlon) {
-  uint32_t nv = 2 + (nlat - 1) * nlon, nt = 2 * nlon * (nlat - 1);
-  ts_mesh *m = mesh_new(nv, nt);
-  m->v[0][0] = 0, m->v[0][1] = r, m->v[0][2] = 0;
-  m->v[1][0] = 0, m->v[1][1] = -r, m->v[1][2] = 0;
-  for (uint32_t i = 1; i < nlat; i++)
-    for (uint32_t j = 0; j < nlon; j++) {
-      double th = PI * i / nlat, ph = 2 * PI * j / nlon;
-      double *v = m->v[2 + (i - 1) * nlon + j];
-      v[0] = r * sin(th) * cos(ph);
-      v[1] = r * cos(th);
-      v[2] = -r * sin(th) * sin(ph);
-    }
-  uint32_t n = 0;
-#define RING(i, j) (2 + ((i) - 1) * nlon + ((j) % nlon))
-  for (uint32_t j = 0; j < nlon; j++) {
-    uint32_t a[3] = {0, RING(1, j), RING(1, j + 1)};
-    memcpy(m->t[n++], a, sizeof a);
-    uint32_t b[3] = {1, RING(nlat - 1, j + 1), RING(nlat - 1, j)};
-    memcpy(m->t[n++], b, sizeof b);
-  }
-  for (uint32_t i = 1; i + 1 < nlat; i++)
-    for (uint32_t j = 0; j < nlon; j++) {
-      uint32_t a[3] = {RING(i, j), RING(i + 1, j), RING(i + 1, j + 1)};
-      uint32_t b[3] = {RING(i, j), RING(i + 1, j + 1), RING(i, j + 1)};
-      memcpy(m->t[n++], a, sizeof a);
-      memcpy(m->t[n++], b, sizeof b);
-    }
-#undef RING
-  ck_assert_uint_eq(n, nt);
   return m;
 }
 
@@ -174,7 +140,7 @@ END_TEST
 START_TEST(test_sdf_sphere) {
   const double r = 0.005;
   const uint32_t nlat = 24, nlon = 48;
-  ts_mesh *m = uv_sphere(r, nlat, nlon);
+  ts_mesh *m = fx_uv_sphere(r, nlat, nlon);
   ts_obb_tree *t = mesh_tree(m);
   /* the farthest a face lies inside the sphere: its circumcentre's depth
    * bounded by the longest edge l: r - sqrt(r^2 - l^2 / 3) */
@@ -330,7 +296,7 @@ static double press(const ts_tool_shape_def *sd, const char *what) {
 }
 
 START_TEST(test_mesh_press) {
-  ts_mesh *m = uv_sphere(0.005, 24, 48);
+  ts_mesh *m = fx_uv_sphere(0.005, 24, 48);
   ts_tool_shape_def md = ts_default_tool_shape_def();
   md.kind = TS_SHAPE_MESH;
   md.mesh = m;

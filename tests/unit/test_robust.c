@@ -41,6 +41,7 @@
 #include "core/ts_tissue.h"
 #include "core/ts_tool_proxy.h"
 #include "core/ts_xpbd.h"
+#include "mesh_fixtures.h"
 #include "session_contact.h"
 
 #define DT 1e-3
@@ -109,40 +110,6 @@ START_TEST(test_proxy_bounded) {
 END_TEST
 
 /* ---- sessions under abuse ---- */
-
-/* A latitude-longitude sphere mesh of radius r (outward winding). */
-static ts_mesh *uv_sphere(double r, uint32_t nlat, uint32_t nlon) {
-  uint32_t nv = 2 + (nlat - 1) * nlon, nt = 2 * nlon * (nlat - 1);
-  ts_mesh *m = NULL;
-  ck_assert_int_eq(ts_mesh_alloc(nv, nt, &m), 0);
-  m->v[0][0] = 0, m->v[0][1] = r, m->v[0][2] = 0;
-  m->v[1][0] = 0, m->v[1][1] = -r, m->v[1][2] = 0;
-  for (uint32_t i = 1; i < nlat; i++)
-    for (uint32_t j = 0; j < nlon; j++) {
-      double th = PI * i / nlat, ph = 2 * PI * j / nlon;
-      double *v = m->v[2 + (i - 1) * nlon + j];
-      v[0] = r * sin(th) * cos(ph);
-      v[1] = r * cos(th);
-      v[2] = -r * sin(th) * sin(ph);
-    }
-  uint32_t n = 0;
-#define RING(i, j) (2 + ((i) - 1) * nlon + ((j) % nlon))
-  for (uint32_t j = 0; j < nlon; j++) {
-    uint32_t a[3] = {0, RING(1, j), RING(1, j + 1)};
-    memcpy(m->t[n++], a, sizeof a);
-    uint32_t b[3] = {1, RING(nlat - 1, j + 1), RING(nlat - 1, j)};
-    memcpy(m->t[n++], b, sizeof b);
-  }
-  for (uint32_t i = 1; i + 1 < nlat; i++)
-    for (uint32_t j = 0; j < nlon; j++) {
-      uint32_t a[3] = {RING(i, j), RING(i + 1, j), RING(i + 1, j + 1)};
-      uint32_t b[3] = {RING(i, j), RING(i + 1, j + 1), RING(i, j + 1)};
-      memcpy(m->t[n++], a, sizeof a);
-      memcpy(m->t[n++], b, sizeof b);
-    }
-#undef RING
-  return m;
-}
 
 typedef struct world {
   int xpbd;
@@ -299,7 +266,7 @@ START_TEST(test_massspring_capsule) {
 }
 END_TEST
 START_TEST(test_massspring_mesh) {
-  ts_mesh *m = uv_sphere(0.005, 12, 24);
+  ts_mesh *m = fx_uv_sphere(0.005, 12, 24);
   ts_tool_shape_def d = ts_default_tool_shape_def();
   d.kind = TS_SHAPE_MESH;
   d.mesh = m;
@@ -319,7 +286,7 @@ END_TEST
 START_TEST(test_xpbd_jaws) { run(1, TS_TOOL_JAWS, 0.002, 0, NULL, "XPBD jaws"); }
 END_TEST
 START_TEST(test_xpbd_mesh) {
-  ts_mesh *m = uv_sphere(0.005, 12, 24);
+  ts_mesh *m = fx_uv_sphere(0.005, 12, 24);
   ts_tool_shape_def d = ts_default_tool_shape_def();
   d.kind = TS_SHAPE_MESH;
   d.mesh = m;
@@ -370,7 +337,7 @@ static double ms_press(ts_tool *tool, const char *what) {
 }
 
 START_TEST(test_massspring_mesh_press) {
-  ts_mesh *m = uv_sphere(0.005, 24, 48);
+  ts_mesh *m = fx_uv_sphere(0.005, 24, 48);
   ts_tool_shape_def d = ts_default_tool_shape_def();
   d.kind = TS_SHAPE_MESH;
   d.mesh = m;
