@@ -499,8 +499,11 @@ START_TEST(test_divergence_isolated) {
   while (!da.diverged && now_ms() < deadline) ck_assert_int_eq(read_into(&oa, &da, 20), 0);
   ck_assert_int_ge(da.diverged, 1);
   /* and A goes on from rest: its observer decodes 3 more frames, in place
-   * (the sphere parked 50 mm above; decode() asserts finite coordinates;
-   * at 20 us a frame takes 1667 steps, a second or more of wall time) */
+   * (the sphere lifted clear, 0.2 m above: with --tool-max-speed 0 a tool
+   * left 5 mm into the sheet would throw it again the step after the
+   * reset; decode() asserts finite coordinates; at 20 us a frame takes 1667
+   * steps, a second or more of wall time) */
+  ck_assert_int_eq(rc_pose(&ca, tool, 0.0, 0.2, 0.0), 0);
   long before = da.frames;
   da.max_abs = 0;
   deadline = now_ms() + 60000;
