@@ -429,17 +429,7 @@ ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
     to_rest(sim);
     return NULL;
   }
-  /* a frame every frame_interval of simulated time; a session whose single
-   * steps are slow (each over a quarter of the frame interval: a large
-   * tissue on an explicit solver, a frame every few seconds by simulated
-   * time) and that is behind real time publishes every frame_interval of
-   * wall time instead, so its clients see it move; a session that is slow
-   * only because it has many cheap steps keeps its simulated-time rate */
-  uint64_t wall = uv_hrtime();
-  int wall_due = sim->behind && sim->step_ns_ewma >= 0.25 * sim->frame_interval * 1e9 &&
-                 (double)(wall - sim->last_frame_ns) >= sim->frame_interval * 1e9;
-  if (sim->tissue->time + 1e-12 < sim->next_frame_time && !wall_due) return NULL;
-  sim->last_frame_ns = wall;
+  if (sim->tissue->time + 1e-12 < sim->next_frame_time) return NULL;
   sim->next_frame_time += sim->frame_interval;
   if (sim->next_frame_time < sim->tissue->time) sim->next_frame_time = sim->tissue->time;
 

@@ -82,7 +82,6 @@ typedef struct ts_session_sim {
   uint64_t next_step_ns;     /* uv_hrtime deadline of the next step */
   double frame_interval;     /* simulated s between published frames */
   double next_frame_time;
-  uint64_t last_frame_ns;    /* wall clock (uv_hrtime) of the last published frame */
   uint64_t frame_seq;
   int behind;                /* fell behind real time since the last frame */
   int stalling;              /* in a stall episode (physics.c) */
