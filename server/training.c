@@ -65,18 +65,12 @@ static void keep_report(ts_session *se, const Tissued__V1__TrainingProgress *p) 
   se->train_hist_n = n + 1;
 }
 
-static int send_progress(ts_conn *c, uint64_t rid, const Tissued__V1__TrainingProgress *p) {
+static void send_progress(ts_conn *c, uint64_t rid, const Tissued__V1__TrainingProgress *p) {
   Tissued__V1__Envelope env = TISSUED__V1__ENVELOPE__INIT;
   env.request_id = rid;
   env.body_case = TISSUED__V1__ENVELOPE__BODY_TRAINING_PROGRESS;
   env.training_progress = (Tissued__V1__TrainingProgress *)p;
-  size_t len = tissued__v1__envelope__get_packed_size(&env);
-  uint8_t *buf = malloc(len ? len : 1);
-  if (!buf) return TS_ENOMEM;
-  tissued__v1__envelope__pack(&env, buf);
-  c->ops->send(c, buf, len);
-  free(buf);
-  return 0;
+  ts_send_envelope(c, &env);
 }
 
 void ts_training_replay(ts_session *se, ts_conn *c) {
@@ -94,7 +88,7 @@ void ts_training_replay(ts_session *se, ts_conn *c) {
     p.model_id = r->model_id;
     p.model = (char *)(r->model ? r->model : "");
     if (r->done && se->train_hist_error[0]) p.error = se->train_hist_error;
-    if (send_progress(c, 0, &p)) return;
+    send_progress(c, 0, &p);
   }
 }
 
