@@ -195,9 +195,24 @@ static void on_create(ts_conn *c, uint64_t rid, const Tissued__V1__CreateSession
     ts_send_error(c, rid, TS_EUNSUPPORTED, "solver %d is not available yet", (int)m->solver);
     return;
   }
+  /* XPBD is unconditionally stable: its sessions may step once per frame */
+  const int xpbd = m->solver == TISSUED__V1__SOLVER__SOLVER_XPBD;
   double dt = m->dt == 0 ? s->cfg.dt : m->dt;
-  if (!isfinite(dt) || dt < 1e-5 || dt > 0.01) {
-    ts_send_error(c, rid, TS_ERANGE, "dt must be in [1e-5, 0.01] s");
+  /* (a float on the wire: 1/30 arrives as 0.033333335) */
+  if (!isfinite(dt) || dt < 1e-5 || dt > (xpbd ? TS_XPBD_MAX_DT * (1 + 1e-6) : 0.01)) {
+    ts_send_error(c, rid, TS_ERANGE, xpbd ? "dt must be in [1e-5, 1/30] s for an XPBD session"
+                                          : "dt must be in [1e-5, 0.01] s (up to 1/30 s with "
+                                            "the XPBD solver)");
+    return;
+  }
+  if (!xpbd && (m->substeps || m->iterations)) {
+    ts_send_error(c, rid, TS_EINVAL, "substeps and iterations apply to XPBD sessions only");
+    return;
+  }
+  if (m->substeps > TS_XPBD_MAX_SUBSTEPS || m->iterations > TS_XPBD_MAX_ITERATIONS) {
+    ts_send_error(c, rid, TS_ERANGE,
+                  "substeps must be in [1, %d] and iterations in [1, %d] (0: automatic)",
+                  TS_XPBD_MAX_SUBSTEPS, TS_XPBD_MAX_ITERATIONS);
     return;
   }
   if (m->name && strlen(m->name) > 63) {
@@ -279,23 +294,24 @@ static void on_create(ts_conn *c, uint64_t rid, const Tissued__V1__CreateSession
     snprintf(name, sizeof name, "%s", m->name);
   else
     snprintf(name, sizeof name, "session-%u", s->next_session_id + s->pending_creates);
-  int solver = m->solver == TISSUED__V1__SOLVER__SOLVER_DEFAULT
-                   ? TISSUED__V1__SOLVER__SOLVER_MASS_SPRING
-                   : (int)m->solver;
+  ts_solver_opts sv = {m->solver == TISSUED__V1__SOLVER__SOLVER_DEFAULT
+                           ? TISSUED__V1__SOLVER__SOLVER_MASS_SPRING
+                           : (int)m->solver,
+                       m->substeps, m->iterations};
   if (mesh) {
     ts_log_info("%s uploads a %zu-byte mesh for a session '%s' (%u layers, scale %g, dt %g s)",
                 c->peer, mesh->data.len, name, def.n_layers, mesh_scale, dt);
     ts_request_create_mesh_session(c, rid, name, m->name ? m->name : "", mesh_format,
                                    mesh->data.data, mesh->data.len, mesh_scale, &def, material,
-                                   dt, solver);
+                                   dt, &sv);
   } else if (stored) {
     ts_log_info("%s asks for a session '%s' of stored tissue '%s' (dt %g s)", c->peer, name,
                 builtin, dt);
-    ts_request_create_stored_session(c, rid, name, builtin, dt, solver);
+    ts_request_create_stored_session(c, rid, name, builtin, dt, &sv);
   } else {
     ts_log_info("%s asks for a session '%s' (%u layers, dt %g s)", c->peer, name, def.n_layers,
                 dt);
-    ts_request_create_session(c, rid, name, &def, material, dt, solver);
+    ts_request_create_session(c, rid, name, &def, material, dt, &sv);
   }
 }
 

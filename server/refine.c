@@ -233,7 +233,7 @@ void ts_refine_physics(ts_session *se) {
   }
   free(info.parents);
   if (!rc && sim->xpbd) {
-    ts_xpbd_def def = ts_xpbd_default_def();
+    ts_xpbd_def def = sim->xpbd_def; /* the session's substeps and sweeps */
     def.damping = nt->drag;
     rc = ts_xpbd_build(nt, &def, &nx);
     if (rc) snprintf(r->err, sizeof r->err, "cannot rebuild the XPBD solver: %s", ts_strerror(rc));

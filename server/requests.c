@@ -44,6 +44,7 @@ typedef struct create_job {
   char material[TS_MAX_LAYERS][64];
   double dt;
   int solver;
+  ts_solver_opts sv;          /* solver and its settings */
   int key_index;              /* the server key that asked (auth.h) */
   /* mesh tissues */
   int source;                 /* SRC_* */
@@ -476,7 +477,7 @@ static void create_work(ts_job *jb, ts_storage *st) {
   if (j->rc) return;
   j->session->solver = j->solver;
   if (j->solver == TISSUED__V1__SOLVER__SOLVER_XPBD)
-    j->rc = ts_session_use_xpbd(j->session, j->err, sizeof j->err);
+    j->rc = ts_session_use_xpbd(j->session, &j->sv, j->err, sizeof j->err);
   if (j->solver == TISSUED__V1__SOLVER__SOLVER_QUASI_STATIC) {
     const ts_config *cfg = &j->server->cfg;
     j->rc = ts_session_use_shortcut(j->session, cfg->qs_interval,
@@ -547,7 +548,7 @@ static void create_done(ts_job *jb) {
 }
 
 static create_job *new_create_job(ts_conn *c, uint64_t rid, const char *name, double dt,
-                                  int solver) {
+                                  const ts_solver_opts *sv) {
   create_job *j = calloc(1, sizeof *j);
   if (!j) {
     ts_send_error(c, rid, TS_ENOMEM, "out of memory");
@@ -560,7 +561,8 @@ static create_job *new_create_job(ts_conn *c, uint64_t rid, const char *name, do
   j->rid = rid;
   snprintf(j->name, sizeof j->name, "%s", name);
   j->dt = dt;
-  j->solver = solver;
+  j->solver = sv->solver;
+  j->sv = *sv;
   j->scale = 1;
   return j;
 }
@@ -580,8 +582,8 @@ static void submit_create(ts_conn *c, create_job *j) {
 
 void ts_request_create_session(ts_conn *c, uint64_t rid, const char *name,
                                const ts_patch_def *def, char material[][64], double dt,
-                               int solver) {
-  create_job *j = new_create_job(c, rid, name, dt, solver);
+                               const ts_solver_opts *sv) {
+  create_job *j = new_create_job(c, rid, name, dt, sv);
   if (!j) return;
   set_layers(j, def, material);
   submit_create(c, j);
@@ -590,8 +592,9 @@ void ts_request_create_session(ts_conn *c, uint64_t rid, const char *name,
 void ts_request_create_mesh_session(ts_conn *c, uint64_t rid, const char *name,
                                     const char *tissue_name, int format, const uint8_t *data,
                                     size_t len, double scale, const ts_patch_def *def,
-                                    char material[][64], double dt, int solver) {
-  create_job *j = new_create_job(c, rid, name, dt, solver);
+                                    char material[][64], double dt,
+                                    const ts_solver_opts *sv) {
+  create_job *j = new_create_job(c, rid, name, dt, sv);
   if (!j) return;
   j->data = malloc(len ? len : 1);
   if (!j->data) {
@@ -613,8 +616,9 @@ void ts_request_create_mesh_session(ts_conn *c, uint64_t rid, const char *name,
 }
 
 void ts_request_create_stored_session(ts_conn *c, uint64_t rid, const char *name,
-                                      const char *tissue_name, double dt, int solver) {
-  create_job *j = new_create_job(c, rid, name, dt, solver);
+                                      const char *tissue_name, double dt,
+                                      const ts_solver_opts *sv) {
+  create_job *j = new_create_job(c, rid, name, dt, sv);
   if (!j) return;
   j->source = SRC_STORED;
   snprintf(j->tissue_name, sizeof j->tissue_name, "%s", tissue_name);

@@ -14,13 +14,14 @@
 
 #include "conn.h"
 #include "core/ts_tissue.h"
+#include "session.h"
 #include "tissue.pb-c.h"
 
-/* solver: Tissued__V1__Solver (mass-spring or XPBD). def's layers name the layers; material[i] names the fit of layer i ("" =
+/* sv: the solver (Tissued__V1__Solver) and its XPBD settings, checked. def's layers name the layers; material[i] names the fit of layer i ("" =
  * "default"). The session is registered and SessionCreated sent when built. */
 void ts_request_create_session(ts_conn *c, uint64_t rid, const char *name,
                                const ts_patch_def *def, char material[][64], double dt,
-                               int solver);
+                               const ts_solver_opts *sv);
 
 /* Mesh upload (CreateSession.mesh), already checked by the caller against
  * the configured limits: format is TS_MESH_OBJ/STL/PLY (ts_mesh_io.h), scale
@@ -33,13 +34,15 @@ void ts_request_create_session(ts_conn *c, uint64_t rid, const char *name,
 void ts_request_create_mesh_session(ts_conn *c, uint64_t rid, const char *name,
                                     const char *tissue_name, int format, const uint8_t *data,
                                     size_t len, double scale, const ts_patch_def *def,
-                                    char material[][64], double dt, int solver);
+                                    char material[][64], double dt,
+                                    const ts_solver_opts *sv);
 
 /* CreateSession.builtin naming a stored mesh tissue: rebuilt from its stored
  * bytes and layer spec. An unknown name is TS_ENOTISSUE with the known names
  * in the message. */
 void ts_request_create_stored_session(ts_conn *c, uint64_t rid, const char *name,
-                                      const char *tissue_name, double dt, int solver);
+                                      const char *tissue_name, double dt,
+                                      const ts_solver_opts *sv);
 
 void ts_request_list_materials(ts_conn *c, uint64_t rid, const char *tissue);
 

@@ -82,9 +82,12 @@ int ts_session_create_with_tissue(ts_server *s, const char *name, const char *ti
   return 0;
 }
 
-int ts_session_use_xpbd(ts_session *se, char *err, size_t errcap) {
+int ts_session_use_xpbd(ts_session *se, const ts_solver_opts *sv, char *err, size_t errcap) {
   ts_xpbd_def def = ts_xpbd_default_def();
   def.damping = se->sim.tissue->drag;
+  if (sv->substeps) def.substeps = sv->substeps;
+  if (sv->iterations) def.iterations = sv->iterations;
+  se->sim.xpbd_def = def;
   int rc = ts_xpbd_build(se->sim.tissue, &def, &se->sim.xpbd);
   if (rc) {
     snprintf(err, errcap, "cannot set up the XPBD solver: %s", ts_strerror(rc));

@@ -57,6 +57,7 @@ typedef struct ts_mailbox {
 typedef struct ts_session_sim {
   ts_tissue *tissue;
   ts_xpbd *xpbd;             /* the position-based solver, when chosen */
+  ts_xpbd_def xpbd_def;      /* its settings (a refinement rebuilds it with them) */
   struct ts_session_contact *contact; /* its tree-based tool contact (session_contact.h) */
   struct ts_refine_src *refine_src; /* what the tissue is rebuilt from when refined
                                        (core/ts_refine.h); NULL: not refinable */
@@ -161,9 +162,21 @@ int ts_session_create_with_tissue(ts_server *s, const char *name, const char *ti
                                   ts_tissue *t, double dt, int frame_rate, ts_session **out,
                                   char *err, size_t errcap);
 
+/* The solver a new session asks for: CreateSession.solver
+ * (Tissued__V1__Solver, never DEFAULT here) and, for XPBD, its substeps per
+ * step and sweeps per substep (0: the solver's defaults, ts_xpbd.h). */
+#define TS_XPBD_MAX_DT (1.0 / 30.0) /* s: the longest step of an XPBD session */
+#define TS_XPBD_MAX_SUBSTEPS 1000
+#define TS_XPBD_MAX_ITERATIONS 100
+typedef struct ts_solver_opts {
+  int solver;
+  uint32_t substeps, iterations;
+} ts_solver_opts;
+
 /* Switches a new session (before physics owns it) to the XPBD solver
- * (Tissued__V1__Solver SOLVER_XPBD). 0 or a negative ts_errno. */
-int ts_session_use_xpbd(ts_session *se, char *err, size_t errcap);
+ * (Tissued__V1__Solver SOLVER_XPBD) with sv's substeps and iterations
+ * (checked by the caller). 0 or a negative ts_errno. */
+int ts_session_use_xpbd(ts_session *se, const ts_solver_opts *sv, char *err, size_t errcap);
 
 /* Makes a new session (before physics owns it) quasi-static: the shortcut
  * of shortcut.h with a quasi-static interval (s), a sample cap and the

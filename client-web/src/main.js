@@ -59,6 +59,8 @@ const hook = {
   cutaway: [],                  // names of the layers clipped by the cut-away plane
   lesion: null,                 // lesion marker state (lesion.js snapshot)
   toolShapes: () => [],         // the tools as drawn (toolshapes.js describe())
+  tissueBuffers: () => null,    // {position, normal}: the tissue geometry's arrays
+  render: () => null,           // the view's counts: {frames, drawn, renders, uploadMs, renderMs}
   cameraDistance: () => 0,      // m from the camera to the point it orbits
   touch: { presses: 0, gestures: 0 },  // one-finger presses, two-finger gestures
   gamepad: { pad: '', moves: 0 },      // the pad in use and the positions it sent
@@ -145,6 +147,11 @@ async function start() {
   if (view) {
     hook.toolShapes = () => view.toolShapes.describe();
     hook.cameraDistance = () => view.camera.position.distanceTo(view.controls.target);
+    // the tissue's GPU-side arrays (the same objects from frame to frame until
+    // the topology changes) and the view's render counts (scene.js stats)
+    hook.tissueBuffers = () => view.geometry &&
+      { position: view.geometry.attributes.position.array, normal: view.geometry.attributes.normal.array };
+    hook.render = () => ({ ...view.stats });
   }
 
   const { sessionId, role, token } = parseQuery();

@@ -2,11 +2,15 @@
 // and colour per layer, each of which can be hidden), the tools in their
 // shapes (toolshapes.js), lights, a camera with OrbitControls, and the render loop.
 //
-// The tissue geometry uses the FrameStream's Float32Array of positions as its
-// position attribute directly, so a frame costs no allocation: the stream
-// rewrites the array in place (or, decoding in a worker, hands over one of
-// the few arrays that travel to and from it) and the view only points the
-// attribute at it and flags it for upload.
+// The tissue geometry owns its position and normal arrays, made once per
+// topology: a frame is copied into the same position array (the stream's
+// positions, decoded here or handed over by the decode worker, are another
+// array), the normals are recomputed into the same normal array, and both
+// are flagged for upload, so the GPU buffers are updated in place and a
+// frame allocates nothing. That work is done once per animation frame that
+// has a new tissue frame to draw (frames arriving faster than the display
+// refreshes are not copied twice); `stats` counts it for the tests and
+// tests/bench/web_render.mjs.
 // Scene units are metres; the patch is 0.08 m across.
 
 import * as THREE from 'three';
@@ -71,6 +75,11 @@ export class TissueView {
     this.ownToolId = 0;
     this.normalsEvery = 1;
     this.frameCounter = 0;
+    this.pending = null;    // the stream whose latest frame is not uploaded yet
+    // frames: tissue frames handed to update(); drawn: animation frames that
+    // drew a new one; renders: all renders; uploadMs/renderMs: main-thread
+    // time of the upload (copy, normals, bounds) and of the render calls
+    this.stats = { frames: 0, drawn: 0, renders: 0, uploadMs: 0, renderMs: 0 };
     this.dirty = true;
 
     this.raycaster = new THREE.Raycaster();
@@ -98,7 +107,7 @@ export class TissueView {
       for (const m of this.wire.material) m.dispose();
     }
     const g = new THREE.BufferGeometry();
-    const pos = new THREE.BufferAttribute(stream.positions, 3);
+    const pos = new THREE.BufferAttribute(Float32Array.from(stream.positions), 3);
     pos.setUsage(THREE.DynamicDrawUsage);
     g.setAttribute('position', pos);
     const normals = new THREE.BufferAttribute(new Float32Array(stream.positions.length), 3);
@@ -122,7 +131,7 @@ export class TissueView {
       }));
       this.layerNames.push(group.name);
     }
-    g.computeVertexNormals();
+    vertexNormals(pos.array, stream.topology.triangles, normals.array);
     g.computeBoundingSphere();
     g.computeBoundingBox();
     this.geometry = g;
@@ -136,22 +145,38 @@ export class TissueView {
     this.mesh.add(this.wire);
     // Large meshes: recompute normals every other frame.
     this.normalsEvery = stream.vertexCount > 20000 ? 2 : 1;
+    this.pending = null;
     this.dirty = true;
   }
 
-  /** Called after the stream applied a frame: upload positions, move tools. */
+  /**
+   * Called after the stream applied a frame: the tissue is updated at the
+   * next animation frame (the latest frame then), the tools now.
+   */
   update(stream) {
     if (this.geometry) {
-      const pos = this.geometry.attributes.position;
-      // frames decoded in a worker arrive in another array of the same size
-      if (pos.array !== stream.positions) pos.array = stream.positions;
-      pos.needsUpdate = true;
-      if (++this.frameCounter % this.normalsEvery === 0) this.geometry.computeVertexNormals();
-      this.geometry.computeBoundingBox();
-      this.geometry.computeBoundingSphere();
+      this.pending = stream;
+      this.stats.frames++;
     }
     this.toolShapes.update(stream.tools);
     this.dirty = true;
+  }
+
+  /** Copies the pending frame into the geometry's own arrays (in place). */
+  _upload() {
+    const stream = this.pending;
+    this.pending = null;
+    const pos = this.geometry.attributes.position;
+    if (stream.positions.length !== pos.array.length) return; // a topology change is on its way
+    pos.array.set(stream.positions);
+    pos.needsUpdate = true;
+    if (++this.frameCounter % this.normalsEvery === 0) {
+      const nor = this.geometry.attributes.normal;
+      vertexNormals(pos.array, this.geometry.index.array, nor.array);
+      nor.needsUpdate = true;
+    }
+    this.geometry.computeBoundingBox();
+    this.geometry.computeBoundingSphere();
   }
 
   /** Removes the tissue and the tools (the page left its session). */
@@ -165,6 +190,7 @@ export class TissueView {
       this.wire = null;
       this.geometry = null;
     }
+    this.pending = null;
     this.toolShapes.clear();
     this.layerNames = [];
     this.dirty = true;
@@ -227,8 +253,45 @@ export class TissueView {
   _tick() {
     const moved = this.controls.update();
     if (moved || this.dirty) {
+      const st = this.stats;
+      const fresh = this.pending !== null && this.geometry !== null;
+      const t0 = performance.now();
+      if (fresh) this._upload();
+      const t1 = performance.now();
       this.renderer.render(this.scene, this.camera);
+      const t2 = performance.now();
+      if (fresh) {
+        st.drawn++;
+        st.uploadMs += t1 - t0;
+      }
+      st.renders++;
+      st.renderMs += t2 - t1;
       this.dirty = false;
+    }
+  }
+}
+
+/**
+ * Area-weighted vertex normals of the triangles `index` over `pos` (xyz
+ * floats) into `out` (same length as pos), normalised; a vertex on no
+ * triangle gets (0, 0, 0). No allocation (three's computeVertexNormals makes
+ * vectors on every call and reads through accessors).
+ */
+export function vertexNormals(pos, index, out) {
+  out.fill(0);
+  for (let t = 0; t < index.length; t += 3) {
+    const a = 3 * index[t], b = 3 * index[t + 1], c = 3 * index[t + 2];
+    const ux = pos[b] - pos[a], uy = pos[b + 1] - pos[a + 1], uz = pos[b + 2] - pos[a + 2];
+    const vx = pos[c] - pos[a], vy = pos[c + 1] - pos[a + 1], vz = pos[c + 2] - pos[a + 2];
+    const nx = uy * vz - uz * vy, ny = uz * vx - ux * vz, nz = ux * vy - uy * vx;
+    out[a] += nx; out[a + 1] += ny; out[a + 2] += nz;
+    out[b] += nx; out[b + 1] += ny; out[b + 2] += nz;
+    out[c] += nx; out[c + 1] += ny; out[c + 2] += nz;
+  }
+  for (let i = 0; i < out.length; i += 3) {
+    const l = Math.sqrt(out[i] * out[i] + out[i + 1] * out[i + 1] + out[i + 2] * out[i + 2]);
+    if (l > 0) {
+      out[i] /= l; out[i + 1] /= l; out[i + 2] /= l;
     }
   }
 }

@@ -17,6 +17,12 @@ const MAX_UPLOAD_BYTES = 64 * 1024 * 1024;
 
 const $ = (id) => document.getElementById(id);
 
+// "XPBD live": one XPBD step per 60 Hz frame of 4 substeps of 4 sweeps
+// (CreateSession.dt, .substeps, .iterations), which keeps a mesh as large as
+// the liver up with wall time on one core, at the price of a tissue that
+// acts softer than its material (README, "Live sessions of large meshes").
+export const LIVE_XPBD = Object.freeze({ solver: 2, dt: 1 / 60, substeps: 4, iterations: 4 });
+
 export class SessionsPanel {
   /**
    * client: SessionClient; hasKey: whether the page knows the server key;
@@ -161,7 +167,9 @@ export class SessionsPanel {
 
   async _create() {
     const el = this.el;
-    const spec = { name: el.name.value.trim(), solver: Number(el.solver.value) };
+    const spec = el.solver.value === 'live'
+      ? { name: el.name.value.trim(), ...LIVE_XPBD }
+      : { name: el.name.value.trim(), solver: Number(el.solver.value) };
     if (el.tissue.value === 'upload') {
       const file = el.file.files && el.file.files[0];
       if (!file) { this._status('choose an OBJ, STL or PLY file', true); return; }

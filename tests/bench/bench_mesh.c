@@ -20,6 +20,17 @@
  *   xpbd_setup_s       ts_xpbd_build (default settings) on that tissue;
  *   xpbd_step_s        one ts_xpbd_step (defaults: automatic substeps, 4
  *                      sweeps), from rest, no tools;
+ *   xpbd_live_cpu_per_sim_s  (liver) CPU seconds per simulated second of
+ *                      the live setting (README, "Live sessions of large
+ *                      meshes": XPBD stepping dt = 1/60 s, once per 60 Hz
+ *                      frame, LIVE_SUBSTEPS substeps of LIVE_ITERATIONS
+ *                      sweeps), from rest for LIVE_SIM_S, without tools;
+ *                      ref "xpbd_default": the same LIVE_SIM_S at the
+ *                      session's 1 ms with the default settings (automatic
+ *                      substeps); under 1 keeps up with wall time on one
+ *                      core. Beside them the mean node displacement from
+ *                      rest each reached at the end (mm): how much softer
+ *                      the live setting acts;
  *   loop_region_s      (liver) ts_loop_extrusion of the first 1,000
  *                      triangles, breadth-first (ts_region), around the
  *                      surface triangle nearest the tool path's centre,
@@ -43,6 +54,10 @@
 #include "ts_xpbd.h"
 
 #define REGION_TRIS 1000u
+#define LIVE_DT (1.0 / 60.0) /* s: one step per 60 Hz frame */
+#define LIVE_SUBSTEPS 4u
+#define LIVE_ITERATIONS 4u
+#define LIVE_SIM_S 0.1 /* s simulated by both settings */
 
 typedef struct reps {
   int ms_steps, xpbd_steps, loops, setups;
@@ -98,6 +113,44 @@ static int time_xpbd(ts_tissue *t, int n, double *setup_s, double *step_s, uint3
   *setup_s = c1 - c0;
   *step_s = (c3 - c2) / n;
   *substeps = st.substeps;
+  return 0;
+}
+
+/* XPBD from rest for sim_s simulated seconds in steps of dt with the given
+ * substeps (0: automatic) and sweeps, damped by the tissue's drag as a
+ * session is: CPU seconds per simulated second and the mean node
+ * displacement from rest at the end (m). 0 or -1. */
+static int run_xpbd_for(ts_tissue *t, double dt, uint32_t substeps, uint32_t iterations,
+                        double sim_s, double *cpu_per_s, double *mean_disp) {
+  ts_xpbd_def def = ts_xpbd_default_def();
+  def.damping = t->drag;
+  def.substeps = substeps;
+  def.iterations = iterations;
+  ts_xpbd *x = NULL;
+  int rc = ts_xpbd_build(t, &def, &x);
+  if (rc) {
+    fprintf(stderr, "bench_mesh: ts_xpbd_build: %s\n", ts_err_name(rc));
+    return -1;
+  }
+  ts_tissue_reset(t);
+  int steps = (int)lround(sim_s / dt);
+  double c0 = ts_bench_cpu_s();
+  for (int i = 0; i < steps && !rc; i++) rc = ts_xpbd_step(x, t, dt, NULL, 0, NULL);
+  double c1 = ts_bench_cpu_s();
+  ts_xpbd_destroy(x);
+  double d = 0;
+  for (uint32_t i = 0; i < t->n_nodes; i++) {
+    double e[3] = {t->x[i][0] - t->rest[i][0], t->x[i][1] - t->rest[i][1],
+                   t->x[i][2] - t->rest[i][2]};
+    d += sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]);
+  }
+  ts_tissue_reset(t);
+  if (rc) {
+    fprintf(stderr, "bench_mesh: ts_xpbd_step: %s\n", ts_err_name(rc));
+    return -1;
+  }
+  *cpu_per_s = (c1 - c0) / (steps * dt);
+  *mean_disp = d / t->n_nodes;
   return 0;
 }
 
@@ -199,6 +252,22 @@ static int run(const char *name, const reps *n) {
   ts_bench_line_num(L, "substeps", sub);
   ts_bench_line_num(L, "steps", n->xpbd_steps);
   ts_bench_line_emit(L);
+
+  if (is_liver) {
+    double live, live_d, def, def_d;
+    if (run_xpbd_for(t, LIVE_DT, LIVE_SUBSTEPS, LIVE_ITERATIONS, LIVE_SIM_S, &live, &live_d) ||
+        run_xpbd_for(t, TS_BENCH_DT, 0, 4, LIVE_SIM_S, &def, &def_d))
+      goto out;
+    L = ts_bench_line("mesh", name, "xpbd_live_cpu_per_sim_s", live, "s");
+    ts_bench_line_ref(L, "xpbd_default", def);
+    ts_bench_line_num(L, "dt", LIVE_DT);
+    ts_bench_line_num(L, "substeps", LIVE_SUBSTEPS);
+    ts_bench_line_num(L, "iterations", LIVE_ITERATIONS);
+    ts_bench_line_num(L, "sim_s", LIVE_SIM_S);
+    ts_bench_line_num(L, "mean_displacement_mm", live_d * 1e3);
+    ts_bench_line_num(L, "ref_mean_displacement_mm", def_d * 1e3);
+    ts_bench_line_emit(L);
+  }
 
   if (ex) {
     uint32_t *sel = malloc(sizeof *sel * REGION_TRIS);

@@ -63,6 +63,21 @@ const hook = (page) => page.evaluate(() => {
   };
 });
 const positions = (page) => page.evaluate(() => Array.from(window.tissued.positions));
+// The tissue geometry's arrays (src/scene.js), kept in the page to compare
+// later, with a copy of the positions and the animation frames drawn so far.
+const markBuffers = (page) => page.evaluate(() => {
+  const t = window.tissued;
+  window.__marked = { ...t.tissueBuffers(), copy: Array.from(t.tissueBuffers().position), drawn: t.render().drawn };
+});
+// Whether they are the same objects now, how many new tissue frames were
+// drawn since, and the largest change of a position in them.
+const sinceMarked = (page) => page.evaluate(() => {
+  const t = window.tissued, b = t.tissueBuffers(), m = window.__marked;
+  let moved = 0;
+  for (let i = 0; i < m.copy.length; i++) moved = Math.max(moved, Math.abs(b.position[i] - m.copy[i]));
+  return { samePosition: b.position === m.position, sameNormal: b.normal === m.normal,
+    drawn: t.render().drawn - m.drawn, moved };
+});
 
 function maxDeltaY(a, b) {
   assert.equal(a.length, b.length);
@@ -119,6 +134,8 @@ test('the page creates a session, renders it, and the mouse dents the tissue', a
   const before = await positions(page);
   const beforeObserver = await positions(observer);
   const shotBefore = await page.screenshot({ path: path.join(dir, 'before.png') });
+  await markBuffers(page);
+  await markBuffers(observer);
 
   // Hold for 1.5 s, and on a loaded machine (physics behind real time) until
   // at least 1 s of simulated time has passed too, bounded.
@@ -141,6 +158,13 @@ test('the page creates a session, renders it, and the mouse dents the tissue', a
   const afterObserver = await positions(observer);
   await observer.screenshot({ path: path.join(dir, 'observer.png') });
   await page.mouse.up({ button: 'left' });
+  // Frames update the tissue's GPU arrays in place: the same position and
+  // normal arrays (no topology change here), rewritten by the new frames.
+  for (const [p, label] of [[page, 'controller'], [observer, 'observer']]) {
+    const m = await sinceMarked(p);
+    assert.ok(m.samePosition && m.sameNormal, `${label}: the same tissue arrays: ${JSON.stringify(m)}`);
+    assert.ok(m.drawn >= 2 && m.moved > 0.001, `${label}: new frames were drawn into them: ${JSON.stringify(m)}`);
+  }
 
   const dy = maxDeltaY(before, afterPos);
   assert.ok(dy > 0.001, `max |dy| over vertices ${(dy * 1000).toFixed(3)} mm`);

@@ -75,3 +75,48 @@ test('an XPBD session settles and dents under the tool', async () => {
   const tool = s.tool(j.body.toolId);
   assert.ok(tool && tool.force && tool.force.y > 0, 'upward force ' + JSON.stringify(tool && tool.force));
 });
+
+test('an XPBD session can step once per 60 Hz frame with its own substeps; bad settings are refused', async () => {
+  const SOLVER_XPBD = 2, SOLVER_MASS_SPRING = 1;
+  const bad = [
+    [{ solver: SOLVER_MASS_SPRING, dt: 1 / 60 }, /0\.01/],          // only XPBD steps past 10 ms
+    [{ solver: SOLVER_XPBD, dt: 0.05 }, /1\/30/],                    // not even XPBD past 1/30 s
+    [{ solver: SOLVER_MASS_SPRING, substeps: 4 }, /XPBD sessions only/],
+    [{ solver: SOLVER_XPBD, substeps: 1001 }, /substeps must be in \[1, 1000\]/],
+    [{ solver: SOLVER_XPBD, iterations: 101 }, /iterations in \[1, 100\]/],
+  ];
+  for (const [spec, msg] of bad) {
+    const r = await peer.request('createSession', { builtin: 'stomach-patch', ...spec }, 20000);
+    assert.equal(r.kind, 'error', JSON.stringify(spec) + ' must be refused: ' + JSON.stringify(r.body));
+    assert.match(r.body.message, msg);
+  }
+  const sc = await peer.request('createSession',
+    { builtin: 'stomach-patch', solver: SOLVER_XPBD, dt: 1 / 60, substeps: 4, iterations: 4 }, 20000);
+  assert.equal(sc.kind, 'sessionCreated', JSON.stringify(sc.body));
+  const live = new WsPeer(loadProtocol(), `ws://127.0.0.1:${daemon.httpPort}/ws`);
+  await live.open();
+  try {
+    await live.request('hello', { protocolVersion: 1, clientName: 'solver.test live', credentials: SERVER_KEY });
+    const j = await live.request('joinSession', { sessionId: sc.body.sessionId, role: Role.OBSERVER });
+    assert.equal(j.kind, 'joined', JSON.stringify(j.body));
+    assert.ok(Math.abs(j.body.dt - 1 / 60) < 1e-6, 'dt ' + j.body.dt);  // float on the wire
+    const s = live.stream;
+    await waitFor(() => live.frames.length > 5, 20000, 'frames');
+    // the session steps 1/60 s at a time: every frame's simulated time is a
+    // whole number of steps (the stream's pacing may skip some of them)
+    for (let k = 0; k < 5; k++) {
+      const f0 = live.frames.length;
+      await waitFor(() => live.frames.length > f0, 20000, 'a frame');
+      const steps = s.simTime * 60;
+      assert.ok(steps > 0 && Math.abs(steps - Math.round(steps)) < 1e-3, 'simulated time ' + s.simTime);
+    }
+    await waitSettled(() => ({ simTime: s.simTime, positions: Array.from(s.positions) }));
+    const c = centre(s.positions, s.vertexCount);
+    const rest = s.positions[3 * c + 1];
+    // it stays in one piece and hangs below its rest plane; fewer substeps than
+    // automatic make it softer than the 1 ms session (README, live sessions)
+    assert.ok(Number.isFinite(rest) && rest > -0.05 && rest < 0.003, 'rest centre ' + rest);
+  } finally {
+    live.close();
+  }
+});
