@@ -17,10 +17,13 @@
 // measures:
 //   frames_received_per_s   frames the page's stream took (window.tissued.frames),
 //                           beside the frames the controller received: what the
-//                           daemon published at the stream's rate;
+//                           daemon published at the stream's rate; with the
+//                           simulated seconds the session advanced per wall
+//                           second (1 when the physics keeps up);
 //   frames_drawn_per_s      animation frames that drew a new tissue frame
-//                           (src/scene.js stats.drawn), beside the page's
-//                           requestAnimationFrame rate;
+//                           (src/scene.js stats.drawn; frames arriving between
+//                           two animation frames are drawn once, the latest),
+//                           with the page's requestAnimationFrame rate;
 //   main_thread_ms_per_frame  main-thread busy time (CDP Performance
 //                           TaskDuration) per frame received, with its parts:
 //                           decode (in the worker; main-thread decode when it
@@ -120,7 +123,7 @@ async function measure(scenario) {
       requestAnimationFrame(tick);
       return { frames: t.frames, render: t.render(), decode: { ...t.decode } };
     });
-    const c0 = peer.frames.length;
+    const c0 = peer.frames.length, sim0 = s.simTime;
     await cdp.send('HeapProfiler.startSampling',
       { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
     const w0 = performance.now();
@@ -128,7 +131,7 @@ async function measure(scenario) {
     const load = os.loadavg()[0];
     const { profile } = await cdp.send('HeapProfiler.stopSampling');
     const wall = (performance.now() - w0) / 1000;
-    const c1 = peer.frames.length;
+    const c1 = peer.frames.length, sim1 = s.simTime;
     const p1 = await page.evaluate(() => {
       const t = window.tissued, b = t.tissueBuffers();
       window.__bench.run = false;
@@ -166,6 +169,7 @@ async function measure(scenario) {
     return {
       scenario, vertices: s.vertexCount, wall, errors, load,
       published_per_s: (c1 - c0) / wall,
+      sim_per_wall: (sim1 - sim0) / wall,
       received_per_s: frames / wall,
       drawn_per_s: drawn / wall,
       raf_per_s: p1.raf / wall,
@@ -204,7 +208,8 @@ const line = (metric, value, unit, ref, refValue, extra = {}) => console.log(JSO
   load_avg_1min: r3(liver.load), patch_s_load_avg_1min: r3(patch.load), cores: os.cpus().length,
 }));
 line('frames_received_per_s', liver.received_per_s, '1/s', 'daemon_published_per_s', liver.published_per_s,
-  { vertices: liver.vertices, seconds: r3(liver.wall), patch_s_received_per_s: r3(patch.received_per_s) });
+  { vertices: liver.vertices, seconds: r3(liver.wall), patch_s_received_per_s: r3(patch.received_per_s),
+    sim_s_per_wall_s: r3(liver.sim_per_wall), patch_s_sim_s_per_wall_s: r3(patch.sim_per_wall) });
 line('frames_drawn_per_s', liver.drawn_per_s, '1/s', 'patch-S', patch.drawn_per_s,
   { animation_frames_per_s: r3(liver.raf_per_s), patch_s_animation_frames_per_s: r3(patch.raf_per_s) });
 line('main_thread_ms_per_frame', liver.main_ms_per_frame, 'ms', 'patch-S', patch.main_ms_per_frame, {
