@@ -215,6 +215,24 @@ static uint32_t create_session(int fd, uint64_t rid) {
   return id;
 }
 
+/* A controller's join with friction (mu_s, mu_k) on its sphere. */
+static void send_join_friction(int fd, uint64_t rid, uint32_t session, float mu_s, float mu_k) {
+  Tissued__V1__Friction fr = TISSUED__V1__FRICTION__INIT;
+  fr.mu_static = mu_s;
+  fr.mu_kinetic = mu_k;
+  Tissued__V1__ToolShape shape = TISSUED__V1__TOOL_SHAPE__INIT;
+  shape.radius = 0.005f;
+  shape.friction = &fr;
+  Tissued__V1__JoinSession m = TISSUED__V1__JOIN_SESSION__INIT;
+  m.session_id = session;
+  m.role = TISSUED__V1__ROLE__ROLE_CONTROLLER;
+  m.tool = &shape;
+  Envelope env = TISSUED__V1__ENVELOPE__INIT;
+  env.body_case = TISSUED__V1__ENVELOPE__BODY_JOIN_SESSION;
+  env.join_session = &m;
+  send_env(fd, rid, &env);
+}
+
 static void send_join(int fd, uint64_t rid, uint32_t session, int role) {
   Tissued__V1__ToolShape shape = TISSUED__V1__TOOL_SHAPE__INIT;
   shape.radius = 0.005f;
@@ -368,6 +386,29 @@ START_TEST(test_join_missing_session) {
 }
 END_TEST
 
+/* Friction coefficients out of range (kinetic over static, negative, over
+ * the cap of 2, NaN) are refused with TS_EINVAL; the connection and the
+ * session go on, and a valid pair joins. */
+START_TEST(test_join_bad_friction) {
+  int fd = connect_hello();
+  uint32_t sid = create_session(fd, 40);
+  const float bad[][2] = {{0.1f, 0.2f}, {-0.1f, 0}, {0.3f, -0.1f}, {2.5f, 0.1f}, {NAN, 0}};
+  for (unsigned k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    send_join_friction(fd, 41 + k, sid, bad[k][0], bad[k][1]);
+    expect_error(fd, TS_EINVAL, 41 + k, "bad friction");
+  }
+  ping_ok(fd, 50);
+  send_join_friction(fd, 51, sid, 0.4f, 0.3f);
+  Envelope *e = expect_reply(fd, TISSUED__V1__ENVELOPE__BODY_JOINED, 51, "join with friction");
+  uint32_t tool = e->joined->tool_id;
+  tissued__v1__envelope__free_unpacked(e, NULL);
+  ck_assert_uint_ge(tool, 1);
+  send_pose(fd, 52, tool, 0, 0.002f, 0, 1, 0, 0, 0);
+  ping_ok(fd, 53);
+  close(fd);
+}
+END_TEST
+
 START_TEST(test_disconnect_mid_message) {
   /* half a length prefix, then gone */
   int a = connect_hello();
@@ -482,6 +523,7 @@ int main(void) {
   tcase_add_test(tc, test_pose_nan_and_quat);
   tcase_add_test(tc, test_observer_pose);
   tcase_add_test(tc, test_join_missing_session);
+  tcase_add_test(tc, test_join_bad_friction);
   tcase_add_test(tc, test_disconnect_mid_message);
   tcase_add_test(tc, test_repeat_offender_closed);
   tcase_add_test(tc, test_zz_survivor_and_clean_exit);
