@@ -23,11 +23,11 @@
  *     friction is bounded by each step's normal correction (ts_contact.h),
  *     which at rest is large only on the contact's loaded ring. The mean
  *     travel is between half the tool's and the tool's (+5 %);
- *   slip: the tool then moves 12 mm more at 40 mm/s; the pressed nodes stay
+ *   slip: the tool then moves 12 mm more at 60 mm/s; the pressed nodes stay
  *     behind it (they travel under half the tool's way, but more than half
  *     the stick move), and over the second half of the move T_x / N is
  *     mu_k within 5 % (measured: mass-spring 0.3000, every pressed node
- *     slides with exactly mu_k times its reaction; XPBD 0.298, its cone
+ *     slides with exactly mu_k times its reaction; XPBD 0.298 to 0.299, its cone
  *     over the iterations);
  *   frictionless (0, 0): T is nothing but the rounding of the face's normal
  *     (under 1e-9 N) and the pressed nodes do not follow the tool.
@@ -187,7 +187,7 @@ static void stick_slip(int xpbd) {
   /* stick */
   drag(&s, STICK, 50);
   double worst = 0;
-  for (int i = 0; i < 100; i++) { /* hold; |T| / N stays within the cone */
+  for (int i = 0; i < 60; i++) { /* hold; |T| / N stays within the cone */
     step(&s);
     double tr = hypot(tl->force[0], tl->force[2]) / tl->force[1];
     if (tr > worst) worst = tr;
@@ -200,10 +200,10 @@ static void stick_slip(int xpbd) {
          what, STICK * 1e3, np, tv * 1e3, held, STICK * 1e3, t_stick / tl->force[1], worst,
          mu_s, tl->force[1]);
   /* slip */
-  double r = drag(&s, 0.012, 300);
+  double r = drag(&s, 0.012, 200);
   uint32_t np2, held2;
   double tv2 = pressed_travel(&s, STICK, &np2, &held2);
-  printf("%s slip: tool +12 mm at 40 mm/s: T_x/N %.4f while moving (mu_k %.2g, %.2f %%), "
+  printf("%s slip: tool +12 mm at 60 mm/s: T_x/N %.4f while moving (mu_k %.2g, %.2f %%), "
          "pressed nodes (%u) travelled %.4f mm; N %.5g N\n",
          what, -r, mu_k, 100 * (-r - mu_k) / mu_k, np2, tv2 * 1e3, tl->force[1]);
   ck_assert_uint_ge(np, 10);
@@ -273,7 +273,7 @@ START_TEST(test_massspring_balance) {
   ts_tool *tl = &s.tools[0];
   tl->pos[2] += 2e-4;
   drag(&s, STICK, 50);
-  for (int i = 0; i < 400; i++) step(&s);
+  for (int i = 0; i < 250; i++) step(&s);
   ts_tissue *t = s.t;
   double M = 0, fa[3] = {0, 0, 0};
   for (uint32_t i = 0; i < t->n_nodes; i++) {
