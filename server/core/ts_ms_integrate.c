@@ -203,13 +203,12 @@ void ts__ms_integrate(ts_tissue *t, struct ts__ms *ms, double h, int taylor, ts_
     int stuck = reaction(t, ms, i, an, pt, slot, w, h);
     for (int c = 0; c < 3; c++) an[c] *= w;
     int beeman = 0;
-    if (!taylor && stuck) {
-      beeman_correct(t, i, an, h);
-    } else if (!taylor) {
+    if (!taylor) {
       beeman_correct(t, i, an, h);
       double d0 = an[0] - t->acc[i][0], d1 = an[1] - t->acc[i][1], d2 = an[2] - t->acc[i][2];
       double lim = mu * w; /* |dF| > mu  <=>  |da| > mu / m */
-      beeman = d0 * d0 + d1 * d1 + d2 * d2 > lim * lim;
+      /* a node that static friction holds takes Verlet's update */
+      beeman = !stuck && d0 * d0 + d1 * d1 + d2 * d2 > lim * lim;
     }
     counts[node_update(t, i, an, taylor, beeman, h)]++;
     move2 = TS__MAX(move2, moved2(t, i));
