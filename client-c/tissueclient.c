@@ -840,6 +840,12 @@ int tc_join_ex(tc_client *c, const tc_join_params *p, tc_joined *out) {
   shape.radius = (float)p->radius;
   shape.length = p->tool_kind == TC_TOOL_SPHERE ? 0 : (float)p->length;
   shape.mesh = (char *)(p->tool_kind == TC_TOOL_MESH ? p->tool_mesh : "");
+  Tissued__V1__Friction fr = TISSUED__V1__FRICTION__INIT;
+  if (p->friction) { /* the server validates the pair (TS_EINVAL) */
+    fr.mu_static = (float)p->mu_static;
+    fr.mu_kinetic = (float)p->mu_kinetic;
+    shape.friction = &fr;
+  }
   Tissued__V1__JoinSession m = TISSUED__V1__JOIN_SESSION__INIT;
   m.session_id = p->session_id;
   m.role = p->role == TC_ROLE_CONTROLLER ? TISSUED__V1__ROLE__ROLE_CONTROLLER

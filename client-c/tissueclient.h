@@ -116,6 +116,10 @@ typedef struct tc_join_params {
   const char *token;   /* a token of the session (tc_tokens); NULL or "" when the
                           connection gave the server key or a token at tc_connect_key */
   const char *tool_mesh; /* TC_TOOL_MESH: one of the server's tool meshes by name */
+  int friction;        /* nonzero: send mu_static, mu_kinetic; 0: the server's
+                          default (steel on wet tissue: 0.1, 0.05) */
+  double mu_static;    /* Coulomb coefficients of the tool on the tissue, */
+  double mu_kinetic;   /* 0 <= mu_kinetic <= mu_static <= 2 (0, 0: frictionless) */
 } tc_join_params;
 
 /* The tokens of a session, from its SessionCreated (only its creator gets

@@ -46,16 +46,19 @@ static void usage(FILE *out) {
           "                            (default: the server's). The server keeps the file\n"
           "                            and the tissue as N (default mesh-<hash>), so later\n"
           "                            sessions need only 'create --tissue N'\n"
-          "  poke --session N [--depth M] [--seconds S] [--radius M]\n"
+          "  poke --session N [--depth M] [--seconds S] [--radius M] [--friction MUS,MUK]\n"
           "                            join as a tool controller and drive a sphere\n"
-          "                            (radius default 0.005 m) straight down onto the\n"
-          "                            patch centre: approach, press DEPTH metres below the\n"
-          "                            surface at y=0 (default 0.004), hold, lift, over S\n"
-          "                            seconds (default 3), sending poses at %.0f Hz; prints\n"
-          "                            per frame: seq, sim_time, keyframe, bytes, vertices,\n"
-          "                            changed (vertices in the delta), max_disp_mm (largest\n"
-          "                            displacement since the first keyframe), force (N on\n"
-          "                            the tool), last_pose_seq, tool_y\n"
+          "                            (radius default 0.005 m; Coulomb friction on the\n"
+          "                            tissue static MUS, kinetic MUK, 0 <= MUK <= MUS <= 2,\n"
+          "                            default the server's 0.1,0.05; 0,0: none) straight\n"
+          "                            down onto the patch centre: approach, press DEPTH\n"
+          "                            metres below the surface at y=0 (default 0.004),\n"
+          "                            hold, lift, over S seconds (default 3), sending poses\n"
+          "                            at %.0f Hz; prints per frame: seq, sim_time,\n"
+          "                            keyframe, bytes, vertices, changed (vertices in the\n"
+          "                            delta), max_disp_mm (largest displacement since the\n"
+          "                            first keyframe), force (N on the tool),\n"
+          "                            last_pose_seq, tool_y\n"
           "  refine --session N [--leb] [--triangles I,J,...] [--ray OX,OY,OZ,DX,DY,DZ]\n"
           "         [--range M] [--max-edge M]\n"
           "                            refine the session's tissue while it runs (needs the\n"
@@ -416,14 +419,17 @@ static int run_frames(tc_client *c, stats *st, double seconds, int controller, d
 }
 
 static int cmd_frames(tc_client *c, uint32_t session, int controller, double seconds,
-                      double radius, double depth, uint32_t frame_rate) {
+                      double radius, double depth, uint32_t frame_rate, const double *mu) {
   stats st = {0};
   tc_set_frame_cb(c, on_frame, &st);
   tc_set_error_cb(c, on_error, &st);
   tc_join_params p = {.session_id = session,
                       .role = controller ? TC_ROLE_CONTROLLER : TC_ROLE_OBSERVER,
                       .radius = controller ? radius : 0,
-                      .frame_rate = frame_rate};
+                      .frame_rate = frame_rate,
+                      .friction = controller && mu,
+                      .mu_static = mu ? mu[0] : 0,
+                      .mu_kinetic = mu ? mu[1] : 0};
   tc_joined j;
   if (tc_join_ex(c, &p, &j) != 0) {
     free(st.q0);
@@ -626,6 +632,8 @@ int main(int argc, char **argv) {
   int leb = 0;
   const char *tris_s = NULL, *ray_s = NULL;
   double range = 0, max_edge = 0;
+  double mu[2];
+  int have_mu = 0;
   for (; i < argc; i++) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -663,6 +671,15 @@ int main(int argc, char **argv) {
       bad = parse_num(a, v, 0, 0.05, &depth);
     } else if (!strcmp(a, "--radius") && !strcmp(cmd, "poke")) {
       bad = parse_num(a, v, 0.0005, 0.05, &radius);
+    } else if (!strcmp(a, "--friction") && !strcmp(cmd, "poke")) {
+      int end = -1;
+      if (!v || sscanf(v, "%lf,%lf%n", &mu[0], &mu[1], &end) != 2 || v[end] != '\0' ||
+          !isfinite(mu[0]) || !isfinite(mu[1])) {
+        fprintf(stderr, "tissuectl: --friction needs MUS,MUK (two numbers), got '%s'\n",
+                v ? v : "");
+        return 2;
+      }
+      have_mu = 1;
     } else if (!strcmp(a, "--seconds") && (!strcmp(cmd, "poke") || !strcmp(cmd, "watch"))) {
       bad = parse_num(a, v, 0.01, 86400, &seconds);
     } else if (!strcmp(a, "--frame-rate") && !strcmp(cmd, "watch")) {
@@ -711,7 +728,8 @@ int main(int argc, char **argv) {
   else if (is_refine)
     rc = cmd_refine(c, (uint32_t)session, leb, tris_s, ray_s, range, max_edge);
   else
-    rc = cmd_frames(c, (uint32_t)session, is_poke, seconds, radius, depth, (uint32_t)rate);
+    rc = cmd_frames(c, (uint32_t)session, is_poke, seconds, radius, depth, (uint32_t)rate,
+                    have_mu ? mu : NULL);
   tc_close(c);
   return rc;
 }

@@ -374,6 +374,7 @@ static void on_join(ts_conn *c, uint64_t rid, const Tissued__V1__JoinSession *m)
     return;
   }
   double radius = 0.005, length = 0;
+  double mu_s = TS_TOOL_MU_STATIC_DEFAULT, mu_k = TS_TOOL_MU_KINETIC_DEFAULT;
   int kind = 0;
   const ts_obb_tree *shape = NULL;
   uint32_t tool_id = 0;
@@ -427,6 +428,18 @@ static void on_join(ts_conn *c, uint64_t rid, const Tissued__V1__JoinSession *m)
         ts_send_error(c, rid, TS_ERANGE, "tool radius must be in [0.5, 50] mm, length in [0, 300] mm");
         return;
       }
+      /* friction: unset means a steel instrument on wet tissue (ts_tool.h) */
+      if (m->tool->friction) {
+        mu_s = m->tool->friction->mu_static;
+        mu_k = m->tool->friction->mu_kinetic;
+      }
+      if (ts_tool_friction_valid(mu_s, mu_k)) {
+        ts_send_error(c, rid, TS_EINVAL,
+                      "tool friction must be finite with 0 <= mu_kinetic <= mu_static <= %g "
+                      "(got mu_static %g, mu_kinetic %g)",
+                      TS_TOOL_MU_MAX, mu_s, mu_k);
+        return;
+      }
     }
     int max_tools = s->cfg.max_tools < TS_MAX_TOOLS ? s->cfg.max_tools : TS_MAX_TOOLS;
     if (want_tool) {
@@ -462,6 +475,7 @@ static void on_join(ts_conn *c, uint64_t rid, const Tissued__V1__JoinSession *m)
   if (tool_id) {
     se->tool_owner[tool_id - 1] = c;
     ts_session_set_tool_shape(se, tool_id, 1, kind, radius, length, shape);
+    ts_session_set_tool_friction(se, tool_id, mu_s, mu_k);
     ts_session_set_force_every(se, tool_id, ts_force_every(m->force_rate, se->sim.dt));
   }
   if (tool_id)

@@ -74,6 +74,8 @@ int ts_session_create_with_tissue(ts_server *s, const char *name, const char *ti
     tool->radius = 0.005;
     tool->quat[0] = 1;
     tool->pos[1] = 0.05; /* parked above the tissue */
+    tool->mu_static = se->mbox.tool[i].mu_static = TS_TOOL_MU_STATIC_DEFAULT;
+    tool->mu_kinetic = se->mbox.tool[i].mu_kinetic = TS_TOOL_MU_KINETIC_DEFAULT;
     se->mbox.tool[i].quat[0] = 1;
     se->mbox.tool[i].pos[1] = 0.05;
     ts_force_filter_init(&se->sim.force_filter[i], TS_FORCE_FILTER_DEFAULT_HZ, 0);
@@ -251,6 +253,18 @@ void ts_session_set_tool_shape(ts_session *se, uint32_t tool_id, int active, int
   uv_mutex_unlock(&se->mbox.lock);
 }
 
+void ts_session_set_tool_friction(ts_session *se, uint32_t tool_id, double mu_static,
+                                  double mu_kinetic) {
+  if (tool_id < 1 || tool_id > TS_MAX_TOOLS || ts_tool_friction_valid(mu_static, mu_kinetic))
+    return;
+  uv_mutex_lock(&se->mbox.lock);
+  ts_mailbox_tool *m = &se->mbox.tool[tool_id - 1];
+  m->mu_static = mu_static;
+  m->mu_kinetic = mu_kinetic;
+  m->dirty = 1;
+  uv_mutex_unlock(&se->mbox.lock);
+}
+
 void ts_session_post_pose(ts_session *se, uint32_t tool_id, const double pos[3],
                           const double quat[4], double jaw, uint64_t seq, uint64_t client_time_us) {
   if (tool_id < 1 || tool_id > TS_MAX_TOOLS) return;
@@ -321,6 +335,8 @@ static void drain_mailbox(ts_session *se) {
     if (m->radius > 0) t->radius = m->radius;
     t->length = m->length;
     t->shape = m->shape;
+    t->mu_static = m->mu_static;
+    t->mu_kinetic = m->mu_kinetic;
     /* the command; the proxy t follows it in the step (ts_tool_proxy.h),
      * except to the parking spot of a tool taken or released */
     memcpy(sim->cmd_pos[i], m->pos, sizeof sim->cmd_pos[i]);

@@ -36,6 +36,7 @@ typedef struct ts_mailbox_tool {
   uint64_t client_time_us;
   uint32_t force_every;  /* steps between force samples for its controller; 0: none */
   int parked;          /* taken or released: the physics puts the tool at pos at once */
+  double mu_static, mu_kinetic; /* Coulomb friction on the tissue (ts_tool.h) */
 } ts_mailbox_tool;
 
 typedef struct ts_mailbox {
@@ -202,6 +203,10 @@ void ts_session_set_tool(ts_session *se, uint32_t tool_id, int active, int kind,
  * outlives every physics thread; NULL for primitives). */
 void ts_session_set_tool_shape(ts_session *se, uint32_t tool_id, int active, int kind,
                                double radius, double length, const struct ts_obb_tree *shape);
+/* Tool tool_id's Coulomb coefficients on the tissue (validated by the
+ * caller: ts_tool_friction_valid), used by both solvers from the next step. */
+void ts_session_set_tool_friction(ts_session *se, uint32_t tool_id, double mu_static,
+                                  double mu_kinetic);
 void ts_session_post_pose(ts_session *se, uint32_t tool_id, const double pos[3],
                           const double quat[4], double jaw, uint64_t seq, uint64_t client_time_us);
 

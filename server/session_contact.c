@@ -3,7 +3,8 @@
  * session_contact.h): builds a tool's OBB tree and workspaces when its shape
  * changes, then steps the solver with every active tool moving from its last
  * pose to the current one (ts_xpbd_step_posed: swept contact against
- * tunnelling, Coulomb friction, grasp by the jaws).
+ * tunnelling, Coulomb friction with the tool's mu_static and mu_kinetic,
+ * grasp by the jaws).
  */
 #include "session_contact.h"
 
@@ -106,6 +107,10 @@ int ts_session_contact_step(ts_session_contact *sc, ts_xpbd *x, ts_tissue *t, do
       int rc = build_tool(p, tool, t);
       if (rc) return rc;
     }
+    /* the tool's friction (ts_tool.h) is the contact's (ts_contact.h) */
+    if (ts_tool_friction_valid(tool->mu_static, tool->mu_kinetic)) return TS_EINVAL;
+    p->ws.def.mu_static = tool->mu_static;
+    p->ws.def.mu_kinetic = tool->mu_kinetic;
     ts_pose now;
     memcpy(now.p, tool->pos, sizeof now.p);
     memcpy(now.q, tool->quat, sizeof now.q);

@@ -48,7 +48,9 @@ void ts_session_contact_reset(ts_session_contact *sc);
 /* One XPBD step of t with the active tools on the tree path: each tool moves
  * from its last pose to its current one (ts_tool pos, quat, jaw) and gets
  * its reaction (force, torque about the tip, contacts) written back into
- * tools[]. 0, or a ts_errno of ts_xpbd_step_posed / of building a tool. */
+ * tools[]; a tool's friction (mu_static, mu_kinetic) is its contact's.
+ * 0, TS_EINVAL (a friction pair ts_tool_friction_valid refuses), or a
+ * ts_errno of ts_xpbd_step_posed / of building a tool. */
 int ts_session_contact_step(ts_session_contact *sc, ts_xpbd *x, ts_tissue *t, double dt,
                             ts_tool tools[TS_MAX_TOOLS], ts_xpbd_stats *stats);
 

@@ -52,6 +52,11 @@ int ts_massspring_prepare(ts_tissue *t) {
   if (!blk) return TS_ENOMEM;
   struct ts__ms *ms = (struct ts__ms *)blk;
   memset(ms, 0, sizeof *ms);
+  if (t->ms) { /* the tools' last poses (friction's tool velocities) carry over */
+    memcpy(ms->tl_pos, t->ms->tl_pos, sizeof ms->tl_pos);
+    memcpy(ms->tl_quat, t->ms->tl_quat, sizeof ms->tl_quat);
+    memcpy(ms->tl_seen, t->ms->tl_seen, sizeof ms->tl_seen);
+  }
   ms->hs = (ts__hs *)(blk + off_hs);
   ms->lim = (ts__lim *)(blk + off_lim);
   double *node = (double *)(blk + off_node);
@@ -208,9 +213,13 @@ int ts_massspring_step(ts_tissue *t, double dt, ts_tool *tools, int n_tools,
     tools[i].force[0] = tools[i].force[1] = tools[i].force[2] = 0;
     tools[i].torque[0] = tools[i].torque[1] = tools[i].torque[2] = 0;
     tools[i].contacts = 0;
-    if (!tools[i].active) continue;
+    if (!tools[i].active) {
+      ms->tl_seen[i] = 0;
+      continue;
+    }
     slot[i] = (int8_t)np;
     ts__ms_prepare_tool(&pt[np], &tools[i]);
+    ts__ms_tool_motion(ms, &pt[np], i, dt);
     pt[np++].index = i;
   }
 

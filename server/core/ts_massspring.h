@@ -26,10 +26,15 @@
  * stability in ts_ms_bounds.c; mass scaling in ts_ms_sms.c).
  *
  * Tools (spheres, capsules, triangle meshes by their signed distance;
- * frictionless, inelastic): nodes that end a substep inside a tool
- * are projected to its surface and take no velocity into it; while they
- * stay on it, the part of their force pushing into the tool is cancelled:
- * that reaction, averaged over the substeps, is the force on the tool.
+ * inelastic, with Coulomb friction by the tool's mu_static, mu_kinetic):
+ * nodes that end a substep inside a tool are projected to its surface and
+ * take no velocity into it; while they stay on it, the part of their force
+ * pushing into the tool is cancelled, and friction holds them to the tool's
+ * moving surface up to mu_s times that normal reaction or lets them slide
+ * against mu_k times it (ts_ms_contact.c): these reactions, averaged over
+ * the substeps, are the force on the tool. The tools' velocities for
+ * friction come from their poses at consecutive steps (a tool's pose is
+ * remembered by its index in `tools`; an inactive tool forgets it).
  */
 #ifndef TS_MASSSPRING_H
 #define TS_MASSSPRING_H
@@ -90,7 +95,8 @@ int ts_massspring_energy(const ts_tissue *t, double *kinetic, double *potential)
  * away (faster than 100 m/s) or the kinetic energy kept growing
  * geometrically (by over 20 % a step for 20 steps): the state is then reset
  * to rest so that no NaN ever leaves the core. Bad arguments change nothing
- * and give TS_EINVAL (dt <= 0 or over 1 s, tool radius <= 0, malformed
+ * and give TS_EINVAL (dt <= 0 or over 1 s, tool radius <= 0, a friction
+ * pair that ts_tool_friction_valid refuses, malformed
  * springs, a negative threshold, ...), TS_ENAN (a NaN or infinite dt, tool
  * coordinate or external force) or TS_ERANGE (dt needing over a million
  * substeps). Tools: up to 64; inactive ones are ignored, the force and

@@ -33,8 +33,34 @@
  * closest point by the tree, the sign by the angle-weighted pseudonormal),
  * queried in the tool's frame; the node moves by the distance along that
  * direction, and the rest (no kick, the reaction, the skin) is the
- * primitives'. Like the primitives, mesh contact here is frictionless; the
- * XPBD sessions' contact (ts_contact.h) has Coulomb friction.
+ * primitives'.
+ *
+ * Friction (Coulomb, force level; the tool's mu_static, mu_kinetic). A node
+ * that the tool holds in a substep (its push into the tool cancelled, the
+ * normal reaction N > 0) also gets a tangential force f from the tool. The
+ * tool's surface under the node moves with the tool's rigid motion over the
+ * step (v_s = v + w x (x - pos), v and w from the tool's last two poses:
+ * the tool stands at its pose through the step's substeps, so that a node
+ * moving at v_s through the step ends where the material point under it
+ * has gone); w_t is the tangential part of the node's velocity relative to
+ * it over the last substep ((x_k - x_(k-1)) / h - v_s) and a_t that of its
+ * acceleration after the normal reaction. Stick: the force that makes the
+ * next substep's relative tangential motion zero, f = -(a_t + w_t / h) / g
+ * (g = 1/m, or the scaled mass matrix's (M~^-1)_ii with the column's
+ * coupling), is applied when |f| <= mu_s N, and the node then takes the
+ * Verlet update, for which this f is exact (x_(k+1) - x_k = x_k - x_(k-1)
+ * + a h^2); slip: otherwise f = -mu_k N along the same direction (the
+ * projection of the stick force onto the kinetic cone: for an isotropic
+ * mass it opposes the slip at the end of the substep, the implicit
+ * time-stepping form of Coulomb's law; J. J. Moreau, "Unilateral contact
+ * and dry friction in finite freedom dynamics", in Nonsmooth Mechanics and
+ * Applications, CISM 302, Springer 1988, pp. 1-82; with the static/kinetic
+ * split as in Mueller et al., "Detailed Rigid Body Simulation with Extended
+ * Position Based Dynamics", 2020, section 3.5, which the XPBD sessions'
+ * contact (ts_contact.h) follows at position level). -f is part of the
+ * tool's reaction force and torque, so the balance (tool force = weight
+ * minus the anchors' reaction) holds for the tangential components too.
+ * mu_static = 0 skips all of it (frictionless, the results of before).
  *
  * After a live refinement a node may carry a contact allowance (the
  * hand-over's depth times its weight, ts_handover.h): it touches the tool
@@ -65,7 +91,8 @@ int ts__ms_valid_tool(const ts_tool *tl) {
   if (!isfinite(tl->radius) || !isfinite(tl->length)) return TS_ENAN;
   if (tl->kind != TS_TOOL_MESH && (!(tl->radius > 0) || tl->radius > 1.0)) return TS_EINVAL;
   if (tl->kind == TS_TOOL_CAPSULE && (tl->length < 0 || tl->length > 10.0)) return TS_EINVAL;
-  return 0;
+  if (!isfinite(tl->mu_static) || !isfinite(tl->mu_kinetic)) return TS_ENAN;
+  return ts_tool_friction_valid(tl->mu_static, tl->mu_kinetic);
 }
 
 void ts__ms_prepare_tool(ts__ptool *p, ts_tool *tl) {
@@ -81,6 +108,8 @@ void ts__ms_prepare_tool(ts__ptool *p, ts_tool *tl) {
   }
   p->inv_len2 = l2 > 0 ? 1.0 / l2 : 0.0;
   p->r = tl->radius;
+  p->mus = tl->mu_static;
+  p->muk = tl->mu_kinetic;
   p->skin = tl->radius * TS__SKIN;
   double br = tl->radius * (1.0 + TS__SKIN) + 0.5 * sqrt(l2);
   if (tl->kind == TS_TOOL_MESH) {
@@ -100,6 +129,61 @@ void ts__ms_prepare_tool(ts__ptool *p, ts_tool *tl) {
     br = tl->shape->reach + p->skin;
   }
   p->br2 = br * br;
+}
+
+void ts__ms_tool_motion(struct ts__ms *ms, ts__ptool *p, int i, double dt) {
+  const ts_tool *tl = p->tool;
+  double q[4], n2 = 0;
+  for (int k = 0; k < 4; k++) n2 += tl->quat[k] * tl->quat[k];
+  for (int k = 0; k < 4; k++) q[k] = n2 > 0 ? tl->quat[k] / sqrt(n2) : (k == 0);
+  if (ms->tl_seen[i]) {
+    const double *o = ms->tl_quat[i];
+    for (int k = 0; k < 3; k++) p->vel[k] = (tl->pos[k] - ms->tl_pos[i][k]) / dt;
+    /* the turn from the last pose, dq = q conj(o), as an angle about an axis */
+    double dw = q[0] * o[0] + q[1] * o[1] + q[2] * o[2] + q[3] * o[3];
+    double dv[3] = {-q[0] * o[1] + q[1] * o[0] - q[2] * o[3] + q[3] * o[2],
+                    -q[0] * o[2] + q[1] * o[3] + q[2] * o[0] - q[3] * o[1],
+                    -q[0] * o[3] - q[1] * o[2] + q[2] * o[1] + q[3] * o[0]};
+    if (dw < 0) {
+      dw = -dw;
+      for (int k = 0; k < 3; k++) dv[k] = -dv[k];
+    }
+    double sv = sqrt(dv[0] * dv[0] + dv[1] * dv[1] + dv[2] * dv[2]);
+    double ang = 2.0 * atan2(sv, dw);
+    for (int k = 0; k < 3; k++) p->omega[k] = sv > 0 ? dv[k] / sv * ang / dt : 0.0;
+  }
+  memcpy(ms->tl_pos[i], tl->pos, sizeof ms->tl_pos[i]);
+  memcpy(ms->tl_quat[i], q, sizeof ms->tl_quat[i]);
+  ms->tl_seen[i] = 1;
+}
+
+int ts__ms_friction(const ts_tissue *t, uint32_t i, const ts__ptool *p, const double n[3],
+                    double N, const double a[3], double g, double h, double f[3]) {
+  const double *x = t->x[i], *xp = t->x_prev[i], *o = p->tool->pos, *w = p->omega;
+  const double r[3] = {x[0] - o[0], x[1] - o[1], x[2] - o[2]};
+  const double vs[3] = {p->vel[0] + w[1] * r[2] - w[2] * r[1],
+                        p->vel[1] + w[2] * r[0] - w[0] * r[2],
+                        p->vel[2] + w[0] * r[1] - w[1] * r[0]};
+  const double ih = 1.0 / h;
+  double s[3], an = 0, wn = 0, rel[3];
+  for (int c = 0; c < 3; c++) {
+    rel[c] = (x[c] - xp[c]) * ih - vs[c];
+    an += a[c] * n[c];
+    wn += rel[c] * n[c];
+  }
+  double s2 = 0;
+  for (int c = 0; c < 3; c++) {
+    s[c] = (a[c] - an * n[c]) + (rel[c] - wn * n[c]) * ih; /* tangential */
+    s2 += s[c] * s[c];
+  }
+  const double ig = 1.0 / g, fs = sqrt(s2) * ig; /* the stick force's size */
+  if (fs <= p->mus * N) {
+    for (int c = 0; c < 3; c++) f[c] = -s[c] * ig;
+    return 1;
+  }
+  const double k = p->muk * N / fs * ig; /* fs > 0 here */
+  for (int c = 0; c < 3; c++) f[c] = -s[c] * k;
+  return 0;
 }
 
 /* A mesh tool's signed distance at x (m, negative inside) and the outward
@@ -181,7 +265,7 @@ void ts__ms_revalidate_contacts(const ts_tissue *t, struct ts__ms *ms, const ts_
   uint32_t kept = 0;
   for (uint32_t q = 0; q < ms->n_clist; q++) {
     uint32_t i = ms->clist[q];
-    int j = slot[ms->ctool[i] - 1];
+    int j = slot[(ms->ctool[i] & TS__CTOOL) - 1];
     int keep = 0;
     if (j >= 0) {
       const ts__ptool *p = &pt[j];

@@ -40,7 +40,11 @@
  * the column's solve (integrate_sms), so that the push does not reach the
  * rest of the column through the coupling. While held, the node's velocity
  * and remembered accelerations lose their normal parts (hold_history), or
- * Beeman's history would throw it off the surface.
+ * Beeman's history would throw it off the surface. A tool with friction
+ * then adds its tangential force on the held node (ts__ms_friction,
+ * ts_ms_contact.c says the method), whose opposite is part of the tool's
+ * reaction; a node static friction holds takes the Verlet update that its
+ * stick force is computed for.
  */
 
 #include <math.h>
@@ -83,25 +87,37 @@ static inline void hold_history(ts_tissue *t, uint32_t i, const double n[3]) {
 
 /* The reaction of the tool a node touched at the end of the last substep:
  * the part of its force F pushing into the tool (along -n, n the tool's
- * outward normal there) is cancelled and added to that tool's force. With
- * the scaled mass matrix this must happen before the solve, or the cancelled
- * push would still reach the rest of the node's column. */
-static inline void reaction(ts_tissue *t, const struct ts__ms *ms, uint32_t i, double F[3],
-                            ts__ptool *pt, const int8_t *tool_slot) {
-  int k = ms->ctool[i];
-  if (!k) return;
+ * outward normal there) is cancelled and added to that tool's force, and so
+ * is the opposite of the tool's friction on it (w = 1/m, h the substep).
+ * With the scaled mass matrix this must happen before the solve, or the
+ * cancelled push would still reach the rest of the node's column. Returns
+ * 1 when static friction holds the node. */
+static inline int reaction(ts_tissue *t, const struct ts__ms *ms, uint32_t i, double F[3],
+                           ts__ptool *pt, const int8_t *tool_slot, double w, double h) {
+  int k = ms->ctool[i] & TS__CTOOL;
+  if (!k) return 0;
   int j = tool_slot[k - 1];
-  if (j < 0) return;
+  if (j < 0) return 0;
   const double *n = ms->cn[i];
   double fn = F[0] * n[0] + F[1] * n[1] + F[2] * n[2];
-  if (!(fn < 0)) return;
+  if (!(fn < 0)) return 0;
   double fr[3];
   for (int c = 0; c < 3; c++) {
     F[c] -= fn * n[c];
     fr[c] = fn * n[c];
   }
+  int stuck = 0;
+  if (pt[j].mus > 0) {
+    double a[3] = {F[0] * w, F[1] * w, F[2] * w}, ff[3];
+    stuck = ts__ms_friction(t, i, &pt[j], n, -fn, a, w, h, ff);
+    for (int c = 0; c < 3; c++) {
+      F[c] += ff[c];
+      fr[c] -= ff[c];
+    }
+  }
   add_reaction(&pt[j], t->x[i], fr);
   hold_history(t, i, n);
+  return stuck;
 }
 
 /* The update of free node i with its acceleration an of this substep;
@@ -184,14 +200,15 @@ void ts__ms_integrate(ts_tissue *t, struct ts__ms *ms, double h, int taylor, ts_
     double an[3], m = 1.0 / w;
     for (int c = 0; c < 3; c++)
       an[c] = f[i][c] + fe[i][c] + wh * fh[i][c] + m * (g[c] - drag * t->v[i][c]);
-    reaction(t, ms, i, an, pt, slot);
+    int stuck = reaction(t, ms, i, an, pt, slot, w, h);
     for (int c = 0; c < 3; c++) an[c] *= w;
     int beeman = 0;
     if (!taylor) {
       beeman_correct(t, i, an, h);
       double d0 = an[0] - t->acc[i][0], d1 = an[1] - t->acc[i][1], d2 = an[2] - t->acc[i][2];
       double lim = mu * w; /* |dF| > mu  <=>  |da| > mu / m */
-      beeman = d0 * d0 + d1 * d1 + d2 * d2 > lim * lim;
+      /* a node that static friction holds takes Verlet's update */
+      beeman = !stuck && d0 * d0 + d1 * d1 + d2 * d2 > lim * lim;
     }
     counts[node_update(t, i, an, taylor, beeman, h)]++;
     move2 = TS__MAX(move2, moved2(t, i));
@@ -268,8 +285,9 @@ void ts__ms_integrate_sms(ts_tissue *t, struct ts__ms *ms, double h, int taylor,
   for (uint32_t j = 0; ms->n_clist > 0 && j < nv; j++) { /* tool reactions */
     for (uint32_t sc = 0; sc < S; sc++) {
       uint32_t ic = sc * nv + j;
-      int k = ms->ctool[ic];
+      int k = ms->ctool[ic] & TS__CTOOL;
       if (!k || !(im[ic] > 0) || slot[k - 1] < 0) continue;
+      ts__ptool *tp = &pt[slot[k - 1]];
       const double *n = ms->cn[ic];
       double acn = an[ic][0] * n[0] + an[ic][1] * n[1] + an[ic][2] * n[2];
       if (!(acn < 0)) continue;
@@ -292,7 +310,15 @@ void ts__ms_integrate_sms(ts_tissue *t, struct ts__ms *ms, double h, int taylor,
       for (uint32_t s = 0; s < S; s++)
         for (int c = 0; c < 3; c++) an[s * nv + j][c] += lambda * col[s] * n[c];
       double fr[3] = {-lambda * n[0], -lambda * n[1], -lambda * n[2]};
-      add_reaction(&pt[slot[k - 1]], t->x[ic], fr);
+      if (tp->mus > 0) { /* friction: a tangential force on the node, through its column */
+        double ff[3];
+        if (ts__ms_friction(t, ic, tp, n, lambda, an[ic], col[sc], h, ff))
+          ms->ctool[ic] |= TS__STUCK;
+        for (uint32_t s = 0; s < S; s++)
+          for (int c = 0; c < 3; c++) an[s * nv + j][c] += col[s] * ff[c];
+        for (int c = 0; c < 3; c++) fr[c] -= ff[c];
+      }
+      add_reaction(tp, t->x[ic], fr);
       hold_history(t, ic, n);
     }
   }
@@ -301,7 +327,9 @@ void ts__ms_integrate_sms(ts_tissue *t, struct ts__ms *ms, double h, int taylor,
     for (uint32_t i = s * nv; i < (s + 1) * nv; i++) {
       if (!(im[i] > 0)) continue;
       int beeman = 0;
-      if (!taylor) {
+      if (!taylor && (ms->ctool[i] & TS__STUCK)) { /* held by static friction: Verlet */
+        beeman_correct(t, i, an[i], h);
+      } else if (!taylor) {
         /* dF = M~ da, row i: (m + beta_up + beta_down) da_i - beta_up da_above
          * - beta_down da_below, da = 0 on anchored nodes */
         double bu = s > 0 ? ms->beta[i - nv] : 0.0, bd = ms->beta[i];

@@ -38,6 +38,8 @@
 #define TS__MAX(a, b) ((a) > (b) ? (a) : (b))
 #define TS__MIN(a, b) ((a) < (b) ? (a) : (b))
 #define TS__BLK 16                 /* springs per block of the force loop */
+#define TS__STUCK 0x80             /* ctool flag: held by static friction */
+#define TS__CTOOL 0x7f             /* ctool mask: 1 + the tool's index */
 
 /* One spring as the force loop reads it. */
 typedef struct ts__hs {
@@ -93,7 +95,9 @@ struct ts__ms {
   double (*an)[3]; /* per node scratch: accelerations of the substep */
   double (*cn)[3]; /* per node: the tool's outward normal at its contact */
   uint8_t *ctool;  /* per node: 1 + the caller's index of the tool it touched
-                      at the end of the last substep, 0 for none */
+                      at the end of the last substep, 0 for none; during a
+                      substep's integration TS__STUCK is or-ed in for a node
+                      that static friction holds */
   uint32_t *clist; /* the nodes with ctool set */
   uint32_t n_clist;
   /* a refinement's hand-over this step (ts_handover.h): forces fh times wh
@@ -102,6 +106,11 @@ struct ts__ms {
   const double (*fh)[3];
   double wh;
   const double *depth;
+  /* the tools' poses at the last step, by the caller's index (their
+   * velocities for friction: ts_ms_contact.c) */
+  double tl_pos[TS__MAX_STEP_TOOLS][3];
+  double tl_quat[TS__MAX_STEP_TOOLS][4];
+  uint8_t tl_seen[TS__MAX_STEP_TOOLS];
 };
 
 /* A tool as one step sees it (prepared once per step). */
@@ -118,6 +127,9 @@ typedef struct ts__ptool {
   double force[3];    /* sum over substeps */
   double torque[3];   /* sum over substeps, about the tool's tip */
   uint32_t contacts;  /* most in one substep of this step */
+  double mus, muk;    /* Coulomb coefficients (0, 0: frictionless) */
+  double vel[3];      /* the tool's velocity over the step (at pos), m/s */
+  double omega[3];    /* and its angular velocity, rad/s */
 } ts__ptool;
 
 /* Strain extremes seen by a force evaluation. */
@@ -214,6 +226,22 @@ int ts__ms_valid_tool(const ts_tool *tl);
 
 /* Prepares tool tl for a step into p (index left for the caller). */
 void ts__ms_prepare_tool(ts__ptool *p, ts_tool *tl);
+
+/* The velocity (m/s) and angular velocity (rad/s) of p's tool over a step
+ * of dt seconds from the pose ms remembers for caller index i (none
+ * remembered: at rest), then remembers the tool's current pose. */
+void ts__ms_tool_motion(struct ts__ms *ms, ts__ptool *p, int i, double dt);
+
+/* Coulomb friction on node i held by tool p with normal reaction N > 0 (N)
+ * along the outward normal n: a is the node's acceleration after the
+ * normal reaction (m/s^2; only its tangential part is read), g its
+ * acceleration per newton of force on it ((M^-1)_ii, 1/kg), h the substep
+ * (s). f gets the friction force on the node (N, tangential). Returns 1
+ * when static friction holds the node (f is the force that makes its
+ * tangential velocity the tool surface's over the next substep), 0 when it
+ * slides (|f| = mu_k N against the slip). */
+int ts__ms_friction(const ts_tissue *t, uint32_t i, const ts__ptool *p, const double n[3],
+                    double N, const double a[3], double g, double h, double f[3]);
 
 /* Projects the free nodes inside tool p onto its surface and marks them. */
 void ts__ms_contact(ts_tissue *t, struct ts__ms *ms, ts__ptool *p);

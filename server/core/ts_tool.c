@@ -2,11 +2,21 @@
  * ts_tool.c: the skeleton's narrow phase for rigid tools: signed distance from
  * a point to a sphere or a capsule (see ts_tool.h). The mass-spring step
  * (ts_massspring.c) uses the core segment directly so that it can reject far
- * nodes cheaply before computing a distance.
+ * nodes cheaply before computing a distance. And the check of a tool's
+ * friction coefficients (ts_tool_friction_valid).
  */
 #include "ts_tool.h"
 
 #include <math.h>
+
+#include "ts_error.h"
+
+int ts_tool_friction_valid(double mu_static, double mu_kinetic) {
+  if (!isfinite(mu_static) || !isfinite(mu_kinetic)) return TS_EINVAL;
+  if (!(mu_kinetic >= 0) || !(mu_kinetic <= mu_static) || !(mu_static <= TS_TOOL_MU_MAX))
+    return TS_EINVAL;
+  return 0;
+}
 
 void ts_tool_segment(const ts_tool *tool, double a[3], double b[3]) {
   for (int i = 0; i < 3; i++) a[i] = b[i] = tool->pos[i];

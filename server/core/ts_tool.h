@@ -1,7 +1,9 @@
 /*
  * ts_tool.h: rigid tools as the core sees them in the skeleton: a sphere or a
  * capsule at a pose. Issue 5 replaces the narrow phase with OBB/AABB trees;
- * this interface (pose in, reaction force out) stays.
+ * this interface (pose in, reaction force out) stays. A tool carries its
+ * Coulomb friction on the tissue (static and kinetic coefficient), used by
+ * both solvers' contact.
  */
 #ifndef TS_TOOL_H
 #define TS_TOOL_H
@@ -29,7 +31,27 @@ typedef struct ts_tool {
   double force[3];     /* out: the reaction force of the tissue on the tool, N */
   double torque[3];    /* out: its moment about the tip (pos), N m */
   uint32_t contacts;   /* out: nodes in contact this step (most in a substep) */
+  double mu_static;    /* Coulomb friction of the tool on tissue: static */
+  double mu_kinetic;   /* and kinetic coefficient; 0 <= mu_kinetic <= mu_static
+                          <= TS_TOOL_MU_MAX (0, 0: frictionless) */
 } ts_tool;
+
+/* Largest friction coefficient a tool may have (above any measured for
+ * tissue; rubber on dry glass is about 1 to 2). */
+#define TS_TOOL_MU_MAX 2.0
+
+/* The daemon's default for a steel instrument on wet tissue: kinetic 0.05,
+ * the top of the range measured for a stainless steel sled sliding on the
+ * small bowel's lumen (COF 0.007 to 0.054: "Preliminary friction force
+ * measurements on small bowel lumen when eliminating sled
+ * edge effects", Tribology Letters 51(3):377-383, 2013), static twice that
+ * (a still instrument holds the mucosa before it slides). */
+#define TS_TOOL_MU_STATIC_DEFAULT 0.1
+#define TS_TOOL_MU_KINETIC_DEFAULT 0.05
+
+/* 0 when (mu_static, mu_kinetic) is a valid pair (finite, 0 <= mu_kinetic
+ * <= mu_static <= TS_TOOL_MU_MAX), TS_EINVAL otherwise. */
+int ts_tool_friction_valid(double mu_static, double mu_kinetic);
 
 /* Signed distance of p from the tool's surface (negative inside), measured
  * from the closest point on the tool's core (sphere centre or capsule

@@ -7,7 +7,10 @@
  *   - "bullet": Bullet's btSoftBody at comparable settings (bench_bullet.h);
  *   - "linear-loop": a plain linear spring loop (bench_linear.h);
  * and, for patch-S, the fraction of one core that running it at 1 kHz takes
- * (CPU seconds per simulated second at the session dt of 1 ms).
+ * (CPU seconds per simulated second at the session dt of 1 ms): the whole
+ * step, the tool's contact (with the daemon's default Coulomb friction of
+ * a steel instrument on wet tissue, ts_tool.h, as sessions run it) and the
+ * mechanics.
  *
  *   bench_mechanics [--quick | --full] [SCENARIO ...]   (default: all)
  *
@@ -131,6 +134,8 @@ static int model_steps(model_run *m, uint32_t n, double dt_path) {
   ts_bench_scenario *sc = m->sc;
   for (uint32_t i = 0; i < n; i++) {
     ts_bench_path_sphere(&sc->path, m->path_t, TS_BENCH_SPHERE_RADIUS, &m->tool);
+    m->tool.mu_static = TS_TOOL_MU_STATIC_DEFAULT; /* as the daemon's sessions */
+    m->tool.mu_kinetic = TS_TOOL_MU_KINETIC_DEFAULT;
     ts_step_stats st;
     int rc = ts_massspring_step(sc->tissue, sc->dt, &m->tool, 1, &st);
     if (rc) {
@@ -376,6 +381,8 @@ static int run_scenario(const char *name, const bench_plan *plan) {
       o = ts_bench_line("mechanics", name, "core_fraction_at_1khz", 1.0 / (m_steps * sc.dt), "1");
       ts_bench_line_ref(o, "bullet", 1.0 / (b_steps * sc.dt));
       ts_bench_line_num(o, "target", TS__TARGET_CORE_FRACTION);
+      ts_bench_line_num(o, "tool_mu_static", TS_TOOL_MU_STATIC_DEFAULT);
+      ts_bench_line_num(o, "tool_mu_kinetic", TS_TOOL_MU_KINETIC_DEFAULT);
       ts_bench_line_str(o, "ref_precision", prec);
       emit_common(o, plan);
       ts_bench_line_emit(o);

@@ -2,8 +2,9 @@
  * itest_badinput.c: hostile and broken clients against one real tissued, with
  * raw sockets (not libtissueclient) so that the bytes are exactly what the
  * test says: undecodable messages, absurd lengths, wrong versions, messages
- * before Hello, NaN and unnormalised poses, observers posing, missing
- * sessions, peers that vanish mid-message. Every case must get its Error (or
+ * before Hello, NaN and unnormalised poses, tool friction coefficients out
+ * of range, observers posing, missing sessions, peers that vanish
+ * mid-message. Every case must get its Error (or
  * a close where that is the documented answer); afterwards a well-behaved
  * client must still get its frames and the daemon must exit 0 on SIGTERM.
  *
@@ -215,6 +216,26 @@ static uint32_t create_session(int fd, uint64_t rid) {
   return id;
 }
 
+/* A controller's join of tool `tool` with friction (mu_s, mu_k) on its sphere. */
+static void send_join_friction(int fd, uint64_t rid, uint32_t session, uint32_t tool, float mu_s,
+                               float mu_k) {
+  Tissued__V1__Friction fr = TISSUED__V1__FRICTION__INIT;
+  fr.mu_static = mu_s;
+  fr.mu_kinetic = mu_k;
+  Tissued__V1__ToolShape shape = TISSUED__V1__TOOL_SHAPE__INIT;
+  shape.radius = 0.005f;
+  shape.friction = &fr;
+  Tissued__V1__JoinSession m = TISSUED__V1__JOIN_SESSION__INIT;
+  m.session_id = session;
+  m.role = TISSUED__V1__ROLE__ROLE_CONTROLLER;
+  m.tool_id = tool;
+  m.tool = &shape;
+  Envelope env = TISSUED__V1__ENVELOPE__INIT;
+  env.body_case = TISSUED__V1__ENVELOPE__BODY_JOIN_SESSION;
+  env.join_session = &m;
+  send_env(fd, rid, &env);
+}
+
 static void send_join(int fd, uint64_t rid, uint32_t session, int role) {
   Tissued__V1__ToolShape shape = TISSUED__V1__TOOL_SHAPE__INIT;
   shape.radius = 0.005f;
@@ -342,6 +363,20 @@ START_TEST(test_pose_nan_and_quat) {
   /* a good pose afterwards is accepted (no Error; a ping gets its Pong next) */
   send_pose(fd, 16, tool, 0, 0.01f, 0, 1, 0, 0, 0);
   ping_ok(fd, 17);
+  /* friction coefficients out of range (kinetic over static, negative, over
+   * the cap of 2, NaN) are refused with TS_EINVAL; the connection and the
+   * session go on, and a valid pair joins (the same tool again) */
+  const float bad[][2] = {{0.1f, 0.2f}, {-0.1f, 0}, {0.3f, -0.1f}, {2.5f, 0.1f}, {NAN, 0}};
+  for (unsigned k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    send_join_friction(fd, 18 + k, sid, tool, bad[k][0], bad[k][1]);
+    expect_error(fd, TS_EINVAL, 18 + k, "bad friction");
+  }
+  send_join_friction(fd, 24, sid, tool, 0.4f, 0.3f);
+  Envelope *e = expect_reply(fd, TISSUED__V1__ENVELOPE__BODY_JOINED, 24, "join with friction");
+  ck_assert_uint_eq(e->joined->tool_id, tool);
+  tissued__v1__envelope__free_unpacked(e, NULL);
+  send_pose(fd, 25, tool, 0, 0.002f, 0, 1, 0, 0, 0);
+  ping_ok(fd, 26);
   close(fd);
 }
 END_TEST
