@@ -432,14 +432,14 @@ static void stored_work(create_job *j, ts_storage *st) {
 }
 
 /* A quasi-static session starts with the newest model stored for its tissue
- * and material (the method's, else the richer one), when there is one. */
+ * and material (the method's, else a richer one), when there is one. */
 static void load_model(create_job *j, ts_storage *st) {
   ts_session *se = j->session;
   ts_tissue_rec tr;
   if (ts_storage_get_tissue(st, se->tissue_name, &tr)) return;
   int64_t tid = tr.id;
   ts_storage_tissue_free(&tr);
-  for (int k = TS_LEARN_METHOD; k <= TS_LEARN_RICH; k++) {
+  for (int k = TS_LEARN_METHOD; k <= TS_LEARN_KIND_LAST; k++) {
     ts_model_rec rec;
     if (ts_storage_get_latest_model(st, tid, se->material, ts_learn_kind_name((ts_learn_kind)k),
                                     &rec))

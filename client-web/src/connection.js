@@ -331,7 +331,10 @@ export class SessionClient {
    */
   handOverTool(toolId) { return this.request('handOverTool', { sessionId: this.sessionId, toolId }); }
 
-  /** TrainShortcut ("method" or "rich") and UseShortcut (controllers of a quasi-static session). */
+  /**
+   * TrainShortcut ("method", "rich" or "spread") and UseShortcut (controllers of a
+   * quasi-static session).
+   */
   trainShortcut(model) { return this.request('trainShortcut', { sessionId: this.sessionId, model }); }
   useShortcut(learned) { return this.request('useShortcut', { sessionId: this.sessionId, learned }); }
 

@@ -11,12 +11,17 @@
 
 #include "ts_error.h"
 
+_Static_assert(1 + TS_LEARN_HOPS <= TS_LEARN_MAX_PARAMS, "the spread model fits theta");
+_Static_assert(TS_LEARN_HOPS <= 16, "the spread model's sweeps stay few");
+
 const char *ts_learn_kind_name(ts_learn_kind k) {
   switch (k) {
   case TS_LEARN_METHOD:
     return "method";
   case TS_LEARN_RICH:
     return "rich";
+  case TS_LEARN_SPREAD:
+    return "spread";
   }
   return NULL;
 }
@@ -27,6 +32,8 @@ int ts_learn_kind_parse(const char *name, ts_learn_kind *out) {
     *out = TS_LEARN_METHOD;
   else if (strcmp(name, "rich") == 0)
     *out = TS_LEARN_RICH;
+  else if (strcmp(name, "spread") == 0)
+    *out = TS_LEARN_SPREAD;
   else
     return TS_EINVAL;
   return 0;
@@ -39,6 +46,8 @@ uint32_t ts_learn_n_params(ts_learn_kind k, uint32_t n_sheets) {
     return 3;
   case TS_LEARN_RICH:
     return 4 * n_sheets;
+  case TS_LEARN_SPREAD:
+    return 1 + TS_LEARN_HOPS;
   }
   return 0;
 }
@@ -85,12 +94,17 @@ static uint32_t feature_row(ts_learn_kind k, uint32_t n_sheets, const ts_learn_s
     phi[2] = s->g[c];
     return p;
   }
-  memset(phi, 0, sizeof *phi * p);
-  uint32_t o = 4 * (s->sheet < n_sheets ? s->sheet : n_sheets - 1);
-  phi[o + 0] = s->x0[c];
-  phi[o + 1] = s->f[c];
-  phi[o + 2] = s->g[c];
-  phi[o + 3] = s->f1[c];
+  if (k == TS_LEARN_RICH) {
+    memset(phi, 0, sizeof *phi * p);
+    uint32_t o = 4 * (s->sheet < n_sheets ? s->sheet : n_sheets - 1);
+    phi[o + 0] = s->x0[c];
+    phi[o + 1] = s->f[c];
+    phi[o + 2] = s->g[c];
+    phi[o + 3] = s->f1[c];
+    return p;
+  }
+  phi[0] = s->x0[c]; /* TS_LEARN_SPREAD: one theta for every sheet */
+  for (uint32_t j = 0; j < TS_LEARN_HOPS; j++) phi[1 + j] = s->u[j][c];
   return p;
 }
 
@@ -126,6 +140,7 @@ typedef struct moments {
   double c[TS_LEARN_MAX_PARAMS];
   double D[TS_LEARN_MAX_PARAMS];
   double yy;
+  double L[TS_LEARN_MAX_PARAMS * TS_LEARN_MAX_PARAMS]; /* Cholesky scratch */
 } moments;
 
 static int build_moments(const ts_learn_set *set, ts_learn_kind kind, moments *mo) {
@@ -175,10 +190,10 @@ static double scaled_loss(const moments *mo, const double *th) {
 }
 
 /* Cholesky solve of A x = c (A~ is SPD when the columns are independent). */
-static int cholesky_solve(const moments *mo, double *x) {
+static int cholesky_solve(moments *mo, double *x) {
   uint32_t p = mo->p;
-  double L[TS_LEARN_MAX_PARAMS * TS_LEARN_MAX_PARAMS];
-  memset(L, 0, sizeof L);
+  double *L = mo->L;
+  memset(L, 0, sizeof mo->L);
   for (uint32_t i = 0; i < p; i++)
     for (uint32_t j = 0; j <= i; j++) {
       double s = mo->A[i * p + j];
@@ -219,7 +234,7 @@ ts_learn_train_opts ts_learn_train_defaults(void) {
   ts_learn_train_opts o;
   memset(&o, 0, sizeof o);
   o.beta = 0;
-  o.rel_tol = 1e-14;
+  o.rel_tol = 1e-15;
   o.max_iter = 50000000;
   return o;
 }

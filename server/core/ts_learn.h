@@ -9,8 +9,10 @@
  * state at the start of the interval, the control points already at their
  * prescribed positions), the internal force f at x0 (the springs of
  * ts_qstatic.h, N), gravity g = m_i * gravity (N), the final position x1
- * (the solve's equilibrium), and for the richer model the mean internal
- * force f1 of the node's spring neighbours and its sheet.
+ * (the solve's equilibrium), for the rich model the mean internal force f1
+ * of the node's spring neighbours and its sheet, and for the spread model
+ * the spread displacements u_j (m). Recording computes every kind's
+ * features; a learned step only its model's.
  *
  * The method's model (TS_LEARN_METHOD, the default):
  *   h_theta(eta) = theta0 * x0 + theta1 * f + theta2 * g,
@@ -22,7 +24,37 @@
  * The richer model (TS_LEARN_RICH, beyond the method): per sheet s its own
  * four scalars on (x0, f, g, f1): the sheets of different layers respond
  * differently, and f1 carries the pull of a neighbour held by the tool to
- * nodes one spring further. 4 * n_sheets parameters.
+ * nodes one spring further. 4 * n_sheets parameters. It sees no further
+ * than one spring, so the displacement that spreads through the region is
+ * mostly missed (test_learn: hardly better than the method's).
+ *
+ * The spread model (TS_LEARN_SPREAD, beyond the method): 1 + TS_LEARN_HOPS
+ * scalars on (x0, u_0 .. u_{H-1}), shared by every sheet, where the u_j
+ * carry the start residual spread through the region. The quasi-static
+ * solve is a Richardson iteration x <- x + alpha R(x); about the start state
+ * R is nearly linear in the displacement, so the solve's first steps are
+ * polynomials in the network's stiffness operator applied to the start
+ * residual r = f + g. The features run a few such steps, cheaply: from
+ * y = x0 (control points and fixed nodes where the solve keeps them),
+ *   m <- mu m + omega D^-1 R(y),  y <- y + m,   m = 0 at the start,
+ * D_i = sum_j K_ij over node i's springs (the Jacobi scale: every node
+ * takes its own step), omega = TS_LEARN_SPREAD_OMEGA and the momentum
+ * mu = TS_LEARN_SPREAD_MU (heavy ball: the smooth modes, which plain
+ * Jacobi settles in about (region width in springs)^2 sweeps, settle in
+ * about the width). The displacement v^(k) = y - x0 after k sweeps is kept
+ * at k = 1, 2, 4, ..., 2^(H-1) as increments u_0 = v^(1) (= omega D^-1 r:
+ * the method's f and g terms), u_j = v^(2^j) - v^(2^(j-1)) (the same span
+ * as the v's, better conditioned). The model stays linear in theta: it
+ * learns how to weigh the unfinished relaxation's stages.
+ *
+ * Measured on patch-S (test_learn.c: held-out RMS / max error, % of the
+ * displacement; closed form): the method's 87 / 102, rich 81 / 105; spread
+ * with scales 1..64 (H = 7): mu = 0 47 / 269 (per-sheet theta: 43 / 151),
+ * mu = 0.8 10 / 32, mu = 0.9 6.9 / 6.2 (this), mu = 0.95 9.0 / 19; without
+ * momentum scales up to 256 sweeps were needed for 8.3 / 31 (per-sheet
+ * theta, 4 x the parameters: 8.1 / 28, hence shared); with f and g as
+ * extra features the same 6.9 / 6.2. The sweeps cost about 1 % of the
+ * solve's iterations (bench_learn.c).
  *
  * Training: the moments A = (1/N) sum phi phi^T and c = (1/N) sum phi y are
  * accumulated once (phi the feature row, y the target), so the batch
@@ -49,11 +81,24 @@
 #include "ts_qstatic.h"
 #include "ts_qstatic_refine.h"
 
-typedef enum ts_learn_kind { TS_LEARN_METHOD = 0, TS_LEARN_RICH = 1 } ts_learn_kind;
+typedef enum ts_learn_kind {
+  TS_LEARN_METHOD = 0,
+  TS_LEARN_RICH = 1,
+  TS_LEARN_SPREAD = 2
+} ts_learn_kind;
+
+#define TS_LEARN_KIND_LAST TS_LEARN_SPREAD
+
+/* The spread model's sweeps: kept at 1, 2, 4, ..., 2^(TS_LEARN_HOPS-1). */
+#define TS_LEARN_HOPS 7
+#define TS_LEARN_SPREAD_OMEGA 0.9 /* relaxation factor of the Jacobi step */
+#define TS_LEARN_SPREAD_MU 0.9    /* momentum */
 
 #define TS_LEARN_MAX_PARAMS (4 * TS_MAX_LAYERS + 4)
 
-/* "method" or "rich"; NULL for an unknown kind. */
+/* "method", "rich" or "spread"; NULL for an unknown kind. Stored models
+ * keep the name, so each name keeps its features: a new feature set is a
+ * new kind, and a model of a kind this code does not know is refused. */
 const char *ts_learn_kind_name(ts_learn_kind k);
 /* Parses a kind name: 0, or TS_EINVAL. */
 int ts_learn_kind_parse(const char *name, ts_learn_kind *out);
@@ -63,6 +108,7 @@ uint32_t ts_learn_n_params(ts_learn_kind k, uint32_t n_sheets);
 
 typedef struct ts_learn_sample {
   double x0[3], f[3], g[3], f1[3], x1[3];
+  double u[TS_LEARN_HOPS][3]; /* the spread model's spread displacements, m */
   uint32_t sheet;
 } ts_learn_sample;
 
@@ -102,7 +148,11 @@ typedef struct ts_learn_train_opts {
   void *progress_ud;
 } ts_learn_train_opts;
 
-/* beta 0, rel_tol 1e-14, max_iter 50,000,000, no progress. */
+/* beta 0, rel_tol 1e-15, max_iter 50,000,000, no progress. The error left
+ * in theta~ is about the condition number of the scaled moments times
+ * rel_tol: about 1e8 for the spread model's features, whose later sweeps
+ * are nearly proportional, hence 1e-15 (not much slower than 1e-14: the
+ * slowest mode has converged long before). */
 ts_learn_train_opts ts_learn_train_defaults(void);
 
 /* Gradient descent over the set for the given kind. Returns 0 (also when
@@ -163,6 +213,8 @@ typedef struct ts_learner {
   double (*ctrl_pos)[3];
   uint32_t *nodes;
   ts_learn_sample *feat;
+  double (*va)[3], (*vb)[3], (*vm)[3]; /* the spread features' Jacobi iterates, per node */
+  double *dinv;              /* 1 / D_i per node, 1/(N/m) */
 } ts_learner;
 
 /* A learner over q recording up to sample_cap samples; range (m, > 0) is
@@ -218,6 +270,12 @@ typedef struct ts_learn_error {
  * ts_learner_step. */
 int ts_learner_compare(ts_learner *l, double (*x)[3], const ts_learn_press *p,
                        ts_learn_error *err);
+
+/* As ts_learner_compare for n models at once (each of q's sheet count, l
+ * need not be learned): one solve, err[k] for models[k]. Returns as
+ * ts_learner_step (TS_EINVAL also for a model that does not fit). */
+int ts_learner_compare_models(ts_learner *l, double (*x)[3], const ts_learn_press *p,
+                              const ts_learn_model *models, uint32_t n, ts_learn_error *err);
 
 /* A text naming the material a model belongs to: the tissue's layers
  * (name, thickness, axial and radial laws) and the solve's parameters

@@ -30,7 +30,12 @@ int ts_learner_create(ts_qstatic *q, double range, uint32_t sample_cap, ts_learn
   l->ctrl_pos = malloc(sizeof *l->ctrl_pos * n);
   l->nodes = malloc(sizeof *l->nodes * n);
   l->feat = malloc(sizeof *l->feat * n);
-  if (rc || !l->x0 || !l->ctrl || !l->ctrl_pos || !l->nodes || !l->feat) {
+  l->va = malloc(sizeof *l->va * n);
+  l->vb = malloc(sizeof *l->vb * n);
+  l->vm = malloc(sizeof *l->vm * n);
+  l->dinv = malloc(sizeof *l->dinv * n);
+  if (rc || !l->x0 || !l->ctrl || !l->ctrl_pos || !l->nodes || !l->feat || !l->va || !l->vb ||
+      !l->vm || !l->dinv) {
     ts_learner_destroy(l);
     return rc ? rc : TS_ENOMEM;
   }
@@ -46,6 +51,10 @@ void ts_learner_destroy(ts_learner *l) {
   free(l->ctrl_pos);
   free(l->nodes);
   free(l->feat);
+  free(l->va);
+  free(l->vb);
+  free(l->vm);
+  free(l->dinv);
   ts_qsrefine_destroy(l->rq);
   free(l);
 }
@@ -110,8 +119,78 @@ static int press_ok(const ts_learn_press *p) {
   return 0;
 }
 
-/* Features of the free nodes at x (the start state, controls placed). */
-static void features(ts_learner *l, const double (*x)[3], uint32_t nf, const uint32_t *fr) {
+/* Which features an interval computes (x0, f, g always). */
+enum { FEAT_F1 = 1, FEAT_SPREAD = 2, FEAT_ALL = FEAT_F1 | FEAT_SPREAD };
+
+static unsigned model_features(ts_learn_kind k) {
+  return k == TS_LEARN_RICH ? FEAT_F1 : k == TS_LEARN_SPREAD ? FEAT_SPREAD : 0;
+}
+
+/* The spread model's features of the nf free nodes fr (ts_learn.h): from
+ * y = x (the start state, the roles of the solve just prepared), sweeps of
+ * the relaxation with momentum
+ *   m <- mu m + omega D^-1 R(y),  y <- y + m
+ * over the free nodes (R: springs and gravity, control points and fixed
+ * nodes at x), the displacement y - x kept at 1, 2, 4, ... sweeps as
+ * increments. Uses l->va (y), l->vb (R), l->vm (m), l->dinv (omega / D_i),
+ * indexed by node; entries of nodes that are not free are never read. */
+static void spread_features(ts_learner *l, const double (*x)[3], uint32_t nf, const uint32_t *fr) {
+  const ts_qstatic *q = l->q;
+  double(*y)[3] = l->va, (*R)[3] = l->vb, (*m)[3] = l->vm;
+  for (uint32_t k = 0; k < nf; k++) {
+    uint32_t i = fr[k];
+    double D = 0;
+    for (uint32_t e = q->adj_off[i]; e < q->adj_off[i + 1]; e++) D += q->K[q->adj[e]];
+    l->dinv[i] = D > 0 ? TS_LEARN_SPREAD_OMEGA / D : 0;
+    memcpy(y[i], x[i], sizeof y[0]);
+    memset(m[i], 0, sizeof m[0]);
+  }
+  uint32_t sweeps = 0;
+  for (uint32_t h = 0; h < TS_LEARN_HOPS; h++) {
+    uint32_t target = 1u << h;
+    for (; sweeps < target; sweeps++) {
+      for (uint32_t k = 0; k < nf; k++) {
+        uint32_t i = fr[k];
+        for (int c = 0; c < 3; c++) R[i][c] = q->mass[i] * q->gravity[c];
+      }
+      for (uint32_t e = 0; e < q->n_active; e++) {
+        uint32_t sp = q->active[e], a = q->ends[sp][0], b = q->ends[sp][1];
+        int fa = q->role[a] == TS_QS_FREE, fb = q->role[b] == TS_QS_FREE;
+        const double *xa = fa ? y[a] : x[a], *xb = fb ? y[b] : x[b];
+        double d[3] = {xb[0] - xa[0], xb[1] - xa[1], xb[2] - xa[2]};
+        double L = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+        if (!(L > 0)) continue;
+        double c = q->K[sp] * (L - q->L0[sp]) / L;
+        for (int j = 0; j < 3; j++) {
+          if (fa) R[a][j] += c * d[j];
+          if (fb) R[b][j] -= c * d[j];
+        }
+      }
+      for (uint32_t k = 0; k < nf; k++) {
+        uint32_t i = fr[k];
+        for (int c = 0; c < 3; c++) {
+          m[i][c] = TS_LEARN_SPREAD_MU * m[i][c] + l->dinv[i] * R[i][c];
+          y[i][c] += m[i][c];
+        }
+      }
+    }
+    /* u_h = v^(2^h) - v^(2^(h-1)), v the displacement y - x */
+    for (uint32_t k = 0; k < nf; k++) {
+      ts_learn_sample *s = &l->feat[k];
+      uint32_t i = fr[k];
+      for (int c = 0; c < 3; c++) {
+        double prev = 0;
+        for (uint32_t j = 0; j < h; j++) prev += s->u[j][c];
+        s->u[h][c] = (y[i][c] - x[i][c]) - prev;
+      }
+    }
+  }
+}
+
+/* Features of the free nodes at x (the start state, controls placed):
+ * x0, f and g, and those of `need` (FEAT_*). */
+static void features(ts_learner *l, const double (*x)[3], uint32_t nf, const uint32_t *fr,
+                     unsigned need) {
   const ts_qstatic *q = l->q;
   for (uint32_t k = 0; k < nf; k++) {
     uint32_t i = fr[k];
@@ -119,6 +198,11 @@ static void features(ts_learner *l, const double (*x)[3], uint32_t nf, const uin
     memcpy(s->x0, x[i], sizeof s->x0);
     ts_qstatic_node_force(q, x, i, s->f);
     for (int c = 0; c < 3; c++) s->g[c] = q->mass[i] * q->gravity[c];
+    s->sheet = i / q->n_surf;
+    memset(s->x1, 0, sizeof s->x1);
+    memset(s->f1, 0, sizeof s->f1);
+    memset(s->u, 0, sizeof s->u);
+    if (!(need & FEAT_F1)) continue;
     double acc[3] = {0, 0, 0};
     uint32_t deg = q->adj_off[i + 1] - q->adj_off[i];
     for (uint32_t e = q->adj_off[i]; e < q->adj_off[i + 1]; e++) {
@@ -129,15 +213,14 @@ static void features(ts_learner *l, const double (*x)[3], uint32_t nf, const uin
       for (int c = 0; c < 3; c++) acc[c] += fj[c];
     }
     for (int c = 0; c < 3; c++) s->f1[c] = deg ? acc[c] / deg : 0;
-    s->sheet = i / q->n_surf;
-    memset(s->x1, 0, sizeof s->x1);
   }
+  if (need & FEAT_SPREAD) spread_features(l, x, nf, fr);
 }
 
 /* Region and free nodes of an interval whose nc controls are in l->ctrl /
- * l->ctrl_pos; features when wanted. */
+ * l->ctrl_pos; features when wanted (FEAT_* beyond x0, f, g in need). */
 static int begin(ts_learner *l, double (*x)[3], const double point[3], uint32_t nc,
-                 int want_features) {
+                 int want_features, unsigned need) {
   int rc;
   if (l->local) {
     rc = ts_qstatic_select_region(l->q, (const double(*)[3])x, point, l->range);
@@ -145,7 +228,7 @@ static int begin(ts_learner *l, double (*x)[3], const double point[3], uint32_t 
   }
   rc = ts_qstatic_prepare(l->q, x, l->ctrl, (const double(*)[3])l->ctrl_pos, nc, NULL, l->local);
   if (rc) return rc;
-  if (want_features) features(l, (const double(*)[3])x, l->q->n_free, l->q->free_nodes);
+  if (want_features) features(l, (const double(*)[3])x, l->q->n_free, l->q->free_nodes, need);
   return 0;
 }
 
@@ -184,7 +267,8 @@ static int run(ts_learner *l, double (*x)[3], const double point[3], uint32_t nc
   ts_learn_step_stats st;
   memset(&st, 0, sizeof st);
   int use_model = l->learned && !record;
-  int rc = begin(l, x, point, nc, use_model || record);
+  int rc = begin(l, x, point, nc, use_model || record,
+                 record ? FEAT_ALL : model_features(l->model.kind));
   if (rc) return rc;
   const ts_qstatic *q = l->q;
   uint32_t nf = q->n_free;
@@ -215,33 +299,49 @@ static int run(ts_learner *l, double (*x)[3], const double point[3], uint32_t nc
   return rc;
 }
 
-int ts_learner_compare(ts_learner *l, double (*x)[3], const ts_learn_press *p,
-                       ts_learn_error *err) {
-  if (!l || !x || !p || !err || !l->learned) return TS_EINVAL;
+int ts_learner_compare_models(ts_learner *l, double (*x)[3], const ts_learn_press *p,
+                              const ts_learn_model *models, uint32_t n, ts_learn_error *err) {
+  if (!l || !x || !p || !models || !err || n == 0) return TS_EINVAL;
+  unsigned need = 0;
+  for (uint32_t m = 0; m < n; m++) {
+    if (models[m].n_sheets != l->q->n_sheets ||
+        ts_learn_n_params(models[m].kind, models[m].n_sheets) != models[m].n_params ||
+        models[m].n_params == 0)
+      return TS_EINVAL;
+    need |= model_features(models[m].kind);
+  }
   int rc = press_ok(p);
   if (rc) return rc;
   uint32_t nc = press_controls(l, (const double(*)[3])x, p);
   if (nc == 0) return TS_ERANGE;
-  rc = begin(l, x, p->point, nc, 1);
+  rc = begin(l, x, p->point, nc, 1, need);
   if (rc) return rc;
   rc = solve_interval(l, x, p->point, nc, NULL);
   if (rc) return rc;
   const ts_qstatic *q = l->q;
   for (uint32_t k = 0; k < q->n_free; k++) {
     const double *x1 = x[q->free_nodes[k]];
-    double y[3], e2 = 0, d2 = 0;
-    ts_learn_predict_sample(&l->model, &l->feat[k], y);
-    for (int c = 0; c < 3; c++) {
-      e2 += (y[c] - x1[c]) * (y[c] - x1[c]);
-      d2 += (x1[c] - l->feat[k].x0[c]) * (x1[c] - l->feat[k].x0[c]);
+    double d2 = 0;
+    for (int c = 0; c < 3; c++) d2 += (x1[c] - l->feat[k].x0[c]) * (x1[c] - l->feat[k].x0[c]);
+    for (uint32_t m = 0; m < n; m++) {
+      double y[3], e2 = 0;
+      ts_learn_predict_sample(&models[m], &l->feat[k], y);
+      for (int c = 0; c < 3; c++) e2 += (y[c] - x1[c]) * (y[c] - x1[c]);
+      ts_learn_error *e = &err[m];
+      e->n++;
+      e->sum_err2 += e2;
+      e->sum_disp2 += d2;
+      if (sqrt(e2) > e->max_err) e->max_err = sqrt(e2);
+      if (sqrt(d2) > e->max_disp) e->max_disp = sqrt(d2);
     }
-    err->n++;
-    err->sum_err2 += e2;
-    err->sum_disp2 += d2;
-    if (sqrt(e2) > err->max_err) err->max_err = sqrt(e2);
-    if (sqrt(d2) > err->max_disp) err->max_disp = sqrt(d2);
   }
   return 0;
+}
+
+int ts_learner_compare(ts_learner *l, double (*x)[3], const ts_learn_press *p,
+                       ts_learn_error *err) {
+  if (!l || !l->learned) return TS_EINVAL;
+  return ts_learner_compare_models(l, x, p, &l->model, 1, err);
 }
 
 size_t ts_learn_material_id(const ts_tissue *t, const ts_qstatic_params *p, char *buf, size_t cap) {

@@ -8,11 +8,14 @@
  *
  * Per scenario: training presses around the path's centre node (4
  * intervals of 1 mm each, a 3 mm contact, a 15 mm region), the method's
- * model trained by gradient descent, then held-out presses timed both ways
- * from the same states. Lines: "qs_application_s" (reference),
- * "learned_application_s" with ref = the solve and ratio; the target is a
- * ratio of 1/20 or less ("speedup" >= 20); "heldout_rmse_mm" and
- * "heldout_max_mm" with the relative figures.
+ * model and the spread model (ts_learn.h) trained by gradient descent on
+ * the same samples, then held-out presses timed three ways from the same
+ * states. Lines: "qs_application_s" (the reference; its error is 0 by
+ * definition), "learned_application_s" (the method's model) and
+ * "spread_application_s" with ref = the solve, ratio and speedup (the
+ * target: 20 or more) and their held-out errors; "heldout_rmse_mm",
+ * "heldout_max_mm" (method) and "spread_heldout_rmse_mm",
+ * "spread_heldout_max_mm" with the figures relative to the displacement.
  *
  * Then the refined solve (ts_qstatic_refine.h: the region copied and
  * refined by longest-edge bisection to the outer surface's mean edge, which
@@ -171,17 +174,23 @@ static int run(const char *name, int n_train, int n_held) {
       }
     }
   }
+  /* the method's model and the spread model, on the same samples */
   ts_learn_train_opts o = ts_learn_train_defaults();
-  ts_learn_model m;
-  rc = ts_learn_train_gd(l->set, TS_LEARN_METHOD, &o, &m);
-  if (rc || ts_learner_set_model(l, &m)) {
-    fprintf(stderr, "bench_learn: %s: training: %s\n", name, ts_err_name(rc));
-    goto out;
+  ts_learn_model m[2];
+  const ts_learn_kind kinds[2] = {TS_LEARN_METHOD, TS_LEARN_SPREAD};
+  for (int k = 0; k < 2; k++) {
+    rc = ts_learn_train_gd(l->set, kinds[k], &o, &m[k]);
+    if (rc) {
+      fprintf(stderr, "bench_learn: %s: training %s: %s\n", name, ts_learn_kind_name(kinds[k]),
+              ts_err_name(rc));
+      goto out;
+    }
   }
-  /* held-out: the error first, then both timings from the same states */
-  ts_learn_error e;
-  memset(&e, 0, sizeof e);
-  double t_qs = 0, t_ln = 0;
+  /* held-out: every interval timed three ways from the same state, then the
+   * models' errors against the solve (x advances along the solve) */
+  ts_learn_error e[2];
+  memset(e, 0, sizeof e);
+  double t_qs = 0, t_ln[2] = {0, 0};
   long n_app = 0, iters = 0;
   double(*y)[3] = malloc(sizeof *y * t->n_nodes);
   if (!y) goto out;
@@ -190,47 +199,63 @@ static int run(const char *name, int n_train, int n_held) {
     memcpy(x, t->rest, sizeof *x * t->n_nodes);
     for (int k = 0; k < STEPS; k++) {
       ts_learn_press p = make_press(x, node);
+      for (int j = 0; j < 2 && !rc; j++) {
+        memcpy(y, x, sizeof *x * t->n_nodes);
+        rc = ts_learner_set_model(l, &m[j]);
+        double t0 = ts_bench_cpu_s();
+        if (!rc) rc = ts_learner_step(l, y, &p, 0, NULL); /* learned */
+        t_ln[j] += ts_bench_cpu_s() - t0;
+      }
       memcpy(y, x, sizeof *x * t->n_nodes);
-      double t0 = ts_bench_cpu_s();
-      rc = ts_learner_step(l, y, &p, 0, NULL); /* learned */
-      double t1 = ts_bench_cpu_s();
       l->learned = 0;
       ts_learn_step_stats st;
-      if (!rc) rc = ts_learner_step(l, y, &p, 0, &st); /* solve, from the same state */
+      double t1 = ts_bench_cpu_s();
+      if (!rc) rc = ts_learner_step(l, y, &p, 0, &st); /* the solve */
       double t2 = ts_bench_cpu_s();
       l->learned = 1;
-      if (!rc) rc = ts_learner_compare(l, x, &p, &e); /* x advances along the solve */
+      if (!rc) rc = ts_learner_compare_models(l, x, &p, m, 2, e);
       if (rc) {
         fprintf(stderr, "bench_learn: %s: held-out press: %s\n", name, ts_err_name(rc));
         free(y);
         goto out;
       }
-      t_ln += t1 - t0;
       t_qs += t2 - t1;
       iters += st.qs.iterations;
       n_app++;
     }
   }
   free(y);
-  double qs = t_qs / n_app, ln = t_ln / n_app;
-  double rmse = sqrt(e.sum_err2 / e.n), drms = sqrt(e.sum_disp2 / e.n);
+  rc = ts_learner_set_model(l, &m[0]); /* the method's, for the refined comparison */
+  double qs = t_qs / n_app, ln = t_ln[0] / n_app;
   cJSON *L = ts_bench_line("learn", name, "qs_application_s", qs, "s");
   ts_bench_line_num(L, "iterations", (double)iters / n_app);
   ts_bench_line_num(L, "applications", (double)n_app);
+  ts_bench_line_num(L, "heldout_rmse_mm", 0); /* the reference of the errors */
   ts_bench_line_emit(L);
-  L = ts_bench_line("learn", name, "learned_application_s", ln, "s");
-  ts_bench_line_ref(L, "quasi-static", qs);
-  ts_bench_line_num(L, "speedup", ln > 0 ? qs / ln : 0);
-  ts_bench_line_num(L, "target_speedup", 20);
-  ts_bench_line_num(L, "heldout_rmse_mm", rmse * 1e3);
-  ts_bench_line_emit(L);
-  L = ts_bench_line("learn", name, "heldout_rmse_mm", rmse * 1e3, "mm");
-  ts_bench_line_num(L, "relative_to_rms_displacement", drms > 0 ? rmse / drms : 0);
-  ts_bench_line_num(L, "training_samples", (double)m.samples);
-  ts_bench_line_emit(L);
-  L = ts_bench_line("learn", name, "heldout_max_mm", e.max_err * 1e3, "mm");
-  ts_bench_line_num(L, "relative_to_max_displacement", e.max_disp > 0 ? e.max_err / e.max_disp : 0);
-  ts_bench_line_emit(L);
+  static const char *const time_metric[2] = {"learned_application_s", "spread_application_s"};
+  static const char *const rms_metric[2] = {"heldout_rmse_mm", "spread_heldout_rmse_mm"};
+  static const char *const max_metric[2] = {"heldout_max_mm", "spread_heldout_max_mm"};
+  for (int j = 0; j < 2; j++) {
+    double tj = t_ln[j] / n_app;
+    double rmse = sqrt(e[j].sum_err2 / e[j].n), drms = sqrt(e[j].sum_disp2 / e[j].n);
+    L = ts_bench_line("learn", name, time_metric[j], tj, "s");
+    ts_bench_line_ref(L, "quasi-static", qs);
+    ts_bench_line_num(L, "speedup", tj > 0 ? qs / tj : 0);
+    ts_bench_line_num(L, "target_speedup", 20);
+    ts_bench_line_num(L, "heldout_rmse_mm", rmse * 1e3);
+    ts_bench_line_num(L, "heldout_max_mm", e[j].max_err * 1e3);
+    ts_bench_line_emit(L);
+    L = ts_bench_line("learn", name, rms_metric[j], rmse * 1e3, "mm");
+    ts_bench_line_num(L, "relative_to_rms_displacement", drms > 0 ? rmse / drms : 0);
+    ts_bench_line_num(L, "training_samples", (double)m[j].samples);
+    ts_bench_line_num(L, "parameters", (double)m[j].n_params);
+    ts_bench_line_emit(L);
+    L = ts_bench_line("learn", name, max_metric[j], e[j].max_err * 1e3, "mm");
+    ts_bench_line_num(L, "relative_to_max_displacement",
+                      e[j].max_disp > 0 ? e[j].max_err / e[j].max_disp : 0);
+    ts_bench_line_emit(L);
+  }
+  if (rc) goto out;
   if (refined(name, t, q, l, c, n_held, n_held > 1 ? STEPS : 1, qs, ln)) goto out;
   status = 0;
 out:

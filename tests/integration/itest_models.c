@@ -12,6 +12,8 @@
  *   - UseShortcut.model_id installs it in a new quasi-static session that had
  *     none (before: UseShortcut learned is refused; after: SessionInfo says
  *     learned and frames carry the learned flag);
+ *   - a "spread" model trained on the same samples is stored under its own
+ *     kind beside it and installs by id too;
  *   - a session of the same tissue with other layers (another material
  *     identity) refuses it with TS_EMISMATCH naming both identities; an
  *     unknown id is TS_EINVAL;
@@ -51,6 +53,7 @@ typedef struct seen {
   uint64_t samples;
   double heldout_rmse;
   char error[256];
+  char model[16]; /* kind of the done TrainingProgress */
 } seen;
 
 static void handle(seen *s, Envelope *e) {
@@ -65,6 +68,7 @@ static void handle(seen *s, Envelope *e) {
     s->samples = p->samples;
     s->heldout_rmse = p->heldout_rmse;
     snprintf(s->error, sizeof s->error, "%s", p->error ? p->error : "");
+    snprintf(s->model, sizeof s->model, "%s", p->model ? p->model : "");
   }
 }
 
@@ -131,9 +135,11 @@ static int ack_or_error(Envelope *r, char *msg, size_t cap) {
   return rc;
 }
 
-static int train(rc_conn *c, uint32_t sid, seen *s) {
+/* TrainShortcut of a model kind (NULL: the default, the method's). */
+static int train(rc_conn *c, uint32_t sid, const char *kind, seen *s) {
   Tissued__V1__TrainShortcut m = TISSUED__V1__TRAIN_SHORTCUT__INIT;
   m.session_id = sid;
+  if (kind) m.model = (char *)kind;
   Envelope env = TISSUED__V1__ENVELOPE__INIT;
   env.body_case = TISSUED__V1__ENVELOPE__BODY_TRAIN_SHORTCUT;
   env.train_shortcut = &m;
@@ -248,7 +254,7 @@ START_TEST(test_models_over_the_protocol) {
   uint32_t sid = create_qs(&c, &s, 0), tool = 0;
   ck_assert_int_eq(rc_join(&c, sid, 1, 0.005, 200, &tool, REPLY_MS), 0);
   presses(&c, &s, tool, 2);
-  ck_assert_int_eq(train(&c, sid, &s), 0);
+  ck_assert_int_eq(train(&c, sid, NULL, &s), 0);
   long long deadline = now_ms() + 60000;
   while (!s.done && now_ms() < deadline) pump(&c, &s, 50);
   ck_assert_msg(s.done && !s.error[0], "training: done %d, '%s'", s.done, s.error);
@@ -346,6 +352,43 @@ START_TEST(test_models_over_the_protocol) {
   ck_assert_msg(strstr(msg, ":0.002,") != NULL, "'%s'", msg); /* the session's layers */
   ck_assert_int_eq(learned_of(&c, sid3, &s), 0);
 
+  /* the spread model (ts_learn.h) on the first session's samples: stored
+   * under its own kind, beside the method's, and installed by id */
+  const double method_rmse = s.heldout_rmse;
+  ck_assert_int_eq(rc_join(&c, sid, 1, 0.005, 200, &tool, REPLY_MS), 0);
+  s.done = 0; /* the join replays the method's training report: wait for the spread one */
+  s.model[0] = 0;
+  ck_assert_int_eq(train(&c, sid, "spread", &s), 0);
+  deadline = now_ms() + 60000;
+  while (!(s.done && strcmp(s.model, "spread") == 0) && now_ms() < deadline) pump(&c, &s, 50);
+  ck_assert_msg(s.done && !s.error[0], "spread training: done %d, '%s'", s.done, s.error);
+  const int64_t spread = s.model_id;
+  ck_assert(spread > 0 && spread != imported);
+  printf("models: spread model %lld, held-out RMS %.4f mm (the method's %.4f mm)\n",
+         (long long)spread, s.heldout_rmse * 1e3, method_rmse * 1e3);
+  /* measured 0.0013 mm against 0.043 mm (test_learn.c states the
+   * figures on held-out presses); asserted at a quarter */
+  ck_assert(isfinite(s.heldout_rmse) && s.heldout_rmse > 0);
+  ck_assert(s.heldout_rmse < method_rmse / 4);
+  ck_assert_int_eq(tc_list_models(k, NULL, &list, &n), 0);
+  ck_assert_uint_eq(n, 2);
+  int found = 0;
+  for (size_t i = 0; i < n; i++)
+    if (list[i].model_id == spread) {
+      found = 1;
+      ck_assert_str_eq(list[i].kind, "spread");
+      ck_assert_int_eq(list[i].version, 1);
+      ck_assert(list[i].heldout_rmse == s.heldout_rmse);
+    }
+  ck_assert(found);
+  free(list);
+  ck_assert_int_eq(rc_join(&c, sid2, 1, 0.005, 200, &tool, REPLY_MS), 0);
+  ck_assert_int_eq(use_model(&c, sid2, 1, spread, &s, NULL, 0), 0);
+  pump(&c, &s, 300);
+  ck_assert_int_eq(learned_of(&c, sid2, &s), 1);
+  ck_assert_uint_eq(s.flags & 4u, 4u);
+  ck_assert_int_eq(use_model(&c, sid2, 0, 0, &s, NULL, 0), 0);
+
   /* without the key */
   tc_client *nk = tc_connect_key("127.0.0.1", d.tcp_port, "itest-models-nokey", NULL, 0, err,
                                  sizeof err);
@@ -375,7 +418,7 @@ START_TEST(test_models_over_the_protocol) {
   printf("models: two parameters: %s\n", tc_last_error(k));
   free(bad);
   ck_assert_int_eq(tc_list_models(k, NULL, &list, &n), 0);
-  ck_assert_uint_eq(n, 1); /* nothing stored by any of them */
+  ck_assert_uint_eq(n, 2); /* nothing stored by any of them */
   free(list);
   uint64_t rtt;
   ck_assert_int_eq(tc_ping(k, &rtt), 0);

@@ -4,11 +4,13 @@
  *
  *   - the solve converges (residual below tol) and matches a hanging chain's
  *     static deflection in closed form;
- *   - gradient descent reaches the closed-form theta;
+ *   - gradient descent reaches the closed-form theta, for every model kind;
  *   - on patch-S (the benchmarks' resolution, 50), a tool pressing at
  *     several points and depths gives the training samples; on presses at
- *     other points the learned model's RMS and maximum position errors
- *     against the solve are printed and asserted.
+ *     other points every kind's RMS and maximum position errors against
+ *     the solve are printed as a table and asserted (the held-out presses
+ *     are solved once for all kinds), and the spread model is asserted to
+ *     be far better than the method's.
  */
 #include <check.h>
 #include <math.h>
@@ -128,6 +130,10 @@ END_TEST
 #define PRESS_STEP 0.001   /* m per interval */
 #define PRESS_STEPS 4      /* intervals per application: 1..4 mm deep */
 #define REGION_RANGE 0.015 /* m */
+/* the spread model's held-out figures on patch-S, measured (heldout_error) */
+#define SPREAD_RMS_MM 0.022
+#define SPREAD_MAX_MM 0.060
+#define SPREAD_FACTOR 12.0
 
 typedef struct fixture {
   ts_tissue *t;
@@ -169,14 +175,15 @@ static uint32_t surface_node(const fixture *f, double px, double pz) {
 }
 
 /* One application from rest: PRESS_STEPS intervals of PRESS_STEP each at
- * (px, pz). mode 0: record; 1: compare with the model. */
-static void apply(fixture *f, double px, double pz, int mode, ts_learn_error *err) {
+ * (px, pz). n_models 0: record; else compare each model with the solve. */
+static void apply(fixture *f, double px, double pz, const ts_learn_model *models,
+                  uint32_t n_models, ts_learn_error *err) {
   memcpy(f->x, f->t->rest, sizeof *f->x * f->t->n_nodes);
   uint32_t node = surface_node(f, px, pz);
   for (int k = 0; k < PRESS_STEPS; k++) {
     ts_learn_press p = {{0, 0, 0}, {0, -1, 0}, PRESS_RADIUS, PRESS_STEP};
     memcpy(p.point, f->x[node], sizeof p.point);
-    if (mode == 0) {
+    if (n_models == 0) {
       ts_learn_step_stats st;
       ck_assert_int_eq(ts_learner_step(f->l, f->x, &p, 1, &st), 0);
       ck_assert(st.qs.converged);
@@ -185,7 +192,7 @@ static void apply(fixture *f, double px, double pz, int mode, ts_learn_error *er
                st.n_ctrl, st.n_free, st.qs.iterations, st.qs.residual, f->q->p.tol);
       ck_assert(st.n_ctrl > 0 && st.n_free > 0);
     } else {
-      ck_assert_int_eq(ts_learner_compare(f->l, f->x, &p, err), 0);
+      ck_assert_int_eq(ts_learner_compare_models(f->l, f->x, &p, models, n_models, err), 0);
     }
   }
 }
@@ -197,7 +204,7 @@ static const double held_pts[][2] = {{0.007, 0.009}, {-0.013, 0.015}, {0.016, -0
 #define N_HELD (int)(sizeof held_pts / sizeof held_pts[0])
 
 static void record_training(fixture *f) {
-  for (int i = 0; i < N_TRAIN; i++) apply(f, train_pts[i][0], train_pts[i][1], 0, NULL);
+  for (int i = 0; i < N_TRAIN; i++) apply(f, train_pts[i][0], train_pts[i][1], NULL, 0, NULL);
 }
 
 /* The patch and its training samples, recorded once for the test case
@@ -211,7 +218,7 @@ static void shared_teardown(void) { fixture_free(&shared); }
 
 START_TEST(gd_matches_closed_form) {
   fixture f = shared;
-  for (int kind = TS_LEARN_METHOD; kind <= TS_LEARN_RICH; kind++) {
+  for (int kind = TS_LEARN_METHOD; kind <= TS_LEARN_KIND_LAST; kind++) {
     ts_learn_model cf, gd;
     ck_assert_int_eq(ts_learn_train_closed(f.l->set, (ts_learn_kind)kind, &cf), 0);
     ts_learn_train_opts o = ts_learn_train_defaults();
@@ -225,50 +232,66 @@ START_TEST(gd_matches_closed_form) {
            ts_learn_kind_name((ts_learn_kind)kind), f.l->set->n,
            (unsigned long long)gd.iterations, gd.rel_change, worst, gd.loss, cf.loss);
     /* 1e-6 relative, every parameter: the issue's figure. Stopping at a
-     * relative change of 1e-14 leaves at most 1e-14 times the condition
-     * number of the scaled moments, which is far below it here */
+     * relative change of 1e-15 (the default) leaves about 1e-15 times the
+     * condition number of the scaled moments: far below it for the method
+     * and rich models; the spread model's is about 1e8 (its later sweeps
+     * are nearly proportional), measured 8e-8 (8e-7 with 1e-14) */
     ck_assert(worst < 1e-6);
     ck_assert(gd.loss <= cf.loss * (1 + 1e-9));
   }
 }
 END_TEST
 
+#define N_KINDS (TS_LEARN_KIND_LAST + 1)
+
 START_TEST(heldout_error) {
   fixture f = shared;
-  double rms_mm[2], max_mm[2];
-  for (int kind = TS_LEARN_METHOD; kind <= TS_LEARN_RICH; kind++) {
-    ts_learn_model m;
-    ck_assert_int_eq(ts_learn_train_closed(f.l->set, (ts_learn_kind)kind, &m), 0);
-    ck_assert_int_eq(ts_learner_set_model(f.l, &m), 0);
-    ts_learn_error e;
-    memset(&e, 0, sizeof e);
-    for (int i = 0; i < N_HELD; i++) apply(&f, held_pts[i][0], held_pts[i][1], 1, &e);
-    ck_assert(e.n > 0);
-    double rms = sqrt(e.sum_err2 / e.n), drms = sqrt(e.sum_disp2 / e.n);
+  /* every kind against the same solves: the held-out presses run once */
+  ts_learn_model m[N_KINDS];
+  ts_learn_error e[N_KINDS];
+  memset(e, 0, sizeof e);
+  for (int kind = 0; kind < N_KINDS; kind++)
+    ck_assert_int_eq(ts_learn_train_closed(f.l->set, (ts_learn_kind)kind, &m[kind]), 0);
+  for (int i = 0; i < N_HELD; i++) apply(&f, held_pts[i][0], held_pts[i][1], m, N_KINDS, e);
+  double rms_mm[N_KINDS], max_mm[N_KINDS];
+  printf("held-out error on patch-S, %llu positions (RMS displacement %.4f mm, max %.4f mm):\n",
+         (unsigned long long)e[0].n, sqrt(e[0].sum_disp2 / e[0].n) * 1e3, e[0].max_disp * 1e3);
+  printf("  %-7s %7s %9s %7s %9s  theta\n", "kind", "RMS mm", "RMS/disp", "max mm", "max/disp");
+  for (int kind = 0; kind < N_KINDS; kind++) {
+    ck_assert(e[kind].n > 0 && e[kind].n == e[0].n);
+    double rms = sqrt(e[kind].sum_err2 / e[kind].n), drms = sqrt(e[kind].sum_disp2 / e[kind].n);
     rms_mm[kind] = rms * 1e3;
-    max_mm[kind] = e.max_err * 1e3;
-    printf("held-out, %s model: theta =", ts_learn_kind_name((ts_learn_kind)kind));
-    for (uint32_t a = 0; a < m.n_params; a++) printf(" %.6g", m.theta[a]);
-    printf("\n  %llu positions: RMS error %.4f mm (%.1f %% of the RMS displacement %.4f mm), "
-           "max %.4f mm (%.1f %% of the max displacement %.4f mm)\n",
-           (unsigned long long)e.n, rms * 1e3, 100 * rms / drms, drms * 1e3, e.max_err * 1e3,
-           100 * e.max_err / e.max_disp, e.max_disp * 1e3);
+    max_mm[kind] = e[kind].max_err * 1e3;
+    printf("  %-7s %7.4f %8.1f%% %7.4f %8.1f%% ", ts_learn_kind_name((ts_learn_kind)kind),
+           rms_mm[kind], 100 * rms / drms, max_mm[kind], 100 * e[kind].max_err / e[kind].max_disp);
+    for (uint32_t a = 0; a < m[kind].n_params; a++) printf(" %.4g", m[kind].theta[a]);
+    printf("\n");
   }
-  f.l->learned = 0;
-  /* The figures this method achieves on patch-S (6 training presses, 3
+  printf("spread vs method: RMS %.1f x, max %.1f x smaller\n",
+         rms_mm[TS_LEARN_METHOD] / rms_mm[TS_LEARN_SPREAD],
+         max_mm[TS_LEARN_METHOD] / max_mm[TS_LEARN_SPREAD]);
+  /* The figures these models achieve on patch-S (6 training presses, 3
    * held-out ones, 4 intervals of 1 mm each, region range 15 mm), measured
-   * RMS 0.276 mm / max 0.983 mm (method) and 0.258 / 1.016 mm (rich), about
-   * 87 % and 81 % of the RMS displacement: the three-parameter model sees
-   * only each node's own internal force at the start of an interval, which
-   * is non-zero next to the held nodes alone, so the displacement that
-   * spreads through the region is mostly missed. Asserted with a 15 %
-   * margin for rounding differences between builds. */
+   * (RMS displacement 0.318 mm, max 0.964 mm):
+   *   method  RMS 0.276 mm (87 %), max 0.983 mm (102 %)
+   *   rich    RMS 0.258 mm (81 %), max 1.016 mm (105 %)
+   *   spread  RMS 0.022 mm (6.9 %), max 0.060 mm (6.2 %)
+   * The method's and the rich model see only forces at or next to the held
+   * nodes, so the displacement that spreads through the region is mostly
+   * missed; the spread model's features carry it (ts_learn.h). Asserted
+   * with a 15 % margin for rounding differences between builds. */
   ck_assert(rms_mm[TS_LEARN_METHOD] < 0.276 * 1.15);
   ck_assert(max_mm[TS_LEARN_METHOD] < 0.983 * 1.15);
   ck_assert(rms_mm[TS_LEARN_RICH] < 0.258 * 1.15);
   ck_assert(max_mm[TS_LEARN_RICH] < 1.016 * 1.15);
-  /* the richer model is the better one on held-out presses */
+  ck_assert(rms_mm[TS_LEARN_SPREAD] < SPREAD_RMS_MM * 1.15);
+  ck_assert(max_mm[TS_LEARN_SPREAD] < SPREAD_MAX_MM * 1.15);
+  /* the richer models are the better ones on held-out presses; the spread
+   * model by a factor of about SPREAD_FACTOR in RMS (measured), asserted at
+   * half of it */
   ck_assert(rms_mm[TS_LEARN_RICH] < rms_mm[TS_LEARN_METHOD]);
+  ck_assert(rms_mm[TS_LEARN_SPREAD] * SPREAD_FACTOR / 2 < rms_mm[TS_LEARN_METHOD]);
+  ck_assert(max_mm[TS_LEARN_SPREAD] * 4 < max_mm[TS_LEARN_METHOD]);
 }
 END_TEST
 
