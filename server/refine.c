@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "core/ts_error.h"
+#include "core/ts_handover.h"
 #include "core/ts_refine.h"
 #include "log.h"
 #include "server.h"
@@ -231,13 +232,18 @@ void ts_refine_physics(ts_session *se) {
     rc = ts_refine_run(sim->refine_src, sim->tissue, sel, n, &o, &nt, &nsrc, &info, r->err,
                        sizeof r->err);
   }
-  free(info.parents);
   if (!rc && sim->xpbd) {
     ts_xpbd_def def = sim->xpbd_def; /* the session's substeps and sweeps */
     def.damping = nt->drag;
+    /* the hand-over's rest lengths fitted to XPBD's own step (ts_handover.h);
+     * a fit that cannot run leaves them as ts_refine_run made them */
+    if (nt->hand)
+      (void)ts_handover_fit_xpbd(nt, sim->tissue, (const uint32_t(*)[2])info.parents, &def, sim->tools,
+                                 TS_MAX_TOOLS, sim->dt, NULL);
     rc = ts_xpbd_build(nt, &def, &nx);
     if (rc) snprintf(r->err, sizeof r->err, "cannot rebuild the XPBD solver: %s", ts_strerror(rc));
   }
+  free(info.parents);
   if (!rc && sim->contact) {
     nc = calloc(1, sizeof *nc);
     rc = nc ? ts_session_contact_init(nc, nt) : TS_ENOMEM;

@@ -15,9 +15,10 @@
  * quantum plus the twin's largest move; a second refinement in the middle
  * of the blend is as continuous; after the blend the hand-over is gone and
  * the tissue is at the equilibrium of the refined network alone (that of a
- * copy refined without a hand-over). XPBD under a pressed tool does not meet
- * the quantum (ts_handover.h says why); its measured figures are asserted. Refusals: empty selection, index out of
- * range, over the node limit, with the source left usable.
+ * copy refined without a hand-over). For XPBD the hand-over's rest lengths
+ * are fitted to trial steps first (ts_handover_fit_xpbd), as the daemon
+ * does. Refusals: empty selection, index out of range, over the node
+ * limit, with the source left usable.
  */
 #include <check.h>
 #include <math.h>
@@ -28,6 +29,7 @@
 
 #include "ts_error.h"
 #include "ts_extrude.h"
+#include "ts_handover.h"
 #include "ts_massspring.h"
 #include "ts_refine.h"
 #include "ts_tissue.h"
@@ -69,6 +71,23 @@ static void sim_init(sim *s, int xpbd) {
     xd.damping = s->t->drag;
     ck_assert_int_eq(ts_xpbd_build(s->t, &xd, &s->x), 0);
   }
+}
+
+/* dst: a fresh patch (and solver) in src's state: positions, velocities,
+ * previous positions, time and step count, all a refinement carries over
+ * (ts_refine.c), so that refining dst is refining src. src has no
+ * hand-over. Pressing one patch and copying it keeps the suite short. */
+static void sim_clone(sim *dst, const sim *src) {
+  sim_init(dst, src->x != NULL);
+  const ts_tissue *a = src->t;
+  ts_tissue *b = dst->t;
+  ck_assert_uint_eq(a->n_nodes, b->n_nodes);
+  ck_assert_ptr_null(a->hand);
+  memcpy(b->x, a->x, sizeof *b->x * a->n_nodes);
+  memcpy(b->v, a->v, sizeof *b->v * a->n_nodes);
+  memcpy(b->x_prev, a->x_prev, sizeof *b->x_prev * a->n_nodes);
+  b->time = a->time;
+  b->steps = a->steps;
 }
 
 static void sim_free(sim *s) {
@@ -216,10 +235,6 @@ static uint32_t refine_and_check(sim *s, ts_refine_src **srcp, int method, int s
   ck_assert(memcmp(r->x, t->x, sizeof *r->x * t->n_nodes) == 0);
   ck_assert(memcmp(r->v, t->v, sizeof *r->v * t->n_nodes) == 0);
   check_midpoints(r, t->n_nodes, (const uint32_t(*)[2])info.parents, smooth);
-  if (par)
-    *par = info.parents;
-  else
-    free(info.parents);
   ck_assert_int_eq(check_surface(r), 2);
   check_masses(src, r, total);
   check_prisms(src, r);
@@ -232,10 +247,20 @@ static uint32_t refine_and_check(sim *s, ts_refine_src **srcp, int method, int s
   if (s->x) {
     ts_xpbd_def xd = ts_xpbd_default_def();
     xd.damping = r->drag;
+    if (blend >= 0) { /* the fit, as server/refine.c does for an XPBD session */
+      double ferr = 0;
+      ck_assert_int_eq(ts_handover_fit_xpbd(r, t, (const uint32_t(*)[2])info.parents, &xd, tool,
+                                            tool ? 1 : 0, DT, &ferr), 0);
+      ck_assert(ferr < QUANTUM);
+    }
     ts_xpbd_destroy(s->x);
     s->x = NULL;
     ck_assert_int_eq(ts_xpbd_build(r, &xd, &s->x), 0);
   }
+  if (par)
+    *par = info.parents;
+  else
+    free(info.parents);
   ts_tissue_destroy(t);
   s->t = r;
   return info.new_nodes;
@@ -301,7 +326,8 @@ static void energy(const sim *s, double *k, double *p) {
 
 /* The issue's no-jump bound, for one solver, method and load (tool_on 0:
  * sagging under gravity from rest; 1: a 5 mm sphere pressed 3 mm in).
- * Four copies of the same pressed patch: a (never refined: the twin), b
+ * Four copies of the same pressed patch (a pressed, the others copied
+ * from it): a (never refined: the twin), b
  * (refined with the hand-over), c (refined without it: the old behaviour,
  * and the finer network's own equilibrium), d (under the tool only: refined
  * as b, then refined again in the middle of b's blend, with b as its twin
@@ -309,20 +335,17 @@ static void energy(const sim *s, double *k, double *p) {
 static void run_case(int xpbd, int method, int tool_on) {
   sim a, b, c, d = {NULL, NULL};
   sim_init(&a, xpbd);
-  sim_init(&b, xpbd);
-  sim_init(&c, xpbd);
   /* d only under the tool (the harder case), to keep the suite short */
   const int second = tool_on;
-  if (second) sim_init(&d, xpbd);
   ts_patch_def pd = ts_default_patch_def();
   ts_refine_src *sb = NULL, *sc = NULL, *sd = NULL;
   ck_assert_int_eq(ts_refine_src_patch(&pd, &sb), 0);
   ck_assert_int_eq(ts_refine_src_patch(&pd, &sc), 0);
   if (second) ck_assert_int_eq(ts_refine_src_patch(&pd, &sd), 0);
   press(&a, tool_on);
-  press(&b, tool_on);
-  press(&c, tool_on);
-  if (second) press(&d, tool_on);
+  sim_clone(&b, &a);
+  sim_clone(&c, &a);
+  if (second) sim_clone(&d, &a);
   ts_tool tool = press_tool(0.003);
   tool.active = tool_on;
   const uint32_t n0 = a.t->n_nodes;
@@ -349,18 +372,14 @@ static void run_case(int xpbd, int method, int tool_on) {
          "without (the twin moved %.3g m)\n", jump, jump_c, moved);
   /* The issue's bound: below the quantum plus what the twin's own motion
      explains. With the hand-over the refined tissue starts with the
-     unrefined one's accelerations, so what is left is the two networks'
-     different response within the step: measured 0.01-0.6 um for the
-     mass-spring step, 2 um for XPBD sagging. NOT met by XPBD under the tool
-     (ts_handover.h): its rest-length hand-over leaves 0.11-0.13 mm, against
-     0.17-0.23 mm without a hand-over, and a second refinement during the
-     blend 0.23-0.26 mm; asserted there at 0.4 mm for any step and, for the
-     first one, below 0.8 of the jump without, so that it cannot get worse
-     unnoticed. */
-  const int met = !(xpbd && tool_on);
-  const double bound = met ? QUANTUM : 4e-4;
+     unrefined one's accelerations (XPBD: its rest lengths fitted to trial
+     steps, ts_handover.h), so what is left is the two networks' different
+     response within the step: measured 0.01-0.5 um for the mass-spring
+     step, 0.1-0.15 um for XPBD sagging and 0.7-1.4 um for XPBD under the
+     tool (2-2.3 um after the second refinement; the fit stops at 0.5 um or
+     after 12 trials). */
+  const double bound = QUANTUM;
   ck_assert_msg(jump < bound + moved, "the first step differs by %.3g m (twin moved %.3g m)", jump, moved);
-  if (!met) ck_assert_msg(jump < 0.8 * jump_c, "hand-over %.3g m, none %.3g m", jump, jump_c);
   free(x0);
 
   /* the blend: no step moves a node by more than the quantum plus the
@@ -524,12 +543,25 @@ START_TEST(test_refusals) {
   uint32_t *ps = NULL, np = 0;
   const double o2[3] = {1, 1, 1}, dir[3] = {0, 1, 0};
   ck_assert_int_eq(ts_refine_pick(src, t, o2, dir, 0.005, &ps, &np, NULL), TS_ERANGE);
+  /* the XPBD fit: a tissue without a hand-over, a bad step, no parents */
+  {
+    ts_xpbd_def xd = ts_xpbd_default_def();
+    ck_assert_int_eq(ts_handover_fit_xpbd(t, t, NULL, &xd, NULL, 0, DT, NULL), TS_EINVAL);
+  }
   /* the source is still usable after the refusals */
   o.method = TS_REFINE_LEB;
   o.max_nodes = 0;
   ck_assert_int_eq(ts_refine_run(src, t, sel, 2, &o, &r, &nsrc, NULL, err, sizeof err), 0);
   ck_assert_uint_gt(r->n_nodes, t->n_nodes);
   ck_assert_int_eq(check_surface(r), 2);
+  {
+    ts_xpbd_def xd = ts_xpbd_default_def();
+    double e = 0;
+    ck_assert_ptr_nonnull(r->hand);
+    ck_assert_int_eq(ts_handover_fit_xpbd(r, t, NULL, &xd, NULL, 0, DT, &e), TS_EINVAL); /* new nodes, no parents */
+    ck_assert_int_eq(ts_handover_fit_xpbd(r, t, NULL, &xd, NULL, 0, 0.0, &e), TS_EINVAL);
+    ck_assert(isnan(e));
+  }
   ts_tissue_destroy(r);
   ts_tissue_destroy(t);
   ts_refine_src_free(src);
