@@ -167,7 +167,9 @@ export class TissueView {
     const stream = this.pending;
     this.pending = null;
     const pos = this.geometry.attributes.position;
-    if (stream.positions.length !== pos.array.length) return; // a topology change is on its way
+    // the stream was reset since (a new join: no frame yet), or a topology
+    // change is on its way: nothing of this frame to draw
+    if (!stream.positions || stream.positions.length !== pos.array.length) return;
     pos.array.set(stream.positions);
     pos.needsUpdate = true;
     if (++this.frameCounter % this.normalsEvery === 0) {
