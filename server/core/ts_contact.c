@@ -228,10 +228,10 @@ int ts_contact_begin(ts_contact_ws *ws, ts_posed_tool *tool, const ts_pose *from
   return full || ws->dropped ? TS_EFULL : 0;
 }
 
-/* Pushes y out of the tool when inside: returns the correction's length
- * (0 outside) with the normal in n. */
-static double push_out(const ts_posed_tool *tool, double y[3], double n[3]) {
-  const double d = ts_contact_tool_sdf(tool, y, n);
+/* Pushes y out of the tool shrunk by the allowance a (m, >= 0) when inside
+ * it: returns the correction's length (0 outside) with the normal in n. */
+static double push_out(const ts_posed_tool *tool, double y[3], double n[3], double a) {
+  const double d = ts_contact_tool_sdf(tool, y, n) + a;
   if (!(d < 0)) return 0;
   for (int k = 0; k < 3; k++) y[k] -= d * n[k];
   return -d;
@@ -302,7 +302,7 @@ int ts_contact_project(ts_contact_ws *ws, ts_posed_tool *tool, double (*x)[3],
         const uint32_t i = v->node;
         double y[3], nn[3];
         for (int q = 0; q < 3; q++) y[q] = x0[i][q] + s * (x[i][q] - x0[i][q]) + ws->carry[j][q];
-        const double c = push_out(tool, y, nn);
+        const double c = push_out(tool, y, nn, ws->allow ? ws->allow_w * ws->allow[i] : 0.0);
         if (c > 0) {
           for (int q = 0; q < 3; q++) ws->carry[j][q] += c * nn[q];
           memcpy(v->n, nn, sizeof nn);
@@ -315,12 +315,13 @@ int ts_contact_project(ts_contact_ws *ws, ts_posed_tool *tool, double (*x)[3],
   for (uint32_t j = 0; j < n; j++) {
     ts_contact_vertex *v = &ws->v[j];
     const uint32_t i = v->node;
+    const double al = ws->allow ? ws->allow_w * ws->allow[i] : 0.0;
     double y[3], nn[3];
     memcpy(y, x[i], sizeof y);
     if (m > 1)
       for (int q = 0; q < 3; q++) y[q] += ws->carry[j][q];
     /* normal: carried corrections plus the push at `to` */
-    const double c = push_out(tool, y, nn);
+    const double c = push_out(tool, y, nn, al);
     if (c > 0) memcpy(v->n, nn, sizeof nn);
     double moved[3];
     for (int q = 0; q < 3; q++) moved[q] = y[q] - x[i][q];
@@ -328,7 +329,7 @@ int ts_contact_project(ts_contact_ws *ws, ts_posed_tool *tool, double (*x)[3],
     v->lam_n += cn;
     /* friction, then back onto the surface if it slid inside */
     if (v->lam_n > 0 && friction(ws, v, y, x0[i]) > 0) {
-      const double c2 = push_out(tool, y, nn);
+      const double c2 = push_out(tool, y, nn, al);
       if (c2 > 0) {
         memcpy(v->n, nn, sizeof nn);
         v->lam_n += c2;
@@ -339,7 +340,7 @@ int ts_contact_project(ts_contact_ws *ws, ts_posed_tool *tool, double (*x)[3],
       v->imp[q] += mass * (y[q] - x[i][q]);
       x[i][q] = y[q];
     }
-    const double d = ts_contact_tool_sdf(tool, y, NULL);
+    const double d = ts_contact_tool_sdf(tool, y, NULL) + al;
     v->touching = cn > 0 || d < 1e-9;
     touching += (uint32_t)v->touching;
   }
@@ -359,13 +360,14 @@ int ts_contact_project(ts_contact_ws *ws, ts_posed_tool *tool, double (*x)[3],
   for (uint32_t j = 0; ws->def.triangle_pass && tr->kind != TS_SHAPE_MESH && j < ws->n_tris; j++) {
     const uint32_t *tri = ws->tree->tris[ws->tri_buf[j]];
     uint32_t sl[3];
-    double T[3][3], w[3];
+    double T[3][3], w[3], tal = 0; /* tal: the corners' largest allowance */
     int movable = 0;
     for (int c = 0; c < 3; c++) {
       sl[c] = ws->slot[tri[c]];
       w[c] = sl[c] != UINT32_MAX ? inv_mass[tri[c]] : 0.0;
       movable |= w[c] > 0;
       memcpy(T[c], x[tri[c]], sizeof T[c]);
+      if (ws->allow) tal = fmax(tal, ws->allow_w * ws->allow[tri[c]]);
     }
     if (!movable) continue;
     ts_hit hit;
@@ -382,13 +384,13 @@ int ts_contact_project(ts_contact_ws *ws, ts_posed_tool *tool, double (*x)[3],
     } else {
       got = ts_contact_sphere_triangle(a, tr->radius, (const double (*)[3])T, &hit);
     }
-    if (!got || !(hit.depth > allow)) continue;
+    if (!got || !(hit.depth > allow + tal)) continue;
     double bc[3];
     barycentric(T, hit.point, bc);
     double den = 0;
     for (int c = 0; c < 3; c++) den += w[c] * bc[c] * bc[c];
     if (!(den > 0)) continue;
-    const double s = (hit.depth - allow) / den;
+    const double s = (hit.depth - allow - tal) / den;
     for (int c = 0; c < 3; c++) {
       if (!(w[c] > 0) || !(bc[c] > 0)) continue;
       ts_contact_vertex *v = &ws->v[sl[c]];

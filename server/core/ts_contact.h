@@ -126,6 +126,13 @@ typedef struct ts_contact_ws {
   uint32_t touching;   /* vertices touching after the last projection */
   uint32_t n_tris;     /* triangles of this step near the tool */
   uint32_t tri_hits;   /* triangles the last projection moved */
+  /* contact allowances (a live refinement's hand-over, ts_handover.h): a
+   * node i touches the tool shrunk by allow_w * allow[i] (m), so a new node
+   * the refinement placed inside the tool stays where it was put while the
+   * hand-over fades; NULL: none. Set by the stepping solver before each
+   * projection. */
+  const double *allow;
+  double allow_w;
   /* private */
   const ts_aabb_tree *tree; /* of this step */
   uint32_t *slot;      /* per node: its candidate index when mark == stamp, else UINT32_MAX */

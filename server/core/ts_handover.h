@@ -100,9 +100,13 @@
  * falls by 66 um a step: the first step differs from the unrefined
  * tissue's by 1.1-1.2 um with the mass-spring step, 0.5 um with XPBD, well
  * within the bound, so they stay out). The contact allowance is applied in the solvers' sphere/capsule contact
- * (ts_ms_contact.c, ts_xpbd.c); the tree-based tools of ts_xpbd_step_posed
- * do not read it, and the fit's trial steps take the sphere/capsule tools
- * only.
+ * (ts_ms_contact.c, ts_xpbd.c) and in the tree-based contact of
+ * ts_xpbd_step_posed (ts_contact.h, allow), which is how a daemon's XPBD
+ * session meets its tools: without it, the new nodes inside the sphere
+ * were thrown out in the first step, 0.12 mm on the wire
+ * (tests/integration/itest_refine.c; one 10 um quantum with it). The
+ * depths come from the sphere and capsule tools only (mesh tools and jaws
+ * get none), and the fit's trial steps take those tools only.
  */
 #ifndef TS_HANDOVER_H
 #define TS_HANDOVER_H

@@ -1127,10 +1127,13 @@ static uint32_t begin_posed(ts_tissue *t, ts_aabb_tree *tree, ts_xpbd_tool *pt, 
   return dropped;
 }
 
-static void sweep_posed(ts_xpbd *s, ts_tissue *t, ts_xpbd_tool *pt, int n, int first) {
+static void sweep_posed(ts_xpbd *s, ts_tissue *t, ts_xpbd_tool *pt, int n, int first,
+                        const double *hdepth, double wh) {
   for (int q = 0; q < n; q++) {
     ts_xpbd_tool *p = &pt[q];
     if (p->grasp) ts_grasp_project(p->grasp, p->posed, t->x, t->inv_mass);
+    p->contact->allow = hdepth; /* a refinement's contact allowances */
+    p->contact->allow_w = wh;
     ts_contact_project(p->contact, p->posed, t->x, (const double (*)[3])s->x_prev, t->inv_mass,
                        first);
   }
@@ -1269,7 +1272,7 @@ int ts_xpbd_step_posed(ts_xpbd *s, ts_tissue *t, double dt, ts_tool *tools, int 
       if (s->n_bend) sweep_bending(s, t, ih2, bh);
       if (s->n_vol) sweep_volume(s, t, ih2, bh);
       if (s->n_contacts) sweep_contacts(s, t, pt, hdepth, wh);
-      if (n_posed) sweep_posed(s, t, posed, n_posed, it == 0);
+      if (n_posed) sweep_posed(s, t, posed, n_posed, it == 0, hdepth, wh);
     }
 
     /* velocities, damping, health */
