@@ -51,9 +51,10 @@ run_suite "asan+ubsan" build-asan "." -DTS_SANITIZE=ON
 TSAN_OPTIONS="halt_on_error=1" run_suite "tsan" build-tsan \
   "^integration\\.itest_(auth|badinput|control|faults|poke|shutdown)$" -DTS_TSAN=ON
 
-# each fuzz target for TS_FUZZ_SECONDS (60 s, as issue 8 asks), two at a time
-echo "== fuzz: each target for ${TS_FUZZ_SECONDS:-60}s, ${TS_FUZZ_JOBS:-2} at a time"
-if deploy/fuzz.sh "${TS_FUZZ_SECONDS:-60}"; then
+# each fuzz target for TS_FUZZ_SECONDS (default 45 s: the issue asks for a
+# bounded time such as 60 s; 45 keeps a whole CI run near 25 minutes), two at a time
+echo "== fuzz: each target for ${TS_FUZZ_SECONDS:-45}s, ${TS_FUZZ_JOBS:-2} at a time"
+if deploy/fuzz.sh "${TS_FUZZ_SECONDS:-45}"; then
   total_pass=$((total_pass + 1))
 else
   total_fail=$((total_fail + 1))
