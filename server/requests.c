@@ -43,7 +43,6 @@ typedef struct create_job {
   ts_patch_def def;
   char material[TS_MAX_LAYERS][64];
   double dt;
-  int solver;
   ts_solver_opts sv;          /* solver and its settings */
   int key_index;              /* the server key that asked (auth.h) */
   /* mesh tissues */
@@ -475,10 +474,10 @@ static void create_work(ts_job *jb, ts_storage *st) {
                               &j->session, j->err, sizeof j->err);
   }
   if (j->rc) return;
-  j->session->solver = j->solver;
-  if (j->solver == TISSUED__V1__SOLVER__SOLVER_XPBD)
+  j->session->solver = j->sv.solver;
+  if (j->sv.solver == TISSUED__V1__SOLVER__SOLVER_XPBD)
     j->rc = ts_session_use_xpbd(j->session, &j->sv, j->err, sizeof j->err);
-  if (j->solver == TISSUED__V1__SOLVER__SOLVER_QUASI_STATIC) {
+  if (j->sv.solver == TISSUED__V1__SOLVER__SOLVER_QUASI_STATIC) {
     const ts_config *cfg = &j->server->cfg;
     j->rc = ts_session_use_shortcut(j->session, cfg->qs_interval,
                                     (uint32_t)cfg->max_training_samples,
@@ -561,7 +560,6 @@ static create_job *new_create_job(ts_conn *c, uint64_t rid, const char *name, do
   j->rid = rid;
   snprintf(j->name, sizeof j->name, "%s", name);
   j->dt = dt;
-  j->solver = sv->solver;
   j->sv = *sv;
   j->scale = 1;
   return j;

@@ -14,7 +14,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { SERVER_KEY, startDaemon, artifactsDir, sleep, waitSettled, launchChromium, loadProtocol, waitFor }
+import { SERVER_KEY, startDaemon, artifactsDir, sleep, waitSettled, launchChromium, loadProtocol, waitFor,
+  openCheckedPage }
   from '../integration/daemon_proc.mjs';
 import { WsPeer } from '../integration/ws_peer.mjs';
 import { Role } from '../../client-web/src/protocol.js';
@@ -41,17 +42,8 @@ after(async () => {
   if (daemon && daemon.proc.exitCode === null && daemon.proc.signalCode === null) await daemon.stop();
 });
 
-async function openPage(url, label, viewport = VIEWPORT) {
-  const context = await browser.newContext({ viewport, deviceScaleFactor: 1 });
-  const page = await context.newPage();
-  page.setDefaultTimeout(WAIT_MS);
-  page.on('console', (m) => {
-    if (m.type() === 'error') problems.push(`${label} console: ${m.text()}`);
-  });
-  page.on('pageerror', (e) => problems.push(`${label} page error: ${e.message}`));
-  page.on('requestfailed', (r) => problems.push(`${label} request failed: ${r.url()} ${r.failure()?.errorText}`));
-  await page.goto(url, { waitUntil: 'load', timeout: WAIT_MS });
-  return page;
+function openPage(url, label, viewport = VIEWPORT) {
+  return openCheckedPage(browser, url, label, problems, { viewport, timeoutMs: WAIT_MS, deviceScaleFactor: 1 });
 }
 
 const hook = (page) => page.evaluate(() => {

@@ -17,7 +17,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { SERVER_KEY, startDaemon, artifactsDir, sleep, launchChromium } from '../integration/daemon_proc.mjs';
+import { SERVER_KEY, startDaemon, artifactsDir, sleep, launchChromium, openCheckedPage } from '../integration/daemon_proc.mjs';
 import { decodePng, changedFraction, meanColour } from './png.mjs';
 
 const VIEWPORT = { width: 1280, height: 800 };
@@ -41,22 +41,10 @@ after(async () => {
   if (daemon && daemon.proc.exitCode === null && daemon.proc.signalCode === null) await daemon.stop();
 });
 
-async function openPage(url, label, viewport = VIEWPORT) {
-  const context = await browser.newContext({ viewport, deviceScaleFactor: 1 });
-  const page = await context.newPage();
-  page.setDefaultTimeout(WAIT_MS);
-  page.on('console', (m) => {
-    if (m.type() === 'error') problems.push(`${label} console: ${m.text()}`);
-  });
-  page.on('pageerror', (e) => problems.push(`${label} page error: ${e.message}`));
-  page.on('requestfailed', (r) => problems.push(`${label} request failed: ${r.url()} ${r.failure()?.errorText}`));
-  // Everything the page loads comes from the daemon.
-  page.on('request', (r) => {
-    const u = new URL(r.url());
-    if (u.protocol.startsWith('http') && u.host !== new URL(base).host) problems.push(`${label} loads ${r.url()}`);
-  });
-  await page.goto(url, { waitUntil: 'load', timeout: WAIT_MS });
-  return page;
+// Everything the page loads comes from the daemon (onlyFrom).
+function openPage(url, label, viewport = VIEWPORT) {
+  return openCheckedPage(browser, url, label, problems,
+    { viewport, timeoutMs: WAIT_MS, deviceScaleFactor: 1, onlyFrom: base });
 }
 
 const hook = (page) => page.evaluate(() => {

@@ -13,7 +13,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 
-import { SERVER_KEY, startDaemon, artifactsDir, sleep, launchFirefox } from '../integration/daemon_proc.mjs';
+import { SERVER_KEY, startDaemon, artifactsDir, sleep, launchFirefox, openCheckedPage } from '../integration/daemon_proc.mjs';
 
 const VIEWPORT = { width: 800, height: 500 };
 const WAIT_MS = 30000;
@@ -35,16 +35,8 @@ after(async () => {
   if (daemon && daemon.proc.exitCode === null && daemon.proc.signalCode === null) await daemon.stop();
 });
 
-async function openPage(url, label, viewport = VIEWPORT) {
-  const context = await browser.newContext({ viewport });
-  const page = await context.newPage();
-  page.setDefaultTimeout(WAIT_MS);
-  page.on('console', (m) => {
-    if (m.type() === 'error') problems.push(`${label} console: ${m.text()}`);
-  });
-  page.on('pageerror', (e) => problems.push(`${label} page error: ${e.message}`));
-  await page.goto(url, { waitUntil: 'load', timeout: WAIT_MS });
-  return page;
+function openPage(url, label, viewport = VIEWPORT) {
+  return openCheckedPage(browser, url, label, problems, { viewport, timeoutMs: WAIT_MS, requestFailed: false });
 }
 
 const hook = (page) => page.evaluate(() => {

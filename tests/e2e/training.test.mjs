@@ -22,7 +22,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { SERVER_KEY, startDaemon, artifactsDir, sleep, launchChromium } from '../integration/daemon_proc.mjs';
+import { SERVER_KEY, startDaemon, artifactsDir, sleep, launchChromium, openCheckedPage } from '../integration/daemon_proc.mjs';
 import { decodePng, changedFraction } from './png.mjs';
 
 const VIEWPORT = { width: 1280, height: 800 };
@@ -54,18 +54,9 @@ after(async () => {
   if (daemon && daemon.proc.exitCode === null && daemon.proc.signalCode === null) await daemon.stop();
 });
 
-async function openPage(url, label, { viewport = VIEWPORT, hasTouch = false, init = null } = {}) {
-  const context = await browser.newContext({ viewport, deviceScaleFactor: 1, hasTouch });
-  const page = await context.newPage();
-  page.setDefaultTimeout(WAIT_MS);
-  page.on('console', (m) => {
-    if (m.type() === 'error') problems.push(`${label} console: ${m.text()}`);
-  });
-  page.on('pageerror', (e) => problems.push(`${label} page error: ${e.message}`));
-  page.on('requestfailed', (r) => problems.push(`${label} request failed: ${r.url()} ${r.failure()?.errorText}`));
-  if (init) await page.addInitScript(init);
-  await page.goto(url, { waitUntil: 'load', timeout: WAIT_MS });
-  return page;
+function openPage(url, label, { viewport = VIEWPORT, hasTouch = false, init = null } = {}) {
+  return openCheckedPage(browser, url, label, problems,
+    { viewport, timeoutMs: WAIT_MS, deviceScaleFactor: 1, hasTouch, init });
 }
 
 const hook = (page) => page.evaluate(() => {

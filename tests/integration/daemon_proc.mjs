@@ -81,6 +81,43 @@ export async function launchFirefox(timeoutMs) {
   });
 }
 
+/**
+ * Opens url in a new context of `browser` and records into `problems` what
+ * a page must not do: console errors, page errors, failed requests
+ * (requestFailed, default on) and, with onlyFrom (an origin URL), loads
+ * from anywhere else. label names the page in those lines. Options:
+ * viewport, timeoutMs (default 60 s: the page's default timeout and the
+ * load's), deviceScaleFactor, hasTouch, init (a script run before the
+ * page's own).
+ */
+export async function openCheckedPage(browser, url, label, problems, {
+  viewport, timeoutMs = 60000, deviceScaleFactor, hasTouch = false, init = null,
+  onlyFrom = null, requestFailed = true,
+} = {}) {
+  const opts = { viewport, hasTouch };
+  if (deviceScaleFactor !== undefined) opts.deviceScaleFactor = deviceScaleFactor;
+  const context = await browser.newContext(opts);
+  const page = await context.newPage();
+  page.setDefaultTimeout(timeoutMs);
+  page.on('console', (m) => {
+    if (m.type() === 'error') problems.push(`${label} console: ${m.text()}`);
+  });
+  page.on('pageerror', (e) => problems.push(`${label} page error: ${e.message}`));
+  if (requestFailed) {
+    page.on('requestfailed', (r) => problems.push(`${label} request failed: ${r.url()} ${r.failure()?.errorText}`));
+  }
+  if (onlyFrom) {
+    const host = new URL(onlyFrom).host;
+    page.on('request', (r) => {
+      const u = new URL(r.url());
+      if (u.protocol.startsWith('http') && u.host !== host) problems.push(`${label} loads ${r.url()}`);
+    });
+  }
+  if (init) await page.addInitScript(init);
+  await page.goto(url, { waitUntil: 'load', timeout: timeoutMs });
+  return page;
+}
+
 /** Where tests leave screenshots and logs. */
 export function artifactsDir() {
   const dir = process.env.TS_ARTIFACTS || path.join(os.tmpdir(), 'tissued-artifacts');
