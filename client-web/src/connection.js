@@ -56,6 +56,7 @@ export class SessionClient {
     this.handlers = opts.handlers || {};
     this.autoCreate = opts.autoCreate ?? true;
     this.tool = { kind: 0, radius: DEFAULT_RADIUS, length: 0 };  // ToolShape to join with
+    this.friction = null;  // ToolShape.friction {muStatic, muKinetic}; null: the server's default
     this.waiters = new Map();    // request id -> {resolve, reject, timer}
     this.stream = new FrameStream();
     this.decodeStats = new DecodeStats();
@@ -326,6 +327,17 @@ export class SessionClient {
   }
 
   /**
+   * Coulomb friction of this page's tool on the tissue ({muStatic,
+   * muKinetic}, 0 <= muKinetic <= muStatic <= 2; null: the server's default,
+   * a steel instrument on wet tissue); kept for every later join, and applied
+   * now by joining again with the same tool id.
+   */
+  setFriction(friction) {
+    this.friction = friction ? { muStatic: friction.muStatic, muKinetic: friction.muKinetic } : null;
+    if (this.joined && this.role === Role.CONTROLLER) this._join(this.toolId);
+  }
+
+  /**
    * HandOverTool (server key): resolves with ToolHandedOver, whose
    * controllerToken opens the tool from now on.
    */
@@ -364,7 +376,7 @@ export class SessionClient {
       sessionId: this.sessionId,
       role: this.role,
       toolId,
-      tool: this.tool,
+      tool: this.friction ? { ...this.tool, friction: this.friction } : this.tool,
       frameRate: this.frameRate,
       forceRate: this.forceRate,
     });

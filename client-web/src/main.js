@@ -48,6 +48,9 @@ const hook = {
   sessions: [],                 // the server's sessions, as last listed
   solver: 0,                    // this session's solver (Solver enum)
   toolKind: 0,                  // ToolShape.Kind this page drives
+  friction: 'wet',              // the tool's friction setting (tools.js Friction)
+  joins: 0,                     // Joined replies this page has had
+  joinedFriction: null,         // ToolShape.friction of the last join as controller (null: default)
   jaw: 1,                       // grasper: 0 closed .. 1 open
   plot: { count: 0, nonZero: 0, points: 0 },  // force plot samples
   layers: [],                   // [{name, triangles, visible}]
@@ -227,6 +230,10 @@ async function start() {
       hook.jaw = jaw;
       sendJaw();
     },
+    onFriction(name, mu) {
+      hook.friction = name;
+      client.setFriction(mu);
+    },
   });
 
   function leftSession(text) {
@@ -308,6 +315,8 @@ async function start() {
         hook.role = isController ? 'controller' : 'observer';
         hook.vertexCount = j.vertexCount;
         hook.toolKind = isController ? client.tool.kind : 0;
+        hook.joinedFriction = isController && client.friction ? { ...client.friction } : null;
+        hook.joins++;
         hook.jaw = 1;
         const url = pageUrl(j.sessionId, j.role, client.token);
         history.replaceState(null, '', url);

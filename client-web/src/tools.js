@@ -1,11 +1,20 @@
 // tools.js: the tool controls of a controller: which tool it drives (sphere,
 // capsule, or grasper; the grasper only in XPBD sessions, the only solver
 // with grasping jaws) and the grasper's jaws, closed or opened with the
-// button or the G key (ignored while typing in a field).
+// button or the G key (ignored while typing in a field), and the tool's
+// Coulomb friction on the tissue (a choice of three settings).
 //
 // It keeps the state and the controls' look; main.js sends the poses.
 
 export const ToolKind = Object.freeze({ SPHERE: 0, CAPSULE: 1, JAWS: 2 });
+
+// The friction choices: static and kinetic coefficients (ToolShape.friction).
+// 'wet' is the server's default (a steel instrument on wet tissue).
+export const Friction = Object.freeze({
+  wet: { muStatic: 0.1, muKinetic: 0.05 },
+  none: { muStatic: 0, muKinetic: 0 },
+  rough: { muStatic: 0.4, muKinetic: 0.3 },
+});
 const XPBD = 2;  // Solver.SOLVER_XPBD
 
 const $ = (id) => document.getElementById(id);
@@ -13,11 +22,13 @@ const $ = (id) => document.getElementById(id);
 export class ToolControls {
   /**
    * onKind(kind): the user chose another tool; onJaw(jaw): the grasper was
-   * closed (0) or opened (1).
+   * closed (0) or opened (1); onFriction(name, {muStatic, muKinetic}): another
+   * friction was chosen.
    */
-  constructor({ onKind, onJaw }) {
+  constructor({ onKind, onJaw, onFriction }) {
     this.onKind = onKind;
     this.onJaw = onJaw;
+    this.onFriction = onFriction;
     this.kind = ToolKind.SPHERE;
     this.jaw = 1;
     this.enabled = false;
@@ -28,7 +39,12 @@ export class ToolControls {
       grasperOption: $('tl-grasper-option'),
       grasperNote: $('tl-grasper-note'),
       jaw: $('tl-jaw'),
+      friction: $('tl-friction'),
     };
+    this.el.friction.addEventListener('change', () => {
+      const name = this.el.friction.value;
+      if (Friction[name]) this.onFriction?.(name, Friction[name]);
+    });
     for (const r of this.el.radios) {
       r.addEventListener('change', () => { if (r.checked) this._choose(Number(r.value)); });
     }

@@ -55,6 +55,7 @@ const hook = (page) => page.evaluate(() => {
     layers: t.layers, resets: t.resets, latencyMs: t.latencyMs, fps: t.fps, errors: t.errors,
     observerLink: t.observerLink, sessions: t.sessions, ended: t.ended, webgl: t.webgl,
     force: t.force, simTime: t.simTime, vertexCount: t.vertexCount, lesion: t.lesion,
+    friction: t.friction, joins: t.joins, joinedFriction: t.joinedFriction,
   };
 });
 
@@ -130,6 +131,17 @@ test('a classroom session: create, grasp, watch, layers, reset, end', async () =
   assert.ok(held.latencyMs > 0 && held.latencyMs < 5000, 'latency ' + held.latencyMs + ' ms');
   const jawLabel = await page.textContent('#tl-jaw');
   assert.match(jawLabel, /open grasper/);
+
+  // Friction: choosing "none" joins again with the same tool, frictionless
+  // (the daemon validates ToolShape.friction and would refuse a bad one).
+  const before = await hook(page);
+  await page.selectOption('#tl-friction', 'none');
+  await waitHook(page, (n) => window.tissued.joins > n && window.tissued.friction === 'none', before.joins,
+    'joined again without friction');
+  const frictionless = await hook(page);
+  assert.equal(frictionless.toolId, before.toolId, 'the same tool');
+  assert.equal(frictionless.toolKind, 2, 'still the grasper');
+  assert.deepEqual(frictionless.joinedFriction, { muStatic: 0, muKinetic: 0 });
 
   // A watcher through the shared link, in its own context (no key).
   assert.match(created.observerLink, /role=observer/);
