@@ -103,7 +103,7 @@
  *     most) of the physical one; at 2, scale 114 to 300 and 47 % RMS; at 1
  *     the scale runs away to 2,000-2,800 (the lagging tissue is stretched
  *     more, which stiffens it, which needs more inertia) and the tool all
- *     but loses the tissue (95 % RMS). A fixed scale with an allowance
+ *     but loses the tissue (94 % RMS). A fixed scale with an allowance
  *     (more substeps past it) would break that loop at the price of the
  *     cap; the cap is kept here because a haptic session needs a bounded
  *     step time;
