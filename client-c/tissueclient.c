@@ -748,6 +748,13 @@ int tc_create_session(tc_client *c, const char *builtin, uint32_t *session_id,
 int tc_create_session_solver(tc_client *c, const char *builtin, int solver,
                              uint32_t *session_id, uint32_t *vertex_count,
                              uint32_t *triangle_count) {
+  return tc_create_session_substeps(c, builtin, solver, 0, session_id, vertex_count,
+                                    triangle_count);
+}
+
+int tc_create_session_substeps(tc_client *c, const char *builtin, int solver, uint32_t substeps,
+                               uint32_t *session_id, uint32_t *vertex_count,
+                               uint32_t *triangle_count) {
   if (solver != TC_SOLVER_DEFAULT && solver != TC_SOLVER_MASS_SPRING && solver != TC_SOLVER_XPBD &&
       solver != TC_SOLVER_QUASI_STATIC)
     return fail(c, TS_EINVAL, "solver must be TC_SOLVER_DEFAULT, _MASS_SPRING, _XPBD or _QUASI_STATIC");
@@ -755,6 +762,7 @@ int tc_create_session_solver(tc_client *c, const char *builtin, int solver,
   m.tissue_case = TISSUED__V1__CREATE_SESSION__TISSUE_BUILTIN;
   m.builtin = (char *)(builtin ? builtin : "stomach-patch");
   m.solver = (Tissued__V1__Solver)solver;
+  m.substeps = substeps;
   return create_session(c, &m, session_id, vertex_count, triangle_count);
 }
 

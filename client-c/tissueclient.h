@@ -191,6 +191,14 @@ int tc_create_session_solver(tc_client *c, const char *builtin, int solver,
                              uint32_t *session_id, uint32_t *vertex_count,
                              uint32_t *triangle_count);
 
+/* The same with CreateSession.substeps: for TC_SOLVER_XPBD substeps per
+ * step, for TC_SOLVER_MASS_SPRING (and DEFAULT) at most that many per step,
+ * the inertia scaled so that the step stays stable (0: physical masses). The
+ * server checks the range (1..1000). */
+int tc_create_session_substeps(tc_client *c, const char *builtin, int solver, uint32_t substeps,
+                               uint32_t *session_id, uint32_t *vertex_count,
+                               uint32_t *triangle_count);
+
 /* The tokens of the last session this client created: 1 and *out filled, or
  * 0 before any. */
 int tc_session_tokens(const tc_client *c, tc_tokens *out);

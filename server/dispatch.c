@@ -205,8 +205,22 @@ static void on_create(ts_conn *c, uint64_t rid, const Tissued__V1__CreateSession
                                             "the XPBD solver)");
     return;
   }
-  if (!xpbd && (m->substeps || m->iterations)) {
-    ts_send_error(c, rid, TS_EINVAL, "substeps and iterations apply to XPBD sessions only");
+  /* a mass-spring session's substeps: a cap, paid for by inertia scaling */
+  const int mass_spring = m->solver == TISSUED__V1__SOLVER__SOLVER_DEFAULT ||
+                          m->solver == TISSUED__V1__SOLVER__SOLVER_MASS_SPRING;
+  if (!xpbd && m->iterations) {
+    ts_send_error(c, rid, TS_EINVAL, "iterations apply to XPBD sessions only");
+    return;
+  }
+  if (!xpbd && !mass_spring && m->substeps) {
+    ts_send_error(c, rid, TS_EINVAL, "substeps apply to XPBD and mass-spring sessions only");
+    return;
+  }
+  if (mass_spring && m->substeps > TS_MS_MAX_SUBSTEPS) {
+    ts_send_error(c, rid, TS_EINVAL,
+                  "substeps of a mass-spring session must be in [1, %d] (at most that many per "
+                  "step, the inertia scaled to stay stable; 0: physical masses)",
+                  TS_MS_MAX_SUBSTEPS);
     return;
   }
   if (m->substeps > TS_XPBD_MAX_SUBSTEPS || m->iterations > TS_XPBD_MAX_ITERATIONS) {

@@ -57,6 +57,7 @@ typedef struct ts_frame_ref {
   uint64_t late_events;      /* times the session fell behind real time */
   uint32_t substeps;
   uint32_t contacts;
+  double inertia_scale;      /* mass-spring: inertia scale of the last step (1: physical) */
   double verlet_fraction;    /* nodes on each integrator branch, last step */
   double beeman_fraction;
   /* loop-thread cache of encodings */

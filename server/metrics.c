@@ -140,6 +140,9 @@ char *ts_metrics_text(ts_server *s, size_t *len) {
        "Fraction of nodes the mass-spring integrator stepped by Verlet in the last step."},
       {"tissued_session_beeman_fraction", "gauge",
        "Fraction of nodes the mass-spring integrator stepped by Beeman in the last step."},
+      {"tissued_session_inertia_scale", "gauge",
+       "Factor on the mass-spring tissue's inertia in the last step (1: physical masses; "
+       "above 1 when CreateSession.substeps caps the substeps)."},
   };
   for (size_t k = 0; k < sizeof per / sizeof per[0]; k++) {
     family(&b, per[k].name, per[k].type, per[k].help);
@@ -164,6 +167,7 @@ char *ts_metrics_text(ts_server *s, size_t *len) {
       case 13: v = f && f->key.bytes ? (double)f->key.len : 0; break;
       case 14: v = f ? f->verlet_fraction : 0; break;
       case 15: v = f ? f->beeman_fraction : 0; break;
+      case 16: v = f ? f->inertia_scale : 0; break;
       }
       put(&b, "%s{session=\"%u\"} %.9g\n", per[k].name, se->id, v);
     }

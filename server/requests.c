@@ -475,6 +475,8 @@ static void create_work(ts_job *jb, ts_storage *st) {
   }
   if (j->rc) return;
   j->session->solver = j->sv.solver;
+  if (j->sv.solver == TISSUED__V1__SOLVER__SOLVER_MASS_SPRING) /* a cap on the substeps */
+    j->session->sim.tissue->max_substeps = j->sv.substeps;
   if (j->sv.solver == TISSUED__V1__SOLVER__SOLVER_XPBD)
     j->rc = ts_session_use_xpbd(j->session, &j->sv, j->err, sizeof j->err);
   if (j->sv.solver == TISSUED__V1__SOLVER__SOLVER_QUASI_STATIC) {

@@ -440,6 +440,7 @@ ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
   sim->substeps = st.substeps;
   sim->contacts = st.contacts;
   sim->verlet_fraction = st.verlet_fraction;
+  sim->inertia_scale = st.inertia_scale > 0 ? st.inertia_scale : 1.0;
   sim->beeman_fraction = st.beeman_fraction;
   if (rc == TS_EDIVERGED) {
     /* the core never lets NaN out (it put the tissue at rest); the session
@@ -475,6 +476,7 @@ ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
   f->substeps = sim->substeps;
   f->contacts = sim->contacts;
   f->verlet_fraction = sim->verlet_fraction;
+  f->inertia_scale = sim->inertia_scale;
   f->beeman_fraction = sim->beeman_fraction;
   f->n_tools = TS_MAX_TOOLS;
   for (int i = 0; i < TS_MAX_TOOLS; i++) {

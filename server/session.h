@@ -95,6 +95,8 @@ typedef struct ts_session_sim {
   double step_ns_ewma;
   uint32_t substeps;
   uint32_t contacts;
+  double inertia_scale;      /* mass-spring: the inertia scale of the last step
+                                (1: physical masses, ts_massspring.h) */
   double verlet_fraction;    /* mass-spring: nodes on each branch, last step */
   double beeman_fraction;
 } ts_session_sim;
@@ -169,9 +171,11 @@ int ts_session_create_with_tissue(ts_server *s, const char *name, const char *ti
 #define TS_XPBD_MAX_DT (1.0 / 30.0) /* s: the longest step of an XPBD session */
 #define TS_XPBD_MAX_SUBSTEPS 1000
 #define TS_XPBD_MAX_ITERATIONS 100
+#define TS_MS_MAX_SUBSTEPS 1000 /* a mass-spring session's cap (CreateSession.substeps) */
 typedef struct ts_solver_opts {
   int solver;
-  uint32_t substeps, iterations;
+  uint32_t substeps, iterations; /* mass-spring: substeps is the tissue's max_substeps
+                                    (0: physical masses); iterations 0 */
 } ts_solver_opts;
 
 /* Switches a new session (before physics owns it) to the XPBD solver

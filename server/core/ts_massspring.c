@@ -16,7 +16,9 @@
  * node faster than 100 m/s, or the kinetic energy growing by over 20 % per
  * step for 20 steps: an unstable mode grows geometrically; a tissue set
  * moving from rest, by a tool or by gravity, grows like t^2, over 20 % per
- * step only in its first ten steps). No allocation in the step.
+ * step only in its first ten steps). With t->max_substeps the substep
+ * count also brings the inertia scale (ts_ms_bounds.c), applied to the
+ * history before the substeps. No allocation in the step.
  */
 #include "ts_massspring.h"
 
@@ -56,7 +58,9 @@ int ts_massspring_prepare(ts_tissue *t) {
     memcpy(ms->tl_pos, t->ms->tl_pos, sizeof ms->tl_pos);
     memcpy(ms->tl_quat, t->ms->tl_quat, sizeof ms->tl_quat);
     memcpy(ms->tl_seen, t->ms->tl_seen, sizeof ms->tl_seen);
+    ms->inertia = t->ms->inertia; /* the scale the history is in */
   }
+  if (!(ms->inertia >= 1.0)) ms->inertia = 1.0;
   ms->hs = (ts__hs *)(blk + off_hs);
   ms->lim = (ts__lim *)(blk + off_lim);
   double *node = (double *)(blk + off_node);
@@ -201,9 +205,10 @@ int ts_massspring_step(ts_tissue *t, double dt, ts_tool *tools, int n_tools,
   }
   struct ts__ms *ms = t->ms;
 
-  double phi;
-  double nsub = ts__ms_substep_count(t, ms, dt, &phi);
+  double phi, scale;
+  double nsub = ts__ms_substep_count(t, ms, dt, &phi, &scale);
   if (!(nsub <= TS__MAX_SUBSTEPS)) return TS_ERANGE;
+  ts__ms_inertia_set(t, ms, scale);
   uint32_t n = (uint32_t)nsub;
   double h = dt / n;
 
@@ -291,6 +296,7 @@ int ts_massspring_step(ts_tissue *t, double dt, ts_tool *tools, int n_tools,
     stats->substeps = n;
     stats->substep = h;
     stats->stiffening = phi;
+    stats->inertia_scale = ms->inertia;
     if (all) {
       stats->taylor_fraction = (double)counts[TS_BRANCH_TAYLOR] / all;
       stats->verlet_fraction = (double)counts[TS_BRANCH_VERLET] / all;

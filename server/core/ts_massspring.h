@@ -44,6 +44,9 @@
 
 /* Substeps are at most this fraction of the stability bound. */
 #define TS_MASSSPRING_SAFETY 0.8
+/* The largest inertia scale t->max_substeps may bring (past it the step
+ * takes more substeps than the cap instead). */
+#define TS_MASSSPRING_MAX_INERTIA 1e6
 
 typedef struct ts_step_stats {
   uint32_t substeps;       /* substeps taken this step */
@@ -61,6 +64,8 @@ typedef struct ts_step_stats {
   double stiffening;       /* the factor on the small-strain stiffness that the
                               substep count allowed for (>= 1) */
   uint32_t strain_limited; /* spring corrections made by strain limiting */
+  double inertia_scale;    /* factor on the inertia this step (1: physical;
+                              > 1 only with t->max_substeps, ts_ms_bounds.c) */
 } ts_step_stats;
 
 /* Validates the springs and builds the step's private data (a compact copy of
@@ -91,6 +96,9 @@ int ts_massspring_energy(const ts_tissue *t, double *kinetic, double *potential)
 /* Advances the tissue by dt seconds with the given tools, in substeps of
  * h = dt / n, n the smallest count within TS_MASSSPRING_SAFETY of the
  * stability bound at the strains of the last step (see ts_ms_bounds.c).
+ * With t->max_substeps > 0, n is at most that and the inertia is scaled
+ * uniformly so that the substep stays within the bound (stats'
+ * inertia_scale; more substeps only past a scale of TS_MASSSPRING_MAX_INERTIA).
  * Returns 0, or TS_EDIVERGED when the state became non-finite, a node ran
  * away (faster than 100 m/s) or the kinetic energy kept growing
  * geometrically (by over 20 % a step for 20 steps): the state is then reset

@@ -45,6 +45,12 @@
  * ts_ms_contact.c says the method), whose opposite is part of the tool's
  * reaction; a node static friction holds takes the Verlet update that its
  * stick force is computed for.
+ *
+ * Inertia scaling (ts_ms_bounds.c): the accelerations are the forces over
+ * s times the (lumped or selectively scaled) mass, the forces themselves,
+ * gravity's and drag's m included, physical; the branch test and the
+ * contact reactions work on forces, so they see s M~ (a_k - a_(k-1)) and
+ * (s M~)^-1 e_c. s = 1 multiplies by exactly 1: the results of before.
  */
 
 #include <math.h>
@@ -193,11 +199,13 @@ void ts__ms_integrate(ts_tissue *t, struct ts__ms *ms, double h, int taylor, ts_
   const double *im = t->inv_mass;
   const double g[3] = {t->gravity[0], t->gravity[1], t->gravity[2]};
   const double drag = t->drag, mu = t->beeman_threshold;
+  const double is = 1.0 / ms->inertia; /* inertia scaling: exactly 1 when off */
   double move2 = 0;
   for (uint32_t i = 0; i < t->n_nodes; i++) {
-    const double w = im[i];
-    if (w == 0) continue; /* anchored */
-    double an[3], m = 1.0 / w;
+    if (im[i] == 0) continue; /* anchored */
+    /* m: the physical mass (gravity, drag); w: 1 / the inertia */
+    const double m = 1.0 / im[i], w = im[i] * is;
+    double an[3];
     for (int c = 0; c < 3; c++)
       an[c] = f[i][c] + fe[i][c] + wh * fh[i][c] + m * (g[c] - drag * t->v[i][c]);
     int stuck = reaction(t, ms, i, an, pt, slot, w, h);
@@ -239,6 +247,8 @@ void ts__ms_integrate_sms(ts_tissue *t, struct ts__ms *ms, double h, int taylor,
   const double (*restrict v)[3] = (const double (*)[3])t->v;
   const double g0 = t->gravity[0], g1 = t->gravity[1], g2 = t->gravity[2];
   const double drag = t->drag, mu2 = t->beeman_threshold * t->beeman_threshold;
+  /* inertia scaling: a = (s M~)^-1 F, the forces over s (exactly 1 when off) */
+  const double is = 1.0 / ms->inertia, s2 = ms->inertia * ms->inertia;
   double (*restrict an)[3] = ms->an;
   /* forces, and the forward sweep: a_s = F_s - l_s a_(s-1) (l_0 = 0; anchored
    * rows are zero) */
@@ -247,9 +257,9 @@ void ts__ms_integrate_sms(ts_tissue *t, struct ts__ms *ms, double h, int taylor,
     const double (*restrict up)[3] = s > 0 ? (const double (*)[3])an + i0 - nv : NULL;
     for (uint32_t i = i0; i < i0 + nv; i++) {
       const double m = mass[i], l = s > 0 ? sl[i] : 0.0, w = im[i];
-      const double F0 = f[i][0] + fe[i][0] + wh * fh[i][0] + m * (g0 - drag * v[i][0]);
-      const double F1 = f[i][1] + fe[i][1] + wh * fh[i][1] + m * (g1 - drag * v[i][1]);
-      const double F2 = f[i][2] + fe[i][2] + wh * fh[i][2] + m * (g2 - drag * v[i][2]);
+      const double F0 = (f[i][0] + fe[i][0] + wh * fh[i][0] + m * (g0 - drag * v[i][0])) * is;
+      const double F1 = (f[i][1] + fe[i][1] + wh * fh[i][1] + m * (g1 - drag * v[i][1])) * is;
+      const double F2 = (f[i][2] + fe[i][2] + wh * fh[i][2] + m * (g2 - drag * v[i][2])) * is;
       double u0 = 0, u1 = 0, u2 = 0;
       if (up) {
         const double a0 = up[i - i0][0], a1 = up[i - i0][1], a2 = up[i - i0][2];
@@ -306,6 +316,7 @@ void ts__ms_integrate_sms(ts_tissue *t, struct ts__ms *ms, double h, int taylor,
         double o = s + 1 < S ? ob[i] : 0.0;
         col[s] = (col[s] - (o != 0 ? o * col[s + 1] : 0.0)) * sip[i];
       }
+      for (uint32_t s = 0; s < S; s++) col[s] *= is; /* (s M~)^-1 e_c */
       double lambda = -acn / col[sc];
       for (uint32_t s = 0; s < S; s++)
         for (int c = 0; c < 3; c++) an[s * nv + j][c] += lambda * col[s] * n[c];
@@ -343,7 +354,7 @@ void ts__ms_integrate_sms(ts_tissue *t, struct ts__ms *ms, double h, int taylor,
           df2 += dfc * dfc;
         }
         beeman_correct(t, i, an[i], h);
-        beeman = df2 > mu2;
+        beeman = df2 * s2 > mu2; /* the force change under the scaled inertia */
       }
       counts[node_update(t, i, an[i], taylor, beeman, h)]++;
       move2 = TS__MAX(move2, moved2(t, i));

@@ -84,6 +84,8 @@ struct ts__ms {
   double ke_prev; /* kinetic energy after the last step */
   uint32_t growth;
   uint32_t n_last; /* substeps of the last step */
+  double inertia;  /* the inertia scale the history (acc, acc_prev) is in,
+                      >= 1 (ts_ms_bounds.c); 1: physical masses */
   /* selective mass scaling (ts_ms_sms.c) */
   int sms;
   uint32_t nv, S; /* the sheet layout */
@@ -177,8 +179,17 @@ double ts__ms_power_bound(const ts_tissue *t, const struct ts__ms *ms, int dampi
                           double (*x)[3], double (*y)[3]);
 
 /* The substep count for a step of dt seconds (a double so that a huge count
- * can be refused; NaN possible); *phi_out gets the stiffening factor. */
-double ts__ms_substep_count(const ts_tissue *t, struct ts__ms *ms, double dt, double *phi_out);
+ * can be refused; NaN possible); *phi_out gets the stiffening factor and
+ * *scale_out the inertia scale the step is to use (1 unless t->max_substeps;
+ * ts__ms_inertia_set applies it). */
+double ts__ms_substep_count(const ts_tissue *t, struct ts__ms *ms, double dt, double *phi_out,
+                            double *scale_out);
+
+/* Makes s (>= 1) the inertia scale of the run: the remembered
+ * accelerations (Beeman's history and the branch test's last force, both
+ * force history divided by the inertia) are rescaled by ms->inertia / s,
+ * positions and velocities kept. */
+void ts__ms_inertia_set(ts_tissue *t, struct ts__ms *ms, double s);
 
 /* ts_ms_sms.c */
 

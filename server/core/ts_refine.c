@@ -447,6 +447,7 @@ int ts_refine_run(const ts_refine_src *s, const ts_tissue *t, const uint32_t *se
   ft->beeman_threshold = t->beeman_threshold;
   ft->strain_iterations = t->strain_iterations;
   ft->mass_scaling = t->mass_scaling;
+  ft->max_substeps = t->max_substeps;
   ft->time = t->time;
   ft->steps = t->steps;
   ft->h_prev = 0; /* the integrator restarts with a Taylor step */

@@ -129,6 +129,12 @@ typedef struct ts_tissue {
   int mass_scaling;   /* 1: selective mass scaling of the motion across the
                          sheets (ts_massspring.c); needs the sheet layout.
                          ts_tissue_build sets it; hand-made tissues have 0 */
+  uint32_t max_substeps; /* inertia scaling (ts_ms_bounds.c): at most this
+                         many substeps per step, the inertia scaled up
+                         uniformly so that the step stays stable; gravity,
+                         drag and external forces keep the physical masses,
+                         so statics are unchanged and only the dynamics slow
+                         down. 0 (the default): physical masses */
   double stable_dt;   /* largest stable substep at rest, s (cached by
                          ts_massspring_prepare; 0 = not computed) */
   double time;        /* simulated seconds */

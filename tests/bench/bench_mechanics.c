@@ -39,6 +39,16 @@
  *     those of an unloaded tissue;
  *   - --full: settling as above, then the whole 10 s path, every step timed
  *     (slow on the large scenarios).
+ * Haptic rate (issue 3's 1 kHz on patch-S): the same scenario again with
+ * the substeps capped (t->max_substeps, inertia scaling, ts_ms_bounds.c)
+ * at 1, 2 and 4 substeps per step (--quick: 1 only), from the same start (settled with physical masses, then the warm-up with
+ * the cap), over the same timed window of steps as the physical run: its
+ * steps per second and core fraction at 1 kHz beside the physical run's,
+ * its mean and largest inertia scale, and the tool force of each step
+ * against the physical run's at the same path time: the RMS and the
+ * largest difference (vector norm) relative to the physical force's RMS
+ * and largest value (how faithful the haptic force stays; in --quick the
+ * window has no contact and these are null).
  * The references need no warm-up (no tool acts on them); they start from
  * rest and run under gravity, their substep h being 1 ms over the model's
  * mean passes per step before them (its warm-up or first chunk). Bullet's
@@ -126,6 +136,9 @@ typedef struct model_run {
   uint32_t max_contacts;
   double max_force;     /* N */
   int rc;               /* first error */
+  double (*fh)[3];      /* recording (NULL: none): the tool force of each step, N */
+  uint32_t fh_n, fh_cap;
+  double scale_sum, scale_max; /* inertia scale over the steps */
 } model_run;
 
 /* Advances the model `n` steps with the tool at path times path_t,
@@ -145,6 +158,9 @@ static int model_steps(model_run *m, uint32_t n, double dt_path) {
     m->path_t += dt_path;
     m->steps++;
     m->passes += st.substeps;
+    m->scale_sum += st.inertia_scale;
+    if (st.inertia_scale > m->scale_max) m->scale_max = st.inertia_scale;
+    if (m->fh && m->fh_n < m->fh_cap) memcpy(m->fh[m->fh_n++], m->tool.force, sizeof m->tool.force);
     if (m->tool.contacts > m->max_contacts) m->max_contacts = m->tool.contacts;
     double f = sqrt(m->tool.force[0] * m->tool.force[0] + m->tool.force[1] * m->tool.force[1] +
                     m->tool.force[2] * m->tool.force[2]);
@@ -230,6 +246,132 @@ static void refs_destroy(refs *r) {
 
 static void emit_common(cJSON *o, const bench_plan *p) { ts_bench_line_str(o, "mode", p->name); }
 
+/* The haptic caps measured (--quick: the first only): the cost against
+ * the force's fidelity. */
+static const uint32_t haptic_caps[] = {1, 2, 4};
+#define TS__FORCE_STEPS_MAX 200000u /* recorded tool forces per run */
+
+/* The same scenario with inertia scaling (t->max_substeps = cap), from the
+ * same start as the physical run `phys` (settled with physical masses,
+ * then warmed up along the path with the cap, as a capped session would
+ * be), over the same window of steps as phys recorded (path_from on), each
+ * step's tool force compared with the physical run's, then on along the
+ * path until the timing has plan->rounds chunks' CPU time. Emits the
+ * lines; returns 0 or -1 (the capped run diverged, or another failure). */
+static int run_capped(const char *name, const bench_plan *plan, uint32_t cap,
+                      const model_run *phys, double phys_steps_per_s, double path_from) {
+  char err[1024] = "";
+  ts_bench_scenario sc;
+  if (ts_bench_scenario_create(name, &sc, err, sizeof err)) {
+    fprintf(stderr, "mechanics: %s: %s\n", name, err);
+    return -1;
+  }
+  model_run m;
+  memset(&m, 0, sizeof m);
+  m.sc = &sc;
+  int status = 0;
+  double (*fh)[3] = malloc(sizeof *fh * (phys->fh_n ? phys->fh_n : 1));
+  if (!fh) {
+    status = -1;
+    goto done;
+  }
+  if (plan->settle_s > 0 && (m.rc = ts_bench_scenario_settle(&sc, plan->settle_s)) != 0)
+    goto failed;
+  sc.tissue->max_substeps = cap;
+  uint32_t warm = (uint32_t)lround(plan->warmup_s / sc.dt);
+  if (warm > 0 && model_steps(&m, warm, plan->path_from / warm)) goto failed;
+  /* without a warm-up, the physical run's untimed first step, at path time 0 */
+  if (!warm && !plan->chunk_steps && model_steps(&m, 1, sc.dt)) goto failed;
+  m.path_t = path_from;
+  m.fh = fh;
+  m.fh_cap = phys->fh_n;
+  m.steps = m.passes = 0;
+  m.scale_sum = m.scale_max = 0;
+  double cpu = 0, target = plan->rounds * plan->chunk_cpu;
+  double t0 = ts_bench_cpu_s();
+  if (phys->fh_n && model_steps(&m, phys->fh_n, sc.dt)) goto failed;
+  cpu = ts_bench_cpu_s() - t0;
+  while (cpu < target && m.steps < 1000000) { /* more steps for the timing alone */
+    uint32_t n = steps_for(target - cpu, m.steps ? cpu / m.steps : 1e-3);
+    t0 = ts_bench_cpu_s();
+    if (model_steps(&m, n, sc.dt)) goto failed;
+    cpu += ts_bench_cpu_s() - t0;
+  }
+  /* the tool force against the physical run's, step by step */
+  double d2 = 0, dmax = 0, p2 = 0, pmax = 0;
+  for (uint32_t k = 0; k < phys->fh_n; k++) {
+    double dd = 0, pp = 0;
+    for (int c = 0; c < 3; c++) {
+      double e = fh[k][c] - phys->fh[k][c];
+      dd += e * e;
+      pp += phys->fh[k][c] * phys->fh[k][c];
+    }
+    d2 += dd;
+    p2 += pp;
+    dmax = fmax(dmax, sqrt(dd));
+    pmax = fmax(pmax, sqrt(pp));
+  }
+  const uint32_t nw = phys->fh_n;
+  const double rms_d = nw ? sqrt(d2 / nw) : 0, rms_p = nw ? sqrt(p2 / nw) : 0;
+  const double steps_per_s = m.steps / cpu;
+  fprintf(stderr,
+          "mechanics: %s: capped at %u substep(s): %.4g steps/s (physical %.4g), inertia scale "
+          "%.4g (up to %.4g); tool force over %u steps: RMS %.3g N, difference RMS %.3g N, max "
+          "%.3g N against %.3g N\n",
+          name, cap, steps_per_s, phys_steps_per_s, m.scale_sum / m.steps, m.scale_max, nw,
+          rms_p, rms_d, dmax, pmax);
+
+  cJSON *o = ts_bench_line("mechanics", name, "capped_steps_per_s", steps_per_s, "1/s");
+  ts_bench_line_ref(o, "physical", phys_steps_per_s);
+  ts_bench_line_num(o, "max_substeps", cap);
+  ts_bench_line_num(o, "passes_per_step", (double)m.passes / m.steps);
+  ts_bench_line_num(o, "inertia_scale", m.scale_sum / m.steps);
+  ts_bench_line_num(o, "inertia_scale_max", m.scale_max);
+  ts_bench_line_num(o, "steps", (double)m.steps);
+  emit_common(o, plan);
+  ts_bench_line_emit(o);
+
+  o = ts_bench_line("mechanics", name, "capped_core_fraction_at_1khz", 1.0 / (steps_per_s * sc.dt),
+                    "1");
+  ts_bench_line_ref(o, "physical", 1.0 / (phys_steps_per_s * sc.dt));
+  ts_bench_line_num(o, "target", TS__TARGET_CORE_FRACTION);
+  ts_bench_line_num(o, "max_substeps", cap);
+  emit_common(o, plan);
+  ts_bench_line_emit(o);
+
+  /* the force fidelity: differences relative to the physical force (null
+   * when the window has no contact, as in --quick) */
+  o = ts_bench_line("mechanics", name, "capped_tool_force_rms_difference",
+                    rms_p > 0 ? rms_d / rms_p : NAN, "1");
+  ts_bench_line_ref(o, "physical_rms_N", rms_p);
+  ts_bench_line_num(o, "difference_rms_N", rms_d);
+  ts_bench_line_num(o, "max_substeps", cap);
+  ts_bench_line_num(o, "window_steps", nw);
+  ts_bench_line_num(o, "path_from_s", path_from);
+  ts_bench_line_str(o, "path_phase", ts_bench_path_phase(path_from));
+  emit_common(o, plan);
+  ts_bench_line_emit(o);
+
+  o = ts_bench_line("mechanics", name, "capped_tool_force_max_difference",
+                    pmax > 0 ? dmax / pmax : NAN, "1");
+  ts_bench_line_ref(o, "physical_max_N", pmax);
+  ts_bench_line_num(o, "difference_max_N", dmax);
+  ts_bench_line_num(o, "max_substeps", cap);
+  ts_bench_line_num(o, "window_steps", nw);
+  emit_common(o, plan);
+  ts_bench_line_emit(o);
+  goto done;
+
+failed:
+  fprintf(stderr, "mechanics: %s: capped at %u: ts_massspring_step failed at path time %.4f s: "
+          "%s (%s)\n", name, cap, m.path_t, ts_err_name(m.rc), ts_strerror(m.rc));
+  status = -1;
+done:
+  free(fh);
+  ts_bench_scenario_destroy(&sc);
+  return status;
+}
+
 static int run_scenario(const char *name, const bench_plan *plan) {
   char err[1024] = "";
   ts_bench_scenario sc;
@@ -245,6 +387,7 @@ static int run_scenario(const char *name, const bench_plan *plan) {
   memset(&m, 0, sizeof m);
   m.sc = &sc;
   int status = 0;
+  double phys_steps_per_s = NAN;
   refs r;
   memset(&r, 0, sizeof r);
   series sm = {0}, sb = {0}, sl = {0};
@@ -277,6 +420,9 @@ static int run_scenario(const char *name, const bench_plan *plan) {
     model_step_cpu = ts_bench_cpu_s() - c0;
   }
   const double path_from = m.path_t;
+  /* the tool force of the timed steps, for the capped run's comparison */
+  m.fh = malloc(sizeof *m.fh * TS__FORCE_STEPS_MAX);
+  m.fh_cap = m.fh ? TS__FORCE_STEPS_MAX : 0;
   for (int round = 0; round < plan->rounds; round++) {
     /* the model */
     uint32_t n = plan->chunk_steps ? plan->chunk_steps : steps_for(plan->chunk_cpu, model_step_cpu);
@@ -349,6 +495,7 @@ static int run_scenario(const char *name, const bench_plan *plan) {
      * in the passes; the model's count varies with the strains), so that
      * the two steps_per_s compare the same work per step */
     double b_steps = b_evals / ((double)t->n_springs * passes);
+    phys_steps_per_s = m_steps;
 
     cJSON *o = ts_bench_line("mechanics", name, "steps_per_s", m_steps, "1/s");
     ts_bench_line_ref(o, "bullet", b_steps);
@@ -388,6 +535,12 @@ static int run_scenario(const char *name, const bench_plan *plan) {
       ts_bench_line_emit(o);
     }
   }
+  /* haptic rate: the same with the substeps capped (inertia scaling); a
+   * capped run that diverges is reported on stderr and fails the scenario */
+  for (size_t k = 0; k < sizeof haptic_caps / sizeof haptic_caps[0]; k++) {
+    if (run_capped(name, plan, haptic_caps[k], &m, phys_steps_per_s, path_from)) status = -1;
+    if (strcmp(plan->name, "quick") == 0) break;
+  }
   goto done;
 
 model_failed:
@@ -395,6 +548,7 @@ model_failed:
           m.path_t, ts_err_name(m.rc), ts_strerror(m.rc));
   status = -1;
 done:
+  free(m.fh);
   refs_destroy(&r);
   ts_bench_scenario_destroy(&sc);
   return status;

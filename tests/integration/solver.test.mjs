@@ -81,7 +81,9 @@ test('an XPBD session can step once per 60 Hz frame with its own substeps; bad s
   const bad = [
     [{ solver: SOLVER_MASS_SPRING, dt: 1 / 60 }, /0\.01/],          // only XPBD steps past 10 ms
     [{ solver: SOLVER_XPBD, dt: 0.05 }, /1\/30/],                    // not even XPBD past 1/30 s
-    [{ solver: SOLVER_MASS_SPRING, substeps: 4 }, /XPBD sessions only/],
+    [{ solver: SOLVER_MASS_SPRING, iterations: 4 }, /XPBD sessions only/],
+    // a mass-spring session's substeps are a cap (inertia scaling), 1..1000
+    [{ solver: SOLVER_MASS_SPRING, substeps: 1001 }, /mass-spring session must be in \[1, 1000\]/],
     [{ solver: SOLVER_XPBD, substeps: 1001 }, /substeps must be in \[1, 1000\]/],
     [{ solver: SOLVER_XPBD, iterations: 101 }, /iterations in \[1, 100\]/],
   ];
