@@ -461,10 +461,11 @@ static void poll_all(tc_client **c, int n, int ms) {
 }
 
 /* Clients get min(their frame rate, the session's) on average. The session
- * steps 10 ms and publishes 60 frames per simulated second, so its frames
- * come 20, 20 and 10 ms apart: a limiter that wants a whole interval
- * (16.7 ms, less 2 ms of slack) since the last frame sent gives a 60 Hz
- * client two frames of three (40 a second). Three observers: 1000 Hz (no
+ * (a 5 x 5 patch, so that its physics keeps up with real time even under
+ * TSan) steps 10 ms and publishes 60 frames per simulated second, so its
+ * frames come 20, 20 and 10 ms apart: a limiter that wants a whole
+ * interval (16.7 ms, less 2 ms of slack) since the last frame sent gives a
+ * 60 Hz client two frames of three (40 a second). Three observers: 1000 Hz (no
  * limit below the session's rate), 60 Hz (the session's) and 20 Hz (a
  * third of it), read for 2 s. Per client, with W the time between its
  * first and last frame, T its interval and P the frames the session
@@ -473,12 +474,14 @@ static void poll_all(tc_client **c, int n, int ms) {
  * back to back, never more; 50 ms for the difference of two deliveries'
  * delays on a busy machine). 10 %: what skips a catch-up burst of three or
  * more frames costs when the physics runs behind on a busy machine (the
- * limiter caps bursts at two); the old limiter is 33 % short. The 20 Hz
- * client's upper bound fails without a limit (60 a second). */
+ * limiter caps bursts at two; measured 0-1 % with the physics at real time,
+ * 10-13 % with a 9 x 9 patch under TSan at 0.8 times real time); the old
+ * limiter is 30 % short (measured). The 20 Hz client's upper bound fails
+ * without a limit (the session publishes three times its rate). */
 START_TEST(test_rates_follow_the_session) {
   ts_dproc d;
   char err[256];
-  const char *args[] = {"--patch-resolution", "9", "--dt", "0.01", "--frame-rate", "60", NULL};
+  const char *args[] = {"--patch-resolution", "5", "--dt", "0.01", "--frame-rate", "60", NULL};
   ck_assert_msg(ts_dproc_start(&d, args, err, sizeof err) == 0, "%s", err);
   tc_client *ctl = tc_connect_key("127.0.0.1", d.tcp_port, "itest-rates", TS_DPROC_KEY, 0, err,
                                   sizeof err);
@@ -522,9 +525,6 @@ START_TEST(test_rates_follow_the_session) {
                   (unsigned long long)w[i].frames, win);
     tc_close(c[i]);
   }
-  /* the 20 Hz client was limited: the session published about three times
-   * what it got */
-  ck_assert_double_ge((double)(w[2].last_seq - w[2].first_seq + 1), 2.0 * (double)w[2].frames);
   tc_close(ctl);
   char why[256] = "";
   ck_assert_msg(ts_dproc_stop(&d, 10000, why, sizeof why) == 0, "stop: %s", why);
