@@ -85,6 +85,7 @@ typedef struct opts {
   int record_frames;                  /* stop after this many; 0 = run's end */
   int quiet;
   const char *key;                    /* the server key (Hello.credentials) */
+  uint32_t substeps;                  /* CreateSession.substeps; 0 = the daemon's choice */
 } opts;
 
 static void usage(FILE *f) {
@@ -118,6 +119,9 @@ static void usage(FILE *f) {
           "  --frame-rate HZ          frame rate observers ask for (0 = server default)\n"
           "  --controller-frame-rate HZ  frame rate controllers ask for (0 = default)\n"
           "  --layers L[,L...]        tissue layers of each session, cycled (3)\n"
+          "  --substeps N             CreateSession.substeps of every session (0 = the\n"
+          "                           daemon's choice; at most 1000). A daemon that refuses\n"
+          "                           it: one JSON object {\"refused\":..} and status 3\n"
           "  --decode none|first|all  WebSocket clients that decode payloads: none, the\n"
           "                           first observer of each session (default), all\n"
           "                           (TCP clients always decode: libtissueclient)\n"
@@ -214,6 +218,7 @@ static int parse_opts(int argc, char **argv, opts *o) {
     else if (strcmp(a, "--pose-rate") == 0) bad = parse_num(v, 1, 10000, &o->pose_rate);
     else if (strcmp(a, "--frame-rate") == 0) { bad = parse_num(v, 0, 1000, &d); o->frame_rate = (int)d; }
     else if (strcmp(a, "--controller-frame-rate") == 0) { bad = parse_num(v, 0, 1000, &d); o->ctl_frame_rate = (int)d; }
+    else if (strcmp(a, "--substeps") == 0) { bad = parse_num(v, 0, 1000, &d) || d != floor(d); o->substeps = (uint32_t)d; }
     else if (strcmp(a, "--layers") == 0) {
       o->n_layers = 0;
       char buf[256];
@@ -350,6 +355,7 @@ typedef struct client {
   uint64_t wait_rid;
   Envelope *reply;
   uint64_t next_rid;
+  int refused_code;          /* the daemon's Error.code of the last refused request; 0 none */
 } client;
 
 typedef struct lag_slot {
@@ -638,6 +644,7 @@ static int link_request(client *c, Envelope *e, int expect, Envelope **reply, ch
     snprintf(err, errcap, "%s: %s", rep->error->name ? rep->error->name : "error",
              rep->error->message ? rep->error->message : "");
     rc = rep->error->code > 0 ? -rep->error->code : TS_EPROTOCOL;
+    c->refused_code = rep->error->code > 0 ? rep->error->code : 0;
     tissued__v1__envelope__free_unpacked(rep, NULL);
     return rc;
   }
@@ -687,13 +694,16 @@ static int link_join(client *c, uint32_t session_id, int role, uint32_t frame_ra
 }
 
 /* CreateSession of the built-in patch with `layers` layers (3 = its default;
- * otherwise the daemon's default layers, repeated or cut). */
-static int create_session(client *admin, int layers, session_run *s, char *err, size_t errcap) {
+ * otherwise the daemon's default layers, repeated or cut) and `substeps`
+ * (CreateSession.substeps; 0: the daemon's choice). */
+static int create_session(client *admin, int layers, uint32_t substeps, session_run *s, char *err,
+                          size_t errcap) {
   Tissued__V1__LayerSpec ls[8];
   Tissued__V1__LayerSpec *lp[8];
   Tissued__V1__CreateSession m = TISSUED__V1__CREATE_SESSION__INIT;
   m.tissue_case = TISSUED__V1__CREATE_SESSION__TISSUE_BUILTIN;
   m.builtin = "stomach-patch";
+  m.substeps = substeps;
   if (layers != 3) {
     for (int i = 0; i < layers; i++) {
       tissued__v1__layer_spec__init(&ls[i]);
@@ -948,6 +958,7 @@ static void report(run *r, double measured_s) {
   cJSON_AddNumberToObject(j, "clients_alive", alive);
   cJSON_AddNumberToObject(j, "measured_s", measured_s);
   cJSON_AddNumberToObject(j, "pose_rate_hz", o->pose_rate);
+  cJSON_AddNumberToObject(j, "substeps", o->substeps);
   cJSON *vc = cJSON_AddArrayToObject(j, "vertex_count");
   for (int s = 0; s < o->sessions; s++)
     cJSON_AddItemToArray(vc, cJSON_CreateNumber(r->s[s].vertex_count));
@@ -1043,8 +1054,23 @@ int main(int argc, char **argv) {
     goto out;
   }
   for (int s = 0; s < o->sessions; s++) {
-    if (create_session(&admin, o->layers[s % o->n_layers], &r->s[s], err, sizeof err)) {
+    admin.refused_code = 0;
+    if (create_session(&admin, o->layers[s % o->n_layers], o->substeps, &r->s[s], err,
+                       sizeof err)) {
       fprintf(stderr, "tissueload: creating session %d: %s\n", s + 1, err);
+      if (admin.refused_code) { /* the daemon said no: say so as JSON (bench_stream) */
+        cJSON *j = cJSON_CreateObject();
+        cJSON *f = cJSON_AddObjectToObject(j, "refused");
+        cJSON_AddStringToObject(f, "request", "CreateSession");
+        cJSON_AddNumberToObject(f, "code", admin.refused_code);
+        cJSON_AddStringToObject(f, "message", err);
+        cJSON_AddNumberToObject(j, "substeps", o->substeps);
+        char *txt = cJSON_PrintUnformatted(j);
+        if (txt) printf("%s\n", txt);
+        free(txt);
+        cJSON_Delete(j);
+        status = 3;
+      }
       goto out;
     }
   }

@@ -53,8 +53,9 @@ struct ts_conn {
   ts_session *session;         /* joined session or NULL */
   int role;                    /* Tissued__V1__Role */
   uint32_t tool_id;
-  uint32_t frame_interval_ms;  /* per-client frame rate */
-  uint64_t last_frame_ms;
+  uint32_t frame_interval_us;  /* per-client frame rate: microseconds between frames */
+  uint64_t frame_due_us;       /* its schedule (session.c): when the next frame is due, us of
+                                  uv_hrtime; 0 = at once */
   ts_frame_ref *baseline;      /* last frame written (a reference); NULL = needs a keyframe */
   uint64_t over_soft_since_ms; /* when its output went over the soft limit; 0 = under it */
   ts_conn *next_in_session;    /* session's client list */

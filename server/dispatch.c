@@ -44,7 +44,7 @@ void ts_conn_opened(ts_conn *c) {
   if (s->conns) s->conns->prev_conn = c;
   s->conns = c;
   c->server->n_conns++;
-  c->frame_interval_ms = 1000u / (unsigned)c->server->cfg.frame_rate;
+  c->frame_interval_us = 1000000u / (unsigned)c->server->cfg.frame_rate;
   c->key_index = -1;
   ts_log_debug("connection %llu from %s", (unsigned long long)c->id, c->peer);
 }
@@ -485,7 +485,7 @@ static void on_join(ts_conn *c, uint64_t rid, const Tissued__V1__JoinSession *m)
   ts_session_attach(se, c);
   c->role = role;
   c->tool_id = tool_id;
-  c->frame_interval_ms = 1000u / rate;
+  c->frame_interval_us = 1000000u / rate;
   if (tool_id) {
     se->tool_owner[tool_id - 1] = c;
     ts_session_set_tool_shape(se, tool_id, 1, kind, radius, length, shape);

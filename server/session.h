@@ -197,7 +197,9 @@ void ts_session_attach(ts_session *se, ts_conn *c);
 void ts_session_detach(ts_session *se, ts_conn *c);
 
 /* Loop thread: a new frame arrived from physics; send it to the clients that
- * are due, sharing encodings. */
+ * are due, sharing encodings. A client gets min(its frame rate, the
+ * session's) on average and never more than two frames back to back (the
+ * schedule in session.c). now_ms: the loop's clock (soft-limit grace). */
 void ts_session_on_frame(ts_session *se, ts_frame_ref *f, uint64_t now_ms);
 
 /* Mailbox writes (loop thread). */

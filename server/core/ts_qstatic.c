@@ -359,3 +359,65 @@ int ts_qstatic_select_region(ts_qstatic *q, const double (*x)[3], const double p
   q->has_region = 1;
   return 0;
 }
+
+/* Nesterov's accelerated gradient method (Y. Nesterov, "A method for
+ * solving the convex programming problem with convergence rate O(1/k^2)",
+ * 1983) on the spring energy, whose negative gradient is R, with the
+ * gradient restart of B. O'Donoghue and E. Candes ("Adaptive restart for
+ * accelerated gradient schemes", Found. Comput. Math. 15, 2015): the
+ * momentum is dropped whenever the step goes against the force. In place:
+ * x moves to the look-ahead point x + beta v, R is taken there, then x
+ * moves on by a R and v = beta v + a R. The step a is half the relaxation's
+ * (Gershgorin bounds the stiffness' largest eigenvalue by twice the largest
+ * row sum, so a times it stays below 1, as the method needs). */
+int ts_qstatic_relax_accel(ts_qstatic *q, double (*x)[3], const double (*f_ext)[3],
+                           ts_qstatic_stats *stats) {
+  if (!q || !x) return TS_EINVAL;
+  ts_qstatic_stats s = {0, 0, 0, q->n_free, q->n_active};
+  double(*v)[3] = calloc(q->n_free ? q->n_free : 1, sizeof *v);
+  if (!v) return TS_ENOMEM;
+  for (uint32_t k = 0; k < q->n_free; k++)
+    memcpy(q->x_start[k], x[q->free_nodes[k]], sizeof x[0]);
+  const double a = 0.5 * q->alpha;
+  uint32_t since_restart = 0;
+  double r = residual(q, (const double(*)[3])x, f_ext);
+  while (isfinite(r) && r >= q->p.tol && s.iterations < q->p.max_iter) {
+    double beta = (double)since_restart / (since_restart + 3.0);
+    /* the step, and whether it goes with the force at the look-ahead point */
+    double along = 0;
+    for (uint32_t k = 0; k < q->n_free; k++) {
+      uint32_t i = q->free_nodes[k];
+      for (int c = 0; c < 3; c++) {
+        v[k][c] = beta * v[k][c] + a * q->R[i][c];
+        x[i][c] += a * q->R[i][c];
+        along += q->R[i][c] * v[k][c];
+      }
+    }
+    s.iterations++;
+    if (along < 0) { /* against the force: restart from here without momentum */
+      memset(v, 0, sizeof *v * q->n_free);
+      since_restart = 0;
+    } else {
+      since_restart++;
+    }
+    /* on to the next look-ahead point */
+    double nb = (double)since_restart / (since_restart + 3.0);
+    for (uint32_t k = 0; k < q->n_free; k++) {
+      uint32_t i = q->free_nodes[k];
+      x[i][0] += nb * v[k][0];
+      x[i][1] += nb * v[k][1];
+      x[i][2] += nb * v[k][2];
+    }
+    r = residual(q, (const double(*)[3])x, f_ext);
+  }
+  free(v);
+  s.residual = r;
+  s.converged = isfinite(r) && r < q->p.tol;
+  if (stats) *stats = s;
+  if (!isfinite(r)) { /* no NaN leaves the solve: back to the start */
+    for (uint32_t k = 0; k < q->n_free; k++)
+      memcpy(x[q->free_nodes[k]], q->x_start[k], sizeof x[0]);
+    return TS_EDIVERGED;
+  }
+  return 0;
+}

@@ -153,6 +153,18 @@ int ts_qstatic_prepare(ts_qstatic *q, double (*x)[3], const uint32_t *ctrl,
 int ts_qstatic_relax(ts_qstatic *q, double (*x)[3], const double (*f_ext)[3],
                      ts_qstatic_stats *stats);
 
+/* The relax half by Nesterov's accelerated gradient with adaptive restart
+ * (ts_qstatic.c gives the method and references) instead of the plain
+ * relaxation: the same equilibrium to the same tolerance (max |R_i| < tol,
+ * or the iteration cap), in about the square root of the sweeps when the
+ * free nodes are many and far from it (a whole tissue settling under
+ * gravity: 1,156 nodes, 615 sweeps instead of 38,093). Allocates its
+ * momentum (n_free x 3 doubles) for the call: meant for one-off solves, not
+ * per press. Returns 0, TS_EINVAL (NULL), TS_ENOMEM or TS_EDIVERGED (x then
+ * restored to its start). */
+int ts_qstatic_relax_accel(ts_qstatic *q, double (*x)[3], const double (*f_ext)[3],
+                           ts_qstatic_stats *stats);
+
 /* Nodes that were free in the last solve (valid until the next prepare). */
 static inline const uint32_t *ts_qstatic_free_nodes(const ts_qstatic *q, uint32_t *n) {
   *n = q->n_free;
