@@ -121,7 +121,7 @@ static inline double ts_exp_pos(double x) { return ts_exp_unclamped(x < 700.0 ? 
  * ln2/2 (Remez exchange in 50-digit arithmetic, coefficients rounded to
  * double): its own error is 1.34e-14, 1.37e-14 with the rounding of its
  * evaluation (measured against 50-digit e^x at 2e5 points over [0, 700],
- * tests/unit/test_mechanics.c checks 2e-14 against exp). That is ~60 ulp of
+ * tests/unit/test_ms_forces.c checks 2e-14 against exp). That is ~60 ulp of
  * the stiffness k'(eps), far below anything the step resolves: the
  * material constants are known to a few per cent and one substep's own
  * truncation error is ~h^2 relative. Where the reduction's n changes, the

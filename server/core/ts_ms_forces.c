@@ -20,13 +20,20 @@
  * where the compiler can pick them at load time, all without contracting
  * into FMA (server/core/CMakeLists.txt), so that every build rounds alike.
  * No allocation in the step.
- * Measured (tests/bench/run --quick mechanics:patch-S, whole steps, the
- * box shared and noisy): 43 to 73 million spring evaluations per second
- * with the AVX2 build, against 216-229 million for a plain linear spring
- * loop in the same runs; then MEASURE_S on patch-S and MEASURE_L on patch-L.
+ * Measured (tests/bench/run --quick mechanics:patch-S, whole steps): 43 to
+ * 73 million spring evaluations per second with the AVX2 build, against
+ * 216-229 million for a plain linear spring loop in the same runs. Then,
+ * same command, the old loop and the new one a minute apart on a quiet
+ * moment of a shared 2-core box: patch-S 76.6 to 95.2 million (0.336 to
+ * 0.411 of the linear loop of the same run, 1.49 to 1.97 times Bullet),
+ * patch-L 71.6 to 94.7 million (0.342 to 0.443 of the linear loop); on
+ * busier moments the ratios to the linear loop were 0.34-0.35 before and
+ * 0.43 after on patch-S, 0.35-0.36 and 0.37-0.48 on patch-L. Alternating
+ * runs of the old and the new loop, best of 30 rounds each: patch-S 75 to
+ * 95 million, patch-L 76 to 91 million.
  * What each part gave (best of interleaved runs, patch-S): the AVX-512
  * build +15 %, the scatter's registers +5 to 10 % (patch-L more), the
- * degree-9 exponential +6 %. Tried and dropped: FMA contraction (+2 %,
+ * degree-9 exponential +6 to 8 %. Tried and dropped: FMA contraction (+2 %,
  * and the builds would round differently), blocks of 32, prefetching the
  * next blocks' nodes, the strain extremes in vector lanes (within noise).
  */
