@@ -1,0 +1,191 @@
+/*
+ * test_ms_forces.c: the mass-spring force loop (server/core/ts_ms_forces.c)
+ * against the documented law (ts_material.h), evaluated here spring by
+ * spring with libm's exp in long double: the tension k'(eps) (L - L0),
+ * k'(eps) = k1 e^(b1 eps+) + k2 e^(b2 eps+) (eps+ = max(eps, 0), b eps+
+ * capped at 700), or k (L - L0) for a linear spring, plus the damper's
+ * c dL/dt, along the spring; and the strain extremes the substep count
+ * reads. Also the loop's exponential (ts_exp_spring) against exp.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ts_massspring.h"
+#include "ts_material.h"
+#include "ts_ms_internal.h"
+#include "ts_tissue.h"
+
+/* A deterministic pseudo-random number in [0, 1) (xorshift64*). */
+static double rnd(uint64_t *s) {
+  *s ^= *s >> 12, *s ^= *s << 25, *s ^= *s >> 27;
+  return (double)((*s * 2685821657736338717ull) >> 11) * 0x1p-53;
+}
+
+/* The loop's exponential against libm's over [0, 700]: 2e-14 relative, the
+ * bound ts_material.h states (the polynomial's 1.34e-14 plus rounding); the
+ * degree-12 form it replaced in the loop stays within 4e-16. */
+START_TEST(test_exp_spring_bound) {
+  double worst = 0;
+  for (int i = 0; i <= 140000; i++) {
+    double x = i * 0.005;
+    double r = fabs(ts_exp_spring(x) / exp(x) - 1);
+    if (r > worst) worst = r;
+  }
+  uint64_t s = 7;
+  for (int i = 0; i < 100000; i++) { /* small arguments, the usual strains */
+    double x = 3.0 * rnd(&s);
+    double r = fabs(ts_exp_spring(x) / exp(x) - 1);
+    if (r > worst) worst = r;
+  }
+  ck_assert_msg(worst <= 2e-14, "ts_exp_spring: relative error %.3g", worst);
+  ck_assert_msg(worst > 1e-16, "ts_exp_spring: %.3g is exp() itself?", worst);
+}
+END_TEST
+
+enum { N_PAIRS = 150, N_STAR = 40 };
+
+/* The law's force on node a of spring s (N, long double), and its scale
+ * for the tolerance: |tension| and k' L (the force of one rest length,
+ * which the rounding of L - L0 is measured against) plus |damper|. */
+static void law_force(const ts_tissue *t, const ts_spring *s, long double F[3], double *tens,
+                      double *scale, double *eps_out, double *x_out) {
+  const double *xa = t->x[s->a], *xb = t->x[s->b], *va = t->v[s->a], *vb = t->v[s->b];
+  long double d[3], w[3], L2 = 0, dvd = 0;
+  for (int c = 0; c < 3; c++) {
+    d[c] = (long double)xb[c] - xa[c];
+    w[c] = (long double)vb[c] - va[c];
+    L2 += d[c] * d[c];
+    dvd += d[c] * w[c];
+  }
+  long double L = sqrtl(L2), e = L - s->rest, eps = e / s->rest;
+  long double ep = eps > 0 ? eps : 0, kp;
+  int lin = s->k1 == 0 && s->k2 == 0;
+  long double y1 = lin ? 0 : s->b1 * ep, y2 = lin ? 0 : s->b2 * ep;
+  if (lin)
+    kp = s->k;
+  else
+    kp = s->k1 * expl(y1 < 700 ? y1 : 700) + s->k2 * expl(y2 < 700 ? y2 : 700);
+  long double damp = s->c * dvd / L;
+  for (int c = 0; c < 3; c++) F[c] = (kp * e + damp) * d[c] / L;
+  *tens = (double)fabsl(kp * e);
+  *scale = (double)(kp * L + fabsl(damp));
+  *eps_out = (double)eps;
+  /* b eps in tension, the larger term's (linear springs: none) */
+  *x_out = lin ? -INFINITY : (double)(y1 > y2 ? y1 : y2);
+}
+
+/* A random spring of one of the loop's classes, its rest length its current
+ * length L times 0.6 to 1.4 (strains -0.29 to 0.67, b up to 100: b eps up to
+ * 67, e^67 = 1e29), and now and then one far past the cap (b eps = 100 * 9). */
+static ts_spring random_spring(uint64_t *sd, uint32_t a, uint32_t b, double L, int i) {
+  ts_spring s = {.a = a < b ? a : b, .b = a < b ? b : a};
+  s.rest = L / (0.6 + 0.8 * rnd(sd));
+  double k = 10 + 1000 * rnd(sd);
+  s.c = rnd(sd) < 0.2 ? 0.0 : 0.05 * rnd(sd);
+  switch (i % 5) {
+  case 0: s.k = k; break;                                          /* linear */
+  case 1: s.k1 = k, s.b1 = 1 + 99 * rnd(sd); break;                 /* one term */
+  case 2: s.k1 = k, s.b1 = 1 + 20 * rnd(sd), s.k2 = 0.3 * k, s.b2 = 2 + 30 * rnd(sd); break;
+  case 3: s.k1 = k, s.b1 = 0, s.k2 = 2 * k, s.b2 = 5 + 5 * rnd(sd); break; /* linear + exp */
+  default: s.k2 = k, s.b2 = 8 * rnd(sd); break;                   /* second term only */
+  }
+  if (i == 17) s.rest = L / 10, s.k1 = 1e-280, s.b1 = 100, s.k2 = 0, s.b2 = 0; /* capped */
+  s.k = s.k > 0 ? s.k : s.k1 + s.k2;
+  return s;
+}
+
+/* Every spring's force (each spring on its own two nodes, so that a node's
+ * force is one spring's), and then springs sharing nodes (a star and a
+ * chain: the loop keeps a node's force in registers over its springs), by
+ * their sums. Tolerances: 3e-14 of the tension (the exponential's 2e-14
+ * plus a few roundings) plus 1e-14 of k' L + |damper| (L - L0 and the
+ * velocity term come from differences of positions known to a few ulp of
+ * L); the strain extremes to 1e-14 relative (a length and a division). */
+START_TEST(test_forces_against_law) {
+  const uint32_t ns = N_PAIRS + 2 * N_STAR, nn = 2 * N_PAIRS + N_STAR + 1;
+  ts_tissue *t = NULL;
+  ck_assert_int_eq(ts_tissue_alloc(nn, ns, 0, &t), 0);
+  uint64_t sd = 12345;
+  for (uint32_t i = 0; i < nn; i++) {
+    for (int c = 0; c < 3; c++) {
+      t->rest[i][c] = 0.01 * rnd(&sd) + (c == 0 ? 0.03 * i : 0.0);
+      t->x[i][c] = t->x_prev[i][c] = t->rest[i][c];
+    }
+    t->inv_mass[i] = 1e4;
+  }
+  for (uint32_t s = 0; s < N_PAIRS; s++) { /* disjoint pairs: nodes 2s, 2s + 1 */
+    double L = 0;
+    for (int c = 0; c < 3; c++)
+      L += (t->x[2 * s + 1][c] - t->x[2 * s][c]) * (t->x[2 * s + 1][c] - t->x[2 * s][c]);
+    t->springs[s] = random_spring(&sd, 2 * s + 1, 2 * s, sqrt(L), (int)s);
+  }
+  const uint32_t hub = 2 * N_PAIRS; /* then a star around hub and a chain */
+  for (uint32_t j = 0; j < 2 * N_STAR; j++) {
+    uint32_t a = j < N_STAR ? hub : hub + (j - N_STAR), b = j < N_STAR ? hub + 1 + j : a + 1;
+    if (b >= nn) b = hub + 1;
+    double L = 0;
+    for (int c = 0; c < 3; c++) L += (t->x[b][c] - t->x[a][c]) * (t->x[b][c] - t->x[a][c]);
+    t->springs[N_PAIRS + j] = random_spring(&sd, a, b, sqrt(L), (int)j + 1000);
+  }
+  ck_assert_int_eq(ts_massspring_prepare(t), 0);
+  for (uint32_t i = 0; i < nn; i++)
+    for (int c = 0; c < 3; c++) t->v[i][c] = 0.2 * rnd(&sd) - 0.1;
+  for (uint32_t i = 0; i < nn; i++) t->f[i][0] = t->f[i][1] = t->f[i][2] = 1e9; /* overwritten */
+  ts__ms_spring_forces(t, t->ms);
+
+  long double (*want)[3] = calloc(nn, sizeof *want);
+  double *tol = calloc(nn, sizeof *tol);
+  ck_assert_ptr_nonnull(want);
+  ck_assert_ptr_nonnull(tol);
+  double eps_max = 0, eps_min = 0, x_max = 0;
+  int capped = 0, classes[3] = {0, 0, 0};
+  for (uint32_t s = 0; s < ns; s++) {
+    const ts_spring *sp = &t->springs[s];
+    long double F[3];
+    double tens, scale, eps, xs;
+    law_force(t, sp, F, &tens, &scale, &eps, &xs);
+    for (int c = 0; c < 3; c++) want[sp->a][c] += F[c], want[sp->b][c] -= F[c];
+    tol[sp->a] += 3e-14 * tens + 1e-14 * scale;
+    tol[sp->b] += 3e-14 * tens + 1e-14 * scale;
+    eps_max = fmax(eps_max, eps), eps_min = fmin(eps_min, eps), x_max = fmax(x_max, xs);
+    capped += xs > 700;
+    ts__hs h;
+    classes[ts__ms_hot_spring(sp, &h)]++;
+  }
+  ck_assert_int_eq(capped, 1);
+  ck_assert_int_gt(classes[0], 10);
+  ck_assert_int_gt(classes[1], 10);
+  ck_assert_int_gt(classes[2], 10);
+  for (uint32_t i = 0; i < nn; i++)
+    for (int c = 0; c < 3; c++)
+      ck_assert_msg(fabsl(t->f[i][c] - want[i][c]) <= tol[i],
+                    "node %u axis %d: force %.17g N, law %.17Lg N (tolerance %.3g)", i, c,
+                    t->f[i][c], want[i][c], tol[i]);
+  ck_assert_double_eq_tol(t->ms->eps_max, eps_max, 1e-14 * fabs(eps_max));
+  ck_assert_double_eq_tol(t->ms->eps_min, eps_min, 1e-14 * fabs(eps_min));
+  ck_assert_double_eq_tol(t->ms->x_seen, x_max, 1e-14 * x_max);
+  free(want);
+  free(tol);
+  ts_tissue_destroy(t);
+}
+END_TEST
+
+static Suite *ms_forces_suite(void) {
+  Suite *s = suite_create("ms_forces");
+  TCase *tc = tcase_create("law");
+  tcase_add_test(tc, test_exp_spring_bound);
+  tcase_add_test(tc, test_forces_against_law);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(ms_forces_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
