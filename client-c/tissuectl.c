@@ -38,6 +38,11 @@ static void usage(FILE *out) {
           "                            prints {\"session_id\":N,...,\"observer_token\":..,\n"
           "                            \"controller_tokens\":[..]} (the tokens that let\n"
           "                            others watch or drive a tool without the key)\n"
+          "  create [--tissue NAME] --substeps N\n"
+          "                            a haptic-rate mass-spring session: at most N\n"
+          "                            (1..1000) substeps per step, the inertia scaled so\n"
+          "                            that the step stays stable (statics unchanged; a\n"
+          "                            moving tool feels a heavier tissue: README)\n"
           "  create --mesh FILE [--scale S] [--name N] [--layers T1,T2,...]\n"
           "                            upload a surface mesh (.obj, .stl or .ply, by\n"
           "                            extension) and create a session of it: S converts\n"
@@ -274,9 +279,9 @@ static void print_tokens(tc_client *c) {
   printf("]");
 }
 
-static int cmd_create(tc_client *c, const char *tissue) {
+static int cmd_create(tc_client *c, const char *tissue, uint32_t substeps) {
   uint32_t id, nv, nt;
-  if (tc_create_session(c, tissue, &id, &nv, &nt) != 0)
+  if (tc_create_session_substeps(c, tissue, TC_SOLVER_DEFAULT, substeps, &id, &nv, &nt) != 0)
     return die("creating a session: %s%s", tc_last_error(c), "");
   printf("{\"session_id\":%u,\"vertex_count\":%u,\"triangle_count\":%u", id, nv, nt);
   print_tokens(c);
@@ -627,7 +632,7 @@ int main(int argc, char **argv) {
     }
   }
   const char *mesh = NULL, *mesh_name = NULL, *layers_s = NULL;
-  double scale = 1;
+  double scale = 1, substeps = 0;
   double session = -1, depth = 0.004, seconds = -1, radius = 0.005, rate = 0;
   int leb = 0;
   const char *tris_s = NULL, *ray_s = NULL;
@@ -651,6 +656,8 @@ int main(int argc, char **argv) {
       mesh_name = v;
     } else if (!strcmp(a, "--layers") && !strcmp(cmd, "create") && v) {
       layers_s = v;
+    } else if (!strcmp(a, "--substeps") && !strcmp(cmd, "create")) {
+      bad = parse_int(a, v, 1, 1000, &substeps);
     } else if (!strcmp(a, "--scale") && !strcmp(cmd, "create")) {
       bad = parse_num(a, v, 1e-6, 1000, &scale);
     } else if (!strcmp(a, "--leb") && !strcmp(cmd, "refine")) {
@@ -703,6 +710,10 @@ int main(int argc, char **argv) {
     fprintf(stderr, "tissuectl: %s needs --session N\n", cmd);
     return 2;
   }
+  if (substeps > 0 && mesh) {
+    fprintf(stderr, "tissuectl: --substeps applies to create --tissue, not to a mesh upload\n");
+    return 2;
+  }
   if (is_poke && seconds < 0) seconds = 3;
   if (is_watch && seconds < 0) seconds = 0; /* until interrupted */
 
@@ -724,7 +735,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(cmd, "create") && mesh)
     rc = cmd_create_mesh(c, mesh, scale, mesh_name, layers_s);
   else if (!strcmp(cmd, "create"))
-    rc = cmd_create(c, tissue);
+    rc = cmd_create(c, tissue, (uint32_t)substeps);
   else if (is_refine)
     rc = cmd_refine(c, (uint32_t)session, leb, tris_s, ray_s, range, max_edge);
   else
