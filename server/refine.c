@@ -226,8 +226,9 @@ void ts_refine_physics(ts_session *se) {
   ts_refine_info info;
   memset(&info, 0, sizeof info);
   if (!rc) {
-    /* the default blend (ts_handover.h); the session's sphere/capsule tools
-     * give the new nodes under them their contact allowance */
+    /* the default blend (ts_handover.h); the session's tools (spheres,
+     * capsules, meshes, jaws) give the new nodes inside them their contact
+     * allowance */
     ts_refine_opts o = {q->method, q->max_edge, q->max_nodes, 0, 0, sim->tools, TS_MAX_TOOLS};
     rc = ts_refine_run(sim->refine_src, sim->tissue, sel, n, &o, &nt, &nsrc, &info, r->err,
                        sizeof r->err);
@@ -235,11 +236,13 @@ void ts_refine_physics(ts_session *se) {
   if (!rc && sim->xpbd) {
     ts_xpbd_def def = sim->xpbd_def; /* the session's substeps and sweeps */
     def.damping = nt->drag;
-    /* the hand-over's rest lengths fitted to XPBD's own step (ts_handover.h);
-     * a fit that cannot run leaves them as ts_refine_run made them */
+    /* the hand-over's rest lengths fitted to XPBD's own step (ts_handover.h),
+     * with the tools on the contact path the session steps them by (the
+     * tree-based one when it has its trees); a fit that cannot run leaves
+     * them as ts_refine_run made them */
     if (nt->hand)
       (void)ts_handover_fit_xpbd(nt, sim->tissue, (const uint32_t(*)[2])info.parents, &def, sim->tools,
-                                 TS_MAX_TOOLS, sim->dt, NULL);
+                                 TS_MAX_TOOLS, sim->contact ? TS_FIT_POSED : 0, sim->dt, NULL);
     rc = ts_xpbd_build(nt, &def, &nx);
     if (rc) snprintf(r->err, sizeof r->err, "cannot rebuild the XPBD solver: %s", ts_strerror(rc));
   }

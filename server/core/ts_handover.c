@@ -2,8 +2,9 @@
  * ts_handover.c: the hand-over of a live refinement (see ts_handover.h for
  * why and how): the extra node forces that give the refined network the
  * unrefined one's accelerations, the rest lengths that carry the tensions
- * over (and their fit to XPBD's own step), the new nodes' contact
- * allowances, and the smooth fade of all.
+ * over (and their fit to XPBD's own step, by trial steps of the refined
+ * region), the new nodes' contact allowances against every kind of tool,
+ * and the smooth fade of all.
  */
 #include "ts_handover.h"
 
@@ -11,7 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ts_aabb_tree.h"
+#include "ts_contact.h"
 #include "ts_error.h"
+#include "ts_obb_tree.h"
 #include "ts_xpbd.h"
 
 double ts_handover_weight(const ts_handover *h, double at) {
@@ -132,14 +136,109 @@ static int64_t find_spring(const uint64_t *keys, uint32_t n, uint32_t a, uint32_
   return lo < n && keys[2 * (size_t)lo] == k ? (int64_t)keys[2 * (size_t)lo + 1] : -1;
 }
 
+/* A tool placed at its pose as a tree (ts_obb_tree.h): the signed
+ * distance of the kinds with no closed form here (meshes, jaws) and the
+ * trial steps' tree-based contact. The tree is the mesh tool's own or one
+ * built here from the tool's sizes (as server/session_contact.c builds
+ * it). */
+typedef struct placed_tool {
+  ts_obb_tree *own; /* built here; NULL for a mesh tool's */
+  ts_posed_tool pt;
+  int ok;           /* placed */
+} placed_tool;
+
+static void placed_free(placed_tool *p) {
+  if (!p->ok) return;
+  ts_posed_tool_free(&p->pt);
+  ts_obb_tree_destroy(p->own);
+  memset(p, 0, sizeof *p);
+}
+
+/* Places tool tl. Returns 0, TS_EINVAL (a mesh tool without its tree), or
+ * an error of the tree's builders (p then unset). */
+static int placed_make(const ts_tool *tl, placed_tool *p) {
+  memset(p, 0, sizeof *p);
+  const ts_obb_tree *tree = tl->shape;
+  int rc = 0;
+  if (tl->kind == TS_TOOL_MESH) {
+    if (!tree) return TS_EINVAL;
+  } else {
+    ts_tool_shape_def d = ts_default_tool_shape_def();
+    d.radius = tl->radius;
+    if (tl->kind == TS_TOOL_CAPSULE) {
+      d.kind = TS_SHAPE_CAPSULE;
+      d.length = tl->length;
+    } else if (tl->kind == TS_TOOL_JAWS) {
+      d.kind = TS_SHAPE_JAWS;
+      if (tl->length > 0) d.length = tl->length; /* else the default jaw length */
+    } else {
+      d.kind = TS_SHAPE_SPHERE;
+    }
+    rc = ts_obb_tree_create(&d, &p->own);
+    if (rc) return rc;
+    tree = p->own;
+  }
+  rc = ts_posed_tool_init(&p->pt, tree);
+  if (rc) {
+    ts_obb_tree_destroy(p->own);
+    p->own = NULL;
+    return rc;
+  }
+  ts_pose pose;
+  memcpy(pose.p, tl->pos, sizeof pose.p);
+  memcpy(pose.q, tl->quat, sizeof pose.q);
+  if (pose.q[0] == 0 && pose.q[1] == 0 && pose.q[2] == 0 && pose.q[3] == 0) pose.q[0] = 1;
+  pose.jaw = tl->jaw;
+  rc = ts_posed_tool_set_pose(&p->pt, &pose);
+  p->ok = 1;
+  if (rc) placed_free(p);
+  return rc;
+}
+
+/* The active tools of a hand-over: the meshes and jaws placed (placed[k]
+ * for tool k; primitives need none). Returns 0 or a placing error (every
+ * placed one freed). */
+static int place_all(const ts_tool *tools, int n_tools, placed_tool *placed) {
+  for (int k = 0; k < n_tools; k++) {
+    memset(&placed[k], 0, sizeof placed[k]);
+    const ts_tool *tl = &tools[k];
+    if (!tl->active || tl->kind == TS_TOOL_SPHERE || tl->kind == TS_TOOL_CAPSULE) continue;
+    int rc = placed_make(tl, &placed[k]);
+    if (rc) {
+      for (int q = 0; q < k; q++) placed_free(&placed[q]);
+      return rc;
+    }
+  }
+  return 0;
+}
+
+/* The contact band: a node this close to a tool's surface (relative to its
+ * size: a primitive's radius, a tree's reach) is held by it in either
+ * solver (the mass-spring step's skin is 1e-4 of it; XPBD ends its
+ * substeps on the surface) */
+#define CONTACT_BAND 1e-3
+
 /* How deep x is inside the active tools (the deepest), m (negative:
  * outside, by the distance to the nearest); n (may be NULL) gets that
- * tool's outward normal at x. */
-static double tool_depth(const ts_tool *tools, int n_tools, const double x[3], double n[3]) {
+ * tool's outward normal at x, band (may be NULL) its contact band (m).
+ * Spheres and capsules by their core segment, meshes and jaws by their
+ * placed tree (placed[k]; a tool not placed is left out). */
+static double tool_depth(const ts_tool *tools, int n_tools, const placed_tool *placed, const double x[3],
+                         double n[3], double *band) {
   double depth = -INFINITY;
   for (int k = 0; k < n_tools; k++) {
     const ts_tool *tl = &tools[k];
     if (!tl->active) continue;
+    if (tl->kind != TS_TOOL_SPHERE && tl->kind != TS_TOOL_CAPSULE) {
+      if (!placed || !placed[k].ok) continue;
+      double nn[3], pen = -ts_contact_tool_sdf(&placed[k].pt, x, nn);
+      if (pen > depth) {
+        depth = pen;
+        if (n) memcpy(n, nn, sizeof nn);
+        if (band) band[0] = CONTACT_BAND * placed[k].pt.tree->reach;
+      }
+      continue;
+    }
     double a[3], b[3], ab[3], ap[3], l2 = 0, u = 0;
     ts_tool_segment(tl, a, b);
     for (int c = 0; c < 3; c++) {
@@ -160,15 +259,12 @@ static double tool_depth(const ts_tool *tools, int n_tools, const double x[3], d
       depth = pen;
       if (n)
         for (int c = 0; c < 3; c++) n[c] = dl > 0 ? d[c] / dl : c == 1;
+      if (band) band[0] = CONTACT_BAND * tl->radius;
     }
   }
   return depth;
 }
 
-/* The contact band: a node this close to a tool's surface (relative to its
- * radius) is held by it in either solver (the mass-spring step's skin is
- * 1e-4 r; XPBD ends its substeps on the surface) */
-#define CONTACT_BAND 1e-3
 #define TS_FIT_MAX_TOOLS 64 /* tools a trial step takes (ts_xpbd_step's limit) */
 
 /* The unrefined network's accelerations at its current state, carried to
@@ -180,20 +276,19 @@ static double tool_depth(const ts_tool *tools, int n_tools, const double x[3], d
  * and w times the node forces hf (the view of one solver of the earlier
  * hand-over); fo: scratch, old->n_nodes. */
 static void carried_acc(const ts_tissue *old, uint32_t n, const uint32_t (*parents)[2], const ts_tool *tools,
-                        int n_tools, const double *hrest, const double (*hf)[3], double w, double (*fo)[3],
-                        double (*acc)[3]) {
+                        int n_tools, const placed_tool *placed, const double *hrest, const double (*hf)[3],
+                        double w, double (*fo)[3], double (*acc)[3]) {
   const uint32_t n0 = old->n_nodes;
-  double r = 0;
-  for (int k = 0; k < n_tools; k++)
-    if (tools[k].active) r = fmax(r, tools[k].radius);
+  int any = 0;
+  for (int k = 0; k < n_tools; k++) any |= tools[k].active;
   node_forces(old, hrest, hf, w, fo);
   for (uint32_t i = 0; i < n0; i++) {
     for (int c = 0; c < 3; c++) acc[i][c] = fo[i][c] * old->inv_mass[i];
-    double nrm[3];
-    if (old->inv_mass[i] > 0 && r > 0) {
-      double pen = tool_depth(tools, n_tools, old->x[i], nrm);
+    double nrm[3], band = 0;
+    if (old->inv_mass[i] > 0 && any) {
+      double pen = tool_depth(tools, n_tools, placed, old->x[i], nrm, &band);
       double an = acc[i][0] * nrm[0] + acc[i][1] * nrm[1] + acc[i][2] * nrm[2];
-      if (pen > -CONTACT_BAND * r && an < 0)
+      if (pen > -band && an < 0)
         for (int c = 0; c < 3; c++) acc[i][c] -= an * nrm[c];
     }
   }
@@ -223,28 +318,33 @@ int ts_handover_create(const ts_tissue *old, const ts_tissue *nt, const uint32_t
   double(*accx)[3] = malloc(sizeof *accx * n);
   double *told = malloc(sizeof *told * (old->n_springs + 1));
   uint64_t *keys = malloc(sizeof *keys * 2 * ((size_t)old->n_springs + 1));
+  placed_tool *placed = calloc((size_t)n_tools + 1, sizeof *placed);
   if (h) {
     h->f = malloc(sizeof *h->f * n);
     h->f_res = malloc(sizeof *h->f_res * n);
     h->rest = malloc(sizeof *h->rest * (nt->n_springs + 1));
     h->depth = calloc(n, sizeof *h->depth);
   }
-  if (!h || !fo || !acc || !accx || !told || !keys || !h->f || !h->f_res || !h->rest || !h->depth) {
+  int rc = TS_ENOMEM;
+  if (!h || !fo || !acc || !accx || !told || !keys || !placed || !h->f || !h->f_res || !h->rest || !h->depth ||
+      (rc = place_all(tools, n_tools, placed)) != 0) {
     ts_handover_free(h);
     free(fo);
     free(acc);
     free(accx);
     free(told);
     free(keys);
-    return TS_ENOMEM;
+    free(placed);
+    return rc;
   }
   /* the unrefined network's accelerations, carried to the new nodes: the
    * mass-spring view (its own springs and the earlier hand-over's node
    * forces) and XPBD's (the earlier hand-over's rest lengths and residual) */
   const ts_handover *oh = old->hand;
   const double w_old = ts_handover_weight(oh, old->time);
-  carried_acc(old, n, parents, tools, n_tools, NULL, oh ? (const double(*)[3])oh->f : NULL, w_old, fo, acc);
-  carried_acc(old, n, parents, tools, n_tools, oh ? oh->rest : NULL, oh ? (const double(*)[3])oh->f_res : NULL,
+  carried_acc(old, n, parents, tools, n_tools, placed, NULL, oh ? (const double(*)[3])oh->f : NULL, w_old, fo,
+              acc);
+  carried_acc(old, n, parents, tools, n_tools, placed, oh ? oh->rest : NULL, oh ? (const double(*)[3])oh->f_res : NULL,
               w_old, fo, accx);
 
   /* the springs' hand-over rest lengths: each spring of the refined
@@ -284,9 +384,8 @@ int ts_handover_create(const ts_tissue *old, const ts_tissue *nt, const uint32_t
   }
   free(told);
   free(keys);
-  double rmax = 0;
-  for (int k = 0; k < n_tools; k++)
-    if (tools[k].active) rmax = fmax(rmax, tools[k].radius);
+  int any_tool = 0;
+  for (int k = 0; k < n_tools; k++) any_tool |= tools[k].active;
   /* the refined network's forces there, and what makes up the difference:
    * against its own springs (the mass-spring step's term) and against the
    * hand-over rest lengths (XPBD's residual term) */
@@ -301,12 +400,20 @@ int ts_handover_create(const ts_tissue *old, const ts_tissue *nt, const uint32_t
       h->f_res[i][c] = im > 0 ? accx[i][c] / im - fo[i][c] : 0.0;
     }
     if (im == 0) continue;
-    double pen = tool_depth(tools, n_tools, nt->x[i], NULL), d = fmax(pen, 0.0);
-    if (rmax > 0) /* a tool on the tissue: XPBD's rest lengths alone (ts_handover.h) */
+    /* the allowance: a new node's depth inside a tool; an old node is
+     * where the unrefined tissue had it and meets the tools as it did (a
+     * node a mesh tool's projection left inside by its last substep is
+     * pushed on as in the unrefined tissue: 13 um sideways in one step,
+     * measured, which an allowance would hold back) */
+    double pen = i >= n0 ? tool_depth(tools, n_tools, placed, nt->x[i], NULL, NULL) : 0.0;
+    double d = fmax(pen, 0.0);
+    if (any_tool) /* a tool on the tissue: XPBD's rest lengths alone (ts_handover.h) */
       h->f_res[i][0] = h->f_res[i][1] = h->f_res[i][2] = 0;
     if (i < n0 && oh && oh->depth) d = fmax(d, w_old * oh->depth[i]);
     h->depth[i] = d;
   }
+  for (int k = 0; k < n_tools; k++) placed_free(&placed[k]);
+  free(placed);
   free(fo);
   free(acc);
   free(accx);
@@ -318,6 +425,9 @@ int ts_handover_create(const ts_tissue *old, const ts_tissue *nt, const uint32_t
 
 #define FIT_PASSES 12    /* trial steps at most */
 #define FIT_TOL 0.5e-6   /* m: the first step's error at which the fit stops */
+#define FIT_RING 6       /* spring rings around the new nodes that the trials step */
+#define FIT_LOCAL_MAX 0.75 /* a region over this share of the nodes: the whole tissue */
+#define AUTO_H_OMEGA 0.8 /* ts_xpbd.c's automatic substep: h omega <= 0.8 */
 
 /* A copy of a hand-over (its arrays too), or NULL for h NULL or out of
  * memory (*rc TS_ENOMEM then). */
@@ -343,13 +453,81 @@ static ts_handover *copy_hand(const ts_handover *h, uint32_t n, uint32_t ns, int
   return c;
 }
 
-/* One XPBD step (built from def, tools at their current poses) of a copy
- * of t's state: disp gets each node's displacement, m. t is left as it
- * was (the copy has its own state arrays, in ws: 6 per node, and its own
- * hand-over, since a diverged step resets it). Returns 0 or an error of
+/* The trial steps' tools on the tree-based contact path (as an XPBD
+ * session's, server/session_contact.c): each active tool placed at its
+ * pose, standing still through the step, with a contact workspace for the
+ * trial tissue; no grasp. */
+typedef struct trial_tools {
+  int n;
+  ts_aabb_tree *tree;
+  placed_tool pl[TS_FIT_MAX_TOOLS];
+  ts_contact_ws ws[TS_FIT_MAX_TOOLS];
+  ts_xpbd_tool xt[TS_FIT_MAX_TOOLS];
+} trial_tools;
+
+static void trial_tools_free(trial_tools *tt) {
+  if (!tt) return;
+  for (int k = 0; k < tt->n; k++) {
+    placed_free(&tt->pl[k]);
+    ts_contact_ws_free(&tt->ws[k]);
+  }
+  ts_aabb_tree_destroy(tt->tree);
+  free(tt);
+}
+
+/* The tree-based tools for trial steps of t (NULL tools: none). *out NULL
+ * when no tool is active. Returns 0, TS_ENOMEM or a builder's error. */
+static int trial_tools_make(const ts_tissue *t, const ts_tool *tools, int n_tools, trial_tools **out) {
+  *out = NULL;
+  int any = 0;
+  for (int k = 0; k < n_tools && k < TS_FIT_MAX_TOOLS; k++) any |= tools[k].active;
+  if (!any) return 0;
+  trial_tools *tt = calloc(1, sizeof *tt);
+  if (!tt) return TS_ENOMEM;
+  int rc = ts_aabb_tree_create_tissue(NULL, t, &tt->tree);
+  for (int k = 0; !rc && k < n_tools && k < TS_FIT_MAX_TOOLS; k++) {
+    const ts_tool *tl = &tools[k];
+    if (!tl->active) continue;
+    const int q = tt->n;
+    rc = placed_make(tl, &tt->pl[q]);
+    if (rc) break;
+    tt->n++; /* from here on freed with the rest */
+    rc = ts_contact_ws_init(&tt->ws[q], NULL, t->n_nodes, t->n_nodes, t->n_tris ? t->n_tris : 1);
+    if (rc) {
+      memset(&tt->ws[q], 0, sizeof tt->ws[q]);
+      break;
+    }
+    tt->ws[q].def.mu_static = tl->mu_static;
+    tt->ws[q].def.mu_kinetic = tl->mu_kinetic;
+    ts_xpbd_tool *x = &tt->xt[q];
+    x->posed = &tt->pl[q].pt;
+    x->pose = tt->pl[q].pt.pose;
+    x->prev = x->pose;
+    x->contact = &tt->ws[q];
+    x->grasp = NULL;
+  }
+  if (rc) {
+    trial_tools_free(tt);
+    return rc;
+  }
+  *out = tt;
+  return 0;
+}
+
+/* One XPBD step of a copy of t's state with the solver *xs (built from
+ * def for t's topology on first use, and again after a diverged step):
+ * disp gets each node's displacement, m. Tools: the tree-based ones of tt
+ * when posed (NULL: none), else the sphere and capsule tools of `tools`
+ * (others left out) on the solver's node-wise path. A solver carries
+ * nothing from one such step to the next that the step does not set anew
+ * (multipliers, previous positions, the blended rest lengths; the tools
+ * stand still), so the trials share one. t is left as it was (the copy
+ * has its own state arrays, in ws: 6 per node, and its own hand-over,
+ * since a diverged step resets it). Returns 0 or an error of
  * ts_xpbd_build/step. */
-static int trial_step(const ts_tissue *t, const ts_xpbd_def *def, const ts_tool *tools, int n_tools, double dt,
-                      double (*ws)[3], uint8_t *branch, double (*disp)[3]) {
+static int trial_step(const ts_tissue *t, ts_xpbd **xs, const ts_xpbd_def *def, const ts_tool *tools,
+                      int n_tools, int posed, trial_tools *tt, double dt, double (*ws)[3], uint8_t *branch,
+                      double (*disp)[3]) {
   const uint32_t n = t->n_nodes;
   ts_tissue c = *t;
   c.x = ws;
@@ -371,12 +549,18 @@ static int trial_step(const ts_tissue *t, const ts_xpbd_def *def, const ts_tool 
   c.hand = copy_hand(t->hand, n, t->n_springs, &rc);
   if (rc) return rc;
   ts_tool tl[TS_FIT_MAX_TOOLS];
-  const int k = n_tools < TS_FIT_MAX_TOOLS ? n_tools : TS_FIT_MAX_TOOLS;
-  if (k > 0) memcpy(tl, tools, sizeof *tl * (size_t)k);
-  ts_xpbd *x = NULL;
-  rc = ts_xpbd_build(&c, def, &x);
-  if (!rc) rc = ts_xpbd_step(x, &c, dt, k > 0 ? tl : NULL, k, NULL);
-  ts_xpbd_destroy(x);
+  int k = 0;
+  for (int i = 0; !posed && i < n_tools && k < TS_FIT_MAX_TOOLS; i++)
+    if (tools[i].kind == TS_TOOL_SPHERE || tools[i].kind == TS_TOOL_CAPSULE) tl[k++] = tools[i];
+  if (!*xs) rc = ts_xpbd_build(&c, def, xs);
+  if (!rc && posed && tt)
+    rc = ts_xpbd_step_posed(*xs, &c, dt, NULL, 0, tt->tree, tt->xt, tt->n, NULL);
+  else if (!rc)
+    rc = ts_xpbd_step(*xs, &c, dt, k > 0 ? tl : NULL, k, NULL);
+  if (rc == TS_EDIVERGED) { /* built afresh for the next trial */
+    ts_xpbd_destroy(*xs);
+    *xs = NULL;
+  }
   ts_handover_free(c.hand);
   if (rc) return rc;
   for (uint32_t i = 0; i < n; i++)
@@ -384,32 +568,311 @@ static int trial_step(const ts_tissue *t, const ts_xpbd_def *def, const ts_tool 
   return 0;
 }
 
+/* The substep count ts_xpbd_build's automatic rule gives t at step dt
+ * (ts_xpbd.c: h omega <= 0.8, omega the mean of sqrt(w / alpha0) over the
+ * compliant distance constraints); 0 when the rule cannot be followed here
+ * (given compliances, no compliant constraint, an absurd count). */
+static uint32_t auto_substeps(const ts_tissue *t, double dt) {
+  double osum = 0;
+  uint32_t on = 0;
+  for (uint32_t j = 0; j < t->n_springs; j++) {
+    const ts_spring *sp = &t->springs[j];
+    double k = sp->k1 == 0 && sp->k2 == 0 ? sp->k : sp->k1 + sp->k2;
+    double w = t->inv_mass[sp->a] + t->inv_mass[sp->b];
+    if (!(k > 0) || !isfinite(k)) continue;
+    double alpha0 = 1.0 / k;
+    if (!(alpha0 > 0) || !(w > 0) || !isfinite(w)) continue;
+    osum += sqrt(w / alpha0);
+    on++;
+  }
+  if (!on) return 0;
+  double n = ceil(dt * (osum / on) / AUTO_H_OMEGA);
+  if (!(n <= 10000)) return 0;
+  return n < 1 ? 1 : (uint32_t)n;
+}
+
+/* The trials' region: role[i] for each node of nt, 1 stepped (within
+ * FIT_RING springs of a new node, the springs of old and nt both counted),
+ * 2 held where it is (the next ring: the region's frame), 0 left out.
+ * Returns the stepped count; 0 for the whole tissue (no new node, or a
+ * region over FIT_LOCAL_MAX of it: every role 1). -1: out of memory. */
+static int64_t fit_region(const ts_tissue *old, const ts_tissue *nt, uint8_t *role) {
+  const uint32_t n0 = old->n_nodes, n = nt->n_nodes;
+  const size_t m = (size_t)old->n_springs + nt->n_springs;
+  uint32_t *off = calloc((size_t)n + 1, sizeof *off), *adj = malloc(sizeof *adj * (2 * m + 1));
+  uint32_t *depth = malloc(sizeof *depth * n), *queue = malloc(sizeof *queue * n);
+  int64_t moving = 0;
+  if (!off || !adj || !depth || !queue) {
+    moving = -1;
+    goto out;
+  }
+  for (int w = 0; w < 2; w++) {
+    const ts_tissue *t = w ? nt : old;
+    for (uint32_t j = 0; j < t->n_springs; j++) off[t->springs[j].a + 1]++, off[t->springs[j].b + 1]++;
+  }
+  for (uint32_t i = 0; i < n; i++) off[i + 1] += off[i];
+  for (uint32_t i = 0; i < n; i++) depth[i] = off[i]; /* fill cursors */
+  for (int w = 0; w < 2; w++) {
+    const ts_tissue *t = w ? nt : old;
+    for (uint32_t j = 0; j < t->n_springs; j++) {
+      adj[depth[t->springs[j].a]++] = t->springs[j].b;
+      adj[depth[t->springs[j].b]++] = t->springs[j].a;
+    }
+  }
+  uint32_t head = 0, tail = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    depth[i] = UINT32_MAX;
+    if (i >= n0) depth[i] = 0, queue[tail++] = i;
+  }
+  while (head < tail) {
+    uint32_t i = queue[head++];
+    if (depth[i] > FIT_RING) continue;
+    for (uint32_t a = off[i]; a < off[i + 1]; a++)
+      if (depth[adj[a]] == UINT32_MAX) depth[adj[a]] = depth[i] + 1, queue[tail++] = adj[a];
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    role[i] = depth[i] <= FIT_RING ? 1 : depth[i] == FIT_RING + 1 ? 2 : 0;
+    moving += role[i] == 1;
+  }
+  if (n == n0 || moving > FIT_LOCAL_MAX * n) {
+    memset(role, 1, n);
+    moving = 0;
+  }
+out:
+  free(off);
+  free(adj);
+  free(depth);
+  free(queue);
+  return moving;
+}
+
+typedef struct colour_key {
+  uint32_t colour, first, index;
+} colour_key;
+
+static int cmp_colour(const void *pa, const void *pb) {
+  const colour_key *a = pa, *b = pb;
+  if (a->colour != b->colour) return a->colour < b->colour ? -1 : 1;
+  if (a->first != b->first) return a->first < b->first ? -1 : 1;
+  return a->index < b->index ? -1 : a->index > b->index;
+}
+
+/* t's springs in the order XPBD sweeps their constraints (ts_xpbd.c: a
+ * greedy colouring in spring order, at most 64 colours and a mixed group
+ * after them, then by colour, lowest node, index), into ord (n_springs).
+ * A part of t handed over in this order keeps it in its interior (the
+ * greedy colouring of the colour-sorted springs gives each spring whose
+ * neighbours are all there its colour again), which matters: under a
+ * tool, XPBD's unconverged sweeps end where their order takes them (4 um
+ * apart on the default patch, measured). Returns 0 or TS_ENOMEM. */
+static int sweep_order(const ts_tissue *t, uint32_t *ord) {
+  uint64_t *used = calloc(t->n_nodes, sizeof *used);
+  colour_key *key = malloc(sizeof *key * (t->n_springs + 1));
+  if (!used || !key) {
+    free(used);
+    free(key);
+    return TS_ENOMEM;
+  }
+  for (uint32_t j = 0; j < t->n_springs; j++) {
+    const uint32_t a = t->springs[j].a, b = t->springs[j].b;
+    uint64_t taken = used[a] | used[b];
+    uint32_t c = 64;
+    if (~taken) {
+      c = 0;
+      while (taken >> c & 1) c++;
+      used[a] |= (uint64_t)1 << c;
+      used[b] |= (uint64_t)1 << c;
+    }
+    key[j] = (colour_key){c, a < b ? a : b, j};
+  }
+  qsort(key, t->n_springs, sizeof *key, cmp_colour);
+  for (uint32_t j = 0; j < t->n_springs; j++) ord[j] = key[j].index;
+  free(used);
+  free(key);
+  return 0;
+}
+
+static int sub_tissue_in(const ts_tissue *t, const uint8_t *role, const uint32_t *ord, ts_tissue **out,
+                         uint32_t **node_of, uint32_t **spring_of, uint32_t *loc);
+
+/* The part of t on the region role (indices of t; nodes with role 0 left
+ * out, role 2 anchored where they are): its nodes in t's order (so a
+ * spring's a < b holds), the springs with both ends in it and one stepped
+ * (in XPBD's sweep order of the whole t, sweep_order),
+ * the render triangles with every corner in it, and t's hand-over on them.
+ * node_of / spring_of (malloc'd) map its nodes and springs to t's; loc
+ * (t->n_nodes) gets t's node -> its node or UINT32_MAX. Returns 0 or
+ * TS_ENOMEM (*out NULL). */
+static int sub_tissue(const ts_tissue *t, const uint8_t *role, ts_tissue **out, uint32_t **node_of,
+                      uint32_t **spring_of, uint32_t *loc) {
+  uint32_t *ord = malloc(sizeof *ord * (t->n_springs + 1));
+  int rc = ord ? sweep_order(t, ord) : TS_ENOMEM;
+  if (!rc) rc = sub_tissue_in(t, role, ord, out, node_of, spring_of, loc);
+  free(ord);
+  return rc;
+}
+
+static int sub_tissue_in(const ts_tissue *t, const uint8_t *role, const uint32_t *ord, ts_tissue **out,
+                         uint32_t **node_of, uint32_t **spring_of, uint32_t *loc) {
+  *out = NULL;
+  *node_of = *spring_of = NULL;
+  uint32_t nn = 0, ns = 0, ntr = 0;
+  for (uint32_t i = 0; i < t->n_nodes; i++) loc[i] = role[i] ? nn++ : UINT32_MAX;
+  for (uint32_t j = 0; j < t->n_springs; j++) {
+    const ts_spring *sp = &t->springs[j];
+    ns += role[sp->a] && role[sp->b] && (role[sp->a] == 1 || role[sp->b] == 1);
+  }
+  for (uint32_t f = 0; f < t->n_tris; f++)
+    ntr += role[t->tris[f][0]] && role[t->tris[f][1]] && role[t->tris[f][2]];
+  ts_tissue *s = NULL;
+  int rc = nn ? ts_tissue_alloc(nn, ns, ntr, &s) : TS_EINVAL;
+  if (rc) return rc;
+  *node_of = malloc(sizeof **node_of * nn);
+  *spring_of = malloc(sizeof **spring_of * (ns + 1));
+  int hrc = 0;
+  if (t->hand) {
+    s->hand = calloc(1, sizeof *s->hand);
+    if (s->hand) {
+      *s->hand = *t->hand;
+      s->hand->f = malloc(sizeof *s->hand->f * nn);
+      s->hand->f_res = malloc(sizeof *s->hand->f_res * nn);
+      s->hand->rest = malloc(sizeof *s->hand->rest * (ns + 1));
+      s->hand->depth = malloc(sizeof *s->hand->depth * nn);
+    }
+    hrc = !s->hand || !s->hand->f || !s->hand->f_res || !s->hand->rest || !s->hand->depth;
+  }
+  if (!*node_of || !*spring_of || hrc) {
+    ts_tissue_destroy(s);
+    free(*node_of);
+    free(*spring_of);
+    *node_of = *spring_of = NULL;
+    return TS_ENOMEM;
+  }
+  for (uint32_t i = 0; i < t->n_nodes; i++) {
+    const uint32_t l = loc[i];
+    if (l == UINT32_MAX) continue;
+    (*node_of)[l] = i;
+    memcpy(s->x[l], t->x[i], sizeof s->x[l]);
+    memcpy(s->v[l], t->v[i], sizeof s->v[l]);
+    memcpy(s->x_prev[l], t->x_prev[i], sizeof s->x_prev[l]);
+    memcpy(s->rest[l], t->rest[i], sizeof s->rest[l]);
+    s->inv_mass[l] = role[i] == 1 ? t->inv_mass[i] : 0.0;
+    if (s->hand) {
+      memcpy(s->hand->f[l], t->hand->f[i], sizeof s->hand->f[l]);
+      memcpy(s->hand->f_res[l], t->hand->f_res[i], sizeof s->hand->f_res[l]);
+      s->hand->depth[l] = t->hand->depth[i];
+    }
+  }
+  ns = 0;
+  for (uint32_t q = 0; q < t->n_springs; q++) {
+    const uint32_t j = ord[q];
+    const ts_spring *sp = &t->springs[j];
+    if (!(role[sp->a] && role[sp->b] && (role[sp->a] == 1 || role[sp->b] == 1))) continue;
+    s->springs[ns] = *sp;
+    s->springs[ns].a = loc[sp->a];
+    s->springs[ns].b = loc[sp->b];
+    if (s->hand) s->hand->rest[ns] = t->hand->rest[j];
+    (*spring_of)[ns++] = j;
+  }
+  ntr = 0;
+  for (uint32_t f = 0; f < t->n_tris; f++) {
+    const uint32_t *tr = t->tris[f];
+    if (!(role[tr[0]] && role[tr[1]] && role[tr[2]])) continue;
+    for (int k = 0; k < 3; k++) s->tris[ntr][k] = loc[tr[k]];
+    ntr++;
+  }
+  s->n_layers = t->n_layers;
+  memcpy(s->layers, t->layers, sizeof s->layers);
+  s->n_sheets = t->n_sheets;
+  s->nodes_per_sheet = 0; /* no sheet layout: no bending or volume constraints */
+  memcpy(s->gravity, t->gravity, sizeof s->gravity);
+  s->drag = t->drag;
+  s->beeman_threshold = t->beeman_threshold;
+  s->strain_iterations = t->strain_iterations;
+  s->time = t->time;
+  s->steps = t->steps;
+  *out = s;
+  return 0;
+}
+
 int ts_handover_fit_xpbd(ts_tissue *nt, const ts_tissue *old, const uint32_t (*parents)[2], const ts_xpbd_def *def,
-                         const ts_tool *tools, int n_tools, double dt, double *err) {
-  if (err) *err = NAN;
+                         const ts_tool *tools, int n_tools, int flags, double dt, ts_handover_fit_stats *stats) {
+  const int posed = (flags & TS_FIT_POSED) != 0;
+  if (stats) {
+    stats->err = NAN;
+    stats->trials = 0;
+    stats->nodes = 0;
+  }
   if (!nt || !old || !def || !nt->hand || nt->n_nodes < old->n_nodes ||
       (nt->n_nodes > old->n_nodes && !parents) || !(dt > 0) || !(dt <= 1.0) || n_tools < 0 ||
       (n_tools > 0 && !tools))
     return TS_EINVAL;
-  const uint32_t n0 = old->n_nodes, n = nt->n_nodes, ns = nt->n_springs;
+  const uint32_t n0 = old->n_nodes, n = nt->n_nodes;
   for (uint32_t i = n0; i < n; i++)
     if (parents[i - n0][0] >= i || parents[i - n0][1] >= i) return TS_EINVAL;
-  double(*ws)[3] = malloc(sizeof *ws * 6 * (size_t)n);
-  uint8_t *branch = malloc(n);
-  double(*want)[3] = malloc(sizeof *want * n), (*e)[3] = malloc(sizeof *e * n), (*be)[3] = malloc(sizeof *be * n);
-  double *best = malloc(sizeof *best * (ns + 1));
+  uint8_t *role = malloc(n);
+  uint32_t *loc = malloc(sizeof *loc * n), *lold = malloc(sizeof *lold * n);
+  uint32_t *nmap = NULL, *smap = NULL, *omap = NULL, *osmap = NULL;
+  ts_tissue *sn = NULL, *so = NULL;
+  trial_tools *ttn = NULL, *tto = NULL;
+  ts_xpbd *xn = NULL, *xo = NULL;
+  double(*ws)[3] = NULL, (*want)[3] = NULL, (*e)[3] = NULL, (*be)[3] = NULL, *best = NULL;
+  uint8_t *branch = NULL;
   int rc = TS_ENOMEM, started = 0;
-  if (!ws || !branch || !want || !e || !be || !best) goto out;
-  /* the unrefined tissue's step, interpolated onto the new nodes */
-  rc = trial_step(old, def, tools, n_tools, dt, ws, branch, want);
+  if (!role || !loc || !lold) goto out;
+  /* the trials' region: the refined nodes and FIT_RING rings of springs
+   * around them, the next ring held where it is (the step is local: far
+   * nodes move alike in both tissues); the whole tissue when the region
+   * would be most of it, or when the solver's own constraints need more
+   * than the springs (given compliances, bending, volume) */
+  int64_t moving = 0;
+  if (!(flags & TS_FIT_WHOLE) && !def->compliance && !((def->bending || def->volume) && old->nodes_per_sheet > 0)) {
+    moving = fit_region(old, nt, role);
+    if (moving < 0) goto out;
+  } else {
+    memset(role, 1, n);
+  }
+  if (!moving) {
+    memset(role, 1, n);
+    moving = n;
+  }
+  rc = sub_tissue(nt, role, &sn, &nmap, &smap, loc);
+  if (!rc) rc = sub_tissue(old, role, &so, &omap, &osmap, lold);
   if (rc) goto out;
+  /* both trials take the full tissues' substep count (a part's own mean
+   * stiffness would give another) */
+  ts_xpbd_def dn = *def, dold = *def;
+  if (def->substeps == 0 && !def->compliance) {
+    dn.substeps = auto_substeps(nt, dt);
+    dold.substeps = auto_substeps(old, dt);
+  }
+  if (posed) {
+    rc = trial_tools_make(sn, tools, n_tools, &ttn);
+    if (!rc) rc = trial_tools_make(so, tools, n_tools, &tto);
+    if (rc) goto out;
+  }
+  const uint32_t ln = sn->n_nodes, lns = sn->n_springs;
+  rc = TS_ENOMEM;
+  ws = malloc(sizeof *ws * 6 * (size_t)ln);
+  branch = malloc(ln);
+  want = calloc(n, sizeof *want);
+  e = malloc(sizeof *e * ln);
+  be = malloc(sizeof *be * ln);
+  best = malloc(sizeof *best * (lns + 1));
+  if (!ws || !branch || !want || !e || !be || !best) goto out;
+  /* the unrefined tissue's step (nt's indices), interpolated onto the new
+   * nodes */
+  rc = trial_step(so, &xo, &dold, tools, n_tools, posed, tto, dt, ws, branch, e);
+  if (rc) goto out;
+  for (uint32_t l = 0; l < so->n_nodes; l++) memcpy(want[omap[l]], e[l], sizeof want[0]);
   for (uint32_t i = n0; i < n; i++)
     for (int k = 0; k < 3; k++) want[i][k] = 0.5 * (want[parents[i - n0][0]][k] + want[parents[i - n0][1]][k]);
-  double *rest = nt->hand->rest, best_err = INFINITY, step = 1.0;
-  memcpy(best, rest, sizeof *best * ns);
+  double *rest = sn->hand->rest, best_err = INFINITY, step = 1.0;
+  memcpy(best, rest, sizeof *best * lns);
   started = 1;
   for (int pass = 0; pass < FIT_PASSES; pass++) {
-    rc = trial_step(nt, def, tools, n_tools, dt, ws, branch, e);
+    rc = trial_step(sn, &xn, &dn, tools, n_tools, posed, ttn, dt, ws, branch, e);
+    if (stats) stats->trials++;
     int diverged = 0;
     if (rc == TS_EDIVERGED && pass > 0) { /* a correction too far: shorter */
       rc = 0;
@@ -418,16 +881,16 @@ int ts_handover_fit_xpbd(ts_tissue *nt, const ts_tissue *old, const uint32_t (*p
       goto out;
     }
     double emax = diverged ? INFINITY : 0.0;
-    for (uint32_t i = 0; i < n && !diverged; i++)
+    for (uint32_t l = 0; l < ln && !diverged; l++)
       for (int k = 0; k < 3; k++) {
-        e[i][k] = nt->inv_mass[i] > 0 ? want[i][k] - e[i][k] : 0.0;
-        emax = fmax(emax, fabs(e[i][k]));
+        e[l][k] = sn->inv_mass[l] > 0 ? want[nmap[l]][k] - e[l][k] : 0.0;
+        emax = fmax(emax, fabs(e[l][k]));
       }
     if (!(emax == emax)) emax = INFINITY; /* NaN */
     if (emax < best_err) { /* the best so far: correct from here */
       best_err = emax;
-      memcpy(best, rest, sizeof *best * ns);
-      memcpy(be, e, sizeof *be * n);
+      memcpy(best, rest, sizeof *best * lns);
+      memcpy(be, e, sizeof *be * ln);
       /* (the step stays: a full one after a shortened one overshoots
          again, measured) */
     } else { /* worse: a step half as long from the best */
@@ -436,11 +899,11 @@ int ts_handover_fit_xpbd(ts_tissue *nt, const ts_tissue *old, const uint32_t (*p
     if (best_err < FIT_TOL || pass + 1 == FIT_PASSES) break;
     /* move the network's equilibrium by step * e: each spring's rest length
        such that it keeps its tension when stretched by that */
-    for (uint32_t j = 0; j < ns; j++) {
-      const ts_spring *sp = &nt->springs[j];
+    for (uint32_t j = 0; j < lns; j++) {
+      const ts_spring *sp = &sn->springs[j];
       double d[3], l = 0, dl = 0;
       for (int k = 0; k < 3; k++) {
-        d[k] = nt->x[sp->b][k] - nt->x[sp->a][k];
+        d[k] = sn->x[sp->b][k] - sn->x[sp->a][k];
         l += d[k] * d[k];
       }
       l = sqrt(l);
@@ -450,10 +913,27 @@ int ts_handover_fit_xpbd(ts_tissue *nt, const ts_tissue *old, const uint32_t (*p
       if (dl != 0) rest[j] = rest_for(sp, l + step * dl, tension(sp, l, best[j]));
     }
   }
-  if (err) *err = best_err;
+  if (stats) {
+    stats->err = best_err;
+    stats->nodes = (uint32_t)moving;
+  }
   rc = 0;
 out:
-  if (started) memcpy(nt->hand->rest, best, sizeof *best * ns); /* the best met */
+  if (started) /* the best met, on the springs the trials stepped */
+    for (uint32_t j = 0; j < sn->n_springs; j++) nt->hand->rest[smap[j]] = best[j];
+  trial_tools_free(ttn);
+  trial_tools_free(tto);
+  ts_xpbd_destroy(xn);
+  ts_xpbd_destroy(xo);
+  ts_tissue_destroy(sn);
+  ts_tissue_destroy(so);
+  free(nmap);
+  free(smap);
+  free(omap);
+  free(osmap);
+  free(role);
+  free(loc);
+  free(lold);
   free(ws);
   free(branch);
   free(want);

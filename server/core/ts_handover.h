@@ -100,13 +100,37 @@
  * falls by 66 um a step: the first step differs from the unrefined
  * tissue's by 1.1-1.2 um with the mass-spring step, 0.5 um with XPBD, well
  * within the bound, so they stay out). The contact allowance is applied in the solvers' sphere/capsule contact
- * (ts_ms_contact.c, ts_xpbd.c) and in the tree-based contact of
- * ts_xpbd_step_posed (ts_contact.h, allow), which is how a daemon's XPBD
- * session meets its tools: without it, the new nodes inside the sphere
- * were thrown out in the first step, 0.12 mm on the wire
- * (tests/integration/itest_refine.c; one 10 um quantum with it). The
- * depths come from the sphere and capsule tools only (mesh tools and jaws
- * get none), and the fit's trial steps take those tools only.
+ * (ts_ms_contact.c, ts_xpbd.c), in the mass-spring step's mesh-tool contact
+ * (ts_ms_contact.c) and in the tree-based contact of ts_xpbd_step_posed
+ * (ts_contact.h, allow), which is how a daemon's XPBD session meets all its
+ * tools: without it, the new nodes inside the sphere were thrown out in
+ * the first step, 0.12 mm on the wire (tests/integration/itest_refine.c;
+ * one 10 um quantum with it). The depths come from every tool: spheres and
+ * capsules by their core segment, meshes and jaws by the signed distance
+ * of their tree placed at the tool's pose (ts_contact_tool_sdf). Measured
+ * with the dental instrument pressed into the default patch
+ * (test_refine.c): Loop's new nodes up to 0.19-0.26 mm inside it, the
+ * first step within 5.5 um (mass-spring) and 0.9 um (XPBD) of the
+ * unrefined twin's, against 0.2-0.26 mm without the hand-over.
+ *
+ * The fit's cost. Each trial is an XPBD step, so on a large tissue the fit
+ * costs up to 13 of them; the step is local, so the trials step only the
+ * refined region: the new nodes and FIT_RING (6) rings of springs around
+ * them (of the old and the refined network both), the next ring held where
+ * it is, in XPBD's own sweep order of the whole tissue (under a tool XPBD's
+ * unconverged sweeps end where their order takes them: the region's own
+ * colouring moved the centre by 4-6 um against the whole tissue's step,
+ * the whole tissue's order by 0.2-0.4 um), with the whole tissue's substep
+ * count and one solver for all trials. Measured (tests/bench/run --quick
+ * mesh, fit_region_s; one CPU of a loaded machine, a sphere pressed 2 mm
+ * in, Loop on the 5 mm region): on the liver 0.25 s (2,132 of 9,336 nodes
+ * stepped) against 1.0 s for the whole tissue's trials with the same
+ * shared solver and 1.3 s with a solver built per trial (as before), on
+ * patch-L 1.3 s against 16 s. The refinement itself (ts_refine_run: the
+ * whole tissue rebuilt, 0.32 s on the liver) costs as much again, so a
+ * live refinement of the liver still holds the physics thread for about
+ * 0.5 s, some 30 frame intervals (bench_mesh refine_xpbd_s); moving it
+ * off the physics thread is not done.
  */
 #ifndef TS_HANDOVER_H
 #define TS_HANDOVER_H
@@ -156,22 +180,46 @@ int ts_handover_create(const ts_tissue *old, const ts_tissue *nt, const uint32_t
 
 struct ts_xpbd_def;
 
+/* ts_handover_fit_xpbd's flags */
+enum {
+  TS_FIT_POSED = 1, /* the tools on the tree-based contact path */
+  TS_FIT_WHOLE = 2  /* trial steps of the whole tissues, not of the refined region */
+};
+
+/* What a fit did. */
+typedef struct ts_handover_fit_stats {
+  double err;      /* m: the largest difference of the best trial (NaN: none ran) */
+  uint32_t trials; /* trial steps of the refined tissue */
+  uint32_t nodes;  /* nodes the trials stepped (the refined region and its
+                      rings; all of nt's when the trials took the whole tissue) */
+} ts_handover_fit_stats;
+
 /* XPBD's fit of nt's hand-over rest lengths (ts_handover.h): nt is the
  * refinement of `old` with the hand-over ts_handover_create made (same
- * parents and tools). Trial steps of length dt (s) of copies of old and of
- * nt, each with an XPBD solver built from def and the tools at their
- * current poses (n_tools, NULL for none; inactive ones ignored; at most
- * 64), at most 12 of nt: nt's hand-over rest lengths are corrected until
- * its step moves every node as old's does (a new node: as its
- * interpolated position) within 0.5 um, and are left at the best found.
- * Neither tissue's state changes. *err (may be NULL) gets the largest
- * difference of the best trial, m. Returns 0; TS_EINVAL (NULL, nt without
- * a hand-over, fewer nodes than old, parents missing or not below their
- * node, dt not in (0, 1] s, n_tools < 0); TS_ENOMEM; or an error of
- * ts_xpbd_build/ts_xpbd_step for old's or nt's first trial (the rest
- * lengths are then as they were). */
+ * parents and tools). Trial steps of length dt (s) of the refined region
+ * of old and of nt (its new nodes and FIT_RING rings of springs around
+ * them, the next ring held where it is; the whole tissues when that region
+ * would be over three quarters of nt, def asks for given compliances or, on a
+ * tissue with the sheet layout, bending or volume constraints, or flags
+ * has TS_FIT_WHOLE), each with
+ * an XPBD solver built from def (the whole tissue's substep count) and the
+ * tools at their current poses, standing still (n_tools, NULL for none;
+ * inactive ones ignored; at most 64): flags with TS_FIT_POSED takes every
+ * tool on the tree-based contact path as an XPBD session with tool contact
+ * does (ts_xpbd_step_posed: spheres, capsules, meshes and jaws, with their
+ * friction and contact allowances; no grasp), without it the solver's
+ * node-wise contact with the spheres and capsules only (ts_xpbd_step). At most 12
+ * trials of nt: the rest lengths of the springs the trials step are
+ * corrected until nt's step moves every stepped node as old's does (a new
+ * node: as its interpolated position) within 0.5 um, and are left at the
+ * best found. Neither tissue's state changes. stats (may be NULL) gets
+ * what the fit did. Returns 0; TS_EINVAL (NULL, nt without a hand-over,
+ * fewer nodes than old, parents missing or not below their node, dt not in
+ * (0, 1] s, n_tools < 0, a mesh tool without its tree); TS_ENOMEM; or an
+ * error of ts_xpbd_build/ts_xpbd_step for old's or nt's first trial (the
+ * rest lengths are then as they were). */
 int ts_handover_fit_xpbd(ts_tissue *nt, const ts_tissue *old, const uint32_t (*parents)[2],
-                         const struct ts_xpbd_def *def, const ts_tool *tools, int n_tools, double dt,
-                         double *err);
+                         const struct ts_xpbd_def *def, const ts_tool *tools, int n_tools, int flags,
+                         double dt, ts_handover_fit_stats *stats);
 
 #endif

@@ -35,7 +35,26 @@
  *                      triangles, breadth-first (ts_region), around the
  *                      surface triangle nearest the tool path's centre,
  *                      through all sheets (plan, apply, render surface and
- *                      prism checks), with the refined counts beside it.
+ *                      prism checks), with the refined counts beside it;
+ *   refine_xpbd_s      a live refinement as an XPBD session does it
+ *                      (server/refine.c: ts_refine_run, the hand-over's
+ *                      rest lengths fitted to trial steps by
+ *                      ts_handover_fit_xpbd, ts_xpbd_build), ref
+ *                      "massspring_refine": ts_refine_run alone, what a
+ *                      mass-spring session does, on the same region and
+ *                      state. The state: a 5 mm sphere pressed REFINE_PRESS
+ *                      into the top of the tissue by XPBD over
+ *                      REFINE_PRESS_STEPS steps of 1 ms; the region: Loop on
+ *                      the surface triangles a ray down the sphere's axis
+ *                      picks within the daemon's default range (5 mm).
+ *                      Beside them the fit alone (fit_s), its trial steps,
+ *                      the nodes they step and the remaining error, and the
+ *                      60 Hz frame interval: the physics thread is held for
+ *                      refine_xpbd_s;
+ *   fit_region_s       the fit alone (trials on the refined region and its
+ *                      rings, ts_handover.h), ref "fit_whole": the same fit
+ *                      with its trials over the whole tissue (TS_FIT_WHOLE,
+ *                      how it was done before).
  */
 #include <math.h>
 #include <stdio.h>
@@ -46,9 +65,12 @@
 #include "bench_scenario.h"
 #include "ts_error.h"
 #include "ts_extrude.h"
+#include "ts_handover.h"
 #include "ts_loop.h"
 #include "ts_massspring.h"
+#include "ts_material.h"
 #include "ts_meshtopo.h"
+#include "ts_refine.h"
 #include "ts_region.h"
 #include "ts_tissue.h"
 #include "ts_xpbd.h"
@@ -58,9 +80,14 @@
 #define LIVE_SUBSTEPS 4u
 #define LIVE_ITERATIONS 4u
 #define LIVE_SIM_S 0.1 /* s simulated by both settings */
+#define REFINE_PRESS 0.002    /* m: the sphere's press before the refinement */
+#define REFINE_PRESS_STEPS 30 /* 1 ms steps of that press */
+#define REFINE_RADIUS 0.005   /* m: the sphere */
+#define REFINE_RANGE 0.005    /* m: the region (server/refine.c's default) */
+#define FRAME_S (1.0 / 60.0)  /* s: a frame interval at 60 Hz */
 
 typedef struct reps {
-  int ms_steps, xpbd_steps, loops, setups;
+  int ms_steps, xpbd_steps, loops, setups, refines;
 } reps;
 
 /* One line beside the mass-spring step. */
@@ -181,6 +208,142 @@ out:
   ts_region_free(r);
   ts_meshtopo_free(topo);
   return n;
+}
+
+/* The source a session keeps for refining the scenario's tissue t (built
+ * from ex for the liver, the patch's own for patch-S/L); NULL on error. */
+static ts_refine_src *refine_source(const char *name, const ts_tissue *t, const ts_extrusion *ex) {
+  ts_refine_src *src = NULL;
+  ts_patch_def pd = ts_default_patch_def();
+  if (ex) {
+    ts_layer layers[TS_MAX_LAYERS];
+    ts_material_default_layers(layers);
+    uint8_t *anch = malloc(t->n_nodes);
+    if (!anch) return NULL;
+    for (uint32_t i = 0; i < t->n_nodes; i++) anch[i] = t->inv_mass[i] == 0; /* node = extrusion node */
+    int rc = ts_refine_src_create(ex, layers, anch, pd.gravity, &src);
+    free(anch);
+    if (rc) fprintf(stderr, "bench_mesh: %s: ts_refine_src_create: %s\n", name, ts_err_name(rc));
+    return rc ? NULL : src;
+  }
+  pd.resolution = strcmp(name, "patch-S") == 0 ? 50 : 141; /* bench_scenario.c's */
+  int rc = ts_refine_src_patch(&pd, &src);
+  if (rc) fprintf(stderr, "bench_mesh: %s: ts_refine_src_patch: %s\n", name, ts_err_name(rc));
+  return rc ? NULL : src;
+}
+
+/* A live refinement on both solvers' paths (see the top of this file).
+ * 0 or -1. */
+static int time_refine(const char *name, ts_tissue *t, const ts_extrusion *ex, const reps *n) {
+  int status = -1;
+  ts_refine_src *src = refine_source(name, t, ex);
+  ts_xpbd *x = NULL;
+  uint32_t *sel = NULL, ns = 0;
+  if (!src) return -1;
+  /* the top of the outer sheet (its first nv nodes) at rest */
+  uint32_t nv = src->e->nv, top = 0;
+  for (uint32_t j = 1; j < nv; j++)
+    if (t->rest[j][1] > t->rest[top][1]) top = j;
+  ts_tool tool;
+  memset(&tool, 0, sizeof tool);
+  tool.kind = TS_TOOL_SPHERE;
+  tool.active = 1;
+  tool.radius = REFINE_RADIUS;
+  tool.quat[0] = 1;
+  ts_xpbd_def def = ts_xpbd_default_def();
+  def.damping = t->drag;
+  ts_tissue_reset(t);
+  int rc = ts_xpbd_build(t, &def, &x);
+  for (int k = 1; k <= REFINE_PRESS_STEPS && !rc; k++) {
+    const double d = REFINE_PRESS * k / REFINE_PRESS_STEPS;
+    tool.pos[0] = t->rest[top][0];
+    tool.pos[1] = t->rest[top][1] + REFINE_RADIUS - d;
+    tool.pos[2] = t->rest[top][2];
+    rc = ts_xpbd_step(x, t, TS_BENCH_DT, &tool, 1, NULL);
+  }
+  if (rc) {
+    fprintf(stderr, "bench_mesh: %s: pressing: %s\n", name, ts_err_name(rc));
+    goto out;
+  }
+  const double o[3] = {tool.pos[0], tool.pos[1] + 0.05, tool.pos[2]}, dir[3] = {0, -1, 0};
+  rc = ts_refine_pick(src, t, o, dir, REFINE_RANGE, &sel, &ns, NULL);
+  if (rc) {
+    fprintf(stderr, "bench_mesh: %s: ts_refine_pick: %s\n", name, ts_err_name(rc));
+    goto out;
+  }
+  ts_refine_opts opts = {TS_REFINE_LOOP, 0, 0, 0, 0, &tool, 1};
+  double ms_s = 0, xp_s = 0, fit_s = 0, fit_err = 0, whole_s = 0, whole_err = 0;
+  uint32_t new_nodes = 0, n_after = 0, trials = 0, fit_nodes = 0, whole_trials = 0;
+  char err[256];
+  /* pass 0: mass-spring; 1: XPBD (the fit on the refined region, as the
+     daemon does); 2: XPBD with the fit's trials over the whole tissue */
+  for (int pass = 0; pass < 3; pass++)
+    for (int i = 0; i < n->refines; i++) {
+      ts_tissue *r = NULL;
+      ts_refine_src *rs = NULL;
+      ts_refine_info info;
+      info.parents = NULL;
+      ts_xpbd *rx = NULL;
+      double c0 = ts_bench_cpu_s(), c1 = c0;
+      rc = ts_refine_run(src, t, sel, ns, &opts, &r, &rs, &info, err, sizeof err);
+      if (!rc && pass > 0) {
+        ts_handover_fit_stats fs;
+        c1 = ts_bench_cpu_s();
+        rc = ts_handover_fit_xpbd(r, t, (const uint32_t(*)[2])info.parents, &def, &tool, 1,
+                                  pass == 2 ? TS_FIT_WHOLE : 0, TS_BENCH_DT, &fs);
+        const double f = (ts_bench_cpu_s() - c1) / n->refines;
+        if (pass == 1) {
+          fit_s += f;
+          fit_err = fs.err;
+          trials = fs.trials;
+          fit_nodes = fs.nodes;
+        } else {
+          whole_s += f;
+          whole_err = fs.err;
+          whole_trials = fs.trials;
+        }
+        if (!rc) rc = ts_xpbd_build(r, &def, &rx);
+      }
+      double c2 = ts_bench_cpu_s();
+      if (!rc) {
+        new_nodes = info.new_nodes;
+        n_after = info.n_nodes;
+      }
+      if (pass < 2) *(pass ? &xp_s : &ms_s) += (c2 - c0) / n->refines;
+      ts_xpbd_destroy(rx);
+      free(info.parents);
+      ts_tissue_destroy(r);
+      ts_refine_src_free(rs);
+      if (rc) {
+        fprintf(stderr, "bench_mesh: %s: refinement: %s (%s)\n", name, err, ts_err_name(rc));
+        goto out;
+      }
+    }
+  cJSON *L = ts_bench_line("mesh", name, "refine_xpbd_s", xp_s, "s");
+  ts_bench_line_ref(L, "massspring_refine", ms_s);
+  ts_bench_line_num(L, "fit_s", fit_s);
+  ts_bench_line_num(L, "fit_trials", trials);
+  ts_bench_line_num(L, "fit_nodes", fit_nodes);
+  ts_bench_line_num(L, "fit_err_um", fit_err * 1e6);
+  ts_bench_line_num(L, "frame_interval_s", FRAME_S);
+  ts_bench_line_num(L, "region_triangles", ns);
+  ts_bench_line_num(L, "nodes_before", t->n_nodes);
+  ts_bench_line_num(L, "new_nodes", new_nodes);
+  ts_bench_line_num(L, "nodes_after", n_after);
+  ts_bench_line_num(L, "repeats", n->refines);
+  ts_bench_line_emit(L);
+  L = ts_bench_line("mesh", name, "fit_region_s", fit_s, "s");
+  ts_bench_line_ref(L, "fit_whole", whole_s);
+  ts_bench_line_num(L, "whole_trials", whole_trials);
+  ts_bench_line_num(L, "whole_err_um", whole_err * 1e6);
+  ts_bench_line_emit(L);
+  status = 0;
+out:
+  free(sel);
+  ts_xpbd_destroy(x);
+  ts_refine_src_free(src);
+  ts_tissue_reset(t);
+  return status;
 }
 
 static int run(const char *name, const reps *n) {
@@ -309,6 +472,7 @@ static int run(const char *name, const reps *n) {
     ts_bench_line_emit(L);
     ts_extrusion_free(r);
   }
+  if (time_refine(name, t, ex, n)) goto out;
   status = 0;
 out:
   ts_extrusion_free(ex);
@@ -323,9 +487,9 @@ int main(int argc, char **argv) {
   int n_names;
   int a = ts_bench_args(argc, argv, usage, &mode, names, 16, &n_names);
   if (a) return a == 1 ? 0 : 2;
-  reps n = {20, 5, 5, 2};
-  if (mode == TS_BENCH_QUICK) n = (reps){5, 2, 2, 1};
-  if (mode == TS_BENCH_FULL) n = (reps){100, 20, 20, 5};
+  reps n = {20, 5, 5, 2, 2};
+  if (mode == TS_BENCH_QUICK) n = (reps){5, 2, 2, 1, 1};
+  if (mode == TS_BENCH_FULL) n = (reps){100, 20, 20, 5, 5};
   if (n_names == 0) {
     names[n_names++] = "liver";
     names[n_names++] = "patch-L";

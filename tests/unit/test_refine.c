@@ -16,9 +16,13 @@
  * of the blend is as continuous; after the blend the hand-over is gone and
  * the tissue is at the equilibrium of the refined network alone (that of a
  * copy refined without a hand-over). For XPBD the hand-over's rest lengths
- * are fitted to trial steps first (ts_handover_fit_xpbd), as the daemon
- * does. Refusals: empty selection, index out of range, over the node
- * limit, with the source left usable.
+ * are fitted to trial steps first (ts_handover_fit_xpbd, on the refined
+ * region), as the daemon does. The same bound with a mesh tool (the dental
+ * instrument) pressed in, both solvers, XPBD on the tree-based contact
+ * path. The liver refined by Loop: no inverted prism with midpoints (the
+ * live path); with Loop's smoothing the inverted ones are bounded by the
+ * surface triangles the smoothing turns over. Refusals: empty selection,
+ * index out of range, over the node limit, with the source left usable.
  */
 #include <check.h>
 #include <math.h>
@@ -29,9 +33,17 @@
 
 #include "ts_error.h"
 #include "ts_extrude.h"
+#include "ts_aabb_tree.h"
+#include "ts_contact.h"
 #include "ts_handover.h"
+#include "ts_loop.h"
 #include "ts_massspring.h"
+#include "ts_material.h"
+#include "ts_mesh_io.h"
+#include "ts_obb_tree.h"
+#include "ts_meshtopo.h"
 #include "ts_refine.h"
+#include "ts_region.h"
 #include "ts_tissue.h"
 #include "ts_tool.h"
 #include "ts_xpbd.h"
@@ -248,10 +260,11 @@ static uint32_t refine_and_check(sim *s, ts_refine_src **srcp, int method, int s
     ts_xpbd_def xd = ts_xpbd_default_def();
     xd.damping = r->drag;
     if (blend >= 0) { /* the fit, as server/refine.c does for an XPBD session */
-      double ferr = 0;
+      ts_handover_fit_stats fs;
       ck_assert_int_eq(ts_handover_fit_xpbd(r, t, (const uint32_t(*)[2])info.parents, &xd, tool,
-                                            tool ? 1 : 0, DT, &ferr), 0);
-      ck_assert(ferr < QUANTUM);
+                                            tool ? 1 : 0, 0, DT, &fs), 0);
+      printf("  fit: %u trials over %u nodes, %.3g m off\n", fs.trials, fs.nodes, fs.err);
+      ck_assert(fs.err < QUANTUM);
     }
     ts_xpbd_destroy(s->x);
     s->x = NULL;
@@ -546,7 +559,7 @@ START_TEST(test_refusals) {
   /* the XPBD fit: a tissue without a hand-over, a bad step, no parents */
   {
     ts_xpbd_def xd = ts_xpbd_default_def();
-    ck_assert_int_eq(ts_handover_fit_xpbd(t, t, NULL, &xd, NULL, 0, DT, NULL), TS_EINVAL);
+    ck_assert_int_eq(ts_handover_fit_xpbd(t, t, NULL, &xd, NULL, 0, 0, DT, NULL), TS_EINVAL);
   }
   /* the source is still usable after the refusals */
   o.method = TS_REFINE_LEB;
@@ -556,16 +569,337 @@ START_TEST(test_refusals) {
   ck_assert_int_eq(check_surface(r), 2);
   {
     ts_xpbd_def xd = ts_xpbd_default_def();
-    double e = 0;
+    ts_handover_fit_stats fs;
+    fs.err = 0;
     ck_assert_ptr_nonnull(r->hand);
-    ck_assert_int_eq(ts_handover_fit_xpbd(r, t, NULL, &xd, NULL, 0, DT, &e), TS_EINVAL); /* new nodes, no parents */
-    ck_assert_int_eq(ts_handover_fit_xpbd(r, t, NULL, &xd, NULL, 0, 0.0, &e), TS_EINVAL);
-    ck_assert(isnan(e));
+    ck_assert_int_eq(ts_handover_fit_xpbd(r, t, NULL, &xd, NULL, 0, 0, DT, &fs), TS_EINVAL); /* new nodes, no parents */
+    ck_assert_int_eq(ts_handover_fit_xpbd(r, t, NULL, &xd, NULL, 0, 0, 0.0, &fs), TS_EINVAL);
+    ck_assert(isnan(fs.err));
   }
   ts_tissue_destroy(r);
   ts_tissue_destroy(t);
   ts_refine_src_free(src);
   ts_refine_src_free(nsrc);
+}
+END_TEST
+
+
+/* ---- a mesh tool (issue 4 with issue 5's tools) ---- */
+
+/* The dental instrument (../shared/data/meshes, centimetres), scaled up
+ * DENTAL_SCALE times: a handle along its local z with a working end at the
+ * +z tip, a spatula 2.6 mm wide (x) and 0.41 mm thick (y) at its own size,
+ * 10.5 x 1.6 mm here. At its own size it is thinner than the patch's
+ * 3.3 mm triangles and slips between their nodes without touching one
+ * (ts_contact.h); scaled, it presses them. Working end down (its local z
+ * turned onto -y), the tip `depth` below the patch's top at rest (y = 0 at
+ * the centre), the spatula's middle over (x, z) = (2.1, -1.3) mm. */
+#define DENTAL_SCALE 4.0
+#define DENTAL_TIP (0.0357223 * DENTAL_SCALE) /* m: the tip's local z */
+#define DENTAL_MID (0.00067 * DENTAL_SCALE)   /* m: the spatula's middle, local -x */
+static ts_tool dental_tool(const ts_obb_tree *tree, double depth) {
+  ts_tool tool = {0};
+  tool.kind = TS_TOOL_MESH;
+  tool.active = 1;
+  tool.shape = tree;
+  tool.quat[0] = sqrt(0.5); /* +90 degrees about x: local z -> world -y */
+  tool.quat[1] = sqrt(0.5);
+  tool.pos[0] = 0.0021 + DENTAL_MID;
+  tool.pos[1] = DENTAL_TIP - depth;
+  tool.pos[2] = -0.0013;
+  return tool;
+}
+
+/* A patch stepped with a mesh tool: the mass-spring step takes it
+ * directly; XPBD on the tree-based path, as a daemon's XPBD session does
+ * (server/session_contact.c). */
+typedef struct msim {
+  sim s;
+  ts_aabb_tree *tree;
+  ts_posed_tool pt;
+  ts_contact_ws ws;
+  ts_pose last;
+  int have_last;
+} msim;
+
+static void msim_contact(msim *m) {
+  ck_assert_int_eq(ts_aabb_tree_create_tissue(NULL, m->s.t, &m->tree), 0);
+  ck_assert_int_eq(ts_contact_ws_init(&m->ws, NULL, m->s.t->n_nodes, m->s.t->n_nodes, m->s.t->n_tris), 0);
+}
+
+static void msim_uncontact(msim *m) {
+  if (!m->s.x) return;
+  ts_aabb_tree_destroy(m->tree);
+  ts_contact_ws_free(&m->ws);
+}
+
+/* src NULL: a fresh patch; else a copy of src's state (sim_clone) */
+static void msim_init(msim *m, int xpbd, const ts_obb_tree *tree, const msim *src) {
+  memset(m, 0, sizeof *m);
+  if (src) {
+    sim_clone(&m->s, &src->s);
+    m->last = src->last;
+    m->have_last = src->have_last;
+  } else {
+    sim_init(&m->s, xpbd);
+  }
+  if (xpbd) {
+    ck_assert_int_eq(ts_posed_tool_init(&m->pt, tree), 0);
+    msim_contact(m);
+  }
+}
+
+static void msim_step(msim *m, ts_tool *tool) {
+  if (!m->s.x) {
+    ck_assert_int_eq(ts_massspring_step(m->s.t, DT, tool, 1, NULL), 0);
+    return;
+  }
+  ts_pose now;
+  memcpy(now.p, tool->pos, sizeof now.p);
+  memcpy(now.q, tool->quat, sizeof now.q);
+  now.jaw = 0;
+  ts_xpbd_tool xt;
+  memset(&xt, 0, sizeof xt);
+  xt.posed = &m->pt;
+  xt.prev = m->have_last ? m->last : now;
+  xt.pose = now;
+  xt.contact = &m->ws;
+  ck_assert_int_eq(ts_xpbd_step_posed(m->s.x, m->s.t, DT, NULL, 0, m->tree, &xt, 1, NULL), 0);
+  m->last = now;
+  m->have_last = 1;
+}
+
+static void msim_free(msim *m) {
+  msim_uncontact(m);
+  if (m->s.x) ts_posed_tool_free(&m->pt);
+  sim_free(&m->s);
+}
+
+/* The dental instrument pressed 3 mm into the patch, then the region
+ * around its tip refined (Loop): with the contact allowance extended to
+ * mesh tools (ts_handover.h) the first step after the refinement moves
+ * every node as the unrefined twin's (a new node: as its interpolated
+ * position) within the quantum, both solvers (the XPBD fit's trials take
+ * the tool on the tree-based path, TS_FIT_POSED). Without the hand-over
+ * the new nodes that Loop put inside the blade are pushed out at once. */
+START_TEST(test_mesh_tool) {
+  const int xpbd = _i;
+  char path[1024], err[256] = "";
+  snprintf(path, sizeof path, "%s/data/meshes/dental_instrument_light.obj", TS_SHARED_DIR);
+  ts_mesh_import_opts io = ts_mesh_import_opts_default();
+  io.scale = 0.01 * DENTAL_SCALE; /* cm */
+  ts_mesh *mesh = NULL;
+  ck_assert_msg(ts_mesh_import_file(path, TS_MESH_AUTO, &io, &mesh, NULL, NULL, err, sizeof err) == 0, "%s", err);
+  ts_tool_shape_def sd = ts_default_tool_shape_def();
+  sd.kind = TS_SHAPE_MESH;
+  sd.mesh = mesh;
+  ts_obb_tree *tree = NULL;
+  ck_assert_int_eq(ts_obb_tree_create(&sd, &tree), 0);
+  msim a, b, c;
+  msim_init(&a, xpbd, tree, NULL);
+  /* pressed in over 40 steps, held for 20 */
+  for (int i = 1; i <= 60; i++) {
+    ts_tool tool = dental_tool(tree, 0.003 * (i < 40 ? i / 40.0 : 1.0));
+    msim_step(&a, &tool);
+  }
+  ts_tool tool = dental_tool(tree, 0.003);
+  msim_init(&b, xpbd, tree, &a);
+  msim_init(&c, xpbd, tree, &a);
+  ts_patch_def pd = ts_default_patch_def();
+  const uint32_t n0 = a.s.t->n_nodes;
+  uint32_t(*par)[2] = NULL;
+  double depth_max = 0;
+  for (int k = 0; k < 2; k++) { /* b with the hand-over, c without */
+    msim *m = k ? &c : &b;
+    ts_refine_src *src = NULL, *nsrc = NULL;
+    ck_assert_int_eq(ts_refine_src_patch(&pd, &src), 0);
+    uint32_t *sel = NULL, ns = 0;
+    const double o[3] = {0.0021, 0.05, -0.0013}, d[3] = {0, -1, 0};
+    ck_assert_int_eq(ts_refine_pick(src, m->s.t, o, d, 0.004, &sel, &ns, NULL), 0);
+    ts_refine_opts opts = {TS_REFINE_LOOP, 0, 0, 0, k ? -1 : BLEND, &tool, 1};
+    ts_refine_info info;
+    info.parents = NULL;
+    ts_tissue *r = NULL;
+    ck_assert_msg(ts_refine_run(src, m->s.t, sel, ns, &opts, &r, &nsrc, &info, err, sizeof err) == 0, "%s", err);
+    if (!k) {
+      /* Loop's new nodes inside the blade, with their allowance */
+      for (uint32_t i = n0; i < r->n_nodes; i++) depth_max = fmax(depth_max, r->hand->depth[i]);
+      if (xpbd) {
+        ts_xpbd_def xd = ts_xpbd_default_def();
+        xd.damping = r->drag;
+        ts_handover_fit_stats fs;
+        ck_assert_int_eq(ts_handover_fit_xpbd(r, m->s.t, (const uint32_t(*)[2])info.parents, &xd, &tool, 1,
+                                              TS_FIT_POSED, DT, &fs), 0);
+        printf("mesh tool, xpbd fit: %u trials over %u nodes, %.3g m off\n", fs.trials, fs.nodes, fs.err);
+        ck_assert(fs.err < QUANTUM);
+      }
+      par = info.parents;
+    } else {
+      free(info.parents);
+    }
+    if (xpbd) {
+      ts_xpbd_def xd = ts_xpbd_default_def();
+      xd.damping = r->drag;
+      ts_xpbd_destroy(m->s.x);
+      m->s.x = NULL;
+      ck_assert_int_eq(ts_xpbd_build(r, &xd, &m->s.x), 0);
+    }
+    msim_uncontact(m);
+    ts_tissue_destroy(m->s.t);
+    m->s.t = r;
+    if (xpbd) msim_contact(m);
+    free(sel);
+    ts_refine_src_free(src);
+    ts_refine_src_free(nsrc);
+  }
+  double(*x0)[3] = snapshot(a.s.t);
+  msim_step(&a, &tool);
+  msim_step(&b, &tool);
+  msim_step(&c, &tool);
+  const uint32_t n = b.s.t->n_nodes;
+  double(*ip)[3] = malloc(sizeof *ip * n);
+  ck_assert_ptr_nonnull(ip);
+  memcpy(ip, a.s.t->x, sizeof *ip * n0);
+  for (uint32_t i = n0; i < n; i++)
+    for (int q = 0; q < 3; q++) ip[i][q] = 0.5 * (ip[par[i - n0][0]][q] + ip[par[i - n0][1]][q]);
+  double jb = 0, jc = 0, moved = max_move(a.s.t, (const double(*)[3])x0, n0);
+  for (uint32_t i = 0; i < n; i++)
+    for (int q = 0; q < 3; q++) {
+      jb = fmax(jb, fabs(b.s.t->x[i][q] - ip[i][q]));
+      jc = fmax(jc, fabs(c.s.t->x[i][q] - ip[i][q]));
+    }
+  printf("mesh tool, %s: %u -> %u nodes, deepest new node %.3g m inside the blade; first step differs by "
+         "%.3g m with the hand-over, %.3g m without (the twin moved %.3g m)\n",
+         xpbd ? "xpbd" : "mass-spring", n0, n, depth_max, jb, jc, moved);
+  /* a new node inside the blade got its allowance (Loop's midpoints under
+     the tip, measured 0.1-0.2 mm deep) */
+  ck_assert(depth_max > 1e-5);
+  /* the issue's bound, as for the sphere (run_case). Measured: XPBD within
+     1 um; the mass-spring step 5.5 um, about what the twin itself moved
+     (5.4 um): with a shorter press the worst node was the top one under
+     the blade, which the twin moved 13 um sideways and the refined tissue
+     held where it was */
+  ck_assert_msg(jb < QUANTUM + moved, "the first step differs by %.3g m (twin moved %.3g m)", jb, moved);
+  free(ip);
+  free(x0);
+  free(par);
+  msim_free(&a);
+  msim_free(&b);
+  msim_free(&c);
+  ts_obb_tree_destroy(tree);
+  ts_mesh_free(mesh);
+}
+END_TEST
+
+
+/* ---- inverted prisms after Loop on the liver (issue 4) ---- */
+
+/* The outer-sheet normal of surface triangle f of e (unnormalised). */
+static void outer_normal(const ts_extrusion *e, uint32_t f, double n[3]) {
+  const uint32_t *t = e->surface_tris[f];
+  double u[3], v[3];
+  for (int c = 0; c < 3; c++) {
+    u[c] = e->x[t[1]][c] - e->x[t[0]][c];
+    v[c] = e->x[t[2]][c] - e->x[t[0]][c];
+  }
+  n[0] = u[1] * v[2] - u[2] * v[1];
+  n[1] = u[2] * v[0] - u[0] * v[2];
+  n[2] = u[0] * v[1] - u[1] * v[0];
+}
+
+/* The liver (bench_mesh's scenario: liver-smooth.obj in centimetres,
+ * extruded inward into the three default layers, pleats relaxed by up to
+ * 1 mm, layers thinned to 0.1 of their depth where they would fold), its
+ * 1,000 surface triangles breadth-first around the highest vertex refined
+ * by Loop through every sheet. With Loop's topology and midpoints (what a
+ * live session does, ts_refine.h) no prism inverts. With Loop's smoothing
+ * rules (offline: mesh subdivide --loop) some do, measured 7, and the
+ * reason is the surface's own smoothing, not the layers: every inverted
+ * prism lies under a surface triangle whose outer-sheet child Loop's
+ * rules turned over against the same child with midpoints (the liver's
+ * irregular triangulation has slivers, 0.07 mm edges beside 1.7 mm ones:
+ * the edge rule moves a new vertex by up to 1/8 of the neighbouring
+ * triangles, far beyond a sliver's width, and in the layers thinned to a
+ * quarter of their depth there the sheets below cannot follow without
+ * folding; each sheet takes the same stencil, so the extrusion does not
+ * cause it: letting the inner sheets follow the outer one's displacement
+ * instead gives 10, measured). So the count is bounded by three prisms per
+ * turned-over surface triangle. */
+START_TEST(test_liver_loop_prisms) {
+  char path[1024], err[512] = "";
+  snprintf(path, sizeof path, "%s/data/meshes/liver-smooth.obj", TS_SHARED_DIR);
+  ts_mesh_import_opts io = ts_mesh_import_opts_default();
+  io.scale = 0.01;
+  ts_mesh *mesh = NULL;
+  ck_assert_msg(ts_mesh_import_file(path, TS_MESH_AUTO, &io, &mesh, NULL, NULL, err, sizeof err) == 0, "%s", err);
+  ts_layer layers[TS_MAX_LAYERS];
+  ts_extrude_def d;
+  memset(&d, 0, sizeof d);
+  d.n_layers = ts_material_default_layers(layers);
+  d.mode = TS_EXTRUDE_NORMAL;
+  d.max_relax = 1e-3;
+  d.min_depth_fraction = 0.1;
+  for (uint32_t l = 0; l < d.n_layers; l++) d.thickness[l] = layers[l].thickness;
+  ts_extrusion *ex = NULL;
+  ck_assert_msg(ts_extrude(mesh, &d, &ex, err, sizeof err) == 0, "%s", err);
+  ck_assert_uint_eq(ex->n_inverted, 0);
+  /* the region */
+  uint32_t top = 0;
+  for (uint32_t j = 1; j < ex->nv; j++)
+    if (ex->x[j][1] > ex->x[top][1]) top = j;
+  ts_mesh surf = {ex->nv, ex->n_surface_tris, ex->x, ex->surface_tris};
+  ts_meshtopo *topo = NULL;
+  ts_region *reg = NULL;
+  ck_assert_int_eq(ts_meshtopo_build(&surf, &topo), 0);
+  ck_assert_int_eq(ts_region_alloc(surf.n_verts, surf.n_tris, &reg), 0);
+  uint32_t seed = 0;
+  double best = INFINITY, q[3];
+  for (uint32_t f = 0; f < surf.n_tris; f++) {
+    const uint32_t *t = surf.t[f];
+    double dd = ts_point_triangle_distance(ex->x[top], surf.v[t[0]], surf.v[t[1]], surf.v[t[2]], q);
+    if (dd < best) best = dd, seed = f;
+  }
+  for (double range = 0.002; range < 1; range *= 1.25) {
+    ck_assert_int_eq(ts_region_from_triangle(reg, &surf, topo, seed, ex->x[top], range), 0);
+    if (reg->n_tris >= 1000) break;
+  }
+  ck_assert_uint_ge(reg->n_tris, 1000);
+  ts_extrusion *lin = NULL, *smo = NULL;
+  ck_assert_msg(ts_loop_extrusion(ex, reg->tris, 1000, TS_LOOP_LINEAR, &lin, NULL, err, sizeof err) == 0, "%s", err);
+  ck_assert_uint_eq(lin->n_inverted, 0); /* the live path */
+  int rc = ts_loop_extrusion(ex, reg->tris, 1000, TS_LOOP_SMOOTH, &smo, NULL, err, sizeof err);
+  ck_assert_ptr_nonnull(smo);
+  ck_assert_int_eq(rc, smo->n_inverted ? TS_EMESH : 0);
+  ck_assert_uint_eq(smo->n_surface_tris, lin->n_surface_tris);
+  uint32_t turned = 0, inverted = 0;
+  for (uint32_t f = 0; f < smo->n_surface_tris; f++) {
+    double a[3], b[3];
+    outer_normal(smo, f, a);
+    outer_normal(lin, f, b);
+    const int over = a[0] * b[0] + a[1] * b[1] + a[2] * b[2] < 0;
+    turned += over;
+    for (uint32_t l = 0; l < smo->n_layers; l++) {
+      double P[3][3], Q[3][3];
+      for (int k = 0; k < 3; k++) {
+        memcpy(P[k], smo->x[l * smo->nv + smo->surface_tris[f][k]], sizeof P[k]);
+        memcpy(Q[k], smo->x[(l + 1) * smo->nv + smo->surface_tris[f][k]], sizeof Q[k]);
+      }
+      if (ts_prism_check((const double(*)[3])P, (const double(*)[3])Q, NULL, NULL) == 0) continue;
+      inverted++;
+      ck_assert_msg(over, "an inverted prism (layer %u, triangle %u) under a surface triangle Loop did not turn over",
+                    l, f);
+    }
+  }
+  printf("liver, Loop on 1000 triangles: %u inverted prisms with the smoothing rules (%u surface triangles "
+         "turned over), 0 with midpoints\n", inverted, turned);
+  ck_assert_uint_eq(inverted, smo->n_inverted);
+  ck_assert_uint_le(inverted, 3 * turned);
+  ts_extrusion_free(lin);
+  ts_extrusion_free(smo);
+  ts_region_free(reg);
+  ts_meshtopo_free(topo);
+  ts_extrusion_free(ex);
+  ts_mesh_free(mesh);
 }
 END_TEST
 
@@ -579,6 +913,8 @@ static Suite *refine_suite(void) {
   tcase_add_loop_test(tc, test_xpbd_loop, 0, 2);
   tcase_add_loop_test(tc, test_xpbd_leb, 0, 2);
   tcase_add_test(tc, test_loop_smooth_rest);
+  tcase_add_loop_test(tc, test_mesh_tool, 0, 2); /* 0 mass-spring, 1 XPBD */
+  tcase_add_test(tc, test_liver_loop_prisms);
   tcase_add_test(tc, test_refusals);
   suite_add_tcase(s, tc);
   return s;
