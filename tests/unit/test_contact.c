@@ -27,6 +27,7 @@
 #include "ts_obb_tree.h"
 #include "ts_tissue.h"
 #include "ts_xpbd.h"
+#include "patch_fixture.h"
 
 #define DT 1e-3 /* s: the session step */
 #define PI 3.14159265358979323846
@@ -40,17 +41,6 @@ static ts_tissue *patch_at(uint32_t resolution, double g) {
   ts_tissue *t = NULL;
   ck_assert_int_eq(ts_patch_create(&d, &t), 0);
   return t;
-}
-
-/* The top-sheet node closest to the patch's vertical axis. */
-static uint32_t top_centre(const ts_tissue *t) {
-  uint32_t best = 0;
-  double bd = INFINITY;
-  for (uint32_t j = 0; j < t->nodes_per_sheet; j++) {
-    double d = hypot(t->rest[j][0], t->rest[j][2]);
-    if (d < bd) bd = d, best = j;
-  }
-  return best;
 }
 
 /* A tissue stepped by XPBD with one tree-based tool. */
@@ -378,7 +368,7 @@ static void anchors_and_mass(rig *r, double R[3], double *M) {
  * corrections are counted in the tool force too. */
 static void press(double mu) {
   ts_tissue *t = patch_at(24, 9.81);
-  const uint32_t c = top_centre(t);
+  const uint32_t c = fx_top_centre(t);
   ts_tool_shape_def sd = sphere_def(0.005);
   ts_contact_def cd = ts_default_contact_def();
   cd.mu_static = mu;
@@ -443,7 +433,7 @@ static uint32_t tunnel_patch(int triangle_pass) {
   sd.length = 0.02;
   ts_contact_def cd = ts_default_contact_def();
   cd.triangle_pass = triangle_pass;
-  const uint32_t c = top_centre(t);
+  const uint32_t c = fx_top_centre(t);
   const double top = t->x[c][1];
   const double qz[4] = {cos(-PI / 4), 0, 0, sin(-PI / 4)};
   ts_pose p = {.p = {-0.01, top + 0.001, t->x[c][2]}, .q = {qz[0], qz[1], qz[2], qz[3]}};
@@ -494,7 +484,7 @@ END_TEST
  * and the node under the sphere is dragged further along x than without. */
 static void slide(double mu, double *shift, double force[3]) {
   ts_tissue *t = patch_at(24, 0);
-  const uint32_t c = top_centre(t);
+  const uint32_t c = fx_top_centre(t);
   ts_tool_shape_def sd = sphere_def(0.005);
   ts_contact_def cd = ts_default_contact_def();
   cd.mu_static = mu;
@@ -541,7 +531,7 @@ END_TEST
  * within 20 % of its lift. */
 START_TEST(test_grasp_and_pull) {
   ts_tissue *t = patch_at(24, 0);
-  const uint32_t c = top_centre(t);
+  const uint32_t c = fx_top_centre(t);
   ts_tool_shape_def sd = ts_default_tool_shape_def();
   sd.kind = TS_SHAPE_JAWS;
   const double y0 = t->x[c][1];
@@ -659,7 +649,7 @@ END_TEST
  * times the largest filtered one (measured and printed). */
 START_TEST(test_force_filter_contact) {
   ts_tissue *t = patch_at(13, 0);
-  const uint32_t c = top_centre(t);
+  const uint32_t c = fx_top_centre(t);
   ts_tool_shape_def sd = sphere_def(0.003);
   const double y0 = t->x[c][1];
   ts_pose p = pose_at(0.001, y0 + 0.0035, 0.0015);

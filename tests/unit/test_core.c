@@ -20,6 +20,7 @@
 #include "ts_material.h"
 #include "ts_tissue.h"
 #include "ts_tool.h"
+#include "patch_fixture.h"
 
 /* ---- helpers ---- */
 
@@ -52,17 +53,6 @@ static void tri_normal(const ts_tissue *t, const uint32_t *tri, double n[3]) {
 static int cmp_u64(const void *a, const void *b) {
   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
   return x < y ? -1 : x > y;
-}
-
-/* The top-sheet node closest to the patch's vertical axis. */
-static uint32_t top_centre(const ts_tissue *t) {
-  uint32_t best = 0;
-  double bd = INFINITY;
-  for (uint32_t j = 0; j < t->nodes_per_sheet; j++) {
-    double d = hypot(t->rest[j][0], t->rest[j][2]);
-    if (d < bd) bd = d, best = j;
-  }
-  return best;
 }
 
 /* ---- topology ---- */
@@ -562,7 +552,7 @@ END_TEST
 
 START_TEST(test_patch_rest_under_gravity) {
   ts_tissue *t = make_patch(24, 3);
-  uint32_t c = top_centre(t);
+  uint32_t c = fx_top_centre(t);
   ts_step_stats st;
   double max_sag = 0;
   for (int s = 0; s < 600; s++) {
@@ -597,7 +587,7 @@ static void check_force_balance(const ts_tissue *t, const double force[3]) {
 
 START_TEST(test_sphere_press) {
   ts_tissue *t = make_patch(24, 3);
-  uint32_t c = top_centre(t);
+  uint32_t c = fx_top_centre(t);
   ts_tool tool = {.kind = TS_TOOL_SPHERE, .active = 1, .radius = 0.005, .quat = {1, 0, 0, 0}};
   ts_step_stats st;
   /* from touching the top (y = 0) down to 4 mm deep in 150 ms, then held
@@ -815,7 +805,7 @@ END_TEST
 
 START_TEST(test_reset_and_bounds) {
   ts_tissue *t = make_patch(10, 2);
-  uint32_t c = top_centre(t);
+  uint32_t c = fx_top_centre(t);
   ts_step_stats st;
   for (int s = 0; s < 50; s++) ck_assert_int_eq(ts_massspring_step(t, 1e-3, NULL, 0, &st), 0);
   ck_assert(t->x[c][1] < t->rest[c][1]); /* it had sagged */

@@ -18,6 +18,7 @@
 #include "ts_massspring.h"
 #include "ts_tissue.h"
 #include "ts_tool.h"
+#include "patch_fixture.h"
 
 /* The default patch (three layers, gravity, drag) at a resolution. */
 static ts_tissue *patch_at(uint32_t resolution) {
@@ -26,17 +27,6 @@ static ts_tissue *patch_at(uint32_t resolution) {
   ts_tissue *t = NULL;
   ck_assert_int_eq(ts_patch_create(&d, &t), 0);
   return t;
-}
-
-/* The top-sheet node closest to the patch's vertical axis. */
-static uint32_t top_centre(const ts_tissue *t) {
-  uint32_t best = 0;
-  double bd = INFINITY;
-  for (uint32_t j = 0; j < t->nodes_per_sheet; j++) {
-    double d = hypot(t->rest[j][0], t->rest[j][2]);
-    if (d < bd) bd = d, best = j;
-  }
-  return best;
 }
 
 static ts_tool sphere(double x, double y, double z) {
@@ -63,7 +53,7 @@ static int settle(ts_tissue *t, ts_tool *tl, int n_tools, int max_steps, double 
 START_TEST(test_loose_cap_bitwise) {
   ts_tissue *a = patch_at(12), *b = patch_at(12);
   b->max_substeps = 1000;
-  const uint32_t c = top_centre(a);
+  const uint32_t c = fx_top_centre(a);
   const double y0 = a->rest[c][1];
   ts_step_stats sa, sb;
   for (int i = 0; i < 200; i++) {
@@ -163,7 +153,7 @@ END_TEST
 START_TEST(test_statics_unchanged) {
   ts_tissue *t[2] = {patch_at(16), patch_at(16)};
   t[1]->max_substeps = 1;
-  const uint32_t c = top_centre(t[0]);
+  const uint32_t c = fx_top_centre(t[0]);
   double sag[2], fy[2], fx[2], scale = 0;
   int steps[2];
   for (int k = 0; k < 2; k++) {
@@ -215,7 +205,7 @@ END_TEST
 START_TEST(test_pressed_tool_stable) {
   ts_tissue *t = patch_at(24);
   t->max_substeps = 1;
-  const uint32_t c = top_centre(t);
+  const uint32_t c = fx_top_centre(t);
   const double y0 = t->rest[c][1];
   ts_step_stats st;
   ck_assert_int_eq(ts_massspring_step(t, 1e-3, NULL, 0, &st), 0);

@@ -21,32 +21,11 @@
 #include "ts_massspring.h"
 #include "ts_qstatic.h"
 #include "ts_tissue.h"
-
-/* n nodes in a vertical line, node 0 anchored, rest lengths alternating
- * 10 mm and 20 mm, 2 g each, gravity -9.81 y (as test_learn.c). */
-static ts_tissue *chain(uint32_t n) {
-  ts_tissue *t = NULL;
-  ck_assert_int_eq(ts_tissue_alloc(n, n - 1, 0, &t), 0);
-  double y = 0;
-  for (uint32_t i = 0; i < n; i++) {
-    if (i > 0) y -= (i % 2) ? 0.010 : 0.020;
-    t->rest[i][0] = t->rest[i][2] = 0;
-    t->rest[i][1] = y;
-    memcpy(t->x[i], t->rest[i], sizeof t->x[i]);
-    t->inv_mass[i] = i == 0 ? 0 : 1.0 / 0.002;
-  }
-  for (uint32_t i = 0; i + 1 < n; i++) {
-    t->springs[i].a = i;
-    t->springs[i].b = i + 1;
-    t->springs[i].k = 50;
-  }
-  t->gravity[1] = -9.81;
-  return t;
-}
+#include "patch_fixture.h"
 
 START_TEST(chain_closed_form) {
   const uint32_t n = 12;
-  ts_tissue *t = chain(n);
+  ts_tissue *t = fx_chain(n);
   ts_qstatic_params p = ts_qstatic_default_params(t);
   p.b = 2;
   p.d = 0.25;
@@ -132,7 +111,7 @@ START_TEST(patch_settles_as_plain) {
 END_TEST
 
 START_TEST(bad_input) {
-  ts_tissue *t = chain(6);
+  ts_tissue *t = fx_chain(6);
   ts_qstatic_params p = ts_qstatic_default_params(t);
   ts_qstatic *q = NULL;
   ck_assert_int_eq(ts_qstatic_create(t, &p, &q), 0);

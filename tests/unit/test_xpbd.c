@@ -24,6 +24,7 @@
 #include "ts_tissue.h"
 #include "ts_tool.h"
 #include "ts_xpbd.h"
+#include "patch_fixture.h"
 
 /* ---- helpers ---- */
 
@@ -46,17 +47,6 @@ static ts_tissue *patch_at(uint32_t resolution, double g) {
   ck_assert_int_eq(ts_patch_create(&d, &t), 0);
   ck_assert_ptr_nonnull(t);
   return t;
-}
-
-/* The top-sheet node closest to the patch's vertical axis. */
-static uint32_t top_centre(const ts_tissue *t) {
-  uint32_t best = 0;
-  double bd = INFINITY;
-  for (uint32_t j = 0; j < t->nodes_per_sheet; j++) {
-    double d = hypot(t->rest[j][0], t->rest[j][2]);
-    if (d < bd) bd = d, best = j;
-  }
-  return best;
 }
 
 static void assert_finite_state(const ts_tissue *t) {
@@ -487,7 +477,7 @@ START_TEST(test_patch_gravity) {
   double sag[3];
   for (int run = 0; run < 3; run++) {
     ts_tissue *t = default_patch();
-    const uint32_t c = top_centre(t);
+    const uint32_t c = fx_top_centre(t);
     ts_xpbd_def d = ts_xpbd_default_def();
     d.iterations *= (uint32_t)(run == 1 ? 2 : 1);
     ts_xpbd *s = ts_xpbd_create(t, &d);
@@ -542,7 +532,7 @@ static void press_and_check(uint32_t resolution, double radius, double depth_max
                             uint32_t min_contacts, double gravity, int bending, int volume,
                             double tol) {
   ts_tissue *t = patch_at(resolution, gravity);
-  const uint32_t c = top_centre(t);
+  const uint32_t c = fx_top_centre(t);
   ts_xpbd_def d = ts_xpbd_default_def();
   d.bending = bending;
   d.volume = volume;
@@ -654,7 +644,7 @@ START_TEST(test_patch_volume_unfolds) {
     d.volume = vol;
     ts_xpbd *s = ts_xpbd_create(t, &d);
     ck_assert_ptr_nonnull(s);
-    const uint32_t c = top_centre(t), nps = t->nodes_per_sheet;
+    const uint32_t c = fx_top_centre(t), nps = t->nodes_per_sheet;
     t->x[c][1] = t->x[c + nps][1] - 0.001;
     ts_xpbd_stats st;
     for (int i = 0; i < 400; i++) ck_assert_int_eq(ts_xpbd_step(s, t, 1e-3, NULL, 0, &st), 0);
@@ -798,7 +788,7 @@ START_TEST(test_nan_injection_diverges_and_resets) {
   ck_assert_ptr_nonnull(s);
   ts_xpbd_stats st;
   for (int i = 0; i < 5; i++) ck_assert_int_eq(ts_xpbd_step(s, t, 1e-3, NULL, 0, &st), 0);
-  const uint32_t c = top_centre(t) + t->nodes_per_sheet; /* an inner node */
+  const uint32_t c = fx_top_centre(t) + t->nodes_per_sheet; /* an inner node */
   const int which[3] = {0, 1, 2};
   for (int w = 0; w < 3; w++) {
     if (which[w] == 0) t->x[c][1] = NAN;
