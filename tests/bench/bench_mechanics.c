@@ -46,9 +46,10 @@
  * steps per second and core fraction at 1 kHz beside the physical run's,
  * its mean and largest inertia scale, and the tool force of each step
  * against the physical run's at the same path time: the RMS and the
- * largest difference (vector norm) relative to the physical force's RMS
- * and largest value (how faithful the haptic force stays; in --quick the
- * window has no contact and these are null).
+ * largest difference (vector norm, N) beside the physical force's RMS and
+ * largest value, so that each line's ratio is the relative difference (how
+ * faithful the haptic force stays; in --quick the window has no contact
+ * and these are null).
  * The references need no warm-up (no tool acts on them); they start from
  * rest and run under gravity, their substep h being 1 ms over the model's
  * mean passes per step before them (its warm-up or first chunk). Bullet's
@@ -339,12 +340,11 @@ static int run_capped(const char *name, const bench_plan *plan, uint32_t cap,
   emit_common(o, plan);
   ts_bench_line_emit(o);
 
-  /* the force fidelity: differences relative to the physical force (null
+  /* the force fidelity: the difference from the physical run's force (N),
+   * beside that force, so that the ratio is the relative difference (null
    * when the window has no contact, as in --quick) */
-  o = ts_bench_line("mechanics", name, "capped_tool_force_rms_difference",
-                    rms_p > 0 ? rms_d / rms_p : NAN, "1");
-  ts_bench_line_ref(o, "physical_rms_N", rms_p);
-  ts_bench_line_num(o, "difference_rms_N", rms_d);
+  o = ts_bench_line("mechanics", name, "capped_tool_force_rms_difference", rms_d, "N");
+  ts_bench_line_ref(o, "physical_rms", rms_p);
   ts_bench_line_num(o, "max_substeps", cap);
   ts_bench_line_num(o, "window_steps", nw);
   ts_bench_line_num(o, "path_from_s", path_from);
@@ -352,10 +352,8 @@ static int run_capped(const char *name, const bench_plan *plan, uint32_t cap,
   emit_common(o, plan);
   ts_bench_line_emit(o);
 
-  o = ts_bench_line("mechanics", name, "capped_tool_force_max_difference",
-                    pmax > 0 ? dmax / pmax : NAN, "1");
-  ts_bench_line_ref(o, "physical_max_N", pmax);
-  ts_bench_line_num(o, "difference_max_N", dmax);
+  o = ts_bench_line("mechanics", name, "capped_tool_force_max_difference", dmax, "N");
+  ts_bench_line_ref(o, "physical_max", pmax);
   ts_bench_line_num(o, "max_substeps", cap);
   ts_bench_line_num(o, "window_steps", nw);
   emit_common(o, plan);
