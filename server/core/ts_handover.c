@@ -785,12 +785,7 @@ static int sub_tissue_in(const ts_tissue *t, const uint8_t *role, const uint32_t
   memcpy(s->layers, t->layers, sizeof s->layers);
   s->n_sheets = t->n_sheets;
   s->nodes_per_sheet = 0; /* no sheet layout: no bending or volume constraints */
-  memcpy(s->gravity, t->gravity, sizeof s->gravity);
-  s->drag = t->drag;
-  s->beeman_threshold = t->beeman_threshold;
-  s->strain_iterations = t->strain_iterations;
-  s->time = t->time;
-  s->steps = t->steps;
+  ts_tissue_copy_settings(s, t);
   *out = s;
   return 0;
 }

@@ -442,14 +442,7 @@ int ts_refine_run(const ts_refine_src *s, const ts_tissue *t, const uint32_t *se
   int identity = 1;
   for (uint32_t k = 0; k < N2 && identity; k++) identity = map2[k] == k;
   ft->nodes_per_sheet = identity ? nv2 : 0; /* see ts_refine.h */
-  memcpy(ft->gravity, t->gravity, sizeof ft->gravity);
-  ft->drag = t->drag;
-  ft->beeman_threshold = t->beeman_threshold;
-  ft->strain_iterations = t->strain_iterations;
-  ft->mass_scaling = t->mass_scaling;
-  ft->max_substeps = t->max_substeps;
-  ft->time = t->time;
-  ft->steps = t->steps;
+  ts_tissue_copy_settings(ft, t);
   ft->h_prev = 0; /* the integrator restarts with a Taylor step */
   rc = ts_massspring_prepare(ft);
   if (rc) {

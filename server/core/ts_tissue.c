@@ -44,6 +44,17 @@ int ts_tissue_alloc(uint32_t n_nodes, uint32_t n_springs, uint32_t n_tris, ts_ti
   return 0;
 }
 
+void ts_tissue_copy_settings(ts_tissue *dst, const ts_tissue *src) {
+  memcpy(dst->gravity, src->gravity, sizeof dst->gravity);
+  dst->drag = src->drag;
+  dst->beeman_threshold = src->beeman_threshold;
+  dst->strain_iterations = src->strain_iterations;
+  dst->mass_scaling = src->mass_scaling;
+  dst->max_substeps = src->max_substeps;
+  dst->time = src->time;
+  dst->steps = src->steps;
+}
+
 void ts_tissue_destroy(ts_tissue *t) {
   if (!t) return;
   free(t->x);

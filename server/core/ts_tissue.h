@@ -203,6 +203,12 @@ int ts_tissue_alloc(uint32_t n_nodes, uint32_t n_springs, uint32_t n_tris, ts_ti
 
 void ts_tissue_destroy(ts_tissue *t);
 
+/* Copies src's step settings and clock into dst (gravity, drag, the Beeman
+ * threshold, strain-limiting passes, mass scaling, the substep cap, time and
+ * step count): what a tissue derived from another (a refinement, a region
+ * copy) keeps. Nodes, springs, layers and sheets are the caller's. */
+void ts_tissue_copy_settings(ts_tissue *dst, const ts_tissue *src);
+
 /* Puts every node back at rest with zero velocity and restarts the
  * integrator (the next substep is a Taylor step); ends a refinement's
  * hand-over. External forces stay. */

@@ -47,4 +47,23 @@ static inline ts_tissue *fx_chain(uint32_t n) {
   return t;
 }
 
+/* The largest distance (m) of fx_chain(n)'s relaxed positions x from the
+ * closed form of the quasi-static solve's K(L) law with E = 50, b = 2,
+ * d = 0.25: spring i (nodes i, i+1) carries the weight of nodes i+1..n-1
+ * and stretches by W / K_i, K_i = E (1 + d) / (s^b + d) with s = 0 for the
+ * 10 mm springs and 1 for the 20 mm ones. Asserts that the chain stayed on
+ * its vertical line (x = 0 to 1e-15). */
+static inline double fx_chain_deviation(const double (*x)[3], uint32_t n) {
+  const double K10 = 50 * 1.25 / 0.25, K20 = 50 * 1.25 / 1.25;
+  double y = 0, maxerr = 0;
+  for (uint32_t i = 0; i + 1 < n; i++) {
+    double L0 = (i % 2) ? 0.020 : 0.010, K = (i % 2) ? K20 : K10;
+    double W = (n - 1 - i) * 0.002 * 9.81;
+    y -= L0 + W / K;
+    maxerr = fmax(maxerr, fabs(x[i + 1][1] - y));
+    ck_assert_double_eq_tol(x[i + 1][0], 0, 1e-15);
+  }
+  return maxerr;
+}
+
 #endif
