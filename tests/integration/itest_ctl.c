@@ -1,0 +1,348 @@
+/*
+ * itest_ctl.c: the command-line client, end to end. Runs the tissuectl binary
+ * ($TISSUECTL_BIN) as a user would, against a real daemon (daemon_proc.h), and
+ * checks its exit status, its JSON lines on stdout and its messages on stderr:
+ *   - --help names every command, usage errors exit 2 before connecting;
+ *   - a session's life: create (tokens printed), sessions lists it, poke
+ *     presses the patch (frames with a tool force and a displacement), watch
+ *     with the observer token sees frames, refine grows the vertex count and a
+ *     later watch sees the refined tissue;
+ *   - a mesh upload (the shared liver, centimetres) and a session of the
+ *     stored tissue by name; models list on an empty database;
+ *   - every refusal (wrong key, wrong token, no such session or model, a
+ *     mesh too small for its layers, a file that is no model, no daemon)
+ *     exits 1 with the daemon's error code and reason on stderr.
+ * Every run of the binary is bounded in time (killed after RUN_LIMIT_MS).
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon_proc.h"
+
+#define RUN_LIMIT_MS 90000 /* generous: a sanitizer build steps far below real time */
+#define MAX_ARGS 32
+
+typedef struct ctl_run {
+  int status;       /* exit status; -1 when killed or not run */
+  char out[65536];  /* stdout */
+  char err[8192];   /* stderr */
+  size_t n_out, n_err;
+  int truncated;
+} ctl_run;
+
+static long long now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void drain(int fd, char *buf, size_t cap, size_t *n, int *open, int *truncated) {
+  char tmp[4096];
+  ssize_t r = read(fd, tmp, sizeof tmp);
+  if (r <= 0) {
+    if (r == 0 || (errno != EINTR && errno != EAGAIN)) *open = 0;
+    return;
+  }
+  size_t take = (size_t)r;
+  if (*n + take >= cap) {
+    take = cap - 1 - *n;
+    *truncated = 1;
+  }
+  memcpy(buf + *n, tmp, take);
+  *n += take;
+  buf[*n] = 0;
+}
+
+/* Runs tissuectl with argv (NULL-ended) and collects its output. */
+static void run_ctlv(ctl_run *o, const char *const *args) {
+  const char *bin = getenv("TISSUECTL_BIN");
+  ck_assert_msg(bin && *bin, "TISSUECTL_BIN is not set");
+  const char *argv[MAX_ARGS + 2];
+  int n = 0;
+  argv[n++] = bin;
+  for (; args[n - 1] && n < MAX_ARGS; n++) argv[n] = args[n - 1];
+  argv[n] = NULL;
+  memset(o, 0, sizeof *o);
+  o->status = -1;
+  int po[2], pe[2];
+  ck_assert_int_eq(pipe(po), 0);
+  ck_assert_int_eq(pipe(pe), 0);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    dup2(po[1], 1);
+    dup2(pe[1], 2);
+    close(po[0]);
+    close(po[1]);
+    close(pe[0]);
+    close(pe[1]);
+    unsetenv("TISSUED_SERVER_KEY");
+    execv(bin, (char *const *)argv);
+    _exit(127);
+  }
+  close(po[1]);
+  close(pe[1]);
+  int open_o = 1, open_e = 1;
+  long long deadline = now_ms() + RUN_LIMIT_MS;
+  while ((open_o || open_e) && now_ms() < deadline) {
+    struct pollfd p[2] = {{po[0], POLLIN, 0}, {pe[0], POLLIN, 0}};
+    int r = poll(p, 2, 200);
+    if (r < 0 && errno != EINTR) break;
+    if (open_o && (p[0].revents & (POLLIN | POLLHUP)))
+      drain(po[0], o->out, sizeof o->out, &o->n_out, &open_o, &o->truncated);
+    if (open_e && (p[1].revents & (POLLIN | POLLHUP)))
+      drain(pe[0], o->err, sizeof o->err, &o->n_err, &open_e, &o->truncated);
+  }
+  int st = 0;
+  if (open_o || open_e) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+    ck_abort_msg("tissuectl %s ran longer than %d ms; stderr: %s", args[0], RUN_LIMIT_MS, o->err);
+  }
+  close(po[0]);
+  close(pe[0]);
+  ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+  o->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  ck_assert_msg(!o->truncated, "tissuectl output longer than the test's buffer");
+}
+
+#define run_ctl(o, ...)                                \
+  do {                                                 \
+    const char *const a_[] = {__VA_ARGS__, NULL};      \
+    run_ctlv((o), a_);                                 \
+  } while (0)
+
+/* The number after "key": in line, or NAN when absent. */
+static double jnum(const char *line, const char *key) {
+  char pat[64];
+  snprintf(pat, sizeof pat, "\"%s\":", key);
+  const char *p = strstr(line, pat);
+  if (!p) return NAN;
+  return strtod(p + strlen(pat), NULL);
+}
+
+/* The string after "key": in line, copied to out (empty when absent). */
+static void jstr(const char *line, const char *key, char *out, size_t cap) {
+  char pat[64];
+  snprintf(pat, sizeof pat, "\"%s\":\"", key);
+  const char *p = strstr(line, pat);
+  out[0] = 0;
+  if (!p) return;
+  p += strlen(pat);
+  size_t n = 0;
+  while (p[n] && p[n] != '"' && n + 1 < cap) n++;
+  memcpy(out, p, n);
+  out[n] = 0;
+}
+
+/* Lines of o->out, each checked to be one JSON object. */
+static int lines(ctl_run *o, char **v, int cap) {
+  int n = 0;
+  char *save = NULL;
+  for (char *l = strtok_r(o->out, "\n", &save); l && n < cap; l = strtok_r(NULL, "\n", &save)) {
+    size_t len = strlen(l);
+    ck_assert_msg(len >= 2 && l[0] == '{' && l[len - 1] == '}', "not a JSON object: %s", l);
+    v[n++] = l;
+  }
+  return n;
+}
+
+static void expect_refusal(ctl_run *o, int status, const char *what) {
+  ck_assert_msg(o->status == status, "exit %d, expected %d; stderr: %s", o->status, status, o->err);
+  ck_assert_msg(strstr(o->err, what) != NULL, "stderr lacks '%s': %s", what, o->err);
+  ck_assert_msg(strncmp(o->err, "tissuectl: ", 11) == 0, "message not prefixed: %s", o->err);
+}
+
+START_TEST(test_help_and_usage) {
+  static ctl_run o;
+  run_ctl(&o, "--help");
+  ck_assert_int_eq(o.status, 0);
+  const char *cmds[] = {"sessions", "create", "poke", "refine", "watch", "models list",
+                        "models export", "models import", "models delete", "--token"};
+  for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+    ck_assert_msg(strstr(o.out, cmds[i]) != NULL, "--help does not mention %s", cmds[i]);
+
+  /* usage errors: exit 2, before any connection (port 1 has no daemon) */
+  run_ctl(&o, "--port", "1", "bogus");
+  expect_refusal(&o, 2, "unknown command 'bogus'");
+  run_ctl(&o, "--port", "1", "create", "--substeps", "0");
+  expect_refusal(&o, 2, "expected a number in [1, 1000]");
+  run_ctl(&o, "--port", "1", "create", "--substeps", "2.5");
+  expect_refusal(&o, 2, "whole number");
+  run_ctl(&o, "--port", "70000", "sessions");
+  expect_refusal(&o, 2, "--port");
+  run_ctl(&o, "--port", "1", "watch", "--session", "1", "--token");
+  ck_assert_int_eq(o.status, 2);
+  const char *const none[] = {NULL};
+  run_ctlv(&o, none);
+  ck_assert_int_eq(o.status, 2);
+  ck_assert_ptr_nonnull(strstr(o.err, "usage: tissuectl"));
+
+  /* no daemon listening: a clear message, exit 1 */
+  run_ctl(&o, "--port", "1", "sessions");
+  expect_refusal(&o, 1, "cannot connect");
+  ck_assert_uint_eq(o.n_out, 0);
+}
+END_TEST
+
+START_TEST(test_session_life) {
+  ts_dproc d;
+  char err[256], port[16];
+  ck_assert_msg(ts_dproc_start(&d, NULL, err, sizeof err) == 0, "%s", err);
+  snprintf(port, sizeof port, "%d", d.tcp_port);
+  static ctl_run o;
+  char *v[512];
+
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "sessions");
+  ck_assert_int_eq(o.status, 0);
+  ck_assert_uint_eq(o.n_out, 0);
+
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "create");
+  ck_assert_msg(o.status == 0, "create: %s", o.err);
+  ck_assert_int_eq(lines(&o, v, 512), 1);
+  double sid = jnum(v[0], "session_id"), verts = jnum(v[0], "vertex_count");
+  ck_assert(sid >= 1 && verts > 100);
+  char observer[64], sid_s[16];
+  jstr(v[0], "observer_token", observer, sizeof observer);
+  ck_assert_uint_eq(strlen(observer), 32);
+  ck_assert_ptr_nonnull(strstr(v[0], "\"controller_tokens\":[\""));
+  snprintf(sid_s, sizeof sid_s, "%.0f", sid);
+
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "sessions");
+  ck_assert_int_eq(o.status, 0);
+  ck_assert_int_eq(lines(&o, v, 512), 1);
+  ck_assert(jnum(v[0], "session_id") == sid && jnum(v[0], "vertex_count") == verts);
+  ck_assert_ptr_nonnull(strstr(v[0], "\"tissue\":\"stomach-patch\""));
+
+  /* poke: a 5 mm sphere pressed 4 mm into the patch and lifted. The patch's
+   * top sheet must follow it by millimetres (the tool goes 4 mm below the
+   * rest surface) and push back; 5 mN is about a tenth of what the default
+   * patch gives at full depth, so a working press clears it by far while a
+   * tool that touched nothing reads 0. */
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "poke", "--session", sid_s, "--seconds",
+          "1.5", "--depth", "0.004");
+  ck_assert_msg(o.status == 0, "poke: %s", o.err);
+  int n = lines(&o, v, 512);
+  ck_assert_int_ge(n, 5);
+  double fmax = 0, dmax = 0, last_seq = 0;
+  for (int i = 0; i < n; i++) {
+    ck_assert(jnum(v[i], "session") == sid && jnum(v[i], "vertices") == verts);
+    double f = jnum(v[i], "force_n"), dd = jnum(v[i], "max_disp_mm"), s = jnum(v[i], "seq");
+    ck_assert(s > last_seq);
+    last_seq = s;
+    if (f > fmax) fmax = f;
+    if (dd > dmax) dmax = dd;
+  }
+  fprintf(stderr, "ctl: poke %d frames, largest force %.4f N, displacement %.3f mm\n", n, fmax,
+          dmax);
+  ck_assert_msg(fmax > 0.005, "largest tool force %g N", fmax);
+  ck_assert_msg(dmax > 1.0, "largest displacement %g mm", dmax);
+  ck_assert_ptr_nonnull(strstr(o.err, "joined session"));
+
+  /* refine under the patch centre (Loop): the vertex count grows by what it
+   * says it added */
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "refine", "--session", sid_s);
+  ck_assert_msg(o.status == 0, "refine: %s", o.err);
+  ck_assert_int_eq(lines(&o, v, 512), 1);
+  double verts2 = jnum(v[0], "vertex_count"), added = jnum(v[0], "new_vertices");
+  ck_assert(added > 0 && verts2 == verts + added);
+
+  /* an observer with the session's token sees the refined tissue's keyframe
+   * (an idle session sends frames only as it changes, so the keyframe on
+   * joining is the one frame guaranteed) */
+  run_ctl(&o, "--port", port, "--token", observer, "watch", "--session", sid_s, "--seconds", "0.5");
+  ck_assert_msg(o.status == 0, "watch: %s", o.err);
+  n = lines(&o, v, 512);
+  ck_assert_int_ge(n, 1);
+  ck_assert_ptr_nonnull(strstr(v[0], "\"keyframe\":true"));
+  ck_assert(jnum(v[0], "vertices") == verts2);
+
+  /* the observer token opens nothing else */
+  run_ctl(&o, "--port", port, "--token", observer, "poke", "--session", sid_s, "--seconds", "0.2");
+  expect_refusal(&o, 1, "TS_EAUTH");
+  run_ctl(&o, "--port", port, "--token", observer, "create");
+  expect_refusal(&o, 1, "TS_EAUTH");
+  run_ctl(&o, "--port", port, "--key", "wrong-key-0123456789abcdef", "create");
+  expect_refusal(&o, 1, "TS_EAUTH");
+
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "poke", "--session", "99", "--seconds", "0.2");
+  expect_refusal(&o, 1, "TS_ENOSESSION");
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "refine", "--session", "99");
+  expect_refusal(&o, 1, "TS_ENOSESSION");
+
+  char why[256];
+  ck_assert_msg(ts_dproc_stop(&d, 5000, why, sizeof why) == 0, "%s", why);
+}
+END_TEST
+
+START_TEST(test_meshes_and_models) {
+  ts_dproc d;
+  char err[256], port[16], liver[512];
+  ck_assert_msg(ts_dproc_start(&d, NULL, err, sizeof err) == 0, "%s", err);
+  snprintf(port, sizeof port, "%d", d.tcp_port);
+  ts_dproc_shared_mesh("liver.obj", liver, sizeof liver);
+  static ctl_run o;
+  char *v[64];
+
+  /* millimetres instead of centimetres: far too small for the layers */
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "create", "--mesh", liver, "--scale",
+          "0.001");
+  expect_refusal(&o, 1, "TS_ERANGE");
+  ck_assert_ptr_nonnull(strstr(o.err, "check the scale"));
+
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "create", "--mesh", liver, "--scale", "0.01",
+          "--name", "ctl-liver");
+  ck_assert_msg(o.status == 0, "create --mesh: %s", o.err);
+  ck_assert_int_eq(lines(&o, v, 64), 1);
+  double verts = jnum(v[0], "vertex_count");
+  ck_assert(verts > 139 && jnum(v[0], "bytes") > 8000);
+
+  /* the stored tissue by name: same tissue, a second session */
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "create", "--tissue", "ctl-liver");
+  ck_assert_msg(o.status == 0, "create --tissue: %s", o.err);
+  ck_assert_int_eq(lines(&o, v, 64), 1);
+  ck_assert(jnum(v[0], "vertex_count") == verts);
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "sessions");
+  ck_assert_int_eq(lines(&o, v, 64), 2);
+  for (int i = 0; i < 2; i++) ck_assert_ptr_nonnull(strstr(v[i], "\"tissue\":\"ctl-liver\""));
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "create", "--tissue", "no-such-tissue");
+  ck_assert_int_eq(o.status, 1);
+
+  /* models: none stored yet; refusals name the problem */
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "models", "list");
+  ck_assert_msg(o.status == 0, "models list: %s", o.err);
+  ck_assert_uint_eq(o.n_out, 0);
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "models", "export", "12345");
+  expect_refusal(&o, 1, "no model 12345");
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "models", "import", liver);
+  expect_refusal(&o, 1, "refused");
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "models", "import", "/nonexistent/model.json");
+  ck_assert_int_ne(o.status, 0);
+  ck_assert_ptr_nonnull(strstr(o.err, "/nonexistent/model.json"));
+
+  char why[256];
+  ck_assert_msg(ts_dproc_stop(&d, 5000, why, sizeof why) == 0, "%s", why);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("ctl");
+  TCase *tc = tcase_create("ctl");
+  tcase_set_timeout(tc, 300);
+  tcase_add_test(tc, test_help_and_usage);
+  tcase_add_test(tc, test_session_life);
+  tcase_add_test(tc, test_meshes_and_models);
+  suite_add_tcase(s, tc);
+  return ts_dproc_run_suite(s);
+}
