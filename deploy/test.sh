@@ -47,9 +47,11 @@ run_suite "asan+ubsan" build-asan "." -DTS_SANITIZE=ON
 # rates, which a TSan build is far too slow to reach; ASan runs it; and
 # itest_force checks a contact's symmetry that a TSan build's arithmetic can
 # tip, one node balanced on a round tool, so it runs in the other two builds;
-# its force messages take the same outbox to the loop as every frame here)
+# its force messages take the same outbox to the loop as every frame here;
+# itest_refine_async: a live refinement's snapshot, refinement thread and
+# install, with a reset and a session's end while it runs)
 TSAN_OPTIONS="halt_on_error=1" run_suite "tsan" build-tsan \
-  "^integration\\.itest_(auth|badinput|control|faults|poke|shutdown)$" -DTS_TSAN=ON
+  "^integration\\.itest_(auth|badinput|control|faults|poke|refine_async|shutdown)$" -DTS_TSAN=ON
 
 # each fuzz target for TS_FUZZ_SECONDS (default 45 s: the issue asks for a
 # bounded time such as 60 s; 45 keeps a whole CI run near 25 minutes), two at a time

@@ -1,16 +1,36 @@
 /*
  * refine.c: RefineRegion in a running session (see refine.h). The loop
  * thread checks who asks and what, and leaves the request in the session's
- * mailbox; the physics thread, which owns the tissue, refines it between two
- * steps (core/ts_refine.h: old nodes keep their indices and state, new ones
- * are appended at the midpoints of the current state, and the hand-over of
- * core/ts_handover.h keeps the next steps continuous), rebuilds the solver
- * data (XPBD and its contact trees) and the topology, and posts one
- * TS_EV_REFINED event. The outbox is one queue, so the loop installs the new
- * topology before it sees the first frame of the refined tissue: frames
- * published before are encoded with the old topology, every frame after as
- * a keyframe (each client's delta base is dropped, and ts_session_on_frame
- * refuses a base of another vertex count anyway).
+ * mailbox. The physics thread, which owns the tissue, takes a snapshot
+ * between two steps (a copy of the tissue with its state and hand-over, of
+ * its refinement source, the tools' poses and the solver's settings: 0.5 ms
+ * on the default patch, a few ms on the liver) and hands it to the
+ * server's refinement thread (s->refiner, a second ts_worker: the storage
+ * worker runs SQLite and training jobs in order, and a refinement queued
+ * behind a training job would wait for it; this one runs refinements only,
+ * in order, one at a time for the whole daemon, which is one more thread
+ * and keeps a burst of refinements off the other cores). There the
+ * snapshot is refined (core/ts_refine.h: old nodes keep their indices, new
+ * ones appended at the midpoints, the hand-over of core/ts_handover.h), the
+ * XPBD hand-over fitted to the solver by trial steps (its rest-length
+ * corrections kept apart), the solver data (XPBD and its contact trees) and
+ * the topology rebuilt, while the session steps on. The loop gets the
+ * result back (worker.h's done) and puts it into the session's mailbox,
+ * unless the session has ended (then it is dropped and the requester told);
+ * the physics thread installs it between two later steps: old nodes take
+ * their current state, new ones the current midpoints of their parents
+ * (ts_refine_restate), the hand-over is made again at that state with the
+ * current tools and the fit's corrections added (ts_handover_renew: no
+ * trial steps), and the new tissue, solver and trees replace the old.
+ * A reset or a recovery from a divergence in between (sim.rest_epoch)
+ * discards the result (TS_EMISMATCH to the requester). Then one
+ * TS_EV_REFINED event goes out as before: the outbox is one queue, so the
+ * loop installs the new topology before it sees the first frame of the
+ * refined tissue: frames published before are encoded with the old
+ * topology, every frame after as a keyframe (each client's delta base is
+ * dropped, and ts_session_on_frame refuses a base of another vertex count
+ * anyway). One refinement per session at a time: another RefineRegion
+ * meanwhile is refused with TS_EFULL.
  */
 #include "refine.h"
 
@@ -30,7 +50,16 @@
 
 typedef Tissued__V1__Envelope Envelope;
 
+/* A RefineRegion from the request to its install. Stage ASKED: in the
+ * session's mailbox for the physics thread, which takes the snapshot and
+ * hands it to the refinement thread (s->refiner); REFINED: back in the
+ * mailbox with the result, for the physics thread to install. */
+enum { REQ_ASKED = 0, REQ_REFINED = 1 };
+
 struct ts_refine_req {
+  ts_job job;             /* the refinement thread's job (first member) */
+  ts_server *server;
+  uint32_t session_id;
   uint64_t conn_id, rid;
   int method;             /* TS_REFINE_* */
   uint32_t *tris;         /* render triangle indices; NULL: by ray */
@@ -38,9 +67,33 @@ struct ts_refine_req {
   double origin[3], dir[3];
   double range, max_edge; /* m */
   uint32_t max_nodes;
+  int stage;              /* REQ_* */
+  /* the snapshot (physics thread, read by the refinement thread) */
+  ts_tissue *snap;
+  ts_refine_src *src;
+  ts_tool tools[TS_MAX_TOOLS];
+  int xpbd, contact;      /* the session's solver: XPBD; with tree-based contact */
+  ts_xpbd_def def;
+  double dt;              /* s */
+  uint64_t rest_epoch;    /* the session's at the snapshot */
+  uint64_t t_taken;       /* uv_hrtime when the physics thread took the request */
+  double hold_ms;         /* physics thread: snapshot, then install */
+  double work_ms;         /* refinement thread */
+  /* the result (refinement thread, installed by the physics thread) */
+  int rc;
+  char err[256];
+  ts_tissue *nt;
+  ts_refine_src *nsrc;
+  ts_xpbd *nx;
+  ts_session_contact *nc;
+  ts_topology *topo;
+  ts_refine_info info;    /* info.parents: each new node's parent edge */
+  double *rest_fix;       /* XPBD: the fit's rest-length corrections per spring */
+  int refitted;           /* XPBD: fitted again at the install (the tissue had moved) */
 };
 
 typedef struct refine_res {
+  uint32_t session_id;
   uint64_t conn_id, rid;
   int rc;
   char err[256];
@@ -49,11 +102,25 @@ typedef struct refine_res {
   uint64_t step;
   double millis;
   int method;
+  double work_ms, total_ms; /* the refinement thread's time; request to install */
+  int refitted;             /* XPBD's fit ran again at the install */
 } refine_res;
 
 void ts_refine_req_free(struct ts_refine_req *q) {
   if (!q) return;
   free(q->tris);
+  ts_tissue_destroy(q->snap);
+  ts_refine_src_free(q->src);
+  ts_tissue_destroy(q->nt);
+  ts_refine_src_free(q->nsrc);
+  ts_xpbd_destroy(q->nx);
+  if (q->nc) {
+    ts_session_contact_free(q->nc);
+    free(q->nc);
+  }
+  ts_topology_free(q->topo);
+  free(q->info.parents);
+  free(q->rest_fix);
   free(q);
 }
 
@@ -139,6 +206,8 @@ void ts_refine_request(ts_conn *c, uint64_t rid, const Tissued__V1__RefineRegion
     refuse(c, rid, TS_ENOMEM, "out of memory", se->id);
     return;
   }
+  q->server = s;
+  q->session_id = se->id;
   q->conn_id = c->id;
   q->rid = rid;
   q->method = m->method == TISSUED__V1__REFINE_REGION__METHOD__LEB ? TS_REFINE_LEB : TS_REFINE_LOOP;
@@ -161,16 +230,15 @@ void ts_refine_request(ts_conn *c, uint64_t rid, const Tissued__V1__RefineRegion
   uv_mutex_unlock(&se->mbox.lock);
 }
 
-/* ---- physics thread: the refinement ---- */
+/* ---- physics thread: the snapshot; refinement thread: the refinement ---- */
 
-static int select_tris(ts_session_sim *sim, const struct ts_refine_req *q, uint32_t **sel,
-                       uint32_t *n, char *err, size_t cap) {
-  const ts_refine_src *src = sim->refine_src;
+static int select_tris(const struct ts_refine_req *q, uint32_t **sel, uint32_t *n, char *err, size_t cap) {
+  const ts_refine_src *src = q->src;
   if (q->n_tris) {
     *sel = malloc(sizeof **sel * q->n_tris);
     if (!*sel) return TS_ENOMEM;
     for (uint32_t i = 0; i < q->n_tris; i++) {
-      if (ts_refine_surface_tri(src, sim->tissue, q->tris[i], &(*sel)[i])) {
+      if (ts_refine_surface_tri(src, q->snap, q->tris[i], &(*sel)[i])) {
         snprintf(err, cap,
                  "triangle %u is not an outer-surface triangle (a side wall, the inner sheet, or "
                  "out of range)",
@@ -181,7 +249,7 @@ static int select_tris(ts_session_sim *sim, const struct ts_refine_req *q, uint3
     *n = q->n_tris;
     return 0;
   }
-  int rc = ts_refine_pick(src, sim->tissue, q->origin, q->dir, q->range, sel, n, NULL);
+  int rc = ts_refine_pick(src, q->snap, q->origin, q->dir, q->range, sel, n, NULL);
   if (rc == TS_ERANGE)
     snprintf(err, cap, "the ray meets no outer-surface triangle");
   else if (rc)
@@ -195,112 +263,226 @@ static void post(ts_session *se, refine_res *r) {
   ts_outbox_wake(&s->outbox);
 }
 
+/* The answer for q (rc, err, the times); the caller fills a success's
+ * figures. Never NULL: the loop waits for it. */
+static refine_res *res_for(const struct ts_refine_req *q, int rc, const char *err) {
+  refine_res *r = calloc(1, sizeof *r);
+  while (!r) {
+    uv_sleep(1);
+    r = calloc(1, sizeof *r);
+  }
+  r->session_id = q->session_id;
+  r->conn_id = q->conn_id;
+  r->rid = q->rid;
+  r->method = q->method;
+  r->rc = rc;
+  if (err) snprintf(r->err, sizeof r->err, "%s", err);
+  r->millis = q->hold_ms;
+  r->work_ms = q->work_ms;
+  r->total_ms = q->t_taken ? (double)(uv_hrtime() - q->t_taken) * 1e-6 : 0;
+  return r;
+}
+
+/* Refinement thread: the refinement of the snapshot (what the physics
+ * thread did between two steps before: select, ts_refine_run with the
+ * tools' allowances, XPBD's fit, the solver, the contact tree and the
+ * topology). Touches nothing but q. */
+static void refine_work(ts_job *j, ts_storage *st) {
+  (void)st;
+  struct ts_refine_req *q = (struct ts_refine_req *)j;
+  uint64_t t0 = uv_hrtime();
+  uint32_t *sel = NULL, n = 0;
+  int rc = select_tris(q, &sel, &n, q->err, sizeof q->err);
+  memset(&q->info, 0, sizeof q->info);
+  if (!rc) {
+    /* the default blend (ts_handover.h); the session's tools (spheres,
+     * capsules, meshes, jaws) give the new nodes inside them their contact
+     * allowance (made again at the install, where they are then) */
+    ts_refine_opts o = {q->method, q->max_edge, q->max_nodes, 0, 0, q->tools, TS_MAX_TOOLS};
+    rc = ts_refine_run(q->src, q->snap, sel, n, &o, &q->nt, &q->nsrc, &q->info, q->err, sizeof q->err);
+  }
+  if (!rc && q->xpbd) {
+    ts_xpbd_def def = q->def; /* the session's substeps and sweeps */
+    def.damping = q->nt->drag;
+    /* the hand-over's rest lengths fitted to XPBD's own step (ts_handover.h),
+     * with the tools on the contact path the session steps them by (the
+     * tree-based one when it has its trees); a fit that cannot run leaves
+     * them as ts_refine_run made them. What the fit changed is kept apart:
+     * the install makes the hand-over again at the state of then and adds
+     * these corrections (ts_handover_renew), or fits again there from them
+     * when the tissue has moved */
+    if (q->nt->hand) {
+      q->rest_fix = calloc((size_t)q->nt->n_springs + 1, sizeof *q->rest_fix);
+      if (q->rest_fix)
+        (void)ts_handover_fit_carried(q->nt, q->snap, (const uint32_t(*)[2])q->info.parents, &def, q->tools,
+                                      TS_MAX_TOOLS, q->contact ? TS_FIT_POSED : 0, q->dt, q->rest_fix, NULL);
+    }
+    rc = ts_xpbd_build(q->nt, &def, &q->nx);
+    if (rc) snprintf(q->err, sizeof q->err, "cannot rebuild the XPBD solver: %s", ts_strerror(rc));
+  }
+  if (!rc && q->contact) {
+    q->nc = calloc(1, sizeof *q->nc);
+    rc = q->nc ? ts_session_contact_init(q->nc, q->nt) : TS_ENOMEM;
+    if (rc) snprintf(q->err, sizeof q->err, "cannot rebuild the collision tree: %s", ts_strerror(rc));
+  }
+  if (!rc) {
+    q->topo = ts_topology_from_tissue(q->nt);
+    if (!q->topo) {
+      rc = TS_ENOMEM;
+      snprintf(q->err, sizeof q->err, "out of memory");
+    }
+  }
+  q->rc = rc;
+  free(sel);
+  /* the source is done with; the snapshot's positions tell the install
+   * how far the tissue has moved since */
+  ts_refine_src_free(q->src);
+  q->src = NULL;
+  q->work_ms = (double)(uv_hrtime() - t0) * 1e-6;
+}
+
+static void answer(ts_server *s, ts_session *se, refine_res *r);
+
+/* Loop thread: the refinement thread is done with q. A failure is answered
+ * here; a result goes back to its session's mailbox for the physics thread
+ * to install, unless the session has ended meanwhile (then it is dropped). */
+static void refine_done(ts_job *j) {
+  struct ts_refine_req *q = (struct ts_refine_req *)j;
+  ts_server *s = q->server;
+  ts_session *se = ts_server_find_session(s, q->session_id);
+  if (!se || se->ending || q->rc) {
+    refine_res *r = q->rc ? res_for(q, q->rc, q->err)
+                          : res_for(q, TS_ENOSESSION, "the session ended while it was refined");
+    answer(s, se && !se->ending ? se : NULL, r);
+    ts_refine_req_free(q);
+    return;
+  }
+  q->stage = REQ_REFINED;
+  uv_mutex_lock(&se->mbox.lock);
+  ts_refine_req_free(se->mbox.refine); /* none: refine_pending guards it */
+  se->mbox.refine = q;
+  uv_mutex_unlock(&se->mbox.lock);
+}
+
+/* Physics thread, between two steps: the snapshot of what the refinement
+ * needs, handed to the refinement thread. */
+static void take_snapshot(ts_session *se, struct ts_refine_req *q) {
+  ts_session_sim *sim = &se->sim;
+  uint64_t t0 = uv_hrtime();
+  q->t_taken = t0;
+  int rc = 0;
+  const char *err = NULL;
+  if (!sim->refine_src) {
+    rc = TS_EUNSUPPORTED;
+    err = "this session's tissue keeps no extrusion to refine";
+  }
+  if (!rc) rc = ts_refine_snapshot(sim->tissue, &q->snap);
+  if (!rc) rc = ts_refine_src_copy(sim->refine_src, &q->src);
+  if (rc) {
+    q->hold_ms = (double)(uv_hrtime() - t0) * 1e-6;
+    post(se, res_for(q, rc, err ? err : "out of memory"));
+    ts_refine_req_free(q);
+    return;
+  }
+  memcpy(q->tools, sim->tools, sizeof q->tools);
+  q->xpbd = sim->xpbd != NULL;
+  q->contact = sim->contact != NULL;
+  q->def = sim->xpbd_def;
+  q->dt = sim->dt;
+  q->rest_epoch = sim->rest_epoch;
+  q->job.work = refine_work;
+  q->job.done = refine_done;
+  q->hold_ms = (double)(uv_hrtime() - t0) * 1e-6;
+  ts_worker_submit(&se->server->refiner, &q->job);
+}
+
+/* Largest coordinate change of t's nodes since the snapshot s (m). */
+static double drift(const ts_tissue *t, const ts_tissue *s) {
+  double m = 0;
+  for (uint32_t i = 0; i < t->n_nodes && i < s->n_nodes; i++)
+    for (int c = 0; c < 3; c++) m = fmax(m, fabs(t->x[i][c] - s->x[i][c]));
+  return m;
+}
+
+/* Physics thread, between two steps: installs q's refinement (see the top
+ * of this file) and posts the TS_EV_REFINED event. */
+static void install(ts_session *se, struct ts_refine_req *q) {
+  ts_session_sim *sim = &se->sim;
+  uint64_t t0 = uv_hrtime();
+  int rc = 0;
+  char err[256] = "";
+  const uint32_t(*par)[2] = (const uint32_t(*)[2])q->info.parents;
+  if (q->rest_epoch != sim->rest_epoch || !sim->refine_src ||
+      sim->tissue->n_nodes != q->nt->n_nodes - q->info.new_nodes) {
+    rc = TS_EMISMATCH;
+    snprintf(err, sizeof err,
+             "the tissue was put back at rest while it was refined; nothing changed, ask again");
+  }
+  /* the current state: old nodes as they are now, new ones at the current
+   * midpoints; the hand-over made again here, with the fit's corrections */
+  if (!rc) rc = ts_refine_restate(q->nt, sim->tissue, par);
+  if (!rc) rc = ts_handover_renew(q->nt, sim->tissue, par, sim->tools, TS_MAX_TOOLS, q->rest_fix);
+  if (!rc && q->rest_fix && q->nt->hand && drift(sim->tissue, q->snap) > TS_HANDOVER_REFIT_DRIFT) {
+    /* XPBD, moved since the snapshot: the corrections fitted there do not
+     * carry (ts_handover.h), so the fit runs again here, from them (a fit
+     * that cannot run leaves the renewed hand-over as it is) */
+    ts_xpbd_def def = q->def;
+    def.damping = q->nt->drag;
+    (void)ts_handover_fit_carried(q->nt, sim->tissue, par, &def, sim->tools, TS_MAX_TOOLS,
+                                  q->contact ? TS_FIT_POSED : 0, sim->dt, q->rest_fix, NULL);
+    q->refitted = 1;
+  }
+  if (rc && !err[0]) snprintf(err, sizeof err, "cannot install the refinement: %s", ts_strerror(rc));
+  if (rc) {
+    q->hold_ms += (double)(uv_hrtime() - t0) * 1e-6;
+    post(se, res_for(q, rc, err));
+    ts_refine_req_free(q);
+    return;
+  }
+  /* old node indices hold, so the tools' state stays; grasps and contact
+   * workspaces start afresh on the new trees */
+  ts_tissue_destroy(sim->tissue);
+  sim->tissue = q->nt;
+  q->nt = NULL;
+  ts_refine_src_free(sim->refine_src);
+  sim->refine_src = q->nsrc;
+  q->nsrc = NULL;
+  if (q->nx) {
+    ts_xpbd_destroy(sim->xpbd);
+    sim->xpbd = q->nx;
+    q->nx = NULL;
+  }
+  if (q->nc) {
+    ts_session_contact_free(sim->contact);
+    free(sim->contact);
+    sim->contact = q->nc;
+    q->nc = NULL;
+  }
+  sim->next_frame_time = sim->tissue->time; /* the new topology's first frame right away */
+  q->hold_ms += (double)(uv_hrtime() - t0) * 1e-6;
+  refine_res *r = res_for(q, 0, NULL);
+  r->topo = q->topo;
+  q->topo = NULL;
+  r->vertex_count = q->info.n_nodes;
+  r->triangle_count = q->info.n_tris;
+  r->selected = q->info.selected;
+  r->new_vertices = q->info.new_nodes;
+  r->step = sim->steps;
+  r->refitted = q->refitted;
+  ts_refine_req_free(q);
+  post(se, r);
+}
+
 void ts_refine_physics(ts_session *se) {
   uv_mutex_lock(&se->mbox.lock);
   struct ts_refine_req *q = se->mbox.refine;
   se->mbox.refine = NULL;
   uv_mutex_unlock(&se->mbox.lock);
   if (!q) return;
-  ts_session_sim *sim = &se->sim;
-  uint64_t t0 = uv_hrtime();
-  refine_res *r = calloc(1, sizeof *r);
-  while (!r) { /* the loop waits for this answer */
-    uv_sleep(1);
-    r = calloc(1, sizeof *r);
-  }
-  r->conn_id = q->conn_id;
-  r->rid = q->rid;
-  r->method = q->method;
-  uint32_t *sel = NULL, n = 0;
-  ts_tissue *nt = NULL;
-  ts_refine_src *nsrc = NULL;
-  ts_xpbd *nx = NULL;
-  ts_session_contact *nc = NULL;
-  ts_topology *topo = NULL;
-  int rc = 0;
-  if (!sim->refine_src) {
-    rc = TS_EUNSUPPORTED;
-    snprintf(r->err, sizeof r->err, "this session's tissue keeps no extrusion to refine");
-  }
-  if (!rc) rc = select_tris(sim, q, &sel, &n, r->err, sizeof r->err);
-  ts_refine_info info;
-  memset(&info, 0, sizeof info);
-  if (!rc) {
-    /* the default blend (ts_handover.h); the session's tools (spheres,
-     * capsules, meshes, jaws) give the new nodes inside them their contact
-     * allowance */
-    ts_refine_opts o = {q->method, q->max_edge, q->max_nodes, 0, 0, sim->tools, TS_MAX_TOOLS};
-    rc = ts_refine_run(sim->refine_src, sim->tissue, sel, n, &o, &nt, &nsrc, &info, r->err,
-                       sizeof r->err);
-  }
-  if (!rc && sim->xpbd) {
-    ts_xpbd_def def = sim->xpbd_def; /* the session's substeps and sweeps */
-    def.damping = nt->drag;
-    /* the hand-over's rest lengths fitted to XPBD's own step (ts_handover.h),
-     * with the tools on the contact path the session steps them by (the
-     * tree-based one when it has its trees); a fit that cannot run leaves
-     * them as ts_refine_run made them */
-    if (nt->hand)
-      (void)ts_handover_fit_xpbd(nt, sim->tissue, (const uint32_t(*)[2])info.parents, &def, sim->tools,
-                                 TS_MAX_TOOLS, sim->contact ? TS_FIT_POSED : 0, sim->dt, NULL);
-    rc = ts_xpbd_build(nt, &def, &nx);
-    if (rc) snprintf(r->err, sizeof r->err, "cannot rebuild the XPBD solver: %s", ts_strerror(rc));
-  }
-  free(info.parents);
-  if (!rc && sim->contact) {
-    nc = calloc(1, sizeof *nc);
-    rc = nc ? ts_session_contact_init(nc, nt) : TS_ENOMEM;
-    if (rc) snprintf(r->err, sizeof r->err, "cannot rebuild the collision tree: %s", ts_strerror(rc));
-  }
-  if (!rc) {
-    topo = ts_topology_from_tissue(nt);
-    if (!topo) {
-      rc = TS_ENOMEM;
-      snprintf(r->err, sizeof r->err, "out of memory");
-    }
-  }
-  if (!rc) {
-    /* install: old node indices hold, so the tools' state stays; grasps and
-     * contact workspaces start afresh on the new trees */
-    ts_tissue_destroy(sim->tissue);
-    sim->tissue = nt;
-    nt = NULL;
-    ts_refine_src_free(sim->refine_src);
-    sim->refine_src = nsrc;
-    nsrc = NULL;
-    if (nx) {
-      ts_xpbd_destroy(sim->xpbd);
-      sim->xpbd = nx;
-      nx = NULL;
-    }
-    if (nc) {
-      ts_session_contact_free(sim->contact);
-      free(sim->contact);
-      sim->contact = nc;
-      nc = NULL;
-    }
-    sim->next_frame_time = sim->tissue->time; /* the new topology's first frame right away */
-    r->topo = topo;
-    topo = NULL;
-    r->vertex_count = info.n_nodes;
-    r->triangle_count = info.n_tris;
-    r->selected = info.selected;
-    r->new_vertices = info.new_nodes;
-    r->step = sim->steps;
-  }
-  r->rc = rc;
-  r->millis = (double)(uv_hrtime() - t0) * 1e-6;
-  ts_topology_free(topo);
-  if (nc) {
-    ts_session_contact_free(nc);
-    free(nc);
-  }
-  ts_xpbd_destroy(nx);
-  ts_refine_src_free(nsrc);
-  ts_tissue_destroy(nt);
-  free(sel);
-  ts_refine_req_free(q);
-  post(se, r);
+  if (q->stage == REQ_REFINED)
+    install(se, q);
+  else
+    take_snapshot(se, q);
 }
 
 /* ---- loop thread: the answer ---- */
@@ -312,10 +494,11 @@ void ts_refine_event_free(void *payload) {
   free(r);
 }
 
-void ts_refine_on_event(ts_server *s, ts_session *se, void *payload) {
-  refine_res *r = payload;
-  se->refine_pending = 0;
-  if (r->rc == 0 && r->topo) {
+/* Loop thread: answers r (and frees it); se NULL when the session has
+ * ended meanwhile (a failure's answer then). */
+static void answer(ts_server *s, ts_session *se, refine_res *r) {
+  if (se) se->refine_pending = 0;
+  if (se && r->rc == 0 && r->topo) {
     ts_topology_free(se->topo);
     se->topo = r->topo;
     r->topo = NULL;
@@ -330,20 +513,23 @@ void ts_refine_on_event(ts_server *s, ts_session *se, void *payload) {
       }
     s->refinements++;
     ts_log_info("session %u refined (%s): %u triangles selected, %u new vertices, now %u vertices and %u "
-                "triangles, after step %llu, %.1f ms",
+                "triangles, after step %llu: %.1f ms on the refinement thread, %.2f ms on the physics "
+                "thread%s, %.1f ms from request to install",
                 se->id, r->method == TS_REFINE_LEB ? "LEB" : "Loop", r->selected, r->new_vertices, r->vertex_count, r->triangle_count,
-                (unsigned long long)r->step, r->millis);
+                (unsigned long long)r->step, r->work_ms, r->millis,
+                r->refitted ? " (the XPBD fit again there: the tissue had moved)" : "", r->total_ms);
   } else {
     s->refinements_refused++;
-    ts_log_info("session %u: refinement refused: %s", se->id, r->err);
+    ts_log_info("session %u: refinement refused: %s", r->session_id, r->err);
   }
   ts_conn *c = ts_server_find_conn(s, r->conn_id);
+  const uint32_t sid = r->session_id;
   if (c && !c->closing) {
     if (r->rc) {
-      ts_send_error(c, r->rid, r->rc, "refine session %u: %s", se->id, r->err);
+      ts_send_error(c, r->rid, r->rc, "refine session %u: %s", sid, r->err);
     } else {
       Tissued__V1__Refined m = TISSUED__V1__REFINED__INIT;
-      m.session_id = se->id;
+      m.session_id = sid;
       m.vertex_count = r->vertex_count;
       m.triangle_count = r->triangle_count;
       m.selected_triangles = r->selected;
@@ -363,4 +549,16 @@ void ts_refine_on_event(ts_server *s, ts_session *se, void *payload) {
     }
   }
   ts_refine_event_free(r);
+}
+
+void ts_refine_on_event(ts_server *s, ts_session *se, void *payload) { answer(s, se, payload); }
+
+void ts_refine_session_ended(ts_server *s, ts_session *se) {
+  uv_mutex_lock(&se->mbox.lock);
+  struct ts_refine_req *q = se->mbox.refine;
+  se->mbox.refine = NULL;
+  uv_mutex_unlock(&se->mbox.lock);
+  if (!q) return;
+  answer(s, NULL, res_for(q, TS_ENOSESSION, "the session ended before the refinement was installed"));
+  ts_refine_req_free(q);
 }

@@ -147,6 +147,7 @@ static void drain_events(ts_server *s, ts_event *e) {
       ts_refine_on_event(s, se, e->payload); /* frees it */
       break;
     case TS_EV_REMOVED:
+      ts_refine_session_ended(s, se); /* a refinement it had not installed yet */
       unlink_session(s, se);
       ts_session_free(se);
       break;
@@ -281,6 +282,10 @@ int ts_server_start(ts_server *s, uv_loop_t *loop, const ts_config *cfg) {
     ts_log_error("cannot start the storage worker thread");
     return TS_EINTERNAL;
   }
+  if (ts_worker_start(&s->refiner, loop, NULL)) {
+    ts_log_error("cannot start the refinement thread");
+    return TS_EINTERNAL;
+  }
   if (ts_outbox_init(&s->outbox, loop, on_outbox, s)) return TS_EINTERNAL;
   s->codec = ts_codec_ctx_new();
   if (!s->codec) return TS_ENOMEM;
@@ -362,6 +367,9 @@ void ts_server_shutdown(ts_server *s, const char *why) {
   /* the worker finishes what it was given (SQLite writes complete); the
    * replies of those jobs find the server shutting down */
   ts_worker_stop(&s->worker);
+  /* a refinement under way finishes; its result goes to its session's
+   * mailbox (freed with the session below) or is dropped */
+  ts_worker_stop(&s->refiner);
 
   /* physics stops; then nothing else touches sessions but this thread */
   ts_physics_stop(s->physics);

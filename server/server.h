@@ -39,6 +39,7 @@ struct ts_server {
   uv_signal_t sigint, sigterm;
 
   ts_worker worker;          /* SQLite and slow set-up, off the loop */
+  ts_worker refiner;         /* live refinements, off the physics threads (refine.c) */
   ts_conn *conns;            /* every open connection */
   uint32_t pending_creates;  /* sessions being built by the worker */
   ts_session *sessions;

@@ -351,6 +351,7 @@ static void park(ts_tool *t) {
  * pose again at tool-max-speed, so that a pose deep in the tissue cannot
  * throw the rest state at once. */
 static void to_rest(ts_session_sim *sim) {
+  sim->rest_epoch++;
   ts_tissue_reset(sim->tissue);
   if (sim->shortcut) ts_shortcut_reset(sim->shortcut, sim->tissue);
   if (sim->contact) ts_session_contact_reset(sim->contact);

@@ -63,6 +63,8 @@ typedef struct ts_session_sim {
   struct ts_refine_src *refine_src; /* what the tissue is rebuilt from when refined
                                        (core/ts_refine.h); NULL: not refinable */
   struct ts_shortcut *shortcut; /* quasi-static sessions: solve and learned model (shortcut.h) */
+  uint64_t rest_epoch;       /* times the tissue was put back at rest (a reset, a recovery):
+                                a refinement made on an earlier state is not installed (refine.c) */
   uint32_t train_after;      /* samples after which training starts by itself; 0: never */
   int auto_trained;          /* that happened */
   ts_learn_set *samples_out; /* a copy of the samples for physics.c to hand to the loop */

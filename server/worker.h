@@ -33,7 +33,8 @@ typedef struct ts_worker {
 } ts_worker;
 
 int ts_worker_start(ts_worker *w, uv_loop_t *loop, ts_storage *st);
-/* Loop thread: queues a job. */
+/* Queues a job (any thread: the loop, or a physics thread handing a
+ * refinement over, refine.c). */
 void ts_worker_submit(ts_worker *w, ts_job *j);
 /* Worker thread, from inside a job's work(): hands j (which has no work of
  * its own) to the loop, where its done() runs soon, before the running job

@@ -937,3 +937,55 @@ out:
   free(best);
   return rc;
 }
+
+/* ---- a hand-over made on a snapshot, renewed at install (server/refine.c) ---- */
+
+int ts_handover_copy(const ts_handover *h, uint32_t n_nodes, uint32_t n_springs, ts_handover **out) {
+  if (!out) return TS_EINVAL;
+  *out = NULL;
+  if (!h) return 0;
+  if (!h->f || !h->f_res || !h->rest || !h->depth) return TS_EINVAL;
+  int rc = 0;
+  *out = copy_hand(h, n_nodes, n_springs, &rc);
+  return rc;
+}
+
+int ts_handover_renew(ts_tissue *nt, const ts_tissue *cur, const uint32_t (*parents)[2], const ts_tool *tools,
+                      int n_tools, const double *rest_fix) {
+  if (!nt || !cur || nt->n_nodes < cur->n_nodes) return TS_EINVAL;
+  if (!nt->hand) return 0; /* refined without a hand-over */
+  ts_handover *h = NULL;
+  int rc = ts_handover_create(cur, nt, parents, tools, n_tools, nt->hand->duration, &h);
+  if (rc) return rc;
+  if (rest_fix)
+    for (uint32_t j = 0; j < nt->n_springs; j++) {
+      const double r = h->rest[j] + rest_fix[j];
+      if (isfinite(r) && r > 0) h->rest[j] = r;
+    }
+  ts_handover_free(nt->hand);
+  nt->hand = h;
+  return 0;
+}
+
+int ts_handover_fit_carried(ts_tissue *nt, const ts_tissue *cur, const uint32_t (*parents)[2],
+                            const struct ts_xpbd_def *def, const ts_tool *tools, int n_tools, int flags,
+                            double dt, double *rest_fix, ts_handover_fit_stats *stats) {
+  if (!nt || !cur || !def || !rest_fix || !nt->hand) return TS_EINVAL;
+  int rc = ts_handover_renew(nt, cur, parents, tools, n_tools, NULL);
+  if (rc) return rc;
+  const uint32_t ns = nt->n_springs;
+  double *rest0 = malloc(sizeof *rest0 * (ns + 1));
+  if (!rest0) return TS_ENOMEM;
+  double *rest = nt->hand->rest;
+  memcpy(rest0, rest, sizeof *rest0 * ns);
+  for (uint32_t j = 0; j < ns; j++) {
+    const double r = rest[j] + rest_fix[j];
+    if (isfinite(r) && r > 0) rest[j] = r;
+  }
+  rc = ts_handover_fit_xpbd(nt, cur, parents, def, tools, n_tools, flags, dt, stats);
+  /* what the fit left (its best, or the carried corrections when it could
+   * not run) */
+  for (uint32_t j = 0; j < ns; j++) rest_fix[j] = rest[j] - rest0[j];
+  free(rest0);
+  return rc;
+}

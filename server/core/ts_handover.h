@@ -129,8 +129,15 @@
  * patch-L 1.3 s against 16 s. The refinement itself (ts_refine_run: the
  * whole tissue rebuilt, 0.32 s on the liver) costs as much again, so a
  * live refinement of the liver still holds the physics thread for about
- * 0.5 s, some 30 frame intervals (bench_mesh refine_xpbd_s); moving it
- * off the physics thread is not done.
+ * 0.5 s, some 30 frame intervals (bench_mesh refine_xpbd_s), when done
+ * between two steps. The daemon therefore refines a snapshot on another
+ * thread (server/refine.c) and installs the result later at the state of
+ * then: ts_handover_renew makes the hand-over again there (one pass over
+ * the springs; the mass-spring step's hand-over depends on nothing else, so
+ * the install equals a refinement made there), and XPBD's fit, whose
+ * corrections do not carry to a tissue that has moved under a tool (see
+ * TS_HANDOVER_REFIT_DRIFT), runs again at the install when the tissue has
+ * moved: that fit is then what the physics thread still waits for.
  */
 #ifndef TS_HANDOVER_H
 #define TS_HANDOVER_H
@@ -221,5 +228,61 @@ typedef struct ts_handover_fit_stats {
 int ts_handover_fit_xpbd(ts_tissue *nt, const ts_tissue *old, const uint32_t (*parents)[2],
                          const struct ts_xpbd_def *def, const ts_tool *tools, int n_tools, int flags,
                          double dt, ts_handover_fit_stats *stats);
+
+/* A live refinement off the physics thread (server/refine.c) refines and
+ * fits on a snapshot while the session steps on; at install the hand-over
+ * is made again at the current state, and the fit's corrections carried.
+ *
+ * ts_handover_copy: a deep copy of h (n_nodes nodes, n_springs springs) into
+ * *out; h NULL gives *out NULL. Returns 0, TS_EINVAL or TS_ENOMEM.
+ *
+ * ts_handover_renew: nt, the refinement of a snapshot of `cur` with the
+ * hand-over ts_refine_run made (and ts_handover_fit_xpbd fitted) there, has
+ * just been given cur's current state (ts_refine_restate: cur's nodes are
+ * nt's first cur->n_nodes, node i >= cur->n_nodes the midpoint of
+ * parents[i - cur->n_nodes]). Replaces nt's hand-over by the one
+ * ts_handover_create makes from cur's current state, the current tools
+ * (n_tools, NULL for none; their allowances for where the new nodes are
+ * now) and the same blend time, and adds rest_fix (per spring of nt, m;
+ * NULL for none) to its rest lengths: the fit's corrections, which move
+ * the refined network's equilibrium and do not depend on where the tissue
+ * is (a corrected length that is not positive and finite keeps the
+ * uncorrected one). nt without a hand-over is left as it is. One pass over
+ * the springs of both tissues and the tools' distances at the new nodes:
+ * no trial steps. Returns 0, TS_EINVAL or TS_ENOMEM (nt's hand-over then
+ * unchanged). */
+int ts_handover_copy(const ts_handover *h, uint32_t n_nodes, uint32_t n_springs, ts_handover **out);
+int ts_handover_renew(ts_tissue *nt, const ts_tissue *cur, const uint32_t (*parents)[2], const ts_tool *tools,
+                      int n_tools, const double *rest_fix);
+
+/* XPBD's fit with its corrections kept apart, so that they can be carried
+ * to a later state: nt has just been given cur's state (ts_refine_restate;
+ * nt's first fit: cur is the tissue it was refined from). Makes the
+ * hand-over again at cur (ts_handover_renew, no corrections), adds
+ * rest_fix (per spring of nt, m: zeros for a first fit, the corrections of
+ * an earlier fit otherwise, which then start the fit close to its answer),
+ * fits (ts_handover_fit_xpbd, same arguments) and stores in rest_fix what
+ * the fitted rest lengths differ from the unfitted ones by. Why a second
+ * fit: the corrections move the refined network's equilibrium, but under a
+ * pressing tool XPBD's state is set by the contacts as much as by the
+ * springs, so corrections fitted with the tool 1.2 mm shallower carried to
+ * the new state leave the first step 84-90 um off the twin's, against 2 um
+ * for a fit there (test_refine.c, async case). Returns as
+ * ts_handover_fit_xpbd; TS_EINVAL without a hand-over or rest_fix. */
+/* A live refinement of an XPBD session (server/refine.c) installs the
+ * corrections of the fit made on its snapshot as they are only when no node
+ * has moved more than this (m) since the snapshot; otherwise it fits again
+ * at the install (ts_handover_fit_carried, from those corrections). Why so
+ * small: measured (test_refine.c, async case, sphere pressed in), carried
+ * corrections leave the first step 33 um off the twin's after 47 um of
+ * settling and 84-116 um after 0.9 mm of pressing, against 2-18 um for a
+ * fit at the install; the corrections move the network's equilibrium, but
+ * under a tool XPBD's state is set by its unconverged contacts as much as
+ * by the springs. */
+#define TS_HANDOVER_REFIT_DRIFT 1e-6
+
+int ts_handover_fit_carried(ts_tissue *nt, const ts_tissue *cur, const uint32_t (*parents)[2],
+                            const struct ts_xpbd_def *def, const ts_tool *tools, int n_tools, int flags,
+                            double dt, double *rest_fix, ts_handover_fit_stats *stats);
 
 #endif

@@ -526,3 +526,94 @@ done:
   free(tpar);
   return rc;
 }
+
+/* ---- a refinement off the stepping thread: snapshot and restate ---- */
+
+int ts_refine_snapshot(const ts_tissue *t, ts_tissue **out) {
+  if (!out) return TS_EINVAL;
+  *out = NULL;
+  if (!t) return TS_EINVAL;
+  ts_tissue *c = NULL;
+  int rc = ts_tissue_alloc(t->n_nodes, t->n_springs, t->n_tris, &c);
+  if (rc) return rc;
+  const size_t n = t->n_nodes;
+  memcpy(c->x, t->x, sizeof *c->x * n);
+  memcpy(c->v, t->v, sizeof *c->v * n);
+  memcpy(c->f, t->f, sizeof *c->f * n);
+  memcpy(c->f_ext, t->f_ext, sizeof *c->f_ext * n);
+  memcpy(c->inv_mass, t->inv_mass, sizeof *c->inv_mass * n);
+  memcpy(c->rest, t->rest, sizeof *c->rest * n);
+  memcpy(c->x_prev, t->x_prev, sizeof *c->x_prev * n);
+  memcpy(c->acc, t->acc, sizeof *c->acc * n);
+  memcpy(c->acc_prev, t->acc_prev, sizeof *c->acc_prev * n);
+  memcpy(c->branch, t->branch, n);
+  memcpy(c->springs, t->springs, sizeof *c->springs * t->n_springs);
+  memcpy(c->tris, t->tris, sizeof *c->tris * t->n_tris);
+  c->h_prev = t->h_prev;
+  c->n_layers = t->n_layers;
+  memcpy(c->layers, t->layers, sizeof c->layers);
+  memcpy(c->layer_tri_count, t->layer_tri_count, sizeof c->layer_tri_count);
+  c->n_render_groups = t->n_render_groups;
+  memcpy(c->render_group_name, t->render_group_name, sizeof c->render_group_name);
+  c->n_sheets = t->n_sheets;
+  c->nodes_per_sheet = t->nodes_per_sheet;
+  c->stable_dt = t->stable_dt;
+  ts_tissue_copy_settings(c, t);
+  rc = ts_handover_copy(t->hand, t->n_nodes, t->n_springs, &c->hand);
+  if (rc) {
+    ts_tissue_destroy(c);
+    return rc;
+  }
+  *out = c;
+  return 0;
+}
+
+int ts_refine_src_copy(const ts_refine_src *s, ts_refine_src **out) {
+  if (!out) return TS_EINVAL;
+  *out = NULL;
+  if (!s || !s->e) return TS_EINVAL;
+  const size_t nn = (size_t)s->e->n_sheets * s->e->nv;
+  ts_refine_src *c = calloc(1, sizeof *c);
+  if (!c) return TS_ENOMEM;
+  c->e = extrusion_copy(s->e);
+  c->anchored = malloc(nn);
+  c->mass = malloc(sizeof *c->mass * nn);
+  c->node_of = malloc(sizeof *c->node_of * nn);
+  c->ext_of = malloc(sizeof *c->ext_of * nn);
+  if (!c->e || !c->anchored || !c->mass || !c->node_of || !c->ext_of) {
+    ts_refine_src_free(c);
+    return TS_ENOMEM;
+  }
+  memcpy(c->layers, s->layers, sizeof c->layers);
+  memcpy(c->gravity, s->gravity, sizeof c->gravity);
+  memcpy(c->anchored, s->anchored, nn);
+  memcpy(c->mass, s->mass, sizeof *c->mass * nn);
+  memcpy(c->node_of, s->node_of, sizeof *c->node_of * nn);
+  memcpy(c->ext_of, s->ext_of, sizeof *c->ext_of * nn);
+  *out = c;
+  return 0;
+}
+
+int ts_refine_restate(ts_tissue *nt, const ts_tissue *cur, const uint32_t (*parents)[2]) {
+  if (!nt || !cur || nt->n_nodes < cur->n_nodes || (nt->n_nodes > cur->n_nodes && !parents))
+    return TS_EINVAL;
+  const uint32_t n0 = cur->n_nodes, n = nt->n_nodes;
+  for (uint32_t i = n0; i < n; i++)
+    if (parents[i - n0][0] >= i || parents[i - n0][1] >= i) return TS_EINVAL;
+  memcpy(nt->x, cur->x, sizeof *nt->x * n0);
+  memcpy(nt->v, cur->v, sizeof *nt->v * n0);
+  memcpy(nt->x_prev, cur->x_prev, sizeof *nt->x_prev * n0);
+  memcpy(nt->f_ext, cur->f_ext, sizeof *nt->f_ext * n0);
+  for (uint32_t i = n0; i < n; i++) {
+    const uint32_t a = parents[i - n0][0], b = parents[i - n0][1];
+    for (int c = 0; c < 3; c++) {
+      nt->x[i][c] = 0.5 * (nt->x[a][c] + nt->x[b][c]);
+      nt->v[i][c] = 0.5 * (nt->v[a][c] + nt->v[b][c]);
+      nt->x_prev[i][c] = 0.5 * (nt->x_prev[a][c] + nt->x_prev[b][c]);
+      nt->f_ext[i][c] = 0;
+    }
+  }
+  ts_tissue_copy_settings(nt, cur);
+  nt->h_prev = 0; /* the integrator restarts with a Taylor step */
+  return 0;
+}

@@ -156,4 +156,32 @@ int ts_refine_run(const ts_refine_src *s, const ts_tissue *t, const uint32_t *se
 /* Total mass of the source's nodes, anchored ones included (kg). */
 double ts_refine_total_mass(const ts_refine_src *s);
 
+/* A live refinement off the stepping thread (server/refine.c): the
+ * stepping thread takes a snapshot (ts_refine_snapshot of the tissue,
+ * ts_refine_src_copy of its source) between two steps, another thread runs
+ * ts_refine_run (and, for XPBD, ts_handover_fit_xpbd) on the snapshot
+ * while the session steps on, and the stepping thread installs the result
+ * between two later steps: ts_refine_restate gives it the tissue's current
+ * state by the same rule as ts_refine_run (info.parents carries each new
+ * node's parent edge: the interpolation weights are 1/2, 1/2), then
+ * ts_handover_renew (ts_handover.h) makes the hand-over again there.
+ *
+ * ts_refine_snapshot: a deep copy of t (nodes, springs, surface, settings,
+ * integrator history and its hand-over; not the step's private data, which
+ * the copy's first step prepares again). Returns 0, TS_EINVAL or TS_ENOMEM.
+ *
+ * ts_refine_src_copy: a deep copy of s. Returns 0, TS_EINVAL or TS_ENOMEM.
+ *
+ * ts_refine_restate: nt (a refinement of an earlier copy of cur, made by
+ * ts_refine_run with info.parents = parents) takes cur's current state:
+ * cur's nodes (nt's first cur->n_nodes) their positions, velocities,
+ * previous positions and external forces, bit for bit; node i >=
+ * cur->n_nodes the midpoint of parents[i - cur->n_nodes]'s (zero external
+ * force); cur's step settings and clock (ts_tissue_copy_settings); the
+ * integrator restarts (a Taylor step first). Returns 0 or TS_EINVAL (NULL,
+ * nt smaller than cur, a parent not below its node). */
+int ts_refine_snapshot(const ts_tissue *t, ts_tissue **out);
+int ts_refine_src_copy(const ts_refine_src *s, ts_refine_src **out);
+int ts_refine_restate(ts_tissue *nt, const ts_tissue *cur, const uint32_t (*parents)[2]);
+
 #endif

@@ -54,12 +54,35 @@
  *   fit_region_s       the fit alone (trials on the refined region and its
  *                      rings, ts_handover.h), ref "fit_whole": the same fit
  *                      with its trials over the whole tissue (TS_FIT_WHOLE,
- *                      how it was done before).
+ *                      how it was done before);
+ *   live_refine_max_interval_s  the stepping thread's longest interval
+ *                      between two step starts (its CPU time; the wall
+ *                      clock's beside it) while an XPBD
+ *                      session is refined live, stepping back to back as a
+ *                      physics thread that has fallen behind does, the
+ *                      sphere held pressed in: the refinement off the
+ *                      stepping thread as server/refine.c does it (snapshot;
+ *                      ts_refine_run, the fit and the solver on another
+ *                      thread while the steps go on; the install), ref
+ *                      "inline_max_interval": the same refinement between
+ *                      two steps (as the daemon did before), in the same
+ *                      run from the same state. Beside them the step, the
+ *                      snapshot, the install (and whether the fit ran again
+ *                      there: the tissue had moved more than
+ *                      TS_HANDOVER_REFIT_DRIFT since the snapshot), the
+ *                      install without a fit (ts_refine_restate and
+ *                      ts_handover_renew alone, what a mass-spring session
+ *                      or a tissue at rest costs), the other thread's time
+ *                      and the steps taken meanwhile (all CPU
+ *                      seconds of the thread that ran them).
  */
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bench_report.h"
 #include "bench_scenario.h"
@@ -232,6 +255,9 @@ static ts_refine_src *refine_source(const char *name, const ts_tissue *t, const 
   return rc ? NULL : src;
 }
 
+static int time_live_refine(const char *name, const ts_tissue *t, const ts_refine_src *src, const uint32_t *sel,
+                            uint32_t ns, const ts_tool *tool, const ts_xpbd_def *def);
+
 /* A live refinement on both solvers' paths (see the top of this file).
  * 0 or -1. */
 static int time_refine(const char *name, ts_tissue *t, const ts_extrusion *ex, const reps *n) {
@@ -337,6 +363,7 @@ static int time_refine(const char *name, ts_tissue *t, const ts_extrusion *ex, c
   ts_bench_line_num(L, "whole_trials", whole_trials);
   ts_bench_line_num(L, "whole_err_um", whole_err * 1e6);
   ts_bench_line_emit(L);
+  if (time_live_refine(name, t, src, sel, ns, &tool, &def)) goto out;
   status = 0;
 out:
   free(sel);
@@ -344,6 +371,208 @@ out:
   ts_refine_src_free(src);
   ts_tissue_reset(t);
   return status;
+}
+
+/* ---- a live refinement off the stepping thread (server/refine.c) ---- */
+
+/* The calling thread's CPU time, s: on a shared machine a thread's wall
+ * time is inflated by the others' load (measured 8-10x on a loaded 2-core
+ * box), its CPU time is what it would take alone on a core. */
+static double wall_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static double real_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+typedef struct live_job {
+  const ts_refine_src *src;
+  ts_tissue *snap;
+  const uint32_t *sel;
+  uint32_t ns;
+  ts_tool tool;
+  ts_xpbd_def def;
+  ts_tissue *nt;
+  ts_refine_src *nsrc;
+  ts_refine_info info;
+  double *fix;
+  ts_xpbd *nx;
+  int rc;
+  double work_s;
+  atomic_int done;
+} live_job;
+
+/* The refinement thread's part: refine, fit (corrections kept apart),
+ * build the solver. */
+static void live_work(live_job *j) {
+  double w0 = wall_s();
+  char err[256];
+  ts_refine_opts o = {TS_REFINE_LOOP, 0, 0, 0, 0, &j->tool, 1};
+  j->info.parents = NULL;
+  j->rc = ts_refine_run(j->src, j->snap, j->sel, j->ns, &o, &j->nt, &j->nsrc, &j->info, err, sizeof err);
+  if (!j->rc) {
+    j->fix = calloc((size_t)j->nt->n_springs + 1, sizeof *j->fix);
+    j->rc = j->fix ? ts_handover_fit_carried(j->nt, j->snap, (const uint32_t(*)[2])j->info.parents, &j->def,
+                                             &j->tool, 1, 0, TS_BENCH_DT, j->fix, NULL)
+                   : TS_ENOMEM;
+  }
+  if (!j->rc) j->rc = ts_xpbd_build(j->nt, &j->def, &j->nx);
+  j->work_s = wall_s() - w0;
+}
+
+static void *live_thread(void *arg) {
+  live_job *j = arg;
+  live_work(j);
+  atomic_store(&j->done, 1);
+  return NULL;
+}
+
+#define LIVE_BEFORE 5     /* steps before the request */
+#define LIVE_AFTER 5      /* steps after the install */
+#define LIVE_MAX_STEPS 20000
+
+typedef struct live_out {
+  double max_interval, max_interval_wall, step_s, snapshot_s, install_s, renew_s, work_s;
+  int refit, steps_during;
+} live_out;
+
+/* Steps a copy of t0 (XPBD, the sphere held) back to back and refines it
+ * live after LIVE_BEFORE steps: inline (1) or off the stepping thread (0).
+ * 0 or a ts_errno. */
+static int live_run(const ts_tissue *t0, const ts_refine_src *src, const uint32_t *sel, uint32_t ns,
+                    const ts_tool *tool0, const ts_xpbd_def *def, int inl, live_out *out) {
+  memset(out, 0, sizeof *out);
+  ts_tissue *t = NULL;
+  ts_xpbd *x = NULL;
+  ts_tool tool = *tool0;
+  live_job j;
+  memset(&j, 0, sizeof j);
+  atomic_init(&j.done, 0);
+  pthread_t th;
+  int started = 0, installed = 0, rc = ts_refine_snapshot(t0, &t);
+  if (!rc) rc = ts_xpbd_build(t, def, &x);
+  double last = wall_s(), last_wall = real_s(), steps_total = 0;
+  int n_steps = 0;
+  for (int k = 0; !rc && k < LIVE_MAX_STEPS; k++) {
+    double now = wall_s(), now_wall = real_s();
+    if (k > 0) out->max_interval = fmax(out->max_interval, now - last);
+    if (k > 0) out->max_interval_wall = fmax(out->max_interval_wall, now_wall - last_wall);
+    last = now;
+    last_wall = now_wall;
+    if (k == LIVE_BEFORE) { /* the request */
+      double s0 = wall_s();
+      j.src = src;
+      j.sel = sel;
+      j.ns = ns;
+      j.tool = tool;
+      j.def = *def;
+      rc = ts_refine_snapshot(t, &j.snap);
+      if (rc) break;
+      if (inl) {
+        live_work(&j);
+        atomic_store(&j.done, 1);
+      } else {
+        out->snapshot_s = wall_s() - s0;
+        if (pthread_create(&th, NULL, live_thread, &j)) {
+          rc = TS_EINTERNAL;
+          break;
+        }
+        started = 1;
+      }
+    }
+    if (k >= LIVE_BEFORE && !installed && atomic_load(&j.done)) { /* the install */
+      if (started) pthread_join(th, NULL);
+      started = 0;
+      rc = j.rc;
+      if (rc) break;
+      const uint32_t(*par)[2] = (const uint32_t(*)[2])j.info.parents;
+      double i0 = wall_s();
+      if (!inl) {
+        /* the install without a fit, timed on a copy */
+        ts_tissue *c = NULL;
+        rc = ts_refine_snapshot(j.nt, &c);
+        if (!rc) {
+          double r0 = wall_s();
+          rc = ts_refine_restate(c, t, par);
+          if (!rc) rc = ts_handover_renew(c, t, par, &tool, 1, j.fix);
+          out->renew_s = wall_s() - r0;
+        }
+        ts_tissue_destroy(c);
+        if (rc) break;
+        i0 = wall_s();
+        double m = 0;
+        for (uint32_t i = 0; i < t->n_nodes; i++)
+          for (int c2 = 0; c2 < 3; c2++) m = fmax(m, fabs(t->x[i][c2] - j.snap->x[i][c2]));
+        rc = ts_refine_restate(j.nt, t, par);
+        if (!rc && m > TS_HANDOVER_REFIT_DRIFT) {
+          out->refit = 1;
+          rc = ts_handover_fit_carried(j.nt, t, par, def, &tool, 1, 0, TS_BENCH_DT, j.fix, NULL);
+        } else if (!rc) {
+          rc = ts_handover_renew(j.nt, t, par, &tool, 1, j.fix);
+        }
+        if (rc) break;
+      }
+      ts_tissue_destroy(t);
+      ts_xpbd_destroy(x);
+      t = j.nt;
+      x = j.nx;
+      j.nt = NULL;
+      j.nx = NULL;
+      out->install_s = inl ? 0 : wall_s() - i0;
+      out->work_s = j.work_s;
+      installed = k;
+    }
+    if (installed && k >= installed + LIVE_AFTER) break;
+    double s0 = wall_s();
+    rc = ts_xpbd_step(x, t, TS_BENCH_DT, &tool, 1, NULL);
+    steps_total += wall_s() - s0;
+    n_steps++;
+    if (k >= LIVE_BEFORE && !installed) out->steps_during++;
+  }
+  if (started) pthread_join(th, NULL);
+  if (!rc && !installed) rc = TS_EINTERNAL;
+  out->step_s = n_steps ? steps_total / n_steps : 0;
+  ts_tissue_destroy(j.snap);
+  ts_tissue_destroy(j.nt);
+  ts_refine_src_free(j.nsrc);
+  ts_xpbd_destroy(j.nx);
+  free(j.info.parents);
+  free(j.fix);
+  ts_xpbd_destroy(x);
+  ts_tissue_destroy(t);
+  return rc;
+}
+
+/* Both ways from the same pressed state (time_refine's), one line. 0 or -1. */
+static int time_live_refine(const char *name, const ts_tissue *t, const ts_refine_src *src, const uint32_t *sel,
+                            uint32_t ns, const ts_tool *tool, const ts_xpbd_def *def) {
+  live_out a, b;
+  int rc = live_run(t, src, sel, ns, tool, def, 1, &b);
+  if (!rc) rc = live_run(t, src, sel, ns, tool, def, 0, &a);
+  if (rc) {
+    fprintf(stderr, "bench_mesh: %s: live refinement: %s\n", name, ts_err_name(rc));
+    return -1;
+  }
+  cJSON *L = ts_bench_line("mesh", name, "live_refine_max_interval_s", a.max_interval, "s");
+  ts_bench_line_ref(L, "inline_max_interval", b.max_interval);
+  ts_bench_line_num(L, "step_s", a.step_s);
+  ts_bench_line_num(L, "snapshot_s", a.snapshot_s);
+  ts_bench_line_num(L, "install_s", a.install_s);
+  ts_bench_line_num(L, "install_refit", a.refit);
+  ts_bench_line_num(L, "install_no_fit_s", a.renew_s);
+  ts_bench_line_num(L, "worker_s", a.work_s);
+  ts_bench_line_num(L, "steps_meanwhile", a.steps_during);
+  ts_bench_line_num(L, "inline_refine_s", b.work_s);
+  ts_bench_line_num(L, "wall_max_interval_s", a.max_interval_wall);
+  ts_bench_line_num(L, "inline_wall_max_interval_s", b.max_interval_wall);
+  ts_bench_line_num(L, "frame_interval_s", FRAME_S);
+  ts_bench_line_emit(L);
+  return 0;
 }
 
 static int run(const char *name, const reps *n) {

@@ -216,7 +216,8 @@ START_TEST(test_refine_live) {
 
   /* the same press and refinement in an XPBD session of the same daemon:
      its hand-over's rest lengths are fitted to the solver's own step on the
-     physics thread (core/ts_handover.h, ts_handover_fit_xpbd), which the
+     refinement thread, and again at the install when the tissue has moved
+     (core/ts_handover.h, ts_handover_fit_carried), which the
      unit suite measures at 0.7-1.4 um off an unrefined twin in the first
      step; here the wire's bound, and the refinement's time, which holds the
      session's physics thread, is printed */
