@@ -345,6 +345,17 @@ static uint32_t mesh_triangle_pass(ts_contact_ws *ws, const ts_posed_tool *tool,
       if (ws->allow) tal = fmax(tal, ws->allow_w * ws->allow[tri[c]]);
     }
     if (!movable || touched) continue; /* the vertex pass holds this one */
+    /* the tool cannot cross a triangle one of whose corners is farther from
+     * it than the triangle's longest edge (every point of T is nearer to
+     * each corner): most triangles end here, without a tree descent */
+    double e2 = 0, far = 0;
+    for (int c = 0; c < 3; c++) {
+      const double *a = x[tri[c]], *b = x[tri[(c + 1) % 3]];
+      const double ex = a[0] - b[0], ey = a[1] - b[1], ez = a[2] - b[2];
+      e2 = fmax(e2, ex * ex + ey * ey + ez * ez);
+      if (sl[c] != UINT32_MAX) far = fmax(far, ws->v[sl[c]].sd);
+    }
+    if (far * far > e2 && far > 0) continue;
     /* a push moves the crossing point by the depth, but the triangle turns
      * about it when its corners move unequally, and the tool's deepest point
      * lies elsewhere: a few rounds on the same triangle settle it */
@@ -424,7 +435,9 @@ int ts_contact_project(ts_contact_ws *ws, ts_posed_tool *tool, double (*x)[3],
       v->imp[q] += mass * (y[q] - x[i][q]);
       x[i][q] = y[q];
     }
-    const double d = ts_contact_tool_sdf(tool, y, NULL) + al;
+    const double sd = ts_contact_tool_sdf(tool, y, NULL);
+    const double d = sd + al;
+    v->sd = sd;
     v->touching = cn > 0 || d < 1e-9;
     touching += (uint32_t)v->touching;
   }

@@ -123,6 +123,7 @@ typedef struct ts_contact_vertex {
   double lam_n;    /* normal correction since ts_contact_begin, m */
   double lam_t;    /* tangential (friction) correction since then, m */
   double imp[3];   /* sum of m dx of every correction since then, kg m */
+  double sd;       /* signed distance from the tool after the last vertex pass, m */
   int touching;    /* in the last call: 1 projected or on the surface, 2 moved by a
                       mesh tool's triangle pass only, 0 neither */
 } ts_contact_vertex;
