@@ -717,3 +717,48 @@ int ts_collide_sweep(ts_posed_tool *pt, const ts_pose *from, const ts_pose *to,
   if (info) *info = inf;
   return rc;
 }
+
+/* ---- a mesh tool through one tissue triangle ---- */
+
+int ts_collide_mesh_pierce(const ts_obb_tree *tool, const double T[3][3], double max_depth,
+                           ts_hit *hit) {
+  if (!tool || tool->kind != TS_SHAPE_MESH || !tool->nodes || !T || !hit) return 0;
+  double lo[3], hi[3];
+  tri_box(T, lo, hi);
+  double best = -1;
+  ts_hit h, deep = {{0, 0, 0}, {0, 0, 0}, 0};
+  int32_t stack[STACK];
+  int sp = 0;
+  stack[sp++] = 0;
+  while (sp > 0) {
+    const ts_obb_node *nd = &tool->nodes[stack[--sp]];
+    /* the node box's axis-aligned bounds in the tool frame against T's */
+    const ts_obb *b = &nd->box;
+    int apart = 0;
+    for (int k = 0; k < 3 && !apart; k++) {
+      const double e = b->e[0] * fabs(b->r[0][k]) + b->e[1] * fabs(b->r[1][k]) +
+                       b->e[2] * fabs(b->r[2][k]);
+      apart = b->c[k] + e < lo[k] || b->c[k] - e > hi[k];
+    }
+    if (apart) continue;
+    if (nd->feature >= 0) {
+      const uint32_t *tri = tool->t[nd->feature];
+      double F[3][3];
+      for (int c = 0; c < 3; c++) memcpy(F[c], tool->v[tri[c]], sizeof F[c]);
+      /* T as the face: depth = how far the tool triangle's part over T
+       * lies behind T's plane */
+      if (ts_contact_face_triangle(T, (const double (*)[3])F, &h) && h.depth > best) {
+        best = h.depth;
+        deep = h;
+      }
+      continue;
+    }
+    if (sp + 2 > STACK) continue; /* deeper than any built tree */
+    stack[sp++] = nd->child[0];
+    stack[sp++] = nd->child[1];
+  }
+  if (best < 0 || best > max_depth) return 0;
+  *hit = deep;
+  for (int k = 0; k < 3; k++) hit->normal[k] = -deep.normal[k];
+  return 1;
+}

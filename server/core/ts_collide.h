@@ -98,6 +98,24 @@ int ts_collide_tool_tool(ts_posed_tool *a, ts_posed_tool *b, ts_contacts *buf,
 int ts_collide_tissue_tissue(const ts_aabb_tree *a, const double (*xa)[3], const ts_aabb_tree *b,
                              const double (*xb)[3], ts_contacts *buf, ts_collide_stats *stats);
 
+/* How far a triangle-mesh tool reaches through one tissue triangle T, both
+ * in the tool's frame (the caller moves T there): of the tool triangles that
+ * meet T (a descent of the tool's tree with T's box), the one whose part over
+ * T (inside the prism T sweeps along its normal) lies deepest behind T's
+ * plane (ts_contact_face_triangle with T as the face). This is the
+ * vertex-triangle and edge-triangle contact of a tool feature that pierced T
+ * from its outer side: a tool thinner than the tissue's triangles can do so
+ * with no tissue vertex inside it. hit: point = where that tool triangle
+ * crosses T (the midpoint of their intersection segment), normal = T's
+ * inward unit normal (from the tool into the tissue: the way T must move),
+ * depth = that part's depth behind T's plane (m, >= 0; T moved by it along
+ * the normal clears the tool). A deepest reach over max_depth (m) counts as
+ * no contact: the tool is through T, or came from its inner side. Returns 1
+ * with *hit filled, 0 for none (also for a tool that is not a mesh, NULL).
+ * Reads the tree only; no allocation. */
+int ts_collide_mesh_pierce(const ts_obb_tree *tool, const double T[3][3], double max_depth,
+                           ts_hit *hit);
+
 typedef struct ts_sweep_def {
   uint32_t max_substeps;  /* upper bound of the substeps (>= 1) */
   double travel_fraction; /* no tool point moves more than this fraction of the tool's

@@ -12,10 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ts_collide.h"
 #include "ts_error.h"
 #include "ts_tritri.h"
 
 #define TS__MAX_SUBSTEPS 4096u
+#define TS__PIERCE_ROUNDS 4   /* pushes of one triangle per pass, mesh tools */
+#define TS__PIERCE_TOL 0.01   /* of the thickness: a pierce this close to the allowance is done */
 
 ts_contact_def ts_default_contact_def(void) {
   ts_contact_def d = {
@@ -285,6 +288,98 @@ static void barycentric(const double T[3][3], const double p[3], double bc[3]) {
   bc[0] = 1 - v - w, bc[1] = v, bc[2] = w;
 }
 
+/* Moves the corners of triangle tri (candidate slots sl, inverse masses w)
+ * by the point-triangle constraint: the point at barycentric bc moves by
+ * depth along the unit normal n, each corner by w_c bc_c s n with s = depth
+ * / sum(w_c bc_c^2). Returns the number of corners newly touching. */
+static uint32_t push_triangle(ts_contact_ws *ws, const uint32_t *tri, const uint32_t sl[3],
+                              const double w[3], const double bc[3], const double n[3],
+                              double depth, double (*x)[3]) {
+  double den = 0;
+  for (int c = 0; c < 3; c++) den += w[c] * bc[c] * bc[c];
+  if (!(den > 0)) return 0;
+  const double s = depth / den;
+  uint32_t fresh = 0;
+  for (int c = 0; c < 3; c++) {
+    if (!(w[c] > 0) || !(bc[c] > 0)) continue;
+    ts_contact_vertex *v = &ws->v[sl[c]];
+    const double k = w[c] * bc[c] * s, mass = 1.0 / w[c];
+    for (int q = 0; q < 3; q++) {
+      x[tri[c]][q] += k * n[q];
+      v->imp[q] += mass * k * n[q];
+    }
+    v->lam_n += k;
+    memcpy(v->n, n, sizeof v->n);
+    if (!v->touching) {
+      v->touching = 2; /* by a triangle: its other triangles still take the pass */
+      fresh++;
+    }
+  }
+  return fresh;
+}
+
+/* The triangle pass of a mesh tool (ts_contact.h): every candidate
+ * triangle none of whose free corners touches the tool, pierced by the tool
+ * from its outer side (ts_collide_mesh_pierce, at most the tool's thickness
+ * deep) more than a quarter of the thickness, is moved until the tool's
+ * deepest point over it is that quarter behind its plane. Returns the
+ * corners newly touching. */
+static uint32_t mesh_triangle_pass(ts_contact_ws *ws, const ts_posed_tool *tool, double (*x)[3],
+                                   const double *inv_mass) {
+  const ts_obb_tree *tr = tool->tree;
+  const double (*R)[3] = (const double (*)[3])tool->R;
+  const double *p = tool->pose.p;
+  const double cap = tr->thickness > 0 ? tr->thickness : tr->reach;
+  const double allow = 0.25 * tr->thickness; /* as the primitives' pass */
+  uint32_t fresh = 0;
+  for (uint32_t j = 0; j < ws->n_tris; j++) {
+    const uint32_t *tri = ws->tree->tris[ws->tri_buf[j]];
+    uint32_t sl[3];
+    double w[3], tal = 0; /* tal: the corners' largest allowance (as the primitives') */
+    int movable = 0, touched = 0;
+    for (int c = 0; c < 3; c++) {
+      sl[c] = ws->slot[tri[c]];
+      w[c] = sl[c] != UINT32_MAX ? inv_mass[tri[c]] : 0.0;
+      movable |= w[c] > 0;
+      touched |= sl[c] != UINT32_MAX && ws->v[sl[c]].touching == 1;
+      if (ws->allow) tal = fmax(tal, ws->allow_w * ws->allow[tri[c]]);
+    }
+    if (!movable || touched) continue; /* the vertex pass holds this one */
+    /* the tool cannot cross a triangle one of whose corners is farther from
+     * it than the triangle's longest edge (every point of T is nearer to
+     * each corner): most triangles end here, without a tree descent */
+    double e2 = 0, far = 0;
+    for (int c = 0; c < 3; c++) {
+      const double *a = x[tri[c]], *b = x[tri[(c + 1) % 3]];
+      const double ex = a[0] - b[0], ey = a[1] - b[1], ez = a[2] - b[2];
+      e2 = fmax(e2, ex * ex + ey * ey + ez * ez);
+      if (sl[c] != UINT32_MAX) far = fmax(far, ws->v[sl[c]].sd);
+    }
+    if (far * far > e2 && far > 0) continue;
+    /* a push moves the crossing point by the depth, but the triangle turns
+     * about it when its corners move unequally, and the tool's deepest point
+     * lies elsewhere: a few rounds on the same triangle settle it */
+    for (int round = 0; round < TS__PIERCE_ROUNDS; round++) {
+      double T[3][3];
+      for (int c = 0; c < 3; c++) { /* into the tool's frame: R^T (x - p) */
+        double d[3];
+        for (int k = 0; k < 3; k++) d[k] = x[tri[c]][k] - p[k];
+        for (int k = 0; k < 3; k++) T[c][k] = R[0][k] * d[0] + R[1][k] * d[1] + R[2][k] * d[2];
+      }
+      ts_hit hit;
+      if (!ts_collide_mesh_pierce(tr, (const double (*)[3])T, cap, &hit)) break;
+      if (round == 0) ws->tri_hits++;
+      if (!(hit.depth > allow + tal + TS__PIERCE_TOL * tr->thickness)) break;
+      double bc[3], n[3];
+      barycentric((const double (*)[3])T, hit.point, bc);
+      for (int k = 0; k < 3; k++)
+        n[k] = R[k][0] * hit.normal[0] + R[k][1] * hit.normal[1] + R[k][2] * hit.normal[2];
+      fresh += push_triangle(ws, tri, sl, w, bc, n, hit.depth - allow - tal, x);
+    }
+  }
+  return fresh;
+}
+
 int ts_contact_project(ts_contact_ws *ws, ts_posed_tool *tool, double (*x)[3],
                        const double (*x0)[3], const double *inv_mass, int sweep) {
   if (!ws || !tool || !tool->tree || !x || !x0 || !inv_mass) return TS_EINVAL;
@@ -340,7 +435,9 @@ int ts_contact_project(ts_contact_ws *ws, ts_posed_tool *tool, double (*x)[3],
       v->imp[q] += mass * (y[q] - x[i][q]);
       x[i][q] = y[q];
     }
-    const double d = ts_contact_tool_sdf(tool, y, NULL) + al;
+    const double sd = ts_contact_tool_sdf(tool, y, NULL);
+    const double d = sd + al;
+    v->sd = sd;
     v->touching = cn > 0 || d < 1e-9;
     touching += (uint32_t)v->touching;
   }
@@ -356,7 +453,8 @@ int ts_contact_project(ts_contact_ws *ws, ts_posed_tool *tool, double (*x)[3],
   } else if (tr->kind != TS_SHAPE_MESH) {
     ts_posed_tool_segment(tool, a, b);
   }
-  /* (meshes: the vertex pass only, see ts_contact.h) */
+  if (ws->def.triangle_pass && tr->kind == TS_SHAPE_MESH && tr->thin_pass)
+    touching += mesh_triangle_pass(ws, tool, x, inv_mass);
   for (uint32_t j = 0; ws->def.triangle_pass && tr->kind != TS_SHAPE_MESH && j < ws->n_tris; j++) {
     const uint32_t *tri = ws->tree->tris[ws->tri_buf[j]];
     uint32_t sl[3];

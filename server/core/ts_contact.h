@@ -32,13 +32,25 @@
  * pass, while a barycentric split shares one correction among three
  * vertices and needs repeated passes; the triangle pass covers what the
  * vertex pass cannot see. Triangle-mesh tools (TS_SHAPE_MESH) take the
- * vertex pass only, with the mesh's signed distance (ts_obb_tree_mesh_sdf:
- * closest point by the tree, sign by the angle-weighted pseudonormal); the
- * sweep's substeps (a quarter of the mesh's thinnest part each) keep a
- * vertex from passing through it, but a mesh part thinner than the tissue's
- * triangles can slip between two vertices (a face-triangle contact gives
- * the crossing of two surfaces, not how deep a triangle lies inside the
- * tool, so the primitives' triangle pass has no mesh form here yet).
+ * vertex pass with the mesh's signed distance (ts_obb_tree_mesh_sdf:
+ * closest point by the tree, sign by the angle-weighted pseudonormal), and
+ * (thin_pass of the tree, on by default) a triangle pass of their own for a
+ * mesh part thinner than the tissue's triangles, which slips between the
+ * vertices (the dental instrument's spatula, 2.6 x 0.4 mm, on the patch's
+ * 3.5 mm triangles): every nearby
+ * triangle none of whose corners the vertex pass holds (touching == 1) and
+ * that the tool pierced from its outer side (ts_collide_mesh_pierce: of the
+ * tool triangles that cross it, the part over it lying deepest behind its
+ * plane, at most the tool's thickness deep; a face-triangle contact alone
+ * gives the crossing of two surfaces, not how deep the tool is through the
+ * triangle) is moved along its inward normal by the same point-triangle
+ * constraint, weighted at the crossing point, until the tool's deepest
+ * point over it is a quarter of the thickness behind it (the primitives'
+ * allowance). A push moves the crossing point by the depth, but the
+ * triangle turns when its corners move unequally: up to 4 rounds per
+ * triangle and pass settle it within 1 % of the thickness. The corners'
+ * corrections are vertex-contact corrections (multipliers, impulses, the
+ * reaction on the tool) like any other.
  *
  * Candidates. The tissue's AABB tree (ts_aabb_tree.h, refitted for the
  * positions) is asked for the triangles whose fat leaf boxes overlap the
@@ -57,7 +69,11 @@
  * most a quarter thickness deep at the next, so it is pushed back out on the
  * side it came from and never past the tool's core. The corrections made on
  * the way are carried to the end of the path. A 1 mm thick tool at 0.5 m/s
- * and 1 ms steps takes 2 substeps; a 10 mm sphere 1.
+ * and 1 ms steps takes 2 substeps; a 10 mm sphere 1. The triangle passes
+ * run with the tool at `to` only: a triangle the tool moved through by more
+ * than its thickness within one projection (the solver's substep) is not
+ * seen (the mesh pass's depth bound), so a thin mesh tool faster than its
+ * thickness per solver substep can still pass between the vertices.
  *
  * Friction (Coulomb, position level). For a vertex in contact, its
  * displacement over the step relative to the tool's material point under it
@@ -107,7 +123,9 @@ typedef struct ts_contact_vertex {
   double lam_n;    /* normal correction since ts_contact_begin, m */
   double lam_t;    /* tangential (friction) correction since then, m */
   double imp[3];   /* sum of m dx of every correction since then, kg m */
-  int touching;    /* projected or on the surface in the last call */
+  double sd;       /* signed distance from the tool after the last vertex pass, m */
+  int touching;    /* in the last call: 1 projected or on the surface, 2 moved by a
+                      mesh tool's triangle pass only, 0 neither */
 } ts_contact_vertex;
 
 typedef struct ts_contact_ws {

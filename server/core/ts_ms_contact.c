@@ -33,7 +33,16 @@
  * closest point by the tree, the sign by the angle-weighted pseudonormal),
  * queried in the tool's frame; the node moves by the distance along that
  * direction, and the rest (no kick, the reaction, the skin) is the
- * primitives'.
+ * primitives'. A mesh part thinner than the tissue's triangles (the dental
+ * instrument's 2.6 x 0.4 mm spatula on 3.5 mm triangles) slips between the
+ * nodes, so mesh tools (with thin_pass, ts_obb_tree.h) also take a
+ * triangle pass after the nodes (mesh_triangles below, the XPBD contact's
+ * pass of ts_contact.h): a
+ * surface triangle pierced from its outer side (ts_collide_mesh_pierce)
+ * with no corner on the tool is moved by the point-triangle constraint
+ * until the tool reaches a quarter of its thickness behind it, and its
+ * corners are marked like projected nodes, so the next substep's reaction
+ * holds them and reaches the tool's force.
  *
  * Friction (Coulomb, force level; the tool's mu_static, mu_kinetic). A node
  * that the tool holds in a substep (its push into the tool cancelled, the
@@ -73,6 +82,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ts_collide.h"
 #include "ts_error.h"
 #include "ts_material.h"
 #include "ts_ms_internal.h"
@@ -197,6 +207,129 @@ static double mesh_sdf(const ts__ptool *p, const double x[3], double n[3]) {
   return s;
 }
 
+/* A node is moved by dx (the tool's push along its outward direction n,
+ * unit) without a velocity kick and loses its velocity into the tool, as
+ * the node projection below does. */
+static void move_node(ts_tissue *t, uint32_t i, const double dx[3], const double n[3]) {
+  const int verlet = t->branch[i] == TS_BRANCH_VERLET;
+  double *x = t->x[i], *xp = t->x_prev[i], *v = t->v[i];
+  for (int k = 0; k < 3; k++) {
+    x[k] += dx[k];
+    if (verlet) xp[k] += dx[k];
+  }
+  const double vn = v[0] * n[0] + v[1] * n[1] + v[2] * n[2];
+  if (vn < 0)
+    for (int k = 0; k < 3; k++) v[k] -= vn * n[k];
+  if (verlet) {
+    double rel = 0;
+    for (int k = 0; k < 3; k++) rel += (x[k] - xp[k]) * n[k];
+    if (rel < 0)
+      for (int k = 0; k < 3; k++) xp[k] += rel * n[k];
+  }
+}
+
+static void mark_node(struct ts__ms *ms, const ts__ptool *p, uint32_t i, const double n[3]) {
+  if (!ms->ctool[i]) ms->clist[ms->n_clist++] = i;
+  ms->ctool[i] = (uint8_t)(p->index + 1);
+  memcpy(ms->cn[i], n, sizeof ms->cn[i]);
+}
+
+/* The triangle pass of a mesh tool (as the XPBD contact's, ts_contact.h):
+ * a surface triangle that the tool pierced from its outer side
+ * (ts_collide_mesh_pierce, at most the tool's thickness deep) more than a
+ * quarter of the thickness, with no corner on or in the tool (those the
+ * node projection holds), is moved until the tool's deepest point over it
+ * is that quarter behind its plane: the corners by the point-triangle
+ * constraint, corner c by w_c b_c s along the push direction n (w the
+ * inverse masses, b the barycentric coordinates of the crossing point, s =
+ * (depth - quarter) / sum(w b^2)), each without a kick as a projected node.
+ * Its free corners are marked with n, so that the next substep's reaction
+ * cancels their push into the tool (the whole of it: the triangle rests on
+ * the tool through them) and it reaches the tool's force. A triangle pierced
+ * within the skin of the quarter is marked without a move. move 0: marks
+ * only (the step's revalidation at the new pose). Returns the corners
+ * marked. */
+static uint32_t mesh_triangles(ts_tissue *t, struct ts__ms *ms, const ts__ptool *p, int move) {
+  const ts_obb_tree *tr = p->mesh;
+  const double (*R)[3] = (const double (*)[3])p->R;
+  const double *o = p->tool->pos;
+  const double cap = tr->thickness > 0 ? tr->thickness : tr->reach;
+  const double quarter = 0.25 * tr->thickness;
+  /* the root box's world bounds, grown by the skin */
+  const ts_obb *rb = &tr->nodes[0].box;
+  double lo[3], hi[3];
+  for (int k = 0; k < 3; k++) {
+    double c = o[k], e = p->skin;
+    for (int j = 0; j < 3; j++) {
+      c += R[k][j] * rb->c[j];
+      e += rb->e[j] * fabs(R[k][0] * rb->r[j][0] + R[k][1] * rb->r[j][1] + R[k][2] * rb->r[j][2]);
+    }
+    lo[k] = c - e, hi[k] = c + e;
+  }
+  const double *im = t->inv_mass, *depth = ms->depth;
+  uint32_t marked = 0;
+  for (uint32_t f = 0; f < t->n_tris; f++) {
+    const uint32_t *c = t->tris[f];
+    int out = 0;
+    for (int k = 0; k < 3 && !out; k++) {
+      const double a = t->x[c[0]][k], b = t->x[c[1]][k], d = t->x[c[2]][k];
+      out = fmax(a, fmax(b, d)) < lo[k] || fmin(a, fmin(b, d)) > hi[k];
+    }
+    if (out || !(im[c[0]] > 0 || im[c[1]] > 0 || im[c[2]] > 0)) continue;
+    double T[3][3];
+    for (int q = 0; q < 3; q++) {
+      double d[3];
+      for (int k = 0; k < 3; k++) d[k] = t->x[c[q]][k] - o[k];
+      for (int k = 0; k < 3; k++) T[q][k] = R[0][k] * d[0] + R[1][k] * d[1] + R[2][k] * d[2];
+    }
+    ts_hit hit;
+    if (!ts_collide_mesh_pierce(tr, (const double (*)[3])T, cap, &hit)) continue;
+    double tal = 0; /* the corners' largest contact allowance, as for a node */
+    for (int q = 0; depth && q < 3; q++) tal = fmax(tal, ms->wh * depth[c[q]]);
+    if (!(hit.depth > quarter + tal - p->skin)) continue;
+    int held = 0; /* a corner on or in the tool: the node projection's */
+    for (int q = 0; q < 3 && !held; q++) {
+      double nn[3];
+      held = mesh_sdf(p, t->x[c[q]], nn) + (depth ? ms->wh * depth[c[q]] : 0.0) < p->skin;
+    }
+    if (held) continue;
+    /* barycentric coordinates of the crossing point, clamped to T */
+    double e0[3], e1[3], dp[3], bc[3];
+    for (int k = 0; k < 3; k++) {
+      e0[k] = T[1][k] - T[0][k], e1[k] = T[2][k] - T[0][k], dp[k] = hit.point[k] - T[0][k];
+    }
+    const double d00 = e0[0] * e0[0] + e0[1] * e0[1] + e0[2] * e0[2];
+    const double d01 = e0[0] * e1[0] + e0[1] * e1[1] + e0[2] * e1[2];
+    const double d11 = e1[0] * e1[0] + e1[1] * e1[1] + e1[2] * e1[2];
+    const double d20 = dp[0] * e0[0] + dp[1] * e0[1] + dp[2] * e0[2];
+    const double d21 = dp[0] * e1[0] + dp[1] * e1[1] + dp[2] * e1[2];
+    const double den = d00 * d11 - d01 * d01;
+    if (!(den > 0)) continue;
+    double v = (d11 * d20 - d01 * d21) / den, w = (d00 * d21 - d01 * d20) / den;
+    v = v < 0 ? 0 : v > 1 ? 1 : v;
+    w = w < 0 ? 0 : w > 1 - v ? 1 - v : w;
+    bc[0] = 1 - v - w, bc[1] = v, bc[2] = w;
+    double n[3];
+    for (int k = 0; k < 3; k++)
+      n[k] = R[k][0] * hit.normal[0] + R[k][1] * hit.normal[1] + R[k][2] * hit.normal[2];
+    double sw = 0;
+    for (int q = 0; q < 3; q++) sw += im[c[q]] * bc[q] * bc[q];
+    if (!(sw > 0)) continue;
+    const double s = hit.depth > quarter + tal ? (hit.depth - quarter - tal) / sw : 0.0;
+    for (int q = 0; q < 3; q++) {
+      if (!(im[c[q]] > 0) || !(bc[q] > 0)) continue;
+      if (move && s > 0) {
+        double dx[3];
+        for (int k = 0; k < 3; k++) dx[k] = im[c[q]] * bc[q] * s * n[k];
+        move_node(t, c[q], dx, n);
+      }
+      mark_node(ms, p, c[q], n);
+      marked++;
+    }
+  }
+  return marked;
+}
+
 /* Projects the free nodes inside tool p onto its surface and marks them
  * (normal, tool) for the next substep's reaction. */
 void ts__ms_contact(ts_tissue *t, struct ts__ms *ms, ts__ptool *p) {
@@ -249,11 +382,10 @@ void ts__ms_contact(ts_tissue *t, struct ts__ms *ms, ts__ptool *p) {
           for (int k = 0; k < 3; k++) xp[k] += rel * n[k];
       }
     }
-    if (!ms->ctool[i]) ms->clist[ms->n_clist++] = i;
-    ms->ctool[i] = (uint8_t)(p->index + 1);
-    memcpy(ms->cn[i], n, sizeof n);
+    mark_node(ms, p, i, n);
     hits++;
   }
+  if (p->mesh && p->mesh->thin_pass) hits += mesh_triangles(t, ms, p, 1);
   if (hits > p->contacts) p->contacts = hits; /* the most in any substep of the step */
 }
 
@@ -294,6 +426,10 @@ void ts__ms_revalidate_contacts(const ts_tissue *t, struct ts__ms *ms, const ts_
       ms->ctool[i] = 0;
   }
   ms->n_clist = kept;
+  /* the triangles a mesh tool rests on at its new pose, marked again */
+  for (int i = 0; i < TS__MAX_STEP_TOOLS; i++)
+    if (slot[i] >= 0 && pt[slot[i]].mesh && pt[slot[i]].mesh->thin_pass)
+      mesh_triangles((ts_tissue *)t, ms, &pt[slot[i]], 0); /* 0: t is only read */
 }
 
 /* Forgets the contacts of the last substep. */

@@ -56,6 +56,7 @@ ts_tool_shape_def ts_default_tool_shape_def(void) {
       .jaw_max_angle = M_PI / 3,
       .mesh = NULL,
       .mesh_scale = 1.0,
+      .thin_pass = 1,
   };
   return d;
 }
@@ -407,6 +408,7 @@ int ts_obb_tree_create(const ts_tool_shape_def *def, ts_obb_tree **out) {
   ts_obb_tree *t = calloc(1, sizeof *t);
   if (!t) return TS_ENOMEM;
   t->kind = def->kind;
+  t->thin_pass = def->thin_pass != 0;
   int rc = 0;
   switch (def->kind) {
   case TS_SHAPE_SPHERE:

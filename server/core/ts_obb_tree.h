@@ -56,6 +56,9 @@ typedef struct ts_tool_shape_def {
   double jaw_max_angle; /* jaws: opening angle between the jaws at jaw 1, rad (0, pi) */
   const ts_mesh *mesh;  /* mesh: the tool surface in the tool frame (copied) */
   double mesh_scale;    /* mesh: factor to metres applied to mesh->v (0 means 1) */
+  int thin_pass;        /* mesh: nonzero (the default) pushes the tissue triangles the tool
+                           pierces with no tissue vertex inside (ts_contact.h); 0 the
+                           vertices only */
 } ts_tool_shape_def;
 
 typedef struct ts_obb_node {
@@ -67,6 +70,7 @@ typedef struct ts_obb_node {
 
 typedef struct ts_obb_tree {
   int kind; /* TS_SHAPE_* */
+  int thin_pass; /* mesh: as the def's */
   uint32_t n_nodes;
   ts_obb_node *nodes; /* root at index 0, every child after its parent */
   uint32_t depth;     /* levels: 1 for a single leaf */
@@ -93,7 +97,8 @@ typedef struct ts_obb_tree {
 } ts_obb_tree;
 
 /* Defaults: a sphere of radius 5 mm; capsule length 20 mm; jaws 10 mm long,
- * 4 mm wide, 1.5 mm thick, opening to 60 degrees; mesh_scale 1. */
+ * 4 mm wide, 1.5 mm thick, opening to 60 degrees; mesh_scale 1; thin_pass
+ * on. */
 ts_tool_shape_def ts_default_tool_shape_def(void);
 
 /* Builds the tree for a shape. Returns 0, TS_EINVAL (bad kind or sizes, no

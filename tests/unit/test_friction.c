@@ -23,6 +23,10 @@
  *     friction is bounded by each step's normal correction (ts_contact.h),
  *     which at rest is large only on the contact's loaded ring. The mean
  *     travel is between half the tool's and the tool's (+5 %);
+ *     Creep: over the last 40 ms of the hold the pressed nodes' mean travel
+ *     changes by under 0.002 mm/s with the mass-spring step (measured: 0.0000
+ *     and 0.0003) and under 0.02 mm/s with XPBD (measured 0.0074: they slide
+ *     back under the resting tool, 0.3 um in 40 ms);
  *   slip: the tool then moves 12 mm more at 60 mm/s; the pressed nodes stay
  *     behind it (they travel under half the tool's way, but more than half
  *     the stick move), and over the second half of the move T_x / N is
@@ -187,14 +191,20 @@ static void stick_slip(int xpbd) {
   ck_assert_msg(N0 > 0.01 && N0 < 5, "%s: normal reaction %.6g N", what, N0);
   /* stick */
   drag(&s, STICK, 50);
-  double worst = 0;
+  double worst = 0, tv_hold = 0;
+  uint32_t np, held;
   for (int i = 0; i < 60; i++) { /* hold; |T| / N stays within the cone */
     step(&s);
     double tr = hypot(tl->force[0], tl->force[2]) / tl->force[1];
     if (tr > worst) worst = tr;
+    if (i == 19) tv_hold = pressed_travel(&s, STICK, &np, &held);
   }
-  uint32_t np, held;
   double tv = pressed_travel(&s, STICK, &np, &held);
+  /* creep: how fast the pressed nodes slide back under the tool at rest
+   * (the tangential load of the stretched tissue), over the last 40 ms */
+  const double creep = (tv_hold - tv) / (40 * DT);
+  printf("%s creep at rest: %.4f mm/s (pressed nodes' mean travel %.5f mm -> %.5f mm over "
+         "40 ms)\n", what, creep * 1e3, tv_hold * 1e3, tv * 1e3);
   const double t_stick = tl->force[0];
   printf("%s stick: tool %.4f mm, pressed nodes %u, mean travel %.4f mm, %u of them %.4f mm "
          "within 5 %%; T/N %.4f now, %.4f at most (mu_s %.2g); N %.5g N\n",
@@ -218,6 +228,11 @@ static void stick_slip(int xpbd) {
   ck_assert_msg(tv > 0.5 * STICK && tv <= 1.05 * STICK, "%s: mean travel %.6g m, tool %.3g m",
                 what, tv, STICK);
   ck_assert_msg(worst < mu_s, "%s: T/N %.6g over mu_s", what, worst);
+  /* creep at rest (measured: mass-spring under 0.001 mm/s; XPBD 0.0074
+   * mm/s, its per-substep position-level cone: a known weakness, bounded
+   * here so that it does not grow) */
+  ck_assert_msg(fabs(creep) < (xpbd == 1 ? 0.02e-3 : 0.002e-3), "%s: creep %.6g mm/s", what,
+                creep * 1e3);
   ck_assert_msg(t_stick < 0, "%s: the tissue holds the tool back (T_x %.6g N)", what, t_stick);
   ck_assert_uint_ge(np2, 10);
   ck_assert_msg(fabs(-r - mu_k) <= 0.05 * mu_k, "%s: T/N %.6g while sliding, mu_k %.3g", what,

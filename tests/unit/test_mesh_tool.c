@@ -21,6 +21,11 @@
  *    no node is left inside, and the force is within 10 % of the exact
  *    sphere's at the same depth (faceting: the mesh lies up to its sagitta
  *    inside the sphere).
+ *  - A thin mesh tool: the dental instrument at its real size pressed 2 mm
+ *    tip first into a patch with the default patch's 3.6 mm triangles, its
+ *    spatula between the nodes: the triangle pass (ts_contact.h,
+ *    ts_ms_contact.c) dents the surface and the tool feels it, in both
+ *    solvers (test_thin_tool says the bounds).
 
  */
 #include <check.h>
@@ -30,9 +35,12 @@
 #include <string.h>
 
 #include "ts_aabb_tree.h"
+#include "ts_collide.h"
 #include "ts_contact.h"
 #include "ts_error.h"
+#include "ts_massspring.h"
 #include "ts_mesh.h"
+#include "ts_mesh_io.h"
 #include "ts_obb_tree.h"
 #include "ts_tissue.h"
 #include "ts_xpbd.h"
@@ -312,6 +320,199 @@ START_TEST(test_mesh_press) {
 }
 END_TEST
 
+/* ---- a thin mesh tool at its own size (the triangle pass) ---- */
+
+/* The dental instrument (../shared/data/meshes, centimetres) at its real
+ * size: a handle along local z with a spatula at the +z tip, 2.6 mm wide
+ * (local x from -2.49 to 0.15 mm within 0.5 mm of the tip) and 0.41 mm
+ * thick (local y). Tip down (+90 degrees about x: local z onto world -y,
+ * local y onto world z), the spatula's middle over the patch's centre. The
+ * patch: 40 mm, 12 nodes a side, so 3.6 mm triangles as the daemon's default
+ * patch (80 mm, 24 nodes) has, on a quarter of its nodes (a short test);
+ * its centre is the middle of a grid quad, 1.8 mm from the nearest nodes,
+ * so the spatula (1.3 mm to each side, 0.2 mm thick) touches no node and
+ * only a triangle pass sees it. */
+#define THIN_MID 0.00117 /* m: the spatula's middle at local x = -1.17 mm */
+#define THIN_PRESS 0.002 /* m: how far the tip goes below the surface */
+
+typedef struct thin {
+  ts_tissue *t;
+  ts_xpbd *s;          /* NULL: the mass-spring step */
+  ts_aabb_tree *tree;
+  ts_obb_tree *otree;
+  ts_posed_tool pt;
+  ts_contact_ws ws;
+  ts_xpbd_tool xt;
+  ts_tool tool;        /* the mass-spring step's */
+  double tipz;         /* the tip's local z, m */
+} thin;
+
+static ts_pose thin_pose(const thin *r, double tip_y) {
+  ts_pose p = {.p = {THIN_MID, tip_y + r->tipz, 0}, .q = {sqrt(0.5), sqrt(0.5), 0, 0}, .jaw = 0};
+  return p;
+}
+
+/* Height of the top sheet at (x, z): the top triangle over that point,
+ * interpolated (NAN when none is). */
+static double top_height(const ts_tissue *t, double px, double pz) {
+  for (uint32_t f = 0; f < t->n_tris; f++) {
+    const uint32_t *c = t->tris[f];
+    if (c[0] >= t->nodes_per_sheet || c[1] >= t->nodes_per_sheet || c[2] >= t->nodes_per_sheet)
+      continue;
+    const double *a = t->x[c[0]], *b = t->x[c[1]], *d = t->x[c[2]];
+    double den = (b[0] - a[0]) * (d[2] - a[2]) - (d[0] - a[0]) * (b[2] - a[2]);
+    if (!(fabs(den) > 0)) continue;
+    double u = ((px - a[0]) * (d[2] - a[2]) - (d[0] - a[0]) * (pz - a[2])) / den;
+    double v = ((b[0] - a[0]) * (pz - a[2]) - (px - a[0]) * (b[2] - a[2])) / den;
+    if (u >= -1e-12 && v >= -1e-12 && u + v <= 1 + 1e-12)
+      return a[1] + u * (b[1] - a[1]) + v * (d[1] - a[1]);
+  }
+  return NAN;
+}
+
+static void thin_init(thin *r, int xpbd, int triangle_pass) {
+  memset(r, 0, sizeof *r);
+  char path[1024], err[256] = "";
+  snprintf(path, sizeof path, "%s/data/meshes/dental_instrument_light.obj", TS_SHARED_DIR);
+  ts_mesh_import_opts io = ts_mesh_import_opts_default();
+  io.scale = 0.01; /* centimetres: the real size */
+  ts_mesh *mesh = NULL;
+  ck_assert_msg(ts_mesh_import_file(path, TS_MESH_AUTO, &io, &mesh, NULL, NULL, err, sizeof err) == 0,
+                "%s", err);
+  ts_tool_shape_def sd = ts_default_tool_shape_def();
+  sd.kind = TS_SHAPE_MESH;
+  sd.mesh = mesh;
+  ck_assert_int_eq(ts_obb_tree_create(&sd, &r->otree), 0);
+  ts_mesh_free(mesh);
+  r->tipz = -INFINITY;
+  for (uint32_t i = 0; i < r->otree->n_verts; i++) r->tipz = fmax(r->tipz, r->otree->v[i][2]);
+  ts_patch_def pd = ts_default_patch_def();
+  pd.size = 0.04;
+  pd.resolution = 12;
+  ck_assert_int_eq(ts_patch_create(&pd, &r->t), 0);
+  ts_pose start = thin_pose(r, 0.01);
+  if (xpbd) {
+    r->s = ts_xpbd_create(r->t, NULL);
+    ck_assert_ptr_nonnull(r->s);
+    ck_assert_int_eq(ts_aabb_tree_create_tissue(NULL, r->t, &r->tree), 0);
+    ck_assert_int_eq(ts_posed_tool_init(&r->pt, r->otree), 0);
+    ts_contact_def cd = ts_default_contact_def();
+    cd.triangle_pass = triangle_pass;
+    ck_assert_int_eq(ts_contact_ws_init(&r->ws, &cd, r->t->n_nodes, r->t->n_nodes, r->t->n_tris), 0);
+    r->xt.posed = &r->pt;
+    r->xt.contact = &r->ws;
+    r->xt.prev = r->xt.pose = start;
+  } else {
+    r->tool.kind = TS_TOOL_MESH;
+    r->tool.shape = r->otree;
+    r->tool.active = 1;
+    memcpy(r->tool.pos, start.p, sizeof start.p);
+    memcpy(r->tool.quat, start.q, sizeof start.q);
+  }
+}
+
+static void thin_step(thin *r, double tip_y) {
+  ts_pose p = thin_pose(r, tip_y);
+  if (r->s) {
+    r->xt.prev = r->xt.pose;
+    r->xt.pose = p;
+    ck_assert_int_eq(ts_xpbd_step_posed(r->s, r->t, DT, NULL, 0, r->tree, &r->xt, 1, NULL), 0);
+  } else {
+    memcpy(r->tool.pos, p.p, sizeof p.p);
+    ck_assert_int_eq(ts_massspring_step(r->t, DT, &r->tool, 1, NULL), 0);
+  }
+}
+
+static void thin_free(thin *r) {
+  if (r->s) {
+    ts_contact_ws_free(&r->ws);
+    ts_posed_tool_free(&r->pt);
+    ts_aabb_tree_destroy(r->tree);
+    ts_xpbd_destroy(r->s);
+  }
+  ts_obb_tree_destroy(r->otree);
+  ts_tissue_destroy(r->t);
+}
+
+/* Settles the patch (60 ms), lowers the tip from 1 mm above the surface to
+ * THIN_PRESS below it in 60 ms and holds 40 ms. Gives the surface's
+ * displacement under the tip, the tip's height above the surface there
+ * (negative: below it) and the tool's force. */
+static void thin_press(int xpbd, int triangle_pass, double *dent, double *above, double f[3],
+                       double *thick) {
+  thin r;
+  thin_init(&r, xpbd, triangle_pass);
+  for (int i = 0; i < 60; i++) thin_step(&r, 0.01);
+  const double y0 = top_height(r.t, 0, 0);
+  ck_assert(isfinite(y0));
+  for (int i = 1; i <= 100; i++) {
+    double tip = i <= 60 ? y0 + 0.001 - (0.001 + THIN_PRESS) * i / 60.0 : y0 - THIN_PRESS;
+    thin_step(&r, tip);
+  }
+  const double tip = y0 - THIN_PRESS, y1 = top_height(r.t, 0, 0);
+  *dent = y0 - y1;
+  /* how far the tool reaches behind the top sheet: the deepest pierce of
+   * a top triangle (in the tool's frame), 0 for none */
+  ts_pose tp = thin_pose(&r, tip);
+  double R[3][3];
+  ts_quat_to_mat(tp.q, R);
+  *above = 0;
+  for (uint32_t j = 0; j < r.t->n_tris; j++) {
+    const uint32_t *c = r.t->tris[j];
+    if (c[0] >= r.t->nodes_per_sheet || c[1] >= r.t->nodes_per_sheet || c[2] >= r.t->nodes_per_sheet)
+      continue;
+    double T[3][3];
+    for (int q = 0; q < 3; q++)
+      for (int k = 0; k < 3; k++)
+        T[q][k] = R[0][k] * (r.t->x[c[q]][0] - tp.p[0]) + R[1][k] * (r.t->x[c[q]][1] - tp.p[1]) +
+                  R[2][k] * (r.t->x[c[q]][2] - tp.p[2]);
+    ts_hit hit;
+    if (ts_collide_mesh_pierce(r.otree, (const double (*)[3])T, INFINITY, &hit))
+      *above = fmin(*above, -hit.depth);
+  }
+  memcpy(f, r.s ? r.xt.force : r.tool.force, sizeof(double[3]));
+  *thick = r.otree->thickness;
+  uint32_t inside = 0;
+  for (uint32_t i = 0; i < r.t->n_nodes; i++) {
+    double d[3], q[3];
+    for (int k = 0; k < 3; k++) d[k] = r.t->x[i][k] - tp.p[k];
+    for (int k = 0; k < 3; k++) q[k] = R[0][k] * d[0] + R[1][k] * d[1] + R[2][k] * d[2];
+    inside += ts_obb_tree_mesh_sdf(r.otree, q, NULL) < 0;
+  }
+  printf("dental instrument 1x, %s, triangle pass %s: pressed %.1f mm, surface under the tip "
+         "%.4f mm down, the tool %.4f mm behind the top sheet at most, force (%.4g %.4g %.4g) N, %u nodes inside; "
+         "thickness %.3f mm\n",
+         xpbd ? "XPBD" : "mass-spring", triangle_pass ? "on" : "off", THIN_PRESS * 1e3,
+         *dent * 1e3, -*above * 1e3, f[0], f[1], f[2], inside, *thick * 1e3);
+  ck_assert_uint_eq(inside, 0); /* no node is inside: the tool meets triangles only */
+  thin_free(&r);
+}
+
+/* The real-size instrument pressed 2 mm tip first, both solvers. The
+ * surface under the tip goes down with it: more than 1 mm, half the press
+ * (a tip that slips through leaves the surface where gravity put it, as
+ * the run without the pass shows: XPBD, under 0.1 mm); the tool reaches no
+ * farther behind any top triangle (ts_collide_mesh_pierce) than a quarter of
+ * its thickness (0.028 mm: the pass's allowance, as for the primitives,
+ * ts_contact.h) and 10 um (the tissue's recoil after the last projection),
+ * so the tip is not under the top sheet; the tool feels the tissue:
+ * the force points up (F_y > 1 mN and over 3 times the tangential part). */
+START_TEST(test_thin_tool) {
+  const int xpbd = _i;
+  double dent, above, f[3], thick;
+  thin_press(xpbd, 1, &dent, &above, f, &thick);
+  ck_assert_msg(dent > 0.001, "surface under the tip down %.4g mm", dent * 1e3);
+  ck_assert_msg(above > -(0.25 * thick + 1e-5), "the tool %.4g mm behind the top sheet", -above * 1e3);
+  ck_assert_msg(f[1] > 1e-3 && f[1] > 3 * hypot(f[0], f[2]), "force (%.4g %.4g %.4g) N", f[0],
+                f[1], f[2]);
+  if (xpbd) { /* without the pass: the spatula slips between the nodes */
+    thin_press(xpbd, 0, &dent, &above, f, &thick);
+    ck_assert_msg(dent < 1e-4, "without the pass: surface down %.4g mm", dent * 1e3);
+    ck_assert_msg(fabs(f[1]) < 1e-6, "without the pass: force %.4g N", f[1]);
+  }
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("mesh_tool");
   TCase *tc = tcase_create("mesh_tool");
@@ -320,6 +521,7 @@ int main(void) {
   tcase_add_test(tc, test_sdf_sphere);
   tcase_add_test(tc, test_sdf_open_mesh);
   tcase_add_test(tc, test_mesh_press);
+  tcase_add_loop_test(tc, test_thin_tool, 0, 2);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
