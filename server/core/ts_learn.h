@@ -66,14 +66,15 @@
  * neighbours, outer sheet, 1.36 mm of mostly sideways motion). D_i is set
  * by the stiff springs, so the scalar Jacobi step moves such nodes by a
  * small fraction of what their soft directions allow: after 64 sweeps the
- * worst node had gone 0.35 mm of its 1.36 (0.53 after 128, all of it after
- * 256). The solve itself had converged there (residual 7e-10 N, tol 2e-8 N;
- * a solve 1,000 x tighter moves no node by 1e-4 mm). Measured with the
+ * worst node had gone 0.36 mm of its 1.36 (0.53 after 128, 1.34 after 256).
+ * The solve itself had converged there (residual 7e-10 N, tol 2e-8 N;
+ * against a solve 1,000 x tighter the held-out figures keep all four
+ * digits). Measured with the
  * bench's presses (liver max / RMS, % of the displacement): 128 sweeps 58 /
  * 9.3, 256 sweeps 8.5 / 2.5, 512 sweeps 31 / 6.0 (the later stages nearly
  * proportional, the fit overshoots); mu = 0.8 84 / 22, mu = 0.95 76 / 18;
- * per-sheet theta 81 / 18; a uniform scale (the solve's alpha) 85 / 23;
- * f and g as extra features 81 / 18.
+ * per-sheet theta 81 / 17.5; a uniform scale (the solve's alpha) 85 / 23;
+ * f and g as extra features 81 / 17.5.
  *
  * The spread2 model (TS_LEARN_SPREAD2, beyond the method; the spread
  * model's successor, "spread" models stay as they were): 1 +
