@@ -12,7 +12,8 @@
 #include "ts_error.h"
 
 _Static_assert(1 + TS_LEARN_HOPS <= TS_LEARN_MAX_PARAMS, "the spread model fits theta");
-_Static_assert(TS_LEARN_HOPS <= 16, "the spread model's sweeps stay few");
+_Static_assert(1 + TS_LEARN_HOPS2 <= TS_LEARN_MAX_PARAMS, "the spread2 model fits theta");
+_Static_assert(TS_LEARN_HOPS <= 16 && TS_LEARN_HOPS2 <= 16, "the spread models' sweeps stay few");
 
 const char *ts_learn_kind_name(ts_learn_kind k) {
   switch (k) {
@@ -22,6 +23,8 @@ const char *ts_learn_kind_name(ts_learn_kind k) {
     return "rich";
   case TS_LEARN_SPREAD:
     return "spread";
+  case TS_LEARN_SPREAD2:
+    return "spread2";
   }
   return NULL;
 }
@@ -34,6 +37,8 @@ int ts_learn_kind_parse(const char *name, ts_learn_kind *out) {
     *out = TS_LEARN_RICH;
   else if (strcmp(name, "spread") == 0)
     *out = TS_LEARN_SPREAD;
+  else if (strcmp(name, "spread2") == 0)
+    *out = TS_LEARN_SPREAD2;
   else
     return TS_EINVAL;
   return 0;
@@ -48,6 +53,8 @@ uint32_t ts_learn_n_params(ts_learn_kind k, uint32_t n_sheets) {
     return 4 * n_sheets;
   case TS_LEARN_SPREAD:
     return 1 + TS_LEARN_HOPS;
+  case TS_LEARN_SPREAD2:
+    return 1 + TS_LEARN_HOPS2;
   }
   return 0;
 }
@@ -103,7 +110,11 @@ static uint32_t feature_row(ts_learn_kind k, uint32_t n_sheets, const ts_learn_s
     phi[o + 3] = s->f1[c];
     return p;
   }
-  phi[0] = s->x0[c]; /* TS_LEARN_SPREAD: one theta for every sheet */
+  phi[0] = s->x0[c]; /* the spread models: one theta for every sheet */
+  if (k == TS_LEARN_SPREAD2) {
+    for (uint32_t j = 0; j < TS_LEARN_HOPS2; j++) phi[1 + j] = s->u2[j][c];
+    return p;
+  }
   for (uint32_t j = 0; j < TS_LEARN_HOPS; j++) phi[1 + j] = s->u[j][c];
   return p;
 }

@@ -10,8 +10,8 @@
  * prescribed positions), the internal force f at x0 (the springs of
  * ts_qstatic.h, N), gravity g = m_i * gravity (N), the final position x1
  * (the solve's equilibrium), for the rich model the mean internal force f1
- * of the node's spring neighbours and its sheet, and for the spread model
- * the spread displacements u_j (m). Recording computes every kind's
+ * of the node's spring neighbours and its sheet, and for the spread models
+ * the spread displacements u_j and u2_j (m). Recording computes every kind's
  * features; a learned step only its model's.
  *
  * The method's model (TS_LEARN_METHOD, the default):
@@ -56,6 +56,45 @@
  * extra features the same 6.9 / 6.2. The sweeps cost about 1 % of the
  * solve's iterations (bench_learn.c).
  *
+ * On the liver (bench_learn --quick) the spread model's worst case was 1.14
+ * mm, 81 % of the largest displacement (RMS 17 %): the nodes that lag are
+ * those whose motion is tangential to the thinned layers (thinned to about
+ * a quarter depth in places), which the stiff short springs across a layer
+ * barely resist, and above all the band of nodes at the region's rim that
+ * are free for the first time in the interval while their inner neighbours
+ * moved in earlier ones (the worst: 14.5 mm from the press, four fixed
+ * neighbours, outer sheet, 1.36 mm of mostly sideways motion). D_i is set
+ * by the stiff springs, so the scalar Jacobi step moves such nodes by a
+ * small fraction of what their soft directions allow: after 64 sweeps the
+ * worst node had gone 0.36 mm of its 1.36 (0.53 after 128, 1.34 after 256).
+ * The solve itself had converged there (residual 7e-10 N, tol 2e-8 N;
+ * against a solve 1,000 x tighter the held-out figures keep all four
+ * digits). Measured with the
+ * bench's presses (liver max / RMS, % of the displacement): 128 sweeps 58 /
+ * 9.3, 256 sweeps 8.5 / 2.5, 512 sweeps 31 / 6.0 (the later stages nearly
+ * proportional, the fit overshoots); mu = 0.8 84 / 22, mu = 0.95 76 / 18;
+ * per-sheet theta 81 / 17.5; a uniform scale (the solve's alpha) 85 / 23;
+ * f and g as extra features 81 / 17.5.
+ *
+ * The spread2 model (TS_LEARN_SPREAD2, beyond the method; the spread
+ * model's successor, "spread" models stay as they were): 1 +
+ * TS_LEARN_HOPS2 scalars on (x0, u2_0 .. u2_{H-1}), as the spread model but
+ * each node's step scaled by its own 3 x 3 stiffness block instead of the
+ * scalar D_i (block Jacobi):
+ *   m <- mu m + omega B_i^-1 R_i(y),
+ *   B_i = sum_j K_ij e_ij e_ij^T + TS_LEARN_SPREAD2_EPS D_i I,
+ * e_ij the unit spring directions at the start state: a node moves along
+ * its soft directions by what they allow. The linear stiffness is at most
+ * twice its block diagonal (((u_i - u_j).e)^2 <= 2 (u_i.e)^2 + 2 (u_j.e)^2
+ * for every spring), as it is at most twice D, so the sweeps stay stable
+ * at the same omega and mu. Kept at 1 .. 128 sweeps (H = 8). Measured with
+ * the bench's presses (max / RMS, % of the displacement): liver 5.6 / 3.3
+ * (eps 0.01: 7.5 / 3.3; eps 0.1: 10.7 / 3.0; 64 sweeps: 51 / 7.9; the
+ * scalar D_i with 256 sweeps: 8.5 / 2.5 at twice the cost); patch-S 0.05 /
+ * 0.05 (test_learn: 0.07 / 0.06). The sweeps and the blocks cost about 2 x
+ * the spread model's: 38 x faster than the solve on patch-S, 69 x on the
+ * liver (bench_learn.c).
+ *
  * Training: the moments A = (1/N) sum phi phi^T and c = (1/N) sum phi y are
  * accumulated once (phi the feature row, y the target), so the batch
  * gradient grad J = A theta - c is exact over every sample at O(p^2) per
@@ -84,19 +123,27 @@
 typedef enum ts_learn_kind {
   TS_LEARN_METHOD = 0,
   TS_LEARN_RICH = 1,
-  TS_LEARN_SPREAD = 2
+  TS_LEARN_SPREAD = 2,
+  TS_LEARN_SPREAD2 = 3
 } ts_learn_kind;
 
-#define TS_LEARN_KIND_LAST TS_LEARN_SPREAD
+#define TS_LEARN_KIND_LAST TS_LEARN_SPREAD2
 
 /* The spread model's sweeps: kept at 1, 2, 4, ..., 2^(TS_LEARN_HOPS-1). */
 #define TS_LEARN_HOPS 7
 #define TS_LEARN_SPREAD_OMEGA 0.9 /* relaxation factor of the Jacobi step */
 #define TS_LEARN_SPREAD_MU 0.9    /* momentum */
+/* The spread2 model's sweeps: kept at 1, 2, 4, ..., 2^(TS_LEARN_HOPS2-1);
+ * omega and mu as the spread model's. */
+#define TS_LEARN_HOPS2 8
+/* spread2: the share of D_i added to the diagonal of each node's 3 x 3
+ * stiffness block (keeps the block invertible where a node's springs lie
+ * nearly in one plane or along one line) */
+#define TS_LEARN_SPREAD2_EPS 0.03
 
 #define TS_LEARN_MAX_PARAMS (4 * TS_MAX_LAYERS + 4)
 
-/* "method", "rich" or "spread"; NULL for an unknown kind. Stored models
+/* "method", "rich", "spread" or "spread2"; NULL for an unknown kind. Stored models
  * keep the name, so each name keeps its features: a new feature set is a
  * new kind, and a model of a kind this code does not know is refused. */
 const char *ts_learn_kind_name(ts_learn_kind k);
@@ -108,7 +155,8 @@ uint32_t ts_learn_n_params(ts_learn_kind k, uint32_t n_sheets);
 
 typedef struct ts_learn_sample {
   double x0[3], f[3], g[3], f1[3], x1[3];
-  double u[TS_LEARN_HOPS][3]; /* the spread model's spread displacements, m */
+  double u[TS_LEARN_HOPS][3];   /* the spread model's spread displacements, m */
+  double u2[TS_LEARN_HOPS2][3]; /* the spread2 model's, m */
   uint32_t sheet;
 } ts_learn_sample;
 
@@ -215,6 +263,7 @@ typedef struct ts_learner {
   ts_learn_sample *feat;
   double (*va)[3], (*vb)[3], (*vm)[3]; /* the spread features' Jacobi iterates, per node */
   double *dinv;              /* 1 / D_i per node, 1/(N/m) */
+  double (*binv)[9];         /* spread2: omega B_i^-1 per node (row-major), m/N */
 } ts_learner;
 
 /* A learner over q recording up to sample_cap samples; range (m, > 0) is

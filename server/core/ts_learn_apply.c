@@ -34,8 +34,9 @@ int ts_learner_create(ts_qstatic *q, double range, uint32_t sample_cap, ts_learn
   l->vb = malloc(sizeof *l->vb * n);
   l->vm = malloc(sizeof *l->vm * n);
   l->dinv = malloc(sizeof *l->dinv * n);
+  l->binv = malloc(sizeof *l->binv * n);
   if (rc || !l->x0 || !l->ctrl || !l->ctrl_pos || !l->nodes || !l->feat || !l->va || !l->vb ||
-      !l->vm || !l->dinv) {
+      !l->vm || !l->dinv || !l->binv) {
     ts_learner_destroy(l);
     return rc ? rc : TS_ENOMEM;
   }
@@ -55,6 +56,7 @@ void ts_learner_destroy(ts_learner *l) {
   free(l->vb);
   free(l->vm);
   free(l->dinv);
+  free(l->binv);
   ts_qsrefine_destroy(l->rq);
   free(l);
 }
@@ -120,33 +122,92 @@ static int press_ok(const ts_learn_press *p) {
 }
 
 /* Which features an interval computes (x0, f, g always). */
-enum { FEAT_F1 = 1, FEAT_SPREAD = 2, FEAT_ALL = FEAT_F1 | FEAT_SPREAD };
+enum {
+  FEAT_F1 = 1,
+  FEAT_SPREAD = 2,
+  FEAT_SPREAD2 = 4,
+  FEAT_ALL = FEAT_F1 | FEAT_SPREAD | FEAT_SPREAD2
+};
 
 static unsigned model_features(ts_learn_kind k) {
-  return k == TS_LEARN_RICH ? FEAT_F1 : k == TS_LEARN_SPREAD ? FEAT_SPREAD : 0;
+  switch (k) {
+  case TS_LEARN_RICH:
+    return FEAT_F1;
+  case TS_LEARN_SPREAD:
+    return FEAT_SPREAD;
+  case TS_LEARN_SPREAD2:
+    return FEAT_SPREAD2;
+  default:
+    return 0;
+  }
 }
 
-/* The spread model's features of the nf free nodes fr (ts_learn.h): from
+/* spread2's step of node i at positions x: l->binv[i] = omega (B_i)^-1,
+ * B_i = sum_j K_ij e e^T + eps D_i I over its springs (ts_learn.h), by the
+ * adjugate; zero for a node without springs. */
+static void block_scale(ts_learner *l, const double (*x)[3], uint32_t i) {
+  const ts_qstatic *q = l->q;
+  double B[9] = {0}, D = 0;
+  for (uint32_t e = q->adj_off[i]; e < q->adj_off[i + 1]; e++) {
+    uint32_t sp = q->adj[e];
+    uint32_t j = q->ends[sp][0] == i ? q->ends[sp][1] : q->ends[sp][0];
+    double d[3] = {x[j][0] - x[i][0], x[j][1] - x[i][1], x[j][2] - x[i][2]};
+    double L2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+    D += q->K[sp];
+    if (!(L2 > 0)) continue;
+    for (int a = 0; a < 3; a++)
+      for (int b = 0; b < 3; b++) B[3 * a + b] += q->K[sp] * d[a] * d[b] / L2;
+  }
+  for (int a = 0; a < 3; a++) B[4 * a] += TS_LEARN_SPREAD2_EPS * D;
+  double c0 = B[4] * B[8] - B[5] * B[7], c1 = B[5] * B[6] - B[3] * B[8],
+         c2 = B[3] * B[7] - B[4] * B[6];
+  double det = B[0] * c0 + B[1] * c1 + B[2] * c2;
+  double *o = l->binv[i];
+  if (!(D > 0) || !(det > 0)) {
+    memset(o, 0, sizeof l->binv[0]);
+    return;
+  }
+  double s = TS_LEARN_SPREAD_OMEGA / det;
+  o[0] = c0 * s;
+  o[1] = (B[2] * B[7] - B[1] * B[8]) * s;
+  o[2] = (B[1] * B[5] - B[2] * B[4]) * s;
+  o[3] = c1 * s;
+  o[4] = (B[0] * B[8] - B[2] * B[6]) * s;
+  o[5] = (B[2] * B[3] - B[0] * B[5]) * s;
+  o[6] = c2 * s;
+  o[7] = (B[1] * B[6] - B[0] * B[7]) * s;
+  o[8] = (B[0] * B[4] - B[1] * B[3]) * s;
+}
+
+/* The spread models' features of the nf free nodes fr (ts_learn.h): from
  * y = x (the start state, the roles of the solve just prepared), sweeps of
  * the relaxation with momentum
- *   m <- mu m + omega D^-1 R(y),  y <- y + m
+ *   m <- mu m + S_i R(y),  y <- y + m
  * over the free nodes (R: springs and gravity, control points and fixed
- * nodes at x), the displacement y - x kept at 1, 2, 4, ... sweeps as
- * increments. Uses l->va (y), l->vb (R), l->vm (m), l->dinv (omega / D_i),
- * indexed by node; entries of nodes that are not free are never read. */
-static void spread_features(ts_learner *l, const double (*x)[3], uint32_t nf, const uint32_t *fr) {
+ * nodes at x), S_i = omega / D_i (block 0: the spread model) or omega
+ * B_i^-1 (block 1: spread2), the displacement y - x kept at 1, 2, 4, ...,
+ * 2^(hops-1) sweeps as increments (in u, or u2 for block 1). Uses l->va
+ * (y), l->vb (R), l->vm (m), l->dinv or l->binv, indexed by node; entries
+ * of nodes that are not free are never read. */
+static void spread_features(ts_learner *l, const double (*x)[3], uint32_t nf, const uint32_t *fr,
+                            int block) {
   const ts_qstatic *q = l->q;
+  const uint32_t hops = block ? TS_LEARN_HOPS2 : TS_LEARN_HOPS;
   double(*y)[3] = l->va, (*R)[3] = l->vb, (*m)[3] = l->vm;
   for (uint32_t k = 0; k < nf; k++) {
     uint32_t i = fr[k];
-    double D = 0;
-    for (uint32_t e = q->adj_off[i]; e < q->adj_off[i + 1]; e++) D += q->K[q->adj[e]];
-    l->dinv[i] = D > 0 ? TS_LEARN_SPREAD_OMEGA / D : 0;
+    if (block) {
+      block_scale(l, x, i);
+    } else {
+      double D = 0;
+      for (uint32_t e = q->adj_off[i]; e < q->adj_off[i + 1]; e++) D += q->K[q->adj[e]];
+      l->dinv[i] = D > 0 ? TS_LEARN_SPREAD_OMEGA / D : 0;
+    }
     memcpy(y[i], x[i], sizeof y[0]);
     memset(m[i], 0, sizeof m[0]);
   }
   uint32_t sweeps = 0;
-  for (uint32_t h = 0; h < TS_LEARN_HOPS; h++) {
+  for (uint32_t h = 0; h < hops; h++) {
     uint32_t target = 1u << h;
     for (; sweeps < target; sweeps++) {
       for (uint32_t k = 0; k < nf; k++) {
@@ -166,22 +227,35 @@ static void spread_features(ts_learner *l, const double (*x)[3], uint32_t nf, co
           if (fb) R[b][j] -= c * d[j];
         }
       }
-      for (uint32_t k = 0; k < nf; k++) {
-        uint32_t i = fr[k];
-        for (int c = 0; c < 3; c++) {
-          m[i][c] = TS_LEARN_SPREAD_MU * m[i][c] + l->dinv[i] * R[i][c];
-          y[i][c] += m[i][c];
+      if (block) {
+        for (uint32_t k = 0; k < nf; k++) {
+          uint32_t i = fr[k];
+          const double *S = l->binv[i];
+          for (int c = 0; c < 3; c++) {
+            m[i][c] = TS_LEARN_SPREAD_MU * m[i][c] + S[3 * c] * R[i][0] + S[3 * c + 1] * R[i][1] +
+                      S[3 * c + 2] * R[i][2];
+          }
+          for (int c = 0; c < 3; c++) y[i][c] += m[i][c];
+        }
+      } else {
+        for (uint32_t k = 0; k < nf; k++) {
+          uint32_t i = fr[k];
+          for (int c = 0; c < 3; c++) {
+            m[i][c] = TS_LEARN_SPREAD_MU * m[i][c] + l->dinv[i] * R[i][c];
+            y[i][c] += m[i][c];
+          }
         }
       }
     }
     /* u_h = v^(2^h) - v^(2^(h-1)), v the displacement y - x */
     for (uint32_t k = 0; k < nf; k++) {
       ts_learn_sample *s = &l->feat[k];
+      double(*u)[3] = block ? s->u2 : s->u;
       uint32_t i = fr[k];
       for (int c = 0; c < 3; c++) {
         double prev = 0;
-        for (uint32_t j = 0; j < h; j++) prev += s->u[j][c];
-        s->u[h][c] = (y[i][c] - x[i][c]) - prev;
+        for (uint32_t j = 0; j < h; j++) prev += u[j][c];
+        u[h][c] = (y[i][c] - x[i][c]) - prev;
       }
     }
   }
@@ -202,6 +276,7 @@ static void features(ts_learner *l, const double (*x)[3], uint32_t nf, const uin
     memset(s->x1, 0, sizeof s->x1);
     memset(s->f1, 0, sizeof s->f1);
     memset(s->u, 0, sizeof s->u);
+    memset(s->u2, 0, sizeof s->u2);
     if (!(need & FEAT_F1)) continue;
     double acc[3] = {0, 0, 0};
     uint32_t deg = q->adj_off[i + 1] - q->adj_off[i];
@@ -214,7 +289,8 @@ static void features(ts_learner *l, const double (*x)[3], uint32_t nf, const uin
     }
     for (int c = 0; c < 3; c++) s->f1[c] = deg ? acc[c] / deg : 0;
   }
-  if (need & FEAT_SPREAD) spread_features(l, x, nf, fr);
+  if (need & FEAT_SPREAD) spread_features(l, x, nf, fr, 0);
+  if (need & FEAT_SPREAD2) spread_features(l, x, nf, fr, 1);
 }
 
 /* Region and free nodes of an interval whose nc controls are in l->ctrl /

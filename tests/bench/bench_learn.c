@@ -8,14 +8,16 @@
  *
  * Per scenario: training presses around the path's centre node (4
  * intervals of 1 mm each, a 3 mm contact, a 15 mm region), the method's
- * model and the spread model (ts_learn.h) trained by gradient descent on
- * the same samples, then held-out presses timed three ways from the same
- * states. Lines: "qs_application_s" (the reference; its error is 0 by
- * definition), "learned_application_s" (the method's model) and
- * "spread_application_s" with ref = the solve, ratio and speedup (the
- * target: 20 or more) and their held-out errors; "heldout_rmse_mm",
- * "heldout_max_mm" (method) and "spread_heldout_rmse_mm",
- * "spread_heldout_max_mm" with the figures relative to the displacement.
+ * model and the spread and spread2 models (ts_learn.h) trained by gradient
+ * descent on the same samples, then held-out presses timed four ways from
+ * the same states. Lines: "qs_application_s" (the reference; its error is
+ * 0 by definition), "learned_application_s" (the method's model),
+ * "spread_application_s" and "spread2_application_s" with ref = the solve,
+ * ratio and speedup (the target: 20 or more) and their held-out errors;
+ * "heldout_rmse_mm", "heldout_max_mm" (method), "spread_heldout_*" and
+ * "spread2_heldout_*" with the figures relative to the displacement, and
+ * for spread2 its target beside them ("target_relative": 5 % RMS, 10 %
+ * max; the liver's worst case is what the unit test cannot afford to run).
  *
  * Then the refined solve (ts_qstatic_refine.h: the region copied and
  * refined by longest-edge bisection to the outer surface's mean edge, which
@@ -39,6 +41,12 @@
 #define RADIUS 0.003
 #define STEP 0.001
 #define STEPS 4
+#define N_MODELS 3 /* the method's, spread, spread2 */
+/* spread2's targets on every scenario, relative to the RMS and the max
+ * displacement (ts_learn.h: measured on the liver 3.3 % and 5.6 %, on
+ * patch-S far below) */
+#define SPREAD2_TARGET_RMS 0.05
+#define SPREAD2_TARGET_MAX 0.10
 
 static uint32_t near_node(const ts_tissue *t, double px, double pz) {
   uint32_t n = t->nodes_per_sheet ? t->nodes_per_sheet : t->n_nodes, best = 0;
@@ -174,11 +182,11 @@ static int run(const char *name, int n_train, int n_held) {
       }
     }
   }
-  /* the method's model and the spread model, on the same samples */
+  /* the method's model and the spread models, on the same samples */
   ts_learn_train_opts o = ts_learn_train_defaults();
-  ts_learn_model m[2];
-  const ts_learn_kind kinds[2] = {TS_LEARN_METHOD, TS_LEARN_SPREAD};
-  for (int k = 0; k < 2; k++) {
+  ts_learn_model m[N_MODELS];
+  const ts_learn_kind kinds[N_MODELS] = {TS_LEARN_METHOD, TS_LEARN_SPREAD, TS_LEARN_SPREAD2};
+  for (int k = 0; k < N_MODELS; k++) {
     rc = ts_learn_train_gd(l->set, kinds[k], &o, &m[k]);
     if (rc) {
       fprintf(stderr, "bench_learn: %s: training %s: %s\n", name, ts_learn_kind_name(kinds[k]),
@@ -186,11 +194,11 @@ static int run(const char *name, int n_train, int n_held) {
       goto out;
     }
   }
-  /* held-out: every interval timed three ways from the same state, then the
+  /* held-out: every interval timed four ways from the same state, then the
    * models' errors against the solve (x advances along the solve) */
-  ts_learn_error e[2];
+  ts_learn_error e[N_MODELS];
   memset(e, 0, sizeof e);
-  double t_qs = 0, t_ln[2] = {0, 0};
+  double t_qs = 0, t_ln[N_MODELS] = {0, 0, 0};
   long n_app = 0, iters = 0;
   double(*y)[3] = malloc(sizeof *y * t->n_nodes);
   if (!y) goto out;
@@ -199,7 +207,7 @@ static int run(const char *name, int n_train, int n_held) {
     memcpy(x, t->rest, sizeof *x * t->n_nodes);
     for (int k = 0; k < STEPS; k++) {
       ts_learn_press p = make_press(x, node);
-      for (int j = 0; j < 2 && !rc; j++) {
+      for (int j = 0; j < N_MODELS && !rc; j++) {
         memcpy(y, x, sizeof *x * t->n_nodes);
         rc = ts_learner_set_model(l, &m[j]);
         double t0 = ts_bench_cpu_s();
@@ -213,7 +221,7 @@ static int run(const char *name, int n_train, int n_held) {
       if (!rc) rc = ts_learner_step(l, y, &p, 0, &st); /* the solve */
       double t2 = ts_bench_cpu_s();
       l->learned = 1;
-      if (!rc) rc = ts_learner_compare_models(l, x, &p, m, 2, e);
+      if (!rc) rc = ts_learner_compare_models(l, x, &p, m, N_MODELS, e);
       if (rc) {
         fprintf(stderr, "bench_learn: %s: held-out press: %s\n", name, ts_err_name(rc));
         free(y);
@@ -232,10 +240,13 @@ static int run(const char *name, int n_train, int n_held) {
   ts_bench_line_num(L, "applications", (double)n_app);
   ts_bench_line_num(L, "heldout_rmse_mm", 0); /* the reference of the errors */
   ts_bench_line_emit(L);
-  static const char *const time_metric[2] = {"learned_application_s", "spread_application_s"};
-  static const char *const rms_metric[2] = {"heldout_rmse_mm", "spread_heldout_rmse_mm"};
-  static const char *const max_metric[2] = {"heldout_max_mm", "spread_heldout_max_mm"};
-  for (int j = 0; j < 2; j++) {
+  static const char *const time_metric[N_MODELS] = {
+      "learned_application_s", "spread_application_s", "spread2_application_s"};
+  static const char *const rms_metric[N_MODELS] = {"heldout_rmse_mm", "spread_heldout_rmse_mm",
+                                                   "spread2_heldout_rmse_mm"};
+  static const char *const max_metric[N_MODELS] = {"heldout_max_mm", "spread_heldout_max_mm",
+                                                   "spread2_heldout_max_mm"};
+  for (int j = 0; j < N_MODELS; j++) {
     double tj = t_ln[j] / n_app;
     double rmse = sqrt(e[j].sum_err2 / e[j].n), drms = sqrt(e[j].sum_disp2 / e[j].n);
     L = ts_bench_line("learn", name, time_metric[j], tj, "s");
@@ -247,12 +258,14 @@ static int run(const char *name, int n_train, int n_held) {
     ts_bench_line_emit(L);
     L = ts_bench_line("learn", name, rms_metric[j], rmse * 1e3, "mm");
     ts_bench_line_num(L, "relative_to_rms_displacement", drms > 0 ? rmse / drms : 0);
+    if (kinds[j] == TS_LEARN_SPREAD2) ts_bench_line_num(L, "target_relative", SPREAD2_TARGET_RMS);
     ts_bench_line_num(L, "training_samples", (double)m[j].samples);
     ts_bench_line_num(L, "parameters", (double)m[j].n_params);
     ts_bench_line_emit(L);
     L = ts_bench_line("learn", name, max_metric[j], e[j].max_err * 1e3, "mm");
     ts_bench_line_num(L, "relative_to_max_displacement",
                       e[j].max_disp > 0 ? e[j].max_err / e[j].max_disp : 0);
+    if (kinds[j] == TS_LEARN_SPREAD2) ts_bench_line_num(L, "target_relative", SPREAD2_TARGET_MAX);
     ts_bench_line_emit(L);
   }
   if (rc) goto out;
