@@ -91,6 +91,7 @@ struct ts__ms {
   uint32_t nv, S; /* columns, sheets */
   uint32_t *col;  /* per slot k = s * nv + j: the node (s, j) (the tissue's
                      column map; the per-slot arrays below are in this order) */
+  int col_identity; /* 1 when col[k] == k (a built tissue) */
   double *beta;   /* per slot (s, j): the mass on its link to (s+1, j), kg */
   double *sl;     /* per slot: the column's L D L^T factors: multiplier */
   double *sip;    /* and inverse pivot */

@@ -59,7 +59,8 @@
  *                      from rest, no tools, as massspring_step_s) of the
  *                      tissue refined at rest by Loop or LEB on the region
  *                      refine_xpbd_s picks (no hand-over), with its column
- *                      map, so with selective mass scaling (ts_ms_sms.c);
+ *                      map, so with selective mass scaling (ts_ms_sms.c)
+ *                      where it lengthens the stable substep;
  *                      ref "unrefined_step": the unrefined tissue's step;
  *                      beside them the same refined tissue without the map
  *                      (nomap_step_s: no columns, so lumped masses, as a

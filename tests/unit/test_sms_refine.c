@@ -15,7 +15,9 @@
  *   - the statics are unchanged by the scaling on the refined tissue (the
  *     sag of the settled patch with and without it);
  *   - XPBD builds its bending and volume constraints on the refined tissue,
- *     as many as the refined surface implies.
+ *     as many as the refined surface implies;
+ *   - a map that is not a permutation is refused; a renumbered whole copy
+ *     carries the map, a partial one none.
  * Each test states its tolerance and why.
  */
 #include <check.h>
@@ -328,6 +330,52 @@ START_TEST(test_xpbd_layered_refined) {
 }
 END_TEST
 
+/* ts_tissue_set_columns refuses a map that is not a permutation of the
+ * nodes or does not fit the sheets, leaving the tissue's map as it was;
+ * ts_tissue_copy_columns gives a renumbered whole copy the map through
+ * the renumbering, and a part of the tissue none. */
+START_TEST(test_map_refusals_and_copies) {
+  ts_patch_def d = ts_default_patch_def();
+  d.resolution = 6;
+  ts_tissue *t = NULL;
+  ck_assert_int_eq(ts_patch_create(&d, &t), 0);
+  const uint32_t n = t->n_nodes, nc = ts_tissue_columns(t);
+  ck_assert_uint_eq(nc, 36);
+  ck_assert_uint_eq(nc * t->n_sheets, n);
+  uint32_t *m = malloc(sizeof *m * n), *loc = malloc(sizeof *loc * n);
+  ck_assert_ptr_nonnull(m);
+  ck_assert_ptr_nonnull(loc);
+  for (uint32_t k = 0; k < n; k++) m[k] = n - 1 - k; /* a permutation: accepted */
+  ck_assert_int_eq(ts_tissue_set_columns(t, nc, m), 0);
+  ck_assert_uint_eq(ts_tissue_sheet_node(t, 0, 0), n - 1);
+  m[5] = m[6]; /* a node twice */
+  ck_assert_int_eq(ts_tissue_set_columns(t, nc, m), TS_EINVAL);
+  m[5] = n; /* out of range */
+  ck_assert_int_eq(ts_tissue_set_columns(t, nc, m), TS_EINVAL);
+  ck_assert_int_eq(ts_tissue_set_columns(t, nc + 1, NULL), TS_EINVAL); /* does not fit */
+  ck_assert_uint_eq(ts_tissue_sheet_node(t, 0, 0), n - 1);            /* unchanged */
+  ck_assert_uint_eq(ts_tissue_sheet_node(t, 0, 5), n - 6);
+  /* a whole copy, renumbered i -> (i + 7) mod n */
+  ts_tissue *c = NULL;
+  ck_assert_int_eq(ts_tissue_alloc(n, 0, 0, &c), 0);
+  c->n_sheets = t->n_sheets;
+  for (uint32_t i = 0; i < n; i++) loc[i] = (i + 7) % n;
+  ck_assert_int_eq(ts_tissue_copy_columns(c, t, loc), 0);
+  ck_assert_uint_eq(ts_tissue_columns(c), nc);
+  for (uint32_t s = 0; s < t->n_sheets; s++)
+    for (uint32_t j = 0; j < nc; j++)
+      ck_assert_uint_eq(ts_tissue_sheet_node(c, s, j), loc[ts_tissue_sheet_node(t, s, j)]);
+  loc[3] = UINT32_MAX; /* a node not in the copy: no columns */
+  ck_assert_int_eq(ts_tissue_copy_columns(c, t, loc), 0);
+  ck_assert_ptr_null(c->column_node);
+  ck_assert_uint_eq(ts_tissue_columns(c), 0);
+  free(m);
+  free(loc);
+  ts_tissue_destroy(c);
+  ts_tissue_destroy(t);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("sms_refine");
   TCase *tc = tcase_create("map");
@@ -336,6 +384,7 @@ static Suite *suite(void) {
   tcase_add_loop_test(tc, test_scaling_active_substeps, 0, 2);
   tcase_add_test(tc, test_statics_refined);
   tcase_add_loop_test(tc, test_xpbd_layered_refined, 0, 2);
+  tcase_add_test(tc, test_map_refusals_and_copies);
   suite_add_tcase(s, tc);
   return s;
 }
