@@ -784,7 +784,15 @@ static int sub_tissue_in(const ts_tissue *t, const uint8_t *role, const uint32_t
   s->n_layers = t->n_layers;
   memcpy(s->layers, t->layers, sizeof s->layers);
   s->n_sheets = t->n_sheets;
-  s->nodes_per_sheet = 0; /* no sheet layout: no bending or volume constraints */
+  /* the column map when the copy is the whole tissue (bending and volume
+   * constraints need it), else no columns (none of either) */
+  if (ts_tissue_copy_columns(s, t, loc)) {
+    ts_tissue_destroy(s);
+    free(*node_of);
+    free(*spring_of);
+    *node_of = *spring_of = NULL;
+    return TS_ENOMEM;
+  }
   ts_tissue_copy_settings(s, t);
   *out = s;
   return 0;
@@ -821,7 +829,7 @@ int ts_handover_fit_xpbd(ts_tissue *nt, const ts_tissue *old, const uint32_t (*p
    * would be most of it, or when the solver's own constraints need more
    * than the springs (given compliances, bending, volume) */
   int64_t moving = 0;
-  if (!(flags & TS_FIT_WHOLE) && !def->compliance && !((def->bending || def->volume) && old->nodes_per_sheet > 0)) {
+  if (!(flags & TS_FIT_WHOLE) && !def->compliance && !((def->bending || def->volume) && ts_tissue_columns(old) > 0)) {
     moving = fit_region(old, nt, role);
     if (moving < 0) goto out;
   } else {

@@ -39,7 +39,7 @@ int ts_massspring_prepare(ts_tissue *t) {
     const ts_spring *sp = &t->springs[s];
     if (sp->strain_min != 0 || sp->strain_max != 0) nl++;
   }
-  int sms = t->mass_scaling && ts__ms_sheet_layout(t);
+  const uint32_t n_col = t->mass_scaling ? ts__ms_columns(t) : 0; /* 0: no scaling */
   /* one block: the header, the hot springs (64-byte aligned), the limits,
    * the scaling's per-node arrays and the step's scratch */
   size_t off_hs = (sizeof(struct ts__ms) + 63) & ~(size_t)63;
@@ -49,7 +49,7 @@ int ts_massspring_prepare(ts_tissue *t) {
   size_t off_soa = off_node + ((sizeof(double) * n * 11 + 63) & ~(size_t)63);
   size_t off_idx = off_soa + sizeof(double) * ns_pad * 7;
   size_t off_u32 = off_idx + sizeof(uint32_t) * ns_pad * 2;
-  size_t total = off_u32 + (sizeof(uint32_t) + 1) * n;
+  size_t total = off_u32 + (2 * sizeof(uint32_t) + 1) * n;
   unsigned char *blk = aligned_alloc(64, (total + 63) & ~(size_t)63);
   if (!blk) return TS_ENOMEM;
   struct ts__ms *ms = (struct ts__ms *)blk;
@@ -78,7 +78,8 @@ int ts_massspring_prepare(ts_tissue *t) {
   ms->soa.a = (uint32_t *)(blk + off_idx);
   ms->soa.b = ms->soa.a + ns_pad;
   ms->clist = (uint32_t *)(blk + off_u32);
-  ms->ctool = (uint8_t *)(ms->clist + n);
+  ms->col = ms->clist + n;
+  ms->ctool = (uint8_t *)(ms->col + n);
   memset(node, 0, total - off_node);
   ms->n_nodes = n;
   ms->n_springs = ns;
@@ -133,9 +134,13 @@ int ts_massspring_prepare(ts_tissue *t) {
     free(blk);
     return TS_ENOMEM;
   }
-  if (sms) {
-    ms->nv = t->nodes_per_sheet;
+  if (n_col) {
+    ms->nv = n_col;
     ms->S = t->n_sheets;
+    for (uint32_t sh = 0, q = 0; sh < ms->S; sh++)
+      for (uint32_t j = 0; j < n_col; j++, q++) ms->col[q] = ts_tissue_sheet_node(t, sh, j);
+    ms->col_identity = 1;
+    for (uint32_t q = 0; q < n && ms->col_identity; q++) ms->col_identity = ms->col[q] == q;
     rc = ts__ms_sms_choose(t, ms, d, y);
     if (rc == -2) {
       free(d);
@@ -145,17 +150,29 @@ int ts_massspring_prepare(ts_tissue *t) {
     }
     ms->sms = rc == 0;
   }
-  for (uint32_t i = 0; ms->sms && i < n; i++) {
-    uint32_t below = i + ms->nv;
-    ms->ob[i] = below < n && t->inv_mass[below] > 0 ? -ms->beta[i] : 0.0;
+  for (uint32_t q = 0; ms->sms && q < n; q++) { /* per slot */
+    uint32_t below = q + ms->nv;
+    ms->ob[q] = below < n && t->inv_mass[ms->col[below]] > 0 ? -ms->beta[q] : 0.0;
   }
+  double w2l = 0, gl = 0; /* the lumped masses' bounds */
   if (ms->sms) {
     ts__ms_sms_factor(t, ms);
     ms->w2 = TS__SMS_MARGIN * ts__ms_power_bound(t, ms, 0, d, y);
     ms->g = TS__SMS_MARGIN * ts__ms_power_bound(t, ms, 1, d, y);
-  } else {
-    ms->w2 = ts__ms_scaled_bound(t, ms->hs, ns, 0, d, y);
-    ms->g = ts__ms_scaled_bound(t, ms->hs, ns, 1, d, y);
+  }
+  w2l = ts__ms_scaled_bound(t, ms->hs, ns, 0, d, y);
+  gl = ts__ms_scaled_bound(t, ms->hs, ns, 1, d, y);
+  /* the scaling only where it lengthens the stable substep: where the
+   * through-thickness modes are not the fastest (the in-sheet springs of a
+   * region refined finer than the layers are thick, a mesh whose extrusion
+   * thinned some prisms) it gains nothing, and its bound, an estimate with
+   * a margin, is then shorter than the lumped masses' Gershgorin bound */
+  const double drag = isfinite(t->drag) && t->drag > 0 ? t->drag : 0.0;
+  if (ms->sms && !(ts__ms_step_bound(ms->w2, ms->g + drag, 1.0) > ts__ms_step_bound(w2l, gl + drag, 1.0)))
+    ms->sms = 0;
+  if (!ms->sms) {
+    ms->w2 = w2l;
+    ms->g = gl;
   }
   free(d);
   free(y);

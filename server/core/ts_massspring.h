@@ -17,8 +17,9 @@
  *     back to it (t->strain_iterations Gauss-Seidel passes), and the
  *     velocities follow the corrected positions;
  *   - then tool contact: nodes inside a tool are moved to its surface.
- * Tissues built from extrusions use selective mass scaling across their
- * thin layers (t->mass_scaling): a mass matrix that slows only the
+ * Tissues built from extrusions, and their refinements, use selective mass
+ * scaling across their thin layers (t->mass_scaling, through the tissue's
+ * column map): a mass matrix that slows only the
  * through-thickness modes, so that the substep is set by the sheets'
  * resolution. The files of the step give the details (ts_ms_internal.h
  * lists them: Beeman's a_(k+1) is known only after the next force

@@ -228,16 +228,21 @@ void ts__ms_integrate(ts_tissue *t, struct ts__ms *ms, double h, int taylor, ts_
  * a = M~^-1 F (the columns' factored tridiagonal solves), the tool
  * reactions, the branch test on the force change M~ (a_k - a_(k-1)), then
  * each node's update. The columns are independent, so the solves run a
- * sheet at a time over all columns at once (loops over consecutive nodes
- * that the compiler vectorises), and the updates go sheet by sheet too:
+ * sheet at a time over all columns at once (consecutive slots of the
+ * column map ms->col, which for a built tissue are consecutive nodes and
+ * for a refined one the old nodes, then its appended ones), and the
+ * updates go sheet by sheet too:
  * the node above a node is updated before it and the node below after it,
  * as a column at a time would have it. A reaction here is the constraint
  * force lambda n on a marked node c that makes its normal acceleration
  * zero: a += lambda (M~^-1 e_c) n with lambda = -(a_c . n) / (M~^-1)_cc
  * (with lumped masses this is -F . n, as in reaction()). */
-void ts__ms_integrate_sms(ts_tissue *t, struct ts__ms *ms, double h, int taylor,
-                          ts__ptool *pt, const int8_t *slot, uint64_t counts[3]) {
+static inline __attribute__((always_inline)) void
+integrate_sms(ts_tissue *t, struct ts__ms *ms, double h, int taylor, ts__ptool *pt, const int8_t *slot,
+              uint64_t counts[3], const int ident) {
   const uint32_t nv = ms->nv, S = ms->S;
+  const uint32_t *restrict cm = ms->col; /* slot k = s * nv + j -> node (s, j) */
+#define NODE(k) (ident ? (k) : cm[k]) /* the identity: the compiler drops the look-up */
   const double *restrict im = t->inv_mass;
   const double *restrict mass = ms->mass, *restrict sl = ms->sl, *restrict sip = ms->sip,
                *restrict ob = ms->ob;
@@ -249,23 +254,23 @@ void ts__ms_integrate_sms(ts_tissue *t, struct ts__ms *ms, double h, int taylor,
   const double drag = t->drag, mu2 = t->beeman_threshold * t->beeman_threshold;
   /* inertia scaling: a = (s M~)^-1 F, the forces over s (exactly 1 when off) */
   const double is = 1.0 / ms->inertia, s2 = ms->inertia * ms->inertia;
-  double (*restrict an)[3] = ms->an;
+  double (*restrict an)[3] = ms->an; /* by node */
   /* forces, and the forward sweep: a_s = F_s - l_s a_(s-1) (l_0 = 0; anchored
    * rows are zero) */
   for (uint32_t s = 0; s < S; s++) {
-    const uint32_t i0 = s * nv;
-    const double (*restrict up)[3] = s > 0 ? (const double (*)[3])an + i0 - nv : NULL;
-    for (uint32_t i = i0; i < i0 + nv; i++) {
-      const double m = mass[i], l = s > 0 ? sl[i] : 0.0, w = im[i];
+    const uint32_t k0 = s * nv;
+    for (uint32_t k = k0; k < k0 + nv; k++) {
+      const uint32_t i = NODE(k);
+      const double m = mass[i], l = s > 0 ? sl[k] : 0.0, w = im[i];
       const double F0 = (f[i][0] + fe[i][0] + wh * fh[i][0] + m * (g0 - drag * v[i][0])) * is;
       const double F1 = (f[i][1] + fe[i][1] + wh * fh[i][1] + m * (g1 - drag * v[i][1])) * is;
       const double F2 = (f[i][2] + fe[i][2] + wh * fh[i][2] + m * (g2 - drag * v[i][2])) * is;
       double u0 = 0, u1 = 0, u2 = 0;
-      if (up) {
-        const double a0 = up[i - i0][0], a1 = up[i - i0][1], a2 = up[i - i0][2];
-        u0 = l != 0 ? l * a0 : 0.0;
-        u1 = l != 0 ? l * a1 : 0.0;
-        u2 = l != 0 ? l * a2 : 0.0;
+      if (l != 0) { /* l != 0 only below a free node (s > 0) */
+        const double *up = an[NODE(k - nv)];
+        u0 = l * up[0];
+        u1 = l * up[1];
+        u2 = l * up[2];
       }
       an[i][0] = w > 0 ? F0 - u0 : 0.0;
       an[i][1] = w > 0 ? F1 - u1 : 0.0;
@@ -275,16 +280,17 @@ void ts__ms_integrate_sms(ts_tissue *t, struct ts__ms *ms, double h, int taylor,
   /* back substitution: a_s = (y_s - o_s a_(s+1)) / piv_s, o_s the coupling
    * to the free node below (0 for none) */
   for (uint32_t s = S; s-- > 0;) {
-    const uint32_t i0 = s * nv;
-    const double (*restrict dn)[3] = s + 1 < S ? (const double (*)[3])an + i0 + nv : NULL;
-    for (uint32_t i = i0; i < i0 + nv; i++) {
-      const double o = dn ? ob[i] : 0.0, p = sip[i];
+    const uint32_t k0 = s * nv;
+    const int below = s + 1 < S;
+    for (uint32_t k = k0; k < k0 + nv; k++) {
+      const uint32_t i = NODE(k);
+      const double o = below ? ob[k] : 0.0, p = sip[k];
       double b0 = 0, b1 = 0, b2 = 0;
-      if (dn) {
-        const double a0 = dn[i - i0][0], a1 = dn[i - i0][1], a2 = dn[i - i0][2];
-        b0 = o != 0 ? o * a0 : 0.0;
-        b1 = o != 0 ? o * a1 : 0.0;
-        b2 = o != 0 ? o * a2 : 0.0;
+      if (o != 0) {
+        const double *dn = an[NODE(k + nv)];
+        b0 = o * dn[0];
+        b1 = o * dn[1];
+        b2 = o * dn[2];
       }
       const int free_node = im[i] > 0;
       an[i][0] = free_node ? (an[i][0] - b0) * p : an[i][0];
@@ -294,7 +300,7 @@ void ts__ms_integrate_sms(ts_tissue *t, struct ts__ms *ms, double h, int taylor,
   }
   for (uint32_t j = 0; ms->n_clist > 0 && j < nv; j++) { /* tool reactions */
     for (uint32_t sc = 0; sc < S; sc++) {
-      uint32_t ic = sc * nv + j;
+      uint32_t ic = NODE(sc * nv + j);
       int k = ms->ctool[ic] & TS__CTOOL;
       if (!k || !(im[ic] > 0) || slot[k - 1] < 0) continue;
       ts__ptool *tp = &pt[slot[k - 1]];
@@ -303,30 +309,30 @@ void ts__ms_integrate_sms(ts_tissue *t, struct ts__ms *ms, double h, int taylor,
       if (!(acn < 0)) continue;
       double col[TS_MAX_LAYERS + 1]; /* M~^-1 e_c over the column */
       for (uint32_t s = 0; s < S; s++) {
-        uint32_t i = s * nv + j;
-        col[s] = (s == sc && im[i] > 0) ? 1.0 : 0.0;
-        if (s > 0 && sl[i] != 0) col[s] -= sl[i] * col[s - 1];
+        uint32_t q = s * nv + j;
+        col[s] = (s == sc && im[NODE(q)] > 0) ? 1.0 : 0.0;
+        if (s > 0 && sl[q] != 0) col[s] -= sl[q] * col[s - 1];
       }
       for (uint32_t s = S; s-- > 0;) {
-        uint32_t i = s * nv + j;
-        if (!(im[i] > 0)) {
+        uint32_t q = s * nv + j;
+        if (!(im[NODE(q)] > 0)) {
           col[s] = 0;
           continue;
         }
-        double o = s + 1 < S ? ob[i] : 0.0;
-        col[s] = (col[s] - (o != 0 ? o * col[s + 1] : 0.0)) * sip[i];
+        double o = s + 1 < S ? ob[q] : 0.0;
+        col[s] = (col[s] - (o != 0 ? o * col[s + 1] : 0.0)) * sip[q];
       }
       for (uint32_t s = 0; s < S; s++) col[s] *= is; /* (s M~)^-1 e_c */
       double lambda = -acn / col[sc];
       for (uint32_t s = 0; s < S; s++)
-        for (int c = 0; c < 3; c++) an[s * nv + j][c] += lambda * col[s] * n[c];
+        for (int c = 0; c < 3; c++) an[NODE(s * nv + j)][c] += lambda * col[s] * n[c];
       double fr[3] = {-lambda * n[0], -lambda * n[1], -lambda * n[2]};
       if (tp->mus > 0) { /* friction: a tangential force on the node, through its column */
         double ff[3];
         if (ts__ms_friction(t, ic, tp, n, lambda, an[ic], col[sc], h, ff))
           ms->ctool[ic] |= TS__STUCK;
         for (uint32_t s = 0; s < S; s++)
-          for (int c = 0; c < 3; c++) an[s * nv + j][c] += col[s] * ff[c];
+          for (int c = 0; c < 3; c++) an[NODE(s * nv + j)][c] += col[s] * ff[c];
         for (int c = 0; c < 3; c++) fr[c] -= ff[c];
       }
       add_reaction(tp, t->x[ic], fr);
@@ -335,7 +341,8 @@ void ts__ms_integrate_sms(ts_tissue *t, struct ts__ms *ms, double h, int taylor,
   }
   double move2 = 0;
   for (uint32_t s = 0; s < S; s++) {
-    for (uint32_t i = s * nv; i < (s + 1) * nv; i++) {
+    for (uint32_t k = s * nv; k < (s + 1) * nv; k++) {
+      const uint32_t i = NODE(k);
       if (!(im[i] > 0)) continue;
       int beeman = 0;
       if (!taylor && (ms->ctool[i] & TS__STUCK)) { /* held by static friction: Verlet */
@@ -343,13 +350,14 @@ void ts__ms_integrate_sms(ts_tissue *t, struct ts__ms *ms, double h, int taylor,
       } else if (!taylor) {
         /* dF = M~ da, row i: (m + beta_up + beta_down) da_i - beta_up da_above
          * - beta_down da_below, da = 0 on anchored nodes */
-        double bu = s > 0 ? ms->beta[i - nv] : 0.0, bd = ms->beta[i];
+        double bu = s > 0 ? ms->beta[k - nv] : 0.0, bd = ms->beta[k];
+        const uint32_t ia = s > 0 ? NODE(k - nv) : i, ib = s + 1 < S ? NODE(k + nv) : i;
         double dm = 1.0 / im[i] + bu + bd, df2 = 0;
         for (int c = 0; c < 3; c++) {
           double da = an[i][c] - t->acc[i][c];
           /* the node above is updated already: its a_(k-1) is in acc_prev */
-          double dup = s > 0 && im[i - nv] > 0 ? an[i - nv][c] - t->acc_prev[i - nv][c] : 0.0;
-          double ddn = s + 1 < S && im[i + nv] > 0 ? an[i + nv][c] - t->acc[i + nv][c] : 0.0;
+          double dup = s > 0 && im[ia] > 0 ? an[ia][c] - t->acc_prev[ia][c] : 0.0;
+          double ddn = s + 1 < S && im[ib] > 0 ? an[ib][c] - t->acc[ib][c] : 0.0;
           double dfc = dm * da - bu * dup - bd * ddn;
           df2 += dfc * dfc;
         }
@@ -361,4 +369,13 @@ void ts__ms_integrate_sms(ts_tissue *t, struct ts__ms *ms, double h, int taylor,
     }
   }
   ms->move2 = move2;
+}
+#undef NODE
+
+void ts__ms_integrate_sms(ts_tissue *t, struct ts__ms *ms, double h, int taylor,
+                          ts__ptool *pt, const int8_t *slot, uint64_t counts[3]) {
+  if (ms->col_identity) /* a built tissue: node (s, j) = s * nv + j */
+    integrate_sms(t, ms, h, taylor, pt, slot, counts, 1);
+  else
+    integrate_sms(t, ms, h, taylor, pt, slot, counts, 0);
 }

@@ -88,11 +88,14 @@ struct ts__ms {
                       >= 1 (ts_ms_bounds.c); 1: physical masses */
   /* selective mass scaling (ts_ms_sms.c) */
   int sms;
-  uint32_t nv, S; /* the sheet layout */
-  double *beta;   /* per node (s, j): the mass on its link to (s+1, j), kg */
-  double *sl;     /* per node: the column's L D L^T factors: multiplier */
+  uint32_t nv, S; /* columns, sheets */
+  uint32_t *col;  /* per slot k = s * nv + j: the node (s, j) (the tissue's
+                     column map; the per-slot arrays below are in this order) */
+  int col_identity; /* 1 when col[k] == k (a built tissue) */
+  double *beta;   /* per slot (s, j): the mass on its link to (s+1, j), kg */
+  double *sl;     /* per slot: the column's L D L^T factors: multiplier */
   double *sip;    /* and inverse pivot */
-  double *ob;     /* per node: -beta to the free node below, 0 for none */
+  double *ob;     /* per slot: -beta to the free node below, 0 for none */
   double *mass;   /* per node: 1 / inv_mass, 0 for anchored nodes */
   double (*an)[3]; /* per node scratch: accelerations of the substep */
   double (*cn)[3]; /* per node: the tool's outward normal at its contact */
@@ -193,8 +196,9 @@ void ts__ms_inertia_set(ts_tissue *t, struct ts__ms *ms, double s);
 
 /* ts_ms_sms.c */
 
-/* 1 when t has the sheet layout selective mass scaling works on. */
-int ts__ms_sheet_layout(const ts_tissue *t);
+/* The number of columns selective mass scaling works on (ts_tissue_columns,
+ * 2 to TS_MAX_LAYERS + 1 sheets), 0 when t has none. */
+uint32_t ts__ms_columns(const ts_tissue *t);
 
 /* Factors the columns' tridiagonal mass matrices into ms->sl, ms->sip. */
 void ts__ms_sms_factor(const ts_tissue *t, struct ts__ms *ms);

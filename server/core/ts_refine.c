@@ -222,6 +222,33 @@ static double sel_size(const double p[3], void *ud) {
 
 /* ---- the refinement ---- */
 
+/* The refined tissue ft's column map (ts_tissue.h), extended from t's: an
+ * old column keeps its nodes (old nodes keep their indices), and a new
+ * surface vertex j (nv <= j < nv2), which the refinement makes in every
+ * sheet for the same parent edge, is a new column whose node in sheet sh
+ * is the appended n_old + sh * (nv2 - nv) + (j - nv). That is the
+ * numbering of the refined extrusion's nodes, map2 (extrusion node (sh, j)
+ * at sh * nv2 + j -> tissue node), so the result must equal map2; a t
+ * without columns (none of its own) takes map2. Returns 0, TS_EINVAL (t's
+ * columns disagree with the source's node map) or TS_ENOMEM. */
+static int extend_columns(const ts_tissue *t, uint32_t S, uint32_t nv, uint32_t nv2, const uint32_t *map2,
+                          ts_tissue *ft) {
+  if (ts_tissue_columns(t) != nv) return ts_tissue_set_columns(ft, nv2, map2);
+  const uint32_t n_old = t->n_nodes, nnew = nv2 - nv;
+  uint32_t *m = malloc(sizeof *m * (size_t)S * nv2);
+  if (!m) return TS_ENOMEM;
+  int rc = 0;
+  for (uint32_t sh = 0; sh < S && !rc; sh++)
+    for (uint32_t j = 0; j < nv2 && !rc; j++) {
+      uint32_t k = sh * nv2 + j;
+      m[k] = j < nv ? ts_tissue_sheet_node(t, sh, j) : n_old + sh * nnew + (j - nv);
+      if (m[k] != map2[k]) rc = TS_EINVAL;
+    }
+  if (!rc) rc = ts_tissue_set_columns(ft, nv2, m);
+  free(m);
+  return rc;
+}
+
 static void errf(char *err, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void errf(char *err, size_t cap, const char *fmt, ...) {
   if (!err || !cap) return;
@@ -442,6 +469,11 @@ int ts_refine_run(const ts_refine_src *s, const ts_tissue *t, const uint32_t *se
   int identity = 1;
   for (uint32_t k = 0; k < N2 && identity; k++) identity = map2[k] == k;
   ft->nodes_per_sheet = identity ? nv2 : 0; /* see ts_refine.h */
+  rc = extend_columns(t, S, nv, nv2, map2, ft);
+  if (rc) {
+    errf(err, errcap, "the tissue's columns disagree with the refinement source");
+    goto done;
+  }
   ts_tissue_copy_settings(ft, t);
   ft->h_prev = 0; /* the integrator restarts with a Taylor step */
   rc = ts_massspring_prepare(ft);

@@ -47,12 +47,15 @@
  *     equilibrium by at most a few um per 1 ms step. An earlier hand-over
  *     still under way is taken into the new one.
  *
- * Keeping old indices breaks the sheet layout node (s, j) = s * nv + j that
- * selective mass scaling (ts_ms_sms.c) and XPBD's bending and volume
- * constraints need: a refined tissue has nodes_per_sheet = 0 (so neither is
- * used; the mass-spring step then takes more substeps) and the extrusion
- * node -> tissue node map lives in the ts_refine_src, which a session keeps
- * from building to the next refinement.
+ * Keeping old indices breaks the sheet layout node (s, j) = s * nv + j: a
+ * refined tissue has nodes_per_sheet = 0. What selective mass scaling
+ * (ts_ms_sms.c) and XPBD's bending and volume constraints need is the
+ * columns, and these the refinement keeps: the new nodes of a new surface
+ * vertex, one per sheet, form a new column, and the tissue's column map
+ * (ts_tissue.h, t->column_node) is extended by it, so both work on the
+ * refined tissue as on a built one. The extrusion node -> tissue node map
+ * lives in the ts_refine_src, which a session keeps from building to the
+ * next refinement; the column map is the same numbering, sheet by sheet.
  */
 #ifndef TS_REFINE_H
 #define TS_REFINE_H

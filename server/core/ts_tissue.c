@@ -1,6 +1,7 @@
 /*
- * ts_tissue.c: the tissue object: allocation, destruction, reset and bounds
- * (see ts_tissue.h for the node layout). The builders live in
+ * ts_tissue.c: the tissue object: allocation, destruction, reset, bounds
+ * and the (sheet, column) -> node map (see ts_tissue.h for the node
+ * layout). The builders live in
  * ts_tissue_build.c (from an extrusion) and ts_patch.c (the built-in patch);
  * the step's private data (t->ms) is one block made by ts_massspring.c.
  */
@@ -55,6 +56,64 @@ void ts_tissue_copy_settings(ts_tissue *dst, const ts_tissue *src) {
   dst->steps = src->steps;
 }
 
+uint32_t ts_tissue_columns(const ts_tissue *t) {
+  if (!t || t->n_sheets == 0) return 0;
+  if (t->column_node)
+    return t->n_columns > 0 && (uint64_t)t->n_sheets * t->n_columns == t->n_nodes ? t->n_columns : 0;
+  return t->nodes_per_sheet > 0 && (uint64_t)t->n_sheets * t->nodes_per_sheet == t->n_nodes
+             ? t->nodes_per_sheet
+             : 0;
+}
+
+int ts_tissue_set_columns(ts_tissue *t, uint32_t n_columns, const uint32_t *map) {
+  if (!t || n_columns == 0 || (uint64_t)t->n_sheets * n_columns != t->n_nodes) return TS_EINVAL;
+  const size_t n = t->n_nodes;
+  uint32_t *m = malloc(sizeof *m * n);
+  uint8_t *seen = map ? calloc(n, 1) : NULL;
+  if (!m || (map && !seen)) {
+    free(m);
+    free(seen);
+    return TS_ENOMEM;
+  }
+  for (size_t k = 0; k < n; k++) {
+    uint32_t i = map ? map[k] : (uint32_t)k;
+    if (map && (i >= n || seen[i]++)) { /* out of range, or a node twice */
+      free(m);
+      free(seen);
+      return TS_EINVAL;
+    }
+    m[k] = i;
+  }
+  free(seen);
+  free(t->column_node);
+  t->column_node = m;
+  t->n_columns = n_columns;
+  return 0;
+}
+
+int ts_tissue_copy_columns(ts_tissue *dst, const ts_tissue *src, const uint32_t *loc) {
+  free(dst->column_node);
+  dst->column_node = NULL;
+  dst->n_columns = 0;
+  dst->nodes_per_sheet = 0;
+  const uint32_t nc = ts_tissue_columns(src);
+  if (nc == 0 || dst->n_nodes != src->n_nodes || dst->n_sheets != src->n_sheets) return 0;
+  uint32_t *m = malloc(sizeof *m * src->n_nodes);
+  if (!m) return TS_ENOMEM;
+  for (uint32_t s = 0, k = 0; s < src->n_sheets; s++)
+    for (uint32_t j = 0; j < nc; j++, k++) {
+      uint32_t i = ts_tissue_sheet_node(src, s, j);
+      m[k] = loc ? loc[i] : i;
+      if (m[k] >= dst->n_nodes) { /* not in dst */
+        free(m);
+        return 0;
+      }
+    }
+  dst->column_node = m;
+  dst->n_columns = nc;
+  return 0;
+}
+
 void ts_tissue_destroy(ts_tissue *t) {
   if (!t) return;
   free(t->x);
@@ -69,6 +128,7 @@ void ts_tissue_destroy(ts_tissue *t) {
   free(t->branch);
   free(t->springs);
   free(t->tris);
+  free(t->column_node);
   free(t->ms);
   ts_handover_free(t->hand);
   free(t);

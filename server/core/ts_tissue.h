@@ -6,8 +6,13 @@
  * analytic numbers), springs between them, and the render surface (triangles
  * grouped by layer). The nodes are arranged in sheets: sheet 0 is the outer
  * surface (mucosa side); tissue layer i is the slab between sheet i and
- * sheet i+1, so N layers give N+1 sheets of `nodes_per_sheet` nodes each,
- * node (s, j) at index s*nodes_per_sheet + j.
+ * sheet i+1, so N layers give N+1 sheets. Column j is the extrusion line of
+ * surface point j: one node in every sheet. A built tissue has
+ * `nodes_per_sheet` nodes in each sheet, node (s, j) at index
+ * s*nodes_per_sheet + j (the sheet layout); a refined one keeps its old
+ * nodes' indices and appends the new ones (ts_refine.h), so its (sheet,
+ * column) -> node map is no longer that formula and is carried in
+ * `column_node` (ts_tissue_sheet_node reads either).
  *
  * Builders: ts_tissue_build turns a multi-layer extrusion (ts_extrude.h) into
  * a tissue (masses, springs with FEM-equivalent constants, dampers, anchors;
@@ -116,7 +121,14 @@ typedef struct ts_tissue {
   char render_group_name[TS_MAX_LAYERS + 1][TS_NAME_MAX];
 
   uint32_t n_sheets;
-  uint32_t nodes_per_sheet;
+  uint32_t nodes_per_sheet; /* the sheet layout (node (s, j) = s * nodes_per_sheet
+                         + j) when n_sheets * nodes_per_sheet == n_nodes, else 0 */
+  uint32_t n_columns;   /* columns of column_node (nodes in each sheet) */
+  uint32_t *column_node; /* owned, n_sheets * n_columns entries or NULL: node
+                         (s, j) = column_node[s * n_columns + j], every node
+                         once. The builders make it (the identity), a
+                         refinement extends it (ts_refine.c); NULL: the sheet
+                         layout or none (hand-made tissues) */
 
   double gravity[3];  /* m/s^2 */
   double drag;        /* mass-proportional damping, 1/s: the viscous drag of the
@@ -127,7 +139,8 @@ typedef struct ts_tissue {
                          step, otherwise Verlet's (ts_massspring.h) */
   uint32_t strain_iterations; /* strain-limiting passes per substep (>= 1) */
   int mass_scaling;   /* 1: selective mass scaling of the motion across the
-                         sheets (ts_massspring.c); needs the sheet layout.
+                         sheets (ts_massspring.c); needs the columns
+                         (ts_tissue_columns > 0).
                          ts_tissue_build sets it; hand-made tissues have 0 */
   uint32_t max_substeps; /* inertia scaling (ts_ms_bounds.c): at most this
                          many substeps per step, the inertia scaled up
@@ -208,6 +221,33 @@ void ts_tissue_destroy(ts_tissue *t);
  * step count): what a tissue derived from another (a refinement, a region
  * copy) keeps. Nodes, springs, layers and sheets are the caller's. */
 void ts_tissue_copy_settings(ts_tissue *dst, const ts_tissue *src);
+
+/* The number of columns of t when it has a consistent column structure:
+ * n_columns with a column map (n_sheets * n_columns == n_nodes), else
+ * nodes_per_sheet with the sheet layout (n_sheets * nodes_per_sheet ==
+ * n_nodes), else 0 (no columns: hand-made tissues). */
+uint32_t ts_tissue_columns(const ts_tissue *t);
+
+/* The node of sheet s in column j (s < n_sheets, j < ts_tissue_columns(t),
+ * which must be > 0; not checked). */
+static inline uint32_t ts_tissue_sheet_node(const ts_tissue *t, uint32_t s, uint32_t j) {
+  return t->column_node ? t->column_node[(size_t)s * t->n_columns + j] : s * t->nodes_per_sheet + j;
+}
+
+/* Sets t's column map to a copy of map (n_sheets * n_columns entries, node
+ * (s, j) at map[s * n_columns + j]); map NULL: the identity (node (s, j) =
+ * s * n_columns + j). Returns 0; TS_EINVAL when n_sheets * n_columns !=
+ * n_nodes or map is not a permutation of the nodes (t's map is then left
+ * as it was); TS_ENOMEM. */
+int ts_tissue_set_columns(ts_tissue *t, uint32_t n_columns, const uint32_t *map);
+
+/* Gives dst (a copy of part of src: node i of src is node loc[i] of dst,
+ * UINT32_MAX when src's node is not in dst) src's column map, when src has
+ * columns and every one of its nodes is in dst (a whole-tissue copy, e.g.
+ * the hand-over's region copy of a whole tissue); otherwise dst gets none
+ * (column_node NULL, nodes_per_sheet 0). loc NULL: the same numbering.
+ * Returns 0 or TS_ENOMEM (dst then has no columns). */
+int ts_tissue_copy_columns(ts_tissue *dst, const ts_tissue *src, const uint32_t *loc);
 
 /* Puts every node back at rest with zero velocity and restarts the
  * integrator (the next substep is a Taylor step); ends a refinement's

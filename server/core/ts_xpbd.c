@@ -256,11 +256,14 @@ double ts_xpbd_prism_volume(const double p[6][3], double g[6][3]) {
 
 /* ---- creation: the sheet structure ---- */
 
-/* The tissue's sheet triangulation, in-sheet indices, with its unique edges
- * and their per-sheet areas: what the bending and volume constraints are
- * made from. */
+/* The tissue's sheet triangulation, in column indices (node (s, j) of
+ * column j in sheet s is node[s * nps + j], the tissue's column map, so a
+ * refined tissue, whose new nodes are appended, has its constraints as a
+ * built one), with its unique edges and their per-sheet areas: what the
+ * bending and volume constraints are made from. */
 typedef struct ts__sheets {
   uint32_t S, nps, T, E;
+  uint32_t *node;       /* S * nps: (sheet, column) -> tissue node */
   uint32_t (*tri)[3];   /* T triangles */
   uint32_t (*tri_e)[3]; /* their edges: tri_e[k][i] is edge (tri[k][i], tri[k][i+1]) */
   uint64_t *ekey;       /* E sorted keys lo << 32 | hi */
@@ -270,6 +273,7 @@ typedef struct ts__sheets {
 } ts__sheets;
 
 static void sheets_free(ts__sheets *sh) {
+  free(sh->node);
   free(sh->tri);
   free(sh->tri_e);
   free(sh->ekey);
@@ -316,42 +320,64 @@ static int layers_ok(const ts_tissue *t) {
 /* Reads the sheet structure of t: TS_EINVAL when it has none. */
 static int sheets_build(const ts_tissue *t, ts__sheets *sh) {
   memset(sh, 0, sizeof *sh);
-  uint32_t S = t->n_sheets, nps = t->nodes_per_sheet;
+  uint32_t S = t->n_sheets, nps = ts_tissue_columns(t);
   if (S < 1 || nps < 3 || (uint64_t)S * nps != t->n_nodes) return TS_EINVAL;
   if (!layers_ok(t)) return TS_EINVAL;
   if (S >= 2 ? t->n_layers != S - 1 : t->n_layers != 1) return TS_EINVAL;
   if (!t->tris || !t->rest) return TS_EINVAL;
   sh->S = S;
   sh->nps = nps;
+  /* the map, and its inverse: slot[i] = s * nps + j for node i */
+  sh->node = malloc(sizeof *sh->node * t->n_nodes);
+  uint32_t *slot = malloc(sizeof *slot * t->n_nodes);
+  if (!sh->node || !slot) {
+    free(slot);
+    sheets_free(sh);
+    return TS_ENOMEM;
+  }
+  for (uint32_t q = 0, k = 0; q < S; q++)
+    for (uint32_t j = 0; j < nps; j++, k++) {
+      sh->node[k] = ts_tissue_sheet_node(t, q, j);
+      slot[sh->node[k]] = k;
+    }
 
   /* the sheet triangles: the render triangles lying in sheet 0, else in
    * the last sheet */
-  for (int pass = 0; pass < 2 && sh->T == 0; pass++) {
+  int rc = 0;
+  for (int pass = 0; pass < 2 && sh->T == 0 && !rc; pass++) {
     uint32_t base = pass == 0 ? 0 : (S - 1) * nps;
     uint32_t cnt = 0;
     for (uint32_t i = 0; i < t->n_tris; i++) {
       const uint32_t *tr = t->tris[i];
       int in = 1;
-      for (int k = 0; k < 3; k++) in &= tr[k] >= base && tr[k] < base + nps;
+      for (int k = 0; k < 3; k++) in &= tr[k] < t->n_nodes && slot[tr[k]] - base < nps;
       cnt += (uint32_t)in;
     }
     if (cnt == 0) continue;
     sh->tri = malloc(sizeof *sh->tri * cnt);
-    if (!sh->tri) return TS_ENOMEM;
+    if (!sh->tri) {
+      rc = TS_ENOMEM;
+      break;
+    }
     for (uint32_t i = 0; i < t->n_tris; i++) {
       const uint32_t *tr = t->tris[i];
       int in = 1;
-      for (int k = 0; k < 3; k++) in &= tr[k] >= base && tr[k] < base + nps;
+      for (int k = 0; k < 3; k++) in &= tr[k] < t->n_nodes && slot[tr[k]] - base < nps;
       if (!in) continue;
       if (tr[0] == tr[1] || tr[1] == tr[2] || tr[0] == tr[2]) {
-        sheets_free(sh);
-        return TS_EINVAL;
+        rc = TS_EINVAL;
+        break;
       }
-      for (int k = 0; k < 3; k++) sh->tri[sh->T][k] = tr[k] - base;
+      for (int k = 0; k < 3; k++) sh->tri[sh->T][k] = slot[tr[k]] - base;
       sh->T++;
     }
   }
-  if (sh->T == 0) return TS_EINVAL;
+  free(slot);
+  if (!rc && sh->T == 0) rc = TS_EINVAL;
+  if (rc) {
+    sheets_free(sh);
+    return rc;
+  }
 
   /* unique edges */
   uint32_t T = sh->T;
@@ -386,10 +412,11 @@ static int sheets_build(const ts_tissue *t, ts__sheets *sh) {
     }
   }
   for (uint32_t s = 0; s < S; s++) {
-    const double (*p)[3] = (const double (*)[3])t->rest + (size_t)s * nps;
+    const double (*p)[3] = (const double (*)[3])t->rest;
+    const uint32_t *nd = sh->node + (size_t)s * nps;
     for (uint32_t k = 0; k < T; k++) {
       const uint32_t *tr = sh->tri[k];
-      double A = tri_area(p[tr[0]], p[tr[1]], p[tr[2]]);
+      double A = tri_area(p[nd[tr[0]]], p[nd[tr[1]]], p[nd[tr[2]]]);
       for (int i = 0; i < 3; i++) sh->earea[(size_t)s * E + sh->tri_e[k][i]] += A;
     }
   }
@@ -531,14 +558,14 @@ static int add_bending(ts_xpbd *s, const ts_tissue *t, const ts__sheets *sh) {
       double th = share(sh, l, t);
       D += t->layers[l].young * th * th * th / (12.0 * (1.0 - nu * nu));
     }
-    uint32_t off = sheet * sh->nps;
+    const uint32_t *nd = sh->node + (size_t)sheet * sh->nps; /* column -> node */
     for (uint32_t e = 0; e < sh->E; e++) {
       if (sh->ecount[e] != 2) continue;
       ts__bend *b = &s->bend[s->n_bend];
-      b->p[0] = off + (uint32_t)(sh->ekey[e] >> 32);
-      b->p[1] = off + (uint32_t)(sh->ekey[e] & 0xffffffffu);
-      b->p[2] = off + sh->eopp[e][0];
-      b->p[3] = off + sh->eopp[e][1];
+      b->p[0] = nd[(uint32_t)(sh->ekey[e] >> 32)];
+      b->p[1] = nd[(uint32_t)(sh->ekey[e] & 0xffffffffu)];
+      b->p[2] = nd[sh->eopp[e][0]];
+      b->p[3] = nd[sh->eopp[e][1]];
       double p[4][3];
       for (int i = 0; i < 4; i++) memcpy(p[i], t->rest[b->p[i]], sizeof p[i]);
       double theta0 = ts_xpbd_dihedral((const double (*)[3])p, NULL);
@@ -569,8 +596,8 @@ static int add_volume(ts_xpbd *s, const ts_tissue *t, const ts__sheets *sh) {
       ts__vol *v = &s->vol[s->n_vol];
       double p[6][3];
       for (int i = 0; i < 3; i++) {
-        v->p[i] = l * sh->nps + sh->tri[k][i];
-        v->p[i + 3] = (l + 1) * sh->nps + sh->tri[k][i];
+        v->p[i] = sh->node[l * sh->nps + sh->tri[k][i]];
+        v->p[i + 3] = sh->node[(l + 1) * sh->nps + sh->tri[k][i]];
       }
       for (int i = 0; i < 6; i++) memcpy(p[i], t->rest[v->p[i]], sizeof p[i]);
       double v0 = ts_xpbd_prism_volume((const double (*)[3])p, NULL);

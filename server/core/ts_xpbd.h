@@ -124,8 +124,9 @@ ts_xpbd_def ts_xpbd_default_def(void);
  * length not positive and finite, constants or damper negative, NaN or
  * infinite, an exponent over 100 or no stiffness (k1 + k2 and k all 0); a
  * given compliance negative, NaN or infinite; bending or volume asked for on
- * a tissue without a consistent sheet and layer structure: n_sheets *
- * nodes_per_sheet == n_nodes, n_layers == n_sheets - 1 or a single sheet
+ * a tissue without a consistent sheet and layer structure: columns
+ * (ts_tissue_columns > 0: the column map of a built or refined tissue, or
+ * n_sheets * nodes_per_sheet == n_nodes), n_layers == n_sheets - 1 or a single sheet
  * with one layer, sheet triangles in t->tris, layers of positive finite
  * thickness and E), TS_ETOOBIG (constraints or nodes over 2^31) or
  * TS_ENOMEM. */

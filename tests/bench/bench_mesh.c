@@ -75,6 +75,17 @@
  *                      or a tissue at rest costs), the other thread's time
  *                      and the steps taken meanwhile (all CPU
  *                      seconds of the thread that ran them).
+ *   refined_step_loop_s, refined_step_leb_s   the mass-spring step (mean,
+ *                      from rest, no tools, as massspring_step_s) of the
+ *                      tissue refined at rest by Loop or LEB on the region
+ *                      refine_xpbd_s picks (no hand-over), with its column
+ *                      map, so with selective mass scaling (ts_ms_sms.c)
+ *                      where it lengthens the stable substep;
+ *                      ref "unrefined_step": the unrefined tissue's step;
+ *                      beside them the same refined tissue without the map
+ *                      (nomap_step_s: no columns, so lumped masses, as a
+ *                      refined tissue was stepped before it had one) and
+ *                      the substeps of the last step of each.
  */
 #include <math.h>
 #include <pthread.h>
@@ -575,6 +586,88 @@ static int time_live_refine(const char *name, const ts_tissue *t, const ts_refin
   return 0;
 }
 
+/* Mean mass-spring step from rest over n steps (CPU seconds) and the
+ * substeps of the last; <0 on error. */
+static double time_steps(ts_tissue *t, int n, uint32_t *substeps) {
+  ts_tissue_reset(t);
+  ts_step_stats st;
+  memset(&st, 0, sizeof st);
+  double c0 = ts_bench_cpu_s();
+  for (int i = 0; i < n; i++) {
+    int rc = ts_massspring_step(t, TS_BENCH_DT, NULL, 0, &st);
+    if (rc) {
+      fprintf(stderr, "bench_mesh: mass-spring step: %s\n", ts_err_name(rc));
+      return -1;
+    }
+  }
+  double s = (ts_bench_cpu_s() - c0) / n;
+  *substeps = st.substeps;
+  ts_tissue_reset(t);
+  return s;
+}
+
+/* The mass-spring step before and after a refinement, with and without
+ * the refined tissue's column map (see the top of this file). 0 or -1. */
+static int time_refined_steps(const char *name, ts_tissue *t, const ts_extrusion *ex, const reps *n) {
+  int status = -1;
+  ts_refine_src *src = refine_source(name, t, ex);
+  uint32_t *sel = NULL, ns = 0;
+  if (!src) return -1;
+  uint32_t nv = src->e->nv, top = 0;
+  for (uint32_t j = 1; j < nv; j++)
+    if (t->rest[j][1] > t->rest[top][1]) top = j;
+  ts_tissue_reset(t);
+  const double o[3] = {t->rest[top][0], t->rest[top][1] + 0.05, t->rest[top][2]}, dir[3] = {0, -1, 0};
+  int rc = ts_refine_pick(src, t, o, dir, REFINE_RANGE, &sel, &ns, NULL);
+  if (rc) {
+    fprintf(stderr, "bench_mesh: %s: ts_refine_pick: %s\n", name, ts_err_name(rc));
+    goto out;
+  }
+  uint32_t sub0 = 0;
+  const double base = time_steps(t, n->ms_steps, &sub0);
+  if (base < 0) goto out;
+  for (int method = TS_REFINE_LOOP; method <= TS_REFINE_LEB; method++) {
+    ts_refine_opts opts = {method, 0, 0, 0, -1.0, NULL, 0};
+    ts_tissue *r = NULL;
+    ts_refine_src *rs = NULL;
+    char err[256];
+    rc = ts_refine_run(src, t, sel, ns, &opts, &r, &rs, NULL, err, sizeof err);
+    ts_refine_src_free(rs);
+    if (rc) {
+      fprintf(stderr, "bench_mesh: %s: refinement: %s (%s)\n", name, err, ts_err_name(rc));
+      goto out;
+    }
+    uint32_t sub_map = 0, sub_nomap = 0;
+    const double with_map = time_steps(r, n->ms_steps, &sub_map);
+    free(r->column_node); /* as before the map: no columns, lumped masses */
+    r->column_node = NULL;
+    r->n_columns = 0;
+    rc = ts_massspring_prepare(r);
+    const double no_map = rc ? -1 : time_steps(r, n->ms_steps, &sub_nomap);
+    const uint32_t nodes_after = r->n_nodes;
+    ts_tissue_destroy(r);
+    if (with_map < 0 || no_map < 0) goto out;
+    cJSON *L = ts_bench_line("mesh", name, method == TS_REFINE_LOOP ? "refined_step_loop_s" : "refined_step_leb_s",
+                             with_map, "s");
+    ts_bench_line_ref(L, "unrefined_step", base);
+    ts_bench_line_num(L, "nomap_step_s", no_map);
+    ts_bench_line_num(L, "substeps_unrefined", sub0);
+    ts_bench_line_num(L, "substeps_refined", sub_map);
+    ts_bench_line_num(L, "substeps_nomap", sub_nomap);
+    ts_bench_line_num(L, "region_triangles", ns);
+    ts_bench_line_num(L, "nodes_before", t->n_nodes);
+    ts_bench_line_num(L, "nodes_after", nodes_after);
+    ts_bench_line_num(L, "steps", n->ms_steps);
+    ts_bench_line_emit(L);
+  }
+  status = 0;
+out:
+  free(sel);
+  ts_refine_src_free(src);
+  ts_tissue_reset(t);
+  return status;
+}
+
 static int run(const char *name, const reps *n) {
   char err[512];
   ts_tissue *t = NULL;
@@ -702,6 +795,7 @@ static int run(const char *name, const reps *n) {
     ts_extrusion_free(r);
   }
   if (time_refine(name, t, ex, n)) goto out;
+  if (time_refined_steps(name, t, ex, n)) goto out;
   status = 0;
 out:
   ts_extrusion_free(ex);
