@@ -366,7 +366,7 @@ static void use_work(model_job *j, ts_storage *st) {
   } else if (ts_learn_kind_parse(m.kind, &kind)) {
     j->rc = TS_EUNSUPPORTED;
     snprintf(j->err, sizeof j->err,
-             "model %lld is of kind '%.64s', which this server cannot run (method, rich, spread)",
+             "model %lld is of kind '%.64s', which this server cannot run (method, rich, spread, spread2)",
              (long long)j->id, m.kind);
   } else if ((rc = ts_learn_theta_decode(kind, j->n_sheets, m.theta, m.theta_bytes,
                                          &j->model)) != 0) {

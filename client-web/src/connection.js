@@ -344,7 +344,7 @@ export class SessionClient {
   handOverTool(toolId) { return this.request('handOverTool', { sessionId: this.sessionId, toolId }); }
 
   /**
-   * TrainShortcut ("method", "rich" or "spread") and UseShortcut (controllers of a
+   * TrainShortcut ("method", "rich", "spread" or "spread2") and UseShortcut (controllers of a
    * quasi-static session).
    */
   trainShortcut(model) { return this.request('trainShortcut', { sessionId: this.sessionId, model }); }

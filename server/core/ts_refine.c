@@ -591,7 +591,8 @@ int ts_refine_snapshot(const ts_tissue *t, ts_tissue **out) {
   c->nodes_per_sheet = t->nodes_per_sheet;
   c->stable_dt = t->stable_dt;
   ts_tissue_copy_settings(c, t);
-  rc = ts_handover_copy(t->hand, t->n_nodes, t->n_springs, &c->hand);
+  rc = ts_tissue_copy_columns(c, t, NULL); /* the refinement extends the map */
+  if (!rc) rc = ts_handover_copy(t->hand, t->n_nodes, t->n_springs, &c->hand);
   if (rc) {
     ts_tissue_destroy(c);
     return rc;

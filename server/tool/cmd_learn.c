@@ -3,7 +3,7 @@
  * method is in server/core/ts_qstatic.h and ts_learn.h).
  *
  *   tissuetool learn [--db PATH] [--tissue stomach-patch] [--samples N]
- *                    [--model method|rich|spread]
+ *                    [--model method|rich|spread|spread2]
  *     presses a tool into the built-in patch at N points (4 intervals of
  *     1 mm each), solves each interval quasi-statically and records the
  *     samples, trains theta by gradient descent (progress on stderr), checks
@@ -125,7 +125,7 @@ static void progress(void *ud, double fraction, double loss) {
 static void learn_help(FILE *f) {
   fprintf(f,
           "usage: tissuetool learn [--db PATH] [--tissue stomach-patch] [--samples N]\n"
-          "                        [--model method|rich|spread]\n"
+          "                        [--model method|rich|spread|spread2]\n"
           "\n"
           "Trains the learned shortcut of the quasi-static solve for a tissue and stores\n"
           "it: N training presses (default 8, 1..1000) of a tool into the tissue, each\n"
@@ -157,7 +157,7 @@ int ts_cmd_learn(int argc, char **argv, FILE *out, FILE *err) {
   }
   ts_learn_kind kind;
   if (ts_learn_kind_parse(model, &kind)) {
-    fprintf(err, "tissuetool learn: --model must be method, rich or spread\n");
+    fprintf(err, "tissuetool learn: --model must be method, rich, spread or spread2\n");
     return 2;
   }
   learn_ctx c;

@@ -51,7 +51,7 @@ static int parse(const cJSON *o, ts_model_doc *out, char *err, size_t cap) {
     for (const char *p = kind->valuestring; *p && n < sizeof shown - 1; p++)
       shown[n++] = (unsigned char)*p < 0x20 || *p == 0x7f ? '?' : *p;
     shown[n] = '\0';
-    return fail(err, cap, "unknown model kind '%s' (method, rich, spread)", shown);
+    return fail(err, cap, "unknown model kind '%s' (method, rich, spread, spread2)", shown);
   }
   int np = cJSON_GetArraySize(th);
   if (np < 1 || np > TS_LEARN_MAX_PARAMS)

@@ -22,7 +22,7 @@
  * or "at done". Then, with no process on the file, the test opens the
  * SQLite file itself and checks:
  *   PRAGMA integrity_check is "ok" and foreign_key_check is empty;
- *   every learned_models row is complete: kind "method", "rich" or "spread" with a
+ *   every learned_models row is complete: kind "method", "rich", "spread" or "spread2" with a
  *   theta blob of 8 bytes per parameter of that kind for some sheet count,
  *   decoding to finite values; loss, heldout_rmse, heldout_max finite and
  *   >= 0 stored as REAL; samples > 0; version > 0; a non-empty material;
