@@ -131,21 +131,12 @@ static void emit_vs_step(const char *scen, const char *metric, double value, dou
   ts_bench_line_emit(L);
 }
 
+static double time_steps(ts_tissue *t, int n, uint32_t *substeps);
+
 /* Mean mass-spring step from rest, CPU seconds; <0 on error. */
 static double time_massspring(ts_tissue *t, int n) {
-  ts_tissue_reset(t);
-  double c0 = ts_bench_cpu_s();
-  for (int i = 0; i < n; i++) {
-    ts_step_stats st;
-    int rc = ts_massspring_step(t, TS_BENCH_DT, NULL, 0, &st);
-    if (rc) {
-      fprintf(stderr, "bench_mesh: mass-spring step: %s\n", ts_err_name(rc));
-      return -1;
-    }
-  }
-  double s = (ts_bench_cpu_s() - c0) / n;
-  ts_tissue_reset(t);
-  return s;
+  uint32_t substeps;
+  return time_steps(t, n, &substeps);
 }
 
 /* XPBD setup and mean step from rest; 0 or -1. */
