@@ -762,3 +762,23 @@ int ts_collide_mesh_pierce(const ts_obb_tree *tool, const double T[3][3], double
   for (int k = 0; k < 3; k++) hit->normal[k] = -deep.normal[k];
   return 1;
 }
+
+int ts_collide_barycentric(const double T[3][3], const double p[3], double bc[3]) {
+  double e0[3], e1[3], d[3];
+  for (int k = 0; k < 3; k++) e0[k] = T[1][k] - T[0][k], e1[k] = T[2][k] - T[0][k], d[k] = p[k] - T[0][k];
+  const double d00 = e0[0] * e0[0] + e0[1] * e0[1] + e0[2] * e0[2];
+  const double d01 = e0[0] * e1[0] + e0[1] * e1[1] + e0[2] * e1[2];
+  const double d11 = e1[0] * e1[0] + e1[1] * e1[1] + e1[2] * e1[2];
+  const double d20 = d[0] * e0[0] + d[1] * e0[1] + d[2] * e0[2];
+  const double d21 = d[0] * e1[0] + d[1] * e1[1] + d[2] * e1[2];
+  const double den = d00 * d11 - d01 * d01;
+  if (!(den > 0)) {
+    bc[0] = bc[1] = bc[2] = 1.0 / 3;
+    return 0;
+  }
+  double v = (d11 * d20 - d01 * d21) / den, w = (d00 * d21 - d01 * d20) / den;
+  v = v < 0 ? 0 : v > 1 ? 1 : v;
+  w = w < 0 ? 0 : w > 1 - v ? 1 - v : w;
+  bc[0] = 1 - v - w, bc[1] = v, bc[2] = w;
+  return 1;
+}

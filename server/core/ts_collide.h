@@ -116,6 +116,12 @@ int ts_collide_tissue_tissue(const ts_aabb_tree *a, const double (*xa)[3], const
 int ts_collide_mesh_pierce(const ts_obb_tree *tool, const double T[3][3], double max_depth,
                            ts_hit *hit);
 
+/* Barycentric coordinates bc of p in triangle T (p projected onto T's
+ * plane), clamped into T: where a crossing point (ts_collide_mesh_pierce's
+ * hit.point) shares a push among T's corners. Returns 1, or 0 for a
+ * degenerate T (bc then 1/3 each). */
+int ts_collide_barycentric(const double T[3][3], const double p[3], double bc[3]);
+
 typedef struct ts_sweep_def {
   uint32_t max_substeps;  /* upper bound of the substeps (>= 1) */
   double travel_fraction; /* no tool point moves more than this fraction of the tool's

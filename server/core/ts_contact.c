@@ -272,22 +272,6 @@ static double friction(const ts_contact_ws *ws, ts_contact_vertex *v, double y[3
   return corr;
 }
 
-/* Barycentric coordinates of p (in the plane of T or projected onto it). */
-static void barycentric(const double T[3][3], const double p[3], double bc[3]) {
-  double e0[3], e1[3], d[3];
-  for (int k = 0; k < 3; k++) e0[k] = T[1][k] - T[0][k], e1[k] = T[2][k] - T[0][k], d[k] = p[k] - T[0][k];
-  const double d00 = dot3(e0, e0), d01 = dot3(e0, e1), d11 = dot3(e1, e1);
-  const double d20 = dot3(d, e0), d21 = dot3(d, e1), den = d00 * d11 - d01 * d01;
-  if (!(den > 0)) {
-    bc[0] = bc[1] = bc[2] = 1.0 / 3;
-    return;
-  }
-  double v = (d11 * d20 - d01 * d21) / den, w = (d00 * d21 - d01 * d20) / den;
-  v = v < 0 ? 0 : v > 1 ? 1 : v;
-  w = w < 0 ? 0 : w > 1 - v ? 1 - v : w;
-  bc[0] = 1 - v - w, bc[1] = v, bc[2] = w;
-}
-
 /* Moves the corners of triangle tri (candidate slots sl, inverse masses w)
  * by the point-triangle constraint: the point at barycentric bc moves by
  * depth along the unit normal n, each corner by w_c bc_c s n with s = depth
@@ -371,7 +355,7 @@ static uint32_t mesh_triangle_pass(ts_contact_ws *ws, const ts_posed_tool *tool,
       if (round == 0) ws->tri_hits++;
       if (!(hit.depth > allow + tal + TS__PIERCE_TOL * tr->thickness)) break;
       double bc[3], n[3];
-      barycentric((const double (*)[3])T, hit.point, bc);
+      (void)ts_collide_barycentric((const double (*)[3])T, hit.point, bc);
       for (int k = 0; k < 3; k++)
         n[k] = R[k][0] * hit.normal[0] + R[k][1] * hit.normal[1] + R[k][2] * hit.normal[2];
       fresh += push_triangle(ws, tri, sl, w, bc, n, hit.depth - allow - tal, x);
@@ -484,7 +468,7 @@ int ts_contact_project(ts_contact_ws *ws, ts_posed_tool *tool, double (*x)[3],
     }
     if (!got || !(hit.depth > allow + tal)) continue;
     double bc[3];
-    barycentric(T, hit.point, bc);
+    (void)ts_collide_barycentric(T, hit.point, bc);
     double den = 0;
     for (int c = 0; c < 3; c++) den += w[c] * bc[c] * bc[c];
     if (!(den > 0)) continue;

@@ -293,22 +293,8 @@ static uint32_t mesh_triangles(ts_tissue *t, struct ts__ms *ms, const ts__ptool 
       held = mesh_sdf(p, t->x[c[q]], nn) + (depth ? ms->wh * depth[c[q]] : 0.0) < p->skin;
     }
     if (held) continue;
-    /* barycentric coordinates of the crossing point, clamped to T */
-    double e0[3], e1[3], dp[3], bc[3];
-    for (int k = 0; k < 3; k++) {
-      e0[k] = T[1][k] - T[0][k], e1[k] = T[2][k] - T[0][k], dp[k] = hit.point[k] - T[0][k];
-    }
-    const double d00 = e0[0] * e0[0] + e0[1] * e0[1] + e0[2] * e0[2];
-    const double d01 = e0[0] * e1[0] + e0[1] * e1[1] + e0[2] * e1[2];
-    const double d11 = e1[0] * e1[0] + e1[1] * e1[1] + e1[2] * e1[2];
-    const double d20 = dp[0] * e0[0] + dp[1] * e0[1] + dp[2] * e0[2];
-    const double d21 = dp[0] * e1[0] + dp[1] * e1[1] + dp[2] * e1[2];
-    const double den = d00 * d11 - d01 * d01;
-    if (!(den > 0)) continue;
-    double v = (d11 * d20 - d01 * d21) / den, w = (d00 * d21 - d01 * d20) / den;
-    v = v < 0 ? 0 : v > 1 ? 1 : v;
-    w = w < 0 ? 0 : w > 1 - v ? 1 - v : w;
-    bc[0] = 1 - v - w, bc[1] = v, bc[2] = w;
+    double bc[3]; /* the crossing point's barycentric coordinates, clamped to T */
+    if (!ts_collide_barycentric((const double (*)[3])T, hit.point, bc)) continue;
     double n[3];
     for (int k = 0; k < 3; k++)
       n[k] = R[k][0] * hit.normal[0] + R[k][1] * hit.normal[1] + R[k][2] * hit.normal[2];
