@@ -249,6 +249,67 @@ static int extend_columns(const ts_tissue *t, uint32_t S, uint32_t nv, uint32_t 
   return rc;
 }
 
+/* Which surface triangles of the refined extrusion e2 the refinement built
+ * anew (malloc'd flags, one per e2 surface triangle; NULL on no memory): a
+ * triangle with a new vertex (index >= e->nv), or one of old vertices that
+ * is not a surface triangle of e (as a vertex set). The others are e's own
+ * triangles, untouched: their prisms keep their nodes, and so their shape.
+ * e's triangles are looked up by their smallest vertex (a CSR list of the
+ * other two, sorted), so the pass is linear in the triangle counts. */
+static uint8_t *rebuilt_tris(const ts_extrusion *e, const ts_extrusion *e2) {
+  const uint32_t nv = e->nv, nt = e->n_surface_tris, nt2 = e2->n_surface_tris;
+  uint8_t *out = malloc(nt2 ? nt2 : 1);
+  uint32_t *start = calloc((size_t)nv + 1, sizeof *start);
+  uint32_t(*other)[2] = malloc(sizeof *other * (nt ? nt : 1));
+  if (!out || !start || !other) {
+    free(out);
+    out = NULL;
+    goto done;
+  }
+  /* sorted vertex triple of a triangle: a < b < c */
+#define TS_SORT3(tr, a, b, c)                                                \
+  do {                                                                       \
+    a = (tr)[0], b = (tr)[1], c = (tr)[2];                                   \
+    uint32_t tmp_;                                                           \
+    if (a > b) tmp_ = a, a = b, b = tmp_;                                    \
+    if (b > c) tmp_ = b, b = c, c = tmp_;                                    \
+    if (a > b) tmp_ = a, a = b, b = tmp_;                                    \
+  } while (0)
+  for (uint32_t f = 0; f < nt; f++) {
+    uint32_t a, b, c;
+    TS_SORT3(e->surface_tris[f], a, b, c);
+    (void)b;
+    (void)c;
+    start[a + 1]++;
+  }
+  for (uint32_t j = 0; j < nv; j++) start[j + 1] += start[j];
+  for (uint32_t f = 0; f < nt; f++) { /* start[a] runs ahead while filling */
+    uint32_t a, b, c;
+    TS_SORT3(e->surface_tris[f], a, b, c);
+    other[start[a]][0] = b;
+    other[start[a]][1] = c;
+    start[a]++;
+  }
+  for (uint32_t j = nv; j > 0; j--) start[j] = start[j - 1]; /* back to the starts */
+  start[0] = 0;
+  for (uint32_t f = 0; f < nt2; f++) {
+    uint32_t a, b, c;
+    TS_SORT3(e2->surface_tris[f], a, b, c);
+    out[f] = 1;
+    if (c >= nv) continue; /* a new vertex */
+    for (uint32_t k = start[a]; k < start[a + 1]; k++)
+      if (other[k][0] == b && other[k][1] == c) {
+        out[f] = 0;
+        break;
+      }
+  }
+#undef TS_SORT3
+done:
+  free(start);
+  free(other);
+  return out;
+}
+
 static void errf(char *err, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void errf(char *err, size_t cap, const char *fmt, ...) {
   if (!err || !cap) return;
@@ -292,7 +353,7 @@ int ts_refine_run(const ts_refine_src *s, const ts_tissue *t, const uint32_t *se
   ts_loop_plan *plan = NULL;
   ts_leb_result *leb = NULL;
   ts_tissue *nt = NULL, *ft = NULL;
-  uint8_t *flag = calloc(e->n_surface_tris, 1), *anch2 = NULL;
+  uint8_t *flag = calloc(e->n_surface_tris, 1), *anch2 = NULL, *rebuilt = NULL;
   uint32_t *dsel = malloc(sizeof *dsel * n_sel), *map2 = NULL, *ext2 = NULL;
   uint32_t(*tpar)[2] = NULL;
   double *mass2 = NULL;
@@ -440,9 +501,17 @@ int ts_refine_run(const ts_refine_src *s, const ts_tissue *t, const uint32_t *se
     }
   }
 
-  /* the current shape's prisms */
+  /* the current shape's prisms that the refinement builds anew (see
+   * rebuilt_tris); the others keep their nodes and so their current shape,
+   * which is not the refinement's business */
+  rebuilt = rebuilt_tris(e, e2);
+  if (!rebuilt) {
+    rc = TS_ENOMEM;
+    goto done;
+  }
   for (uint32_t l = 0; l < e2->n_layers; l++)
     for (uint32_t f = 0; f < e2->n_surface_tris; f++) {
+      if (!rebuilt[f]) continue;
       const uint32_t *tr = e2->surface_tris[f];
       double P[3][3], Q[3][3];
       for (int k = 0; k < 3; k++) {
@@ -550,6 +619,7 @@ done:
   ts_loop_plan_free(plan);
   ts_leb_result_free(leb);
   free(flag);
+  free(rebuilt);
   free(dsel);
   free(anch2);
   free(map2);

@@ -149,9 +149,11 @@ int ts_refine_pick(const ts_refine_src *s, const ts_tissue *t, const double orig
  * left as they were: the caller swaps both, or neither). See the top of this file for what carries over. Returns 0;
  * TS_EINVAL (empty selection, an index out of range, bad options, t not the
  * tissue of s), TS_EFULL (over o->max_nodes or the refinement's own vertex
- * limit), TS_EMESH (a prism inverted in the refined rest shape or in the
- * current shape, named in err), TS_ETOOBIG, TS_ENOMEM. err gets a message
- * on failure. */
+ * limit), TS_EMESH (a prism inverted in the refined rest shape, or a prism
+ * the refinement builds anew, on a surface triangle with a new vertex or
+ * one that is not a triangle of s, inverted in the current shape, named in
+ * err; a prism elsewhere keeps its nodes and is not checked), TS_ETOOBIG,
+ * TS_ENOMEM. err gets a message on failure. */
 int ts_refine_run(const ts_refine_src *s, const ts_tissue *t, const uint32_t *sel, uint32_t n_sel,
                   const ts_refine_opts *o, ts_tissue **out, ts_refine_src **src_out,
                   ts_refine_info *info, char *err, size_t errcap);

@@ -22,7 +22,9 @@
  * path. The liver refined by Loop: no inverted prism with midpoints (the
  * live path); with Loop's smoothing the inverted ones are bounded by the
  * surface triangles the smoothing turns over. Refusals: empty selection,
- * index out of range, over the node limit, with the source left usable.
+ * index out of range, over the node limit, with the source left usable; a
+ * prism inverted in the current shape refuses a refinement that rebuilds
+ * it, not one elsewhere.
  * Off the stepping thread (case "async", as server/refine.c does it): a
  * snapshot refined while the twin steps on with the sphere pressing in,
  * installed at the state of then (ts_refine_restate, ts_handover_renew;
@@ -776,6 +778,94 @@ START_TEST(test_refusals) {
 }
 END_TEST
 
+/* Whether any layer-0 prism around outer-surface vertex j of src is
+ * refused (ts_prism_check) at t's current positions. */
+static int inverted_at(const ts_refine_src *src, const ts_tissue *t, uint32_t j) {
+  const ts_extrusion *e = src->e;
+  for (uint32_t f = 0; f < e->n_surface_tris; f++) {
+    const uint32_t *tr = e->surface_tris[f];
+    if (tr[0] != j && tr[1] != j && tr[2] != j) continue;
+    double P[3][3], Q[3][3];
+    for (int k = 0; k < 3; k++) {
+      memcpy(P[k], t->x[src->node_of[tr[k]]], sizeof P[k]);
+      memcpy(Q[k], t->x[src->node_of[e->nv + tr[k]]], sizeof Q[k]);
+    }
+    if (ts_prism_check((const double (*)[3])P, (const double (*)[3])Q, NULL, NULL)) return 1;
+  }
+  return 0;
+}
+
+/* Outer node j turned through the next sheet (mirrored at its node there):
+ * the layer-0 prisms around it are inverted in the current shape. */
+static void invert_at(const ts_refine_src *src, ts_tissue *t, uint32_t j) {
+  uint32_t a = src->node_of[j], b = src->node_of[src->e->nv + j];
+  for (int c = 0; c < 3; c++) t->x[a][c] = 2 * t->x[b][c] - t->x[a][c];
+  ck_assert(inverted_at(src, t, j));
+}
+
+/* The current-shape check covers only the prisms a refinement builds anew:
+ * with an outer node turned through the next sheet far from the selection
+ * (the non-anchored vertex farthest from the selected triangle), Loop
+ * refines and keeps that node as it is; turned at a vertex of the selected
+ * triangle, the refinement is refused (TS_EMESH, the prism named) and
+ * leaves nothing behind. */
+START_TEST(test_inverted_elsewhere) {
+  ts_patch_def d = ts_default_patch_def();
+  ts_tissue *t = NULL, *r = NULL;
+  ts_refine_src *src = NULL, *nsrc = NULL;
+  ck_assert_int_eq(ts_patch_create(&d, &t), 0);
+  ck_assert_int_eq(ts_refine_src_patch(&d, &src), 0);
+  const ts_extrusion *e = src->e;
+  /* the selection: the surface triangle nearest the patch's centre axis */
+  uint32_t sel = 0;
+  double best = INFINITY;
+  for (uint32_t f = 0; f < e->n_surface_tris; f++) {
+    const uint32_t *tr = e->surface_tris[f];
+    double cx = 0, cz = 0;
+    for (int k = 0; k < 3; k++) cx += e->x[tr[k]][0] / 3, cz += e->x[tr[k]][2] / 3;
+    if (hypot(cx, cz) < best) best = hypot(cx, cz), sel = f;
+  }
+  const uint32_t *st = e->surface_tris[sel];
+  uint32_t far = 0;
+  double dmax = -1;
+  for (uint32_t j = 0; j < e->nv; j++) {
+    if (src->anchored[j]) continue;
+    double dd = 0;
+    for (int c = 0; c < 3; c++) {
+      double m = (e->x[st[0]][c] + e->x[st[1]][c] + e->x[st[2]][c]) / 3;
+      dd += (e->x[j][c] - m) * (e->x[j][c] - m);
+    }
+    if (dd > dmax) dmax = dd, far = j;
+  }
+  ck_assert(sqrt(dmax) > 0.01); /* m: several triangles away (the patch's are ~3 mm) */
+  char err[256];
+  ts_refine_opts o = {TS_REFINE_LOOP, 0, 0, 0, 0, NULL, 0};
+  invert_at(src, t, far);
+  ts_refine_info info;
+  info.parents = NULL;
+  ck_assert_int_eq(ts_refine_run(src, t, &sel, 1, &o, &r, &nsrc, &info, err, sizeof err), 0);
+  ck_assert_uint_gt(r->n_nodes, t->n_nodes);
+  const uint32_t a = src->node_of[far];
+  for (int c = 0; c < 3; c++) ck_assert(r->x[a][c] == t->x[a][c]); /* kept, bit for bit */
+  ck_assert(inverted_at(nsrc, r, far)); /* still inverted: untouched */
+  free(info.parents);
+  ts_tissue_destroy(r);
+  ts_refine_src_free(nsrc);
+  r = NULL;
+  nsrc = NULL;
+  /* inside: a non-anchored vertex of the selected triangle */
+  uint32_t in = src->anchored[st[0]] ? (src->anchored[st[1]] ? st[2] : st[1]) : st[0];
+  invert_at(src, t, in);
+  ck_assert_int_eq(ts_refine_run(src, t, &sel, 1, &o, &r, &nsrc, NULL, err, sizeof err), TS_EMESH);
+  ck_assert_msg(strstr(err, "is inverted in the current shape") != NULL, "%s", err);
+  ck_assert_msg(strstr(err, "layer 0") != NULL, "%s", err);
+  ck_assert_ptr_null(r);
+  ck_assert_ptr_null(nsrc);
+  ts_tissue_destroy(t);
+  ts_refine_src_free(src);
+}
+END_TEST
+
 
 /* ---- a mesh tool (issue 4 with issue 5's tools) ---- */
 
@@ -1110,6 +1200,7 @@ static Suite *refine_suite(void) {
   tcase_add_loop_test(tc, test_mesh_tool, 0, 2); /* 0 mass-spring, 1 XPBD */
   tcase_add_test(tc, test_liver_loop_prisms);
   tcase_add_test(tc, test_refusals);
+  tcase_add_test(tc, test_inverted_elsewhere);
   suite_add_tcase(s, tc);
   /* refined off the stepping thread with the tool moving (server/refine.c) */
   TCase *ta = tcase_create("async");
