@@ -317,7 +317,7 @@ int tc_list_models(tc_client *c, const char *tissue, tc_model_info **out, size_t
 
 /* ExportModel: *document (malloc'd, NUL-terminated; free with free()) gets
  * the model's JSON document, the one `tissuetool models export` writes;
- * info (may be NULL) its ModelInfo. TS_EINVAL when there is no such model. */
+ * info (may be NULL) its ModelInfo. TS_ENOMODEL when there is no such model. */
 int tc_export_model(tc_client *c, int64_t model_id, char **document, tc_model_info *info);
 
 /* ImportModel: stores a document as ExportModel gives it (or tissuetool
@@ -327,14 +327,15 @@ int tc_export_model(tc_client *c, int64_t model_id, char **document, tc_model_in
  * reason in tc_last_error), TS_ENOTISSUE, TS_ETOOBIG. */
 int tc_import_model(tc_client *c, const char *document, tc_model_info *info);
 
-/* DeleteModel. TS_EINVAL when there is no such model. Sessions using it keep
+/* DeleteModel. TS_ENOMODEL when there is no such model. Sessions using it keep
  * their copy. */
 int tc_delete_model(tc_client *c, int64_t model_id);
 
 /* UseShortcut (a controller of quasi-static session_id): the learned model
  * answers (learned = 1) or the quasi-static solve (0). model_id != 0 first
- * installs that stored model; TS_EMISMATCH when it belongs to another tissue
- * or material, TS_EUNSUPPORTED for a kind the server cannot run. */
+ * installs that stored model; TS_ENOMODEL when there is no such model,
+ * TS_EMISMATCH when it belongs to another tissue or material,
+ * TS_EUNSUPPORTED for a kind the server cannot run. */
 int tc_use_shortcut(tc_client *c, uint32_t session_id, int learned, int64_t model_id);
 
 #ifdef __cplusplus

@@ -211,7 +211,7 @@ static void export_work(model_job *j, ts_storage *st) {
   ts_model_rec m;
   int rc = ts_storage_get_model(st, j->id, &m);
   if (rc) {
-    j->rc = rc;
+    j->rc = rc == TS_EINVAL ? TS_ENOMODEL : rc; /* storage: no row with that id */
     if (rc == TS_EINVAL)
       snprintf(j->err, sizeof j->err, "no model %lld", (long long)j->id);
     else
@@ -333,7 +333,7 @@ out:
 static void delete_work(model_job *j, ts_storage *st) {
   int rc = ts_storage_delete_model(st, j->id);
   if (rc) {
-    j->rc = rc;
+    j->rc = rc == TS_EINVAL ? TS_ENOMODEL : rc; /* storage: no row with that id */
     if (rc == TS_EINVAL)
       snprintf(j->err, sizeof j->err, "no model %lld", (long long)j->id);
     else
@@ -346,7 +346,7 @@ static void use_work(model_job *j, ts_storage *st) {
   ts_model_rec m;
   int rc = ts_storage_get_model(st, j->id, &m);
   if (rc) {
-    j->rc = rc;
+    j->rc = rc == TS_EINVAL ? TS_ENOMODEL : rc; /* storage: no row with that id */
     if (rc == TS_EINVAL)
       snprintf(j->err, sizeof j->err, "no model %lld", (long long)j->id);
     else

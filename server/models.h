@@ -40,8 +40,8 @@
  * no such tissue) or of all (NULL or ""), in id order, as a ModelList. */
 void ts_models_list(ts_conn *c, uint64_t rid, const char *tissue);
 
-/* ExportModel: ModelDocument (info and the JSON document), or TS_EINVAL when
- * there is no model id. */
+/* ExportModel: ModelDocument (info and the JSON document), or TS_ENOMODEL
+ * when there is no model id. */
 void ts_models_export(ts_conn *c, uint64_t rid, int64_t id);
 
 /* ImportModel: parses and checks the document (TS_EINVAL with the reason
@@ -50,7 +50,7 @@ void ts_models_export(ts_conn *c, uint64_t rid, int64_t id);
  * ModelList holding the stored model. */
 void ts_models_import(ts_conn *c, uint64_t rid, const char *document);
 
-/* DeleteModel: Ack "delete", or TS_EINVAL when there is no model id. */
+/* DeleteModel: Ack "delete", or TS_ENOMODEL when there is no model id. */
 void ts_models_delete(ts_conn *c, uint64_t rid, int64_t id);
 
 /* UseShortcut with model_id != 0 in quasi-static session se (the caller
@@ -58,7 +58,7 @@ void ts_models_delete(ts_conn *c, uint64_t rid, int64_t id);
  * tissue and material, and hands it to se's physics thread, which installs
  * it between two steps; the model then answers when `learned` (else the
  * solve does, until UseShortcut learned = true). Answered by Ack "learned"
- * or "solve", or an Error: TS_EINVAL (no such model), TS_EMISMATCH,
+ * or "solve", or an Error: TS_ENOMODEL (no such model), TS_EMISMATCH,
  * TS_EUNSUPPORTED, TS_ESTORAGE (a damaged row), TS_ENOSESSION (the session
  * ended meanwhile). */
 void ts_models_use(ts_conn *c, uint64_t rid, ts_session *se, int64_t model_id, int learned);

@@ -37,7 +37,8 @@
   XX(INTERNAL, 23, "internal error")                                          \
   XX(AUTH, 24, "not authorised: missing or wrong server key or session token")  \
   XX(EXISTS, 25, "the name is taken")                                         \
-  XX(MISMATCH, 26, "the model belongs to another tissue or material")
+  XX(MISMATCH, 26, "the model belongs to another tissue or material")         \
+  XX(NOMODEL, 27, "no such model")
 
 typedef enum ts_errno {
 #define TS__ERR_ENUM(name, num, msg) TS_E##name = -(num),

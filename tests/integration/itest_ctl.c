@@ -325,6 +325,7 @@ START_TEST(test_meshes_and_models) {
   ck_assert_uint_eq(o.n_out, 0);
   run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "models", "export", "12345");
   expect_refusal(&o, 1, "no model 12345");
+  ck_assert_msg(strstr(o.err, "TS_ENOMODEL") != NULL, "not the not-found code: %s", o.err);
   run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "models", "import", liver);
   expect_refusal(&o, 1, "refused");
   run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "models", "import", "/nonexistent/model.json");

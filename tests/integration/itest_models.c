@@ -5,7 +5,7 @@
  *     ListModels shows with the figures TrainingProgress gave;
  *   - ExportModel gives the JSON document; DeleteModel removes the model
  *     (the list no longer shows it, a second delete and an export are
- *     TS_EINVAL); ImportModel of the exported document stores it again with
+ *     TS_ENOMODEL); ImportModel of the exported document stores it again with
  *     the same theta (the two documents' theta fields are the same text, and
  *     they are written with 17 significant digits, so the same doubles);
  *     importing it once more stores nothing and answers with that model;
@@ -16,7 +16,7 @@
  *     kind beside it and installs by id too;
  *   - a session of the same tissue with other layers (another material
  *     identity) refuses it with TS_EMISMATCH naming both identities; an
- *     unknown id is TS_EINVAL;
+ *     unknown id is TS_ENOMODEL;
  *   - without the server key every model request is TS_EAUTH; a garbage
  *     document, one for an unknown tissue and one with an unknown kind get
  *     clear errors, and the daemon keeps answering.
@@ -296,9 +296,9 @@ START_TEST(test_models_over_the_protocol) {
   ck_assert_int_eq(tc_list_models(k, NULL, &list, &n), 0);
   ck_assert_uint_eq(n, 0);
   free(list);
-  ck_assert_int_eq(tc_delete_model(k, trained), TS_EINVAL);
+  ck_assert_int_eq(tc_delete_model(k, trained), TS_ENOMODEL);
   char *none = NULL;
-  ck_assert_int_eq(tc_export_model(k, trained, &none, NULL), TS_EINVAL);
+  ck_assert_int_eq(tc_export_model(k, trained, &none, NULL), TS_ENOMODEL);
   ck_assert(none == NULL);
 
   /* the training session keeps answering with its own copy */
@@ -333,7 +333,7 @@ START_TEST(test_models_over_the_protocol) {
   free(list);
 
   /* installed by id in the new session */
-  ck_assert_int_eq(use_model(&c, sid2, 1, 99999, &s, NULL, 0), TS_EINVAL);
+  ck_assert_int_eq(use_model(&c, sid2, 1, 99999, &s, NULL, 0), TS_ENOMODEL);
   ck_assert_int_eq(use_model(&c, sid2, 1, imported, &s, NULL, 0), 0);
   pump(&c, &s, 300);
   ck_assert_int_eq(learned_of(&c, sid2, &s), 1);
