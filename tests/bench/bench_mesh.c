@@ -20,6 +20,10 @@
  *   xpbd_setup_s       ts_xpbd_build (default settings) on that tissue;
  *   xpbd_step_s        one ts_xpbd_step (defaults: automatic substeps, 4
  *                      sweeps), from rest, no tools;
+ *   xpbd_step_volume_s ts_xpbd_step with the prism volume constraints
+ *                      (def.volume = 1), ref "xpbd_step": the step without
+ *                      them, timed again right after; beside it its setup
+ *                      and substeps;
  *   xpbd_live_cpu_per_sim_s  (liver) CPU seconds per simulated second of
  *                      the live setting (README, "Live sessions of large
  *                      meshes": XPBD stepping dt = 1/60 s, once per 60 Hz
@@ -139,10 +143,12 @@ static double time_massspring(ts_tissue *t, int n) {
   return time_steps(t, n, &substeps);
 }
 
-/* XPBD setup and mean step from rest; 0 or -1. */
-static int time_xpbd(ts_tissue *t, int n, double *setup_s, double *step_s, uint32_t *substeps) {
+/* XPBD setup and mean step from rest, the defaults with or without the
+ * prism volume constraints; 0 or -1. */
+static int time_xpbd(ts_tissue *t, int n, int volume, double *setup_s, double *step_s, uint32_t *substeps) {
   double c0 = ts_bench_cpu_s();
   ts_xpbd_def def = ts_xpbd_default_def();
+  def.volume = volume;
   ts_xpbd *x = NULL;
   int rc = ts_xpbd_build(t, &def, &x);
   double c1 = ts_bench_cpu_s();
@@ -719,13 +725,23 @@ static int run(const char *name, const reps *n) {
   }
   ts_bench_line_emit(L);
 
-  double xs, xt;
-  uint32_t sub;
-  if (time_xpbd(t, n->xpbd_steps, &xs, &xt, &sub)) goto out;
+  double xs, xt, vs, vt;
+  uint32_t sub, vsub;
+  if (time_xpbd(t, n->xpbd_steps, 0, &xs, &xt, &sub)) goto out;
   emit_vs_step(name, "xpbd_setup_s", xs, step);
   L = ts_bench_line("mesh", name, "xpbd_step_s", xt, "s");
   ts_bench_line_ref(L, "massspring_step", step);
   ts_bench_line_num(L, "substeps", sub);
+  ts_bench_line_num(L, "steps", n->xpbd_steps);
+  ts_bench_line_emit(L);
+  /* the same with the prism volume constraints, beside the step without
+     them, timed again in the same run */
+  if (time_xpbd(t, n->xpbd_steps, 1, &vs, &vt, &vsub) || time_xpbd(t, n->xpbd_steps, 0, &xs, &xt, &sub))
+    goto out;
+  L = ts_bench_line("mesh", name, "xpbd_step_volume_s", vt, "s");
+  ts_bench_line_ref(L, "xpbd_step", xt);
+  ts_bench_line_num(L, "setup_s", vs);
+  ts_bench_line_num(L, "substeps", vsub);
   ts_bench_line_num(L, "steps", n->xpbd_steps);
   ts_bench_line_emit(L);
 

@@ -182,11 +182,13 @@ test('a classroom session: create, grasp, watch, layers, reset, end', async () =
   await waitHook(page, () => window.tissued.layers.every((l) => l.visible), null, 'the mucosa shown again');
 
   // Reset the tissue from the keyboard; the server acknowledges it. Before
-  // the lesion: the grasp above can leave a mucosa prism under the jaws
-  // inverted (XPBD sessions have no volume constraints), and a refinement
-  // refuses a tissue whose current shape has an inverted prism (TS_EMESH,
-  // shown by the page), so the instructor marks the lesion on the tissue at
-  // rest.
+  // the lesion: the grasp above can leave mucosa prisms under the jaws
+  // inverted (XPBD sessions have no volume constraints by default: they
+  // about double the step, tests/bench mesh xpbd_step_volume_s; with them
+  // the pinch leaves none, test_xpbd_pinch), and a refinement refuses to
+  // build a prism that is inverted in the current shape (TS_EMESH, shown by
+  // the page). The lesion goes where the grasp was, so its region holds
+  // them; the instructor marks it on the tissue at rest.
   await page.focus('#in-reset');
   await page.keyboard.press('Enter');
   await waitHook(page, () => window.tissued.resets === 1, null, 'the reset acknowledged');
