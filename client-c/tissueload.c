@@ -22,6 +22,13 @@
  *   frames per second, bytes per frame, keyframes after the first
  *   (resynchronisations), clients dropped by the server, errors.
  *
+ * With --daemon-pid it also reports the CPU the daemon (per thread: its
+ * main thread is the network loop) and tissueload itself used over the
+ * measured time, since both share the machine. Clients wait in one epoll
+ * set, and WebSocket observers that do not decode read a frame's header
+ * fields in place (scan_frame), so that the generator's own CPU per frame
+ * stays small beside the daemon's.
+ *
  * Statistics restart after --warmup seconds; at the end each session's
  * first controller ends it. With --record FILE one more
  * TCP observer writes the Frame Envelopes of session 1, exactly as
@@ -31,7 +38,8 @@
  *
  * Loopback only; every loop is bounded in count and time.
  */
-#define _GNU_SOURCE /* ppoll: sub-millisecond waits between poses */
+#define _GNU_SOURCE /* epoll_pwait2: sub-millisecond waits between poses */
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <poll.h>
@@ -40,9 +48,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -86,6 +96,7 @@ typedef struct opts {
   int quiet;
   const char *key;                    /* the server key (Hello.credentials) */
   uint32_t substeps;                  /* CreateSession.substeps; 0 = the daemon's choice */
+  int daemon_pid;                     /* report this local process's CPU per thread; 0 = no */
 } opts;
 
 static void usage(FILE *f) {
@@ -124,7 +135,10 @@ static void usage(FILE *f) {
           "                           it: one JSON object {\"refused\":..} and status 3\n"
           "  --decode none|first|all  WebSocket clients that decode payloads: none, the\n"
           "                           first observer of each session (default), all\n"
-          "                           (TCP clients always decode: libtissueclient)\n"
+          "                           (TCP clients always decode: libtissueclient); the\n"
+          "                           others read only each frame's header fields\n"
+          "  --daemon-pid PID         also report the CPU time of that process (the daemon\n"
+          "                           on this machine), per thread, over the measured time\n"
           "  --record FILE            record session 1's frames as received (TCP framing)\n"
           "  --record-start S         join the recorder once session 1 has simulated S s\n"
           "                           (its first controller's clock; 0 = at once)\n"
@@ -218,6 +232,7 @@ static int parse_opts(int argc, char **argv, opts *o) {
     else if (strcmp(a, "--pose-rate") == 0) bad = parse_num(v, 1, 10000, &o->pose_rate);
     else if (strcmp(a, "--frame-rate") == 0) { bad = parse_num(v, 0, 1000, &d); o->frame_rate = (int)d; }
     else if (strcmp(a, "--controller-frame-rate") == 0) { bad = parse_num(v, 0, 1000, &d); o->ctl_frame_rate = (int)d; }
+    else if (strcmp(a, "--daemon-pid") == 0) bad = parse_num(v, 1, 4194304, &d) || !(o->daemon_pid = (int)d);
     else if (strcmp(a, "--substeps") == 0) { bad = parse_num(v, 0, 1000, &d) || d != floor(d); o->substeps = (uint32_t)d; }
     else if (strcmp(a, "--layers") == 0) {
       o->n_layers = 0;
@@ -318,6 +333,91 @@ static void path_pose(double t, double z, double pos[3]) {
   pos[2] = z;
 }
 
+/* ---- CPU time ---------------------------------------------------------------------- */
+
+#define TL_MAX_THREADS 64
+
+/* CPU seconds (user + system) of this process, and per thread of the
+ * daemon (Linux /proc/PID/task/TID/stat, fields 14 and 15, in clock ticks):
+ * taken when the measurement starts and when it ends, so that the report
+ * says how many cores each side used for the load it measured. */
+typedef struct cpu_snap {
+  double self_s;
+  int n;
+  int tid[TL_MAX_THREADS];
+  double s[TL_MAX_THREADS];
+} cpu_snap;
+
+static double self_cpu_s(void) {
+  struct rusage ru;
+  if (getrusage(RUSAGE_SELF, &ru)) return 0;
+  return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + (double)ru.ru_stime.tv_sec +
+         ru.ru_stime.tv_usec * 1e-6;
+}
+
+static void cpu_take(int pid, cpu_snap *c) {
+  c->self_s = self_cpu_s();
+  c->n = 0;
+  if (pid <= 0) return;
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/task", pid);
+  DIR *d = opendir(path);
+  if (!d) return;
+  long tick = sysconf(_SC_CLK_TCK);
+  struct dirent *de;
+  while ((de = readdir(d)) && c->n < TL_MAX_THREADS) {
+    int tid = atoi(de->d_name);
+    if (tid <= 0) continue;
+    char sp[96], buf[1024];
+    snprintf(sp, sizeof sp, "/proc/%d/task/%d/stat", pid, tid);
+    FILE *f = fopen(sp, "r");
+    if (!f) continue;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    /* fields after the command name, which is in parentheses and may hold spaces */
+    char *p = strrchr(buf, ')');
+    unsigned long ut = 0, st = 0;
+    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+      continue;
+    c->tid[c->n] = tid;
+    c->s[c->n++] = (double)(ut + st) / (double)(tick > 0 ? tick : 100);
+  }
+  closedir(d);
+}
+
+/* Adds {"load_cpu_cores":.., "daemon_cpu_cores":{"total":..,"loop":..,"threads":[..]}}:
+ * cores used between the two snapshots (the daemon's main thread is its
+ * network loop; the others, busiest first, its physics threads and worker). */
+static void cpu_report(cJSON *j, int pid, const cpu_snap *a, const cpu_snap *b, double secs) {
+  if (!(secs > 0)) return;
+  cJSON_AddNumberToObject(j, "load_cpu_cores", (b->self_s - a->self_s) / secs);
+  if (pid <= 0 || !b->n) return;
+  double use[TL_MAX_THREADS], total = 0, loop = 0;
+  int n = 0;
+  for (int i = 0; i < b->n; i++) {
+    double was = 0;
+    for (int k = 0; k < a->n; k++)
+      if (a->tid[k] == b->tid[i]) was = a->s[k];
+    double u = (b->s[i] - was) / secs;
+    total += u;
+    if (b->tid[i] == pid) loop = u;
+    else use[n++] = u;
+  }
+  for (int i = 1; i < n; i++) /* busiest first */
+    for (int k = i; k > 0 && use[k] > use[k - 1]; k--) {
+      double t = use[k];
+      use[k] = use[k - 1];
+      use[k - 1] = t;
+    }
+  cJSON *d = cJSON_AddObjectToObject(j, "daemon_cpu_cores");
+  cJSON_AddNumberToObject(d, "total", total);
+  cJSON_AddNumberToObject(d, "loop", loop);
+  cJSON *t = cJSON_AddArrayToObject(d, "threads");
+  for (int i = 0; i < n; i++)
+    if (use[i] >= 0.005) cJSON_AddItemToArray(t, cJSON_CreateNumber(use[i]));
+}
+
 /* ---- clients --------------------------------------------------------------------- */
 
 typedef struct run run;
@@ -333,6 +433,7 @@ typedef struct client {
   uint32_t tool_id;
   double path_z;
   int alive;
+  int ep_events;             /* what the event loop's epoll watches on its socket; 0 none */
   /* the frame chain (WebSocket and recorder) */
   int decode;
   int have;
@@ -388,6 +489,7 @@ struct run {
   uint64_t frames_behind;      /* frames flagged "physics behind real time" */
   uint64_t codec_seen[4];
   char first_error[256];
+  cpu_snap cpu_start, cpu_end;  /* at the measurement's start and end */
 };
 
 static void note_error(run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -554,10 +656,158 @@ static void recorder_maybe_switch(run *r, client *c, const Tissued__V1__Frame *f
   }
 }
 
+/* ---- frames of observers that do not decode ------------------------------------------
+ * An observer that does not decode payloads needs a frame's header fields
+ * only (seq, keyframe, baseline, flags, the tools' echoed pose times): they
+ * are read from the protobuf wire format in place (Protocol Buffers
+ * encoding: varints, 64/32-bit fixed fields, length-delimited fields),
+ * walking every field so that a malformed message is still noticed, instead
+ * of unpacking the whole Envelope with a copy of its payload. The frame was
+ * received whole before this runs (tl_link hands over complete messages),
+ * so the lag it measures is that of the whole frame. */
+
+typedef struct frame_head {
+  uint32_t session_id, vertex_count, flags, codec;
+  uint64_t seq, baseline_seq;
+  int keyframe;
+  double sim_time;
+  size_t n_tools;
+  tool_echo tools[TL_MAX_TOOLS];
+} frame_head;
+
+static int pb_varint(const uint8_t **p, const uint8_t *end, uint64_t *v) {
+  uint64_t x = 0;
+  for (int sh = 0; sh < 64 && *p < end; sh += 7) {
+    uint8_t b = *(*p)++;
+    x |= (uint64_t)(b & 0x7F) << sh;
+    if (!(b & 0x80)) {
+      *v = x;
+      return 0;
+    }
+  }
+  return -1;
+}
+
+/* The next field's number, wire type and, for varints and fixed64, value;
+ * for length-delimited ones *sub and *sublen. 0, 1 at the end, -1 malformed. */
+static int pb_field(const uint8_t **p, const uint8_t *end, uint32_t *num, uint64_t *v,
+                    const uint8_t **sub, size_t *sublen) {
+  if (*p >= end) return 1;
+  uint64_t key;
+  if (pb_varint(p, end, &key) || (key >> 3) == 0 || (key >> 3) > 0x1FFFFFFF) return -1;
+  *num = (uint32_t)(key >> 3);
+  *sub = NULL;
+  *sublen = 0;
+  *v = 0;
+  switch (key & 7) {
+  case 0: return pb_varint(p, end, v);
+  case 1:
+    if (end - *p < 8) return -1;
+    memcpy(v, *p, 8); /* little-endian on the machines this runs on (x86-64, arm64) */
+    *p += 8;
+    return 0;
+  case 2:
+    if (pb_varint(p, end, v) || *v > (uint64_t)(end - *p)) return -1;
+    *sub = *p;
+    *sublen = (size_t)*v;
+    *p += *v;
+    return 0;
+  case 5:
+    if (end - *p < 4) return -1;
+    *p += 4;
+    return 0;
+  }
+  return -1;
+}
+
+/* Envelope.frame's header fields (tissue.proto: Envelope.frame = 18; Frame
+ * and ToolState field numbers as there). 1 when msg is a Frame, 0 when it
+ * is another message, -1 when malformed. */
+static int scan_frame(const uint8_t *msg, size_t len, frame_head *h) {
+  const uint8_t *p = msg, *end = msg + len, *fr = NULL, *sub;
+  size_t frlen = 0, sublen;
+  uint32_t num;
+  uint64_t v;
+  int rc;
+  while ((rc = pb_field(&p, end, &num, &v, &sub, &sublen)) == 0)
+    if (num == 18 && sub) {
+      fr = sub;
+      frlen = sublen;
+    } else if (num >= 10) {
+      return 0; /* another body */
+    }
+  if (rc < 0) return -1;
+  if (!fr) return 0;
+  memset(h, 0, sizeof *h);
+  p = fr;
+  end = fr + frlen;
+  while ((rc = pb_field(&p, end, &num, &v, &sub, &sublen)) == 0) {
+    switch (num) {
+    case 1: h->session_id = (uint32_t)v; break;
+    case 2: h->seq = v; break;
+    case 3: memcpy(&h->sim_time, &v, sizeof h->sim_time); break;
+    case 4: h->keyframe = v != 0; break;
+    case 5: h->baseline_seq = v; break;
+    case 7: h->vertex_count = (uint32_t)v; break;
+    case 11: h->flags = (uint32_t)v; break;
+    case 12: h->codec = (uint32_t)v; break;
+    case 10: {
+      if (!sub) return -1;
+      tool_echo te = {0, 0};
+      const uint8_t *tp = sub, *tend = sub + sublen, *ts;
+      size_t tl;
+      uint32_t tn;
+      uint64_t tv;
+      int trc;
+      while ((trc = pb_field(&tp, tend, &tn, &tv, &ts, &tl)) == 0) {
+        if (tn == 1) te.tool_id = (uint32_t)tv;
+        else if (tn == 7) te.client_time_us = tv;
+      }
+      if (trc < 0) return -1;
+      if (h->n_tools < TL_MAX_TOOLS) h->tools[h->n_tools++] = te;
+      break;
+    }
+    default: break;
+    }
+  }
+  if (rc < 0) return -1;
+  if (!h->codec) h->codec = TS_CODEC_Q1; /* as ts_frame_codec: 0 means q1 */
+  return 1;
+}
+
+/* The frame chain of an observer that does not decode (see above). */
+static void on_frame_head(client *c, const frame_head *h, size_t len) {
+  run *r = c->r;
+  if (h->codec < 4) r->codec_seen[h->codec]++;
+  if (!h->keyframe && (!c->have || h->baseline_seq != c->last_seq || h->vertex_count != c->n)) {
+    note_error(r, "session %u: delta %llu against %llu, the client holds %llu", h->session_id,
+               (unsigned long long)h->seq, (unsigned long long)h->baseline_seq,
+               (unsigned long long)c->last_seq);
+    c->have = 0;
+  } else {
+    c->have = 1;
+    c->n = h->vertex_count;
+    c->last_seq = h->seq;
+  }
+  on_frame_common(c, h->seq, h->keyframe, h->sim_time, h->flags, h->tools, h->n_tools, len);
+}
+
 /* Every whole message on a tl_link. */
 static int on_link_msg(void *ud, const uint8_t *msg, size_t len) {
   client *c = ud;
   run *r = c->r;
+  if (!c->decode && !c->recorder && !c->wait_rid) {
+    frame_head h;
+    int k = scan_frame(msg, len, &h);
+    if (k < 0) {
+      note_error(r, "a message of %zu bytes does not decode", len);
+      return 0;
+    }
+    if (k == 1) {
+      on_frame_head(c, &h, len);
+      return 0;
+    }
+  }
   Envelope *e = tissued__v1__envelope__unpack(NULL, len, msg);
   if (!e) {
     note_error(r, "a message of %zu bytes does not decode", len);
@@ -846,17 +1096,36 @@ static void pump_client(client *c, short revents) {
 
 static int client_fd(const client *c) { return c->tc ? tc_fd(c->tc) : tl_link_fd(c->ln); }
 
+/* Keeps c's epoll registration in step with it: input while it is alive,
+ * output too while its link holds unsent bytes, nothing once it is gone. */
+static void watch(run *r, int ep, client *c) {
+  int want = 0;
+  if (c->alive) want = EPOLLIN | (c->ln && tl_link_pending(c->ln) ? EPOLLOUT : 0);
+  if (want == c->ep_events) return;
+  struct epoll_event ev = {.events = (uint32_t)want, .data.ptr = c};
+  int op = !c->ep_events ? EPOLL_CTL_ADD : !want ? EPOLL_CTL_DEL : EPOLL_CTL_MOD;
+  if (epoll_ctl(ep, op, client_fd(c), &ev) != 0) {
+    note_error(r, "epoll_ctl: %s", strerror(errno));
+    return;
+  }
+  c->ep_events = want;
+}
+
+/* One epoll set for every client (the kernel keeps the ready list: a wait
+ * costs the sockets that have something, not all of them, which matters
+ * with hundreds of observers and a wake-up per pose). */
 static void event_loop(run *r, uint64_t t_measure, uint64_t t_end) {
   const opts *o = &r->o;
   int total = r->nc + (r->rec ? 1 : 0);
-  struct pollfd *pf = calloc((size_t)total, sizeof *pf);
-  client **who = calloc((size_t)total, sizeof *who);
-  if (!pf || !who) {
-    note_error(r, "out of memory");
-    free(pf);
-    free(who);
+  enum { TL_EVENTS = 256 };
+  struct epoll_event evs[TL_EVENTS];
+  int ep = epoll_create1(EPOLL_CLOEXEC);
+  if (ep < 0) {
+    note_error(r, "epoll_create1: %s", strerror(errno));
     return;
   }
+  for (int i = 0; i < total; i++) watch(r, ep, i < r->nc ? &r->c[i] : r->rec);
+  int fine_wait = 1;
   uint64_t period = (uint64_t)(1e6 / o->pose_rate);
   if (period < 1) period = 1;
   uint64_t t = now_us();
@@ -873,9 +1142,11 @@ static void event_loop(run *r, uint64_t t_measure, uint64_t t_end) {
         break;
       }
       r->rec_joined = 1;
+      watch(r, ep, r->rec);
     }
     if (!r->measuring && t >= t_measure) {
       r->measuring = 1;
+      cpu_take(o->daemon_pid, &r->cpu_start);
       tl_hist_reset(&r->pose_frame);
       tl_hist_reset(&r->pose_force);
       tl_hist_reset(&r->lag);
@@ -892,32 +1163,30 @@ static void event_loop(run *r, uint64_t t_measure, uint64_t t_end) {
         send_pose(c, t);
         c->next_pose_us += period;
         if (c->next_pose_us <= t) c->next_pose_us = t + period;
+        watch(r, ep, c);
       }
       if (c->next_pose_us < next) next = c->next_pose_us;
-    }
-    int n = 0;
-    for (int i = 0; i < total; i++) {
-      client *c = i < r->nc ? &r->c[i] : r->rec;
-      if (!c->alive) continue;
-      pf[n].fd = client_fd(c);
-      pf[n].events = POLLIN;
-      if (c->ln && tl_link_pending(c->ln)) pf[n].events |= POLLOUT;
-      pf[n].revents = 0;
-      who[n++] = c;
     }
     uint64_t wait = next > t ? next - t : 0;
     if (wait > 10000) wait = 10000;
     struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)wait * 1000};
-    int pr = ppoll(pf, (nfds_t)n, &ts, NULL);
-    if (pr < 0 && errno != EINTR) {
-      note_error(r, "poll: %s", strerror(errno));
+    int n = fine_wait ? epoll_pwait2(ep, evs, TL_EVENTS, &ts, NULL) : -1;
+    if (n < 0 && errno == ENOSYS) fine_wait = 0; /* before Linux 5.11: whole milliseconds */
+    if (!fine_wait) n = epoll_wait(ep, evs, TL_EVENTS, (int)((wait + 999) / 1000));
+    if (n < 0 && errno != EINTR) {
+      note_error(r, "epoll_pwait2: %s", strerror(errno));
       break;
     }
-    for (int i = 0; pr > 0 && i < n; i++)
-      if (pf[i].revents) pump_client(who[i], pf[i].revents);
+    for (int i = 0; i < n; i++) {
+      client *c = evs[i].data.ptr;
+      uint32_t e = evs[i].events;
+      pump_client(c, (short)((e & EPOLLIN ? POLLIN : 0) | (e & EPOLLOUT ? POLLOUT : 0) |
+                             (e & EPOLLHUP ? POLLHUP : 0) | (e & EPOLLERR ? POLLERR : 0)));
+      watch(r, ep, c);
+    }
   }
-  free(pf);
-  free(who);
+  cpu_take(o->daemon_pid, &r->cpu_end);
+  close(ep);
 }
 
 /* ---- the report ----------------------------------------------------------------------- */
@@ -984,6 +1253,7 @@ static void report(run *r, double measured_s) {
   for (uint32_t k = 1; k < 4; k++)
     if (r->codec_seen[k]) cJSON_AddNumberToObject(cs, ts_codec_name(k), (double)r->codec_seen[k]);
   if (r->rec) cJSON_AddNumberToObject(j, "recorded_frames", r->rec_frames);
+  if (r->measuring) cpu_report(j, o->daemon_pid, &r->cpu_start, &r->cpu_end, measured_s);
   char *s = cJSON_PrintUnformatted(j);
   if (s) printf("%s\n", s);
   fflush(stdout);

@@ -18,6 +18,7 @@
 typedef struct ts_conn ts_conn;
 typedef struct ts_server ts_server;
 typedef struct ts_frame_ref ts_frame_ref;
+typedef struct ts_sbuf ts_sbuf;
 
 enum { TS_TRANSPORT_TCP = 1, TS_TRANSPORT_WS = 2 };
 
@@ -30,6 +31,11 @@ typedef struct ts_conn_ops {
   void (*close)(ts_conn *c, const char *reason);
   /* Bytes queued for writing and not yet written. */
   size_t (*pending)(ts_conn *c);
+  /* Optional (NULL: callers use send): queues one whole Envelope held in a
+   * shared buffer (sbuf.h) without copying it: the transport writes its own
+   * framing header and then b's bytes, and keeps a reference to b only
+   * while a write is unfinished. Same returns as send. */
+  int (*send_shared)(ts_conn *c, ts_sbuf *b);
 } ts_conn_ops;
 
 typedef struct ts_session ts_session;

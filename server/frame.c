@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/ts_error.h"
+#include "sbuf.h"
 #include "tissue.pb-c.h"
 #include "topology.h"
 #include "ts_codec.h"
@@ -30,8 +31,8 @@ void ts_frame_retain(ts_frame_ref *f) { f->refs++; }
 
 void ts_frame_release(ts_frame_ref *f) {
   if (!f || --f->refs > 0) return;
-  free(f->key.bytes);
-  for (uint32_t i = 0; i < f->n_delta; i++) free(f->delta[i].bytes);
+  ts_sbuf_release(f->key.buf);
+  for (uint32_t i = 0; i < f->n_delta; i++) ts_sbuf_release(f->delta[i].buf);
   free(f->q);
   free(f);
 }
@@ -119,15 +120,16 @@ static int pack_frame(ts_frame_ref *f, const ts_frame_ref *base, const ts_topolo
   env.body_case = TISSUED__V1__ENVELOPE__BODY_FRAME;
   env.frame = &fr;
   size_t len = tissued__v1__envelope__get_packed_size(&env);
-  uint8_t *bytes = malloc(len ? len : 1);
-  if (!bytes) {
+  ts_sbuf *buf = ts_sbuf_new(len);
+  if (!buf) {
     free(payload);
     return TS_ENOMEM;
   }
-  tissued__v1__envelope__pack(&env, bytes);
+  tissued__v1__envelope__pack(&env, buf->data);
   free(payload);
   out->baseline_seq = base ? base->seq : 0;
-  out->bytes = bytes;
+  out->buf = buf;
+  out->bytes = buf->data;
   out->len = len;
   out->changed = changed;
   return 0;
@@ -136,7 +138,7 @@ static int pack_frame(ts_frame_ref *f, const ts_frame_ref *base, const ts_topolo
 const ts_encoded *ts_frame_encode(ts_frame_ref *f, const ts_frame_ref *base,
                                   const ts_topology *topo, ts_codec_ctx *cx) {
   if (!base) {
-    if (!f->key.bytes && pack_frame(f, NULL, topo, cx, &f->key)) return NULL;
+    if (!f->key.buf && pack_frame(f, NULL, topo, cx, &f->key)) return NULL;
     return &f->key;
   }
   for (uint32_t i = 0; i < f->n_delta; i++)
@@ -146,11 +148,11 @@ const ts_encoded *ts_frame_encode(ts_frame_ref *f, const ts_frame_ref *base,
   uint32_t slot;
   if (f->n_delta < TS_FRAME_DELTA_CACHE) {
     slot = f->n_delta++;
-  } else { /* evict the oldest baseline */
+  } else { /* evict the oldest baseline (writes in flight hold their own reference) */
     slot = 0;
     for (uint32_t i = 1; i < f->n_delta; i++)
       if (f->delta[i].baseline_seq < f->delta[slot].baseline_seq) slot = i;
-    free(f->delta[slot].bytes);
+    ts_sbuf_release(f->delta[slot].buf);
   }
   f->delta[slot] = e;
   return &f->delta[slot];

@@ -3,7 +3,8 @@
  * states of one instant, made by a physics thread and then immutable. The loop
  * thread encodes it for clients lazily, once per (frame, baseline): the
  * keyframe bytes and the delta bytes against each baseline asked for are
- * cached in the frame and shared by every client on that baseline.
+ * cached in the frame and shared by every client on that baseline (by
+ * reference: a transport writes them without copying, sbuf.h).
  * Reference-counted; the count is touched on the loop thread only after the
  * physics thread hands the frame over.
  */
@@ -32,9 +33,12 @@ typedef struct ts_tool_state {
 
 typedef struct ts_topology ts_topology;
 
+typedef struct ts_sbuf ts_sbuf;
+
 typedef struct ts_encoded {
   uint64_t baseline_seq;  /* 0: keyframe */
-  uint8_t *bytes;         /* a whole Envelope */
+  ts_sbuf *buf;           /* a whole Envelope, shared by reference (sbuf.h) */
+  const uint8_t *bytes;   /* buf's bytes */
   size_t len;
   uint32_t changed;       /* vertices in a delta */
 } ts_encoded;

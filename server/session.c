@@ -254,7 +254,9 @@ void ts_session_on_frame(ts_session *se, ts_frame_ref *f, uint64_t now_ms) {
       ts_log_error("session %u: out of memory encoding a frame", se->id);
       return;
     }
-    int rc = c->ops->send(c, e->bytes, e->len);
+    /* the same bytes for every client on this baseline, never copied */
+    int rc = c->ops->send_shared ? c->ops->send_shared(c, e->buf)
+                                 : c->ops->send(c, e->bytes, e->len);
     if (rc == TS_EFULL) {
       se->clients_dropped++;
       ts_log_warn("session %u: dropping %s: output over the hard limit", se->id, c->peer);

@@ -1,9 +1,12 @@
 /*
  * tcp.c: the TCP transport. Each connection is a ts_conn whose byte stream is
  * cut into Envelopes by a ts_framer (4-byte big-endian length prefix).
- * Output is copied into one write request per message; the queued byte count
- * is tracked so the dispatcher can skip frames (soft limit) or drop the client
- * (hard limit) instead of letting a slow reader grow memory.
+ * Output is written at once when the socket takes it (uv_try_write of the
+ * 4-byte header and the message, one writev, nothing copied or allocated);
+ * only what the socket did not take goes into a write request: copied, or
+ * for a shared frame (sbuf.h) referenced. The queued byte count is tracked
+ * so the dispatcher can skip frames (soft limit) or drop the client (hard
+ * limit) instead of letting a slow reader grow memory.
  *
  * Timeouts: a connection must send its Hello within handshake-timeout, or it
  * gets Error TS_ENOHELLO and is closed. After that the protocol has no idle
@@ -22,6 +25,7 @@
 #include "core/ts_error.h"
 #include "log.h"
 #include "metrics.h"
+#include "sbuf.h"
 #include "server.h"
 #include "sockq.h"
 #include "ts_framing.h"
@@ -59,8 +63,10 @@ static void maybe_free_tcp(struct ts_tcp *t) {
 typedef struct tcp_write {
   uv_write_t req;
   tcp_conn *conn;
-  size_t len;
-  uint8_t data[]; /* header + message */
+  size_t len;        /* bytes this request writes */
+  ts_sbuf *shared;   /* the message's shared buffer when referenced, else NULL */
+  uint8_t data[];    /* the bytes copied: the rest of the header, and the rest of
+                        the message when it is not shared */
 } tcp_write;
 
 static void on_linger_closed(uv_handle_t *h) {
@@ -123,29 +129,68 @@ static void on_write(uv_write_t *req, int status) {
     if (w->conn->close_reason < 0) w->conn->close_reason = TS_CLOSE_PEER;
     tcp_close(&w->conn->base, uv_strerror(status));
   }
+  ts_sbuf_release(w->shared);
   free(w);
+}
+
+/* Writes the length prefix and msg: at once as far as the socket takes them
+ * (nothing queued before: uv_try_write refuses otherwise, which keeps the
+ * order), the rest through one write request that copies it or, when
+ * shared is msg's buffer, references it. 0, TS_ENOMEM or TS_EIO. */
+static int tcp_out(tcp_conn *c, const uint8_t *msg, size_t len, ts_sbuf *shared) {
+  uint8_t hdr[4];
+  ts_frame_header(hdr, (uint32_t)len);
+  size_t total = len + 4, done = 0;
+  uv_stream_t *st = (uv_stream_t *)&c->handle;
+  if (c->queued == 0) {
+    uv_buf_t now[2] = {uv_buf_init((char *)hdr, 4), uv_buf_init((char *)msg, (unsigned)len)};
+    int n = uv_try_write(st, now, 2);
+    if (n > 0) done = (size_t)n;
+    /* an error other than EAGAIN comes back through uv_write's callback */
+  }
+  if (done == total) return 0;
+  size_t hdr_left = done < 4 ? 4 - done : 0;
+  size_t msg_off = done > 4 ? done - 4 : 0;
+  size_t copy = hdr_left + (shared ? 0 : len - msg_off);
+  tcp_write *w = malloc(sizeof *w + copy);
+  if (!w) return TS_ENOMEM;
+  memcpy(w->data, hdr + 4 - hdr_left, hdr_left);
+  uv_buf_t bufs[2];
+  unsigned nb = 0;
+  if (shared) {
+    if (hdr_left) bufs[nb++] = uv_buf_init((char *)w->data, (unsigned)hdr_left);
+    bufs[nb++] = uv_buf_init((char *)msg + msg_off, (unsigned)(len - msg_off));
+    ts_sbuf_retain(shared);
+  } else {
+    memcpy(w->data + hdr_left, msg + msg_off, len - msg_off);
+    bufs[nb++] = uv_buf_init((char *)w->data, (unsigned)copy);
+  }
+  w->conn = c;
+  w->len = total - done;
+  w->shared = shared;
+  if (uv_write(&w->req, st, bufs, nb, on_write)) {
+    ts_sbuf_release(shared);
+    free(w);
+    return TS_EIO;
+  }
+  c->queued += w->len;
+  return 0;
 }
 
 static int tcp_send(ts_conn *bc, const uint8_t *msg, size_t len) {
   tcp_conn *c = (tcp_conn *)bc;
   if (bc->closing) return TS_EIO;
-  if (len > UINT32_MAX) return TS_ETOOBIG;
-  size_t total = len + 4;
-  if (c->queued + total > bc->server->cfg.hard_output_limit) return TS_EFULL;
-  tcp_write *w = malloc(sizeof *w + total);
-  if (!w) return TS_ENOMEM;
-  ts_frame_header(w->data, (uint32_t)len);
-  memcpy(w->data + 4, msg, len);
-  w->conn = c;
-  w->len = total;
-  uv_buf_t buf = uv_buf_init((char *)w->data, (unsigned)total);
-  int rc = uv_write(&w->req, (uv_stream_t *)&c->handle, &buf, 1, on_write);
-  if (rc) {
-    free(w);
-    return TS_EIO;
-  }
-  c->queued += total;
-  return 0;
+  if (len > UINT32_MAX - 4) return TS_ETOOBIG;
+  if (c->queued + len + 4 > bc->server->cfg.hard_output_limit) return TS_EFULL;
+  return tcp_out(c, msg, len, NULL);
+}
+
+static int tcp_send_shared(ts_conn *bc, ts_sbuf *b) {
+  tcp_conn *c = (tcp_conn *)bc;
+  if (bc->closing) return TS_EIO;
+  if (b->len > UINT32_MAX - 4) return TS_ETOOBIG;
+  if (c->queued + b->len + 4 > bc->server->cfg.hard_output_limit) return TS_EFULL;
+  return tcp_out(c, b->data, b->len, b);
 }
 
 /* Our queue plus the kernel's: a reader that stopped reading shows here as
@@ -156,7 +201,7 @@ static size_t tcp_pending(ts_conn *bc) {
   return c->queued + ts_socket_unsent((const uv_stream_t *)&c->handle);
 }
 
-static const ts_conn_ops tcp_ops = {tcp_send, tcp_close, tcp_pending};
+static const ts_conn_ops tcp_ops = {tcp_send, tcp_close, tcp_pending, tcp_send_shared};
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
   tcp_conn *c = h->data;

@@ -15,6 +15,7 @@
 
 #include "../core/ts_error.h"
 #include "../metrics.h"
+#include "../sbuf.h"
 #include "../server.h"
 #include "net_internal.h"
 
@@ -22,6 +23,8 @@ typedef struct write_req {
   uv_write_t req;
   ts__net_conn *c;
   void *own[2];
+  ts_sbuf *shared;                  /* referenced until written (write_shared) */
+  uint8_t hdr[TS__WRITE_HDR_MAX];   /* the part of a header not yet written */
 } write_req;
 
 static void on_handle_closed(uv_handle_t *handle) {
@@ -88,6 +91,7 @@ static void on_write(uv_write_t *req, int status) {
   ts__net_conn *c = w->c;
   free(w->own[0]);
   free(w->own[1]);
+  ts_sbuf_release(w->shared);
   free(w);
   if (c->close_started) return;
   if (status < 0) {
@@ -119,9 +123,47 @@ int ts__conn_write(ts__net_conn *c, const uv_buf_t *bufs, unsigned nbufs,
   w->c = c;
   w->own[0] = own1;
   w->own[1] = own2;
+  w->shared = NULL;
   if (uv_write(&w->req, (uv_stream_t *)&c->tcp, bufs, nbufs, on_write) != 0) {
     free(own1);
     free(own2);
+    free(w);
+    ts__conn_close_now(c);
+    return TS_EIO;
+  }
+  return 0;
+}
+
+int ts__conn_write_shared(ts__net_conn *c, const uint8_t *hdr, size_t hlen, ts_sbuf *b) {
+  if (c->close_started || c->shutdown_sent) return TS_EIO;
+  if (hlen > TS__WRITE_HDR_MAX) return TS_EINVAL;
+  uv_stream_t *st = (uv_stream_t *)&c->tcp;
+  size_t total = hlen + b->len, done = 0;
+  /* uv_try_write refuses (EAGAIN) while earlier writes are queued: the
+   * order holds; any other error comes back through uv_write's callback */
+  uv_buf_t now[2] = {uv_buf_init((char *)hdr, (unsigned)hlen),
+                     uv_buf_init((char *)b->data, (unsigned)b->len)};
+  int n = uv_try_write(st, now, 2);
+  if (n > 0) done = (size_t)n;
+  if (done == total) return 0;
+  write_req *w = malloc(sizeof *w);
+  if (!w) {
+    ts__conn_close_now(c);
+    return TS_ENOMEM;
+  }
+  w->c = c;
+  w->own[0] = w->own[1] = NULL;
+  size_t hdr_left = done < hlen ? hlen - done : 0;
+  size_t body_off = done > hlen ? done - hlen : 0;
+  memcpy(w->hdr, hdr + hlen - hdr_left, hdr_left);
+  uv_buf_t bufs[2];
+  unsigned nb = 0;
+  if (hdr_left) bufs[nb++] = uv_buf_init((char *)w->hdr, (unsigned)hdr_left);
+  bufs[nb++] = uv_buf_init((char *)b->data + body_off, (unsigned)(b->len - body_off));
+  ts_sbuf_retain(b);
+  w->shared = b;
+  if (uv_write(&w->req, st, bufs, nb, on_write) != 0) {
+    ts_sbuf_release(b);
     free(w);
     ts__conn_close_now(c);
     return TS_EIO;

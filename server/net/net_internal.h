@@ -31,11 +31,13 @@
 #define TS__CLOSE_WAIT_MS 1000         /* wait for the peer's EOF / a WS flush */
 #define TS__READ_BUF (64 * 1024)       /* one read from a socket */
 #define TS__WS_TICK_MIN_MS 20          /* finest WebSocket timeout check */
+#define TS__WRITE_HDR_MAX 16           /* a framing header written before a shared buffer */
 
 #define TS__WS_DEFAULT_MAX_MESSAGE (1u << 20)
 #define TS__WS_DEFAULT_MAX_PENDING (8u << 20)
 
 typedef struct ts__net_conn ts__net_conn;
+typedef struct ts_sbuf ts_sbuf;
 
 /* One request being parsed. Header names and values live in `head`, each
  * NUL-terminated, so lookups can use ordinary string functions. */
@@ -116,6 +118,12 @@ int ts__conn_accept(ts_http *h);
  * being closed). */
 int ts__conn_write(ts__net_conn *c, const uv_buf_t *bufs, unsigned nbufs,
                    void *own1, void *own2);
+/* Queues hlen header bytes (at most TS__WRITE_HDR_MAX; copied if need be)
+ * and then b's bytes, without copying b: written at once as far as the
+ * socket takes them (one writev), the rest by a write request holding a
+ * reference to b. Returns 0, TS_EINVAL for a longer header, or another
+ * negative ts_errno (the connection is then being closed). */
+int ts__conn_write_shared(ts__net_conn *c, const uint8_t *hdr, size_t hlen, ts_sbuf *b);
 /* Bytes handed to libuv and not yet written. */
 size_t ts__conn_write_queued(ts__net_conn *c);
 /* Graceful close: finish queued writes, send FIN, discard input until the

@@ -8,7 +8,11 @@
  * Exposed to the dispatcher as a ts_conn (server/conn.h): each complete
  * binary message goes to ts_dispatch_message(); a text message closes with
  * 1003. ops->send queues one binary message (copied), refused with TS_EFULL
- * once the connection's queued output passes max_pending_output; ops->close
+ * once the connection's queued output passes max_pending_output;
+ * ops->send_shared sends a frame's shared Envelope (sbuf.h) past wslay: a
+ * server's frames are not masked (RFC 6455 5.1), so the header is the only
+ * per-connection byte and the Envelope is written by reference, after
+ * whatever wslay holds (pongs, pings) has been flushed; ops->close
  * sends a close frame and closes the socket after it is flushed (bounded by
  * TS__CLOSE_WAIT_MS). Sends made while a message is being dispatched are
  * flushed together when wslay_event_recv returns. Reading pauses while the
@@ -29,6 +33,7 @@
 
 #include "../core/ts_error.h"
 #include "../metrics.h"
+#include "../sbuf.h"
 #include "../server.h"
 #include "../sockq.h"
 #include "net_internal.h"
@@ -125,6 +130,7 @@ static void ws_flush(ts__net_conn *c) {
 }
 
 static int ws_send(ts_conn *bc, const uint8_t *msg, size_t len);
+static int ws_send_shared(ts_conn *bc, ts_sbuf *b);
 static void ws_close_op(ts_conn *bc, const char *reason);
 static size_t ws_pending(ts_conn *bc);
 static size_t ws_pending_total(ts_conn *bc);
@@ -133,6 +139,7 @@ static const ts_conn_ops ws_ops = {
     .send = ws_send,
     .close = ws_close_op,
     .pending = ws_pending_total,
+    .send_shared = ws_send_shared,
 };
 
 static size_t ws_pending(ts_conn *bc) {
@@ -166,6 +173,42 @@ static int ws_send(ts_conn *bc, const uint8_t *msg, size_t len) {
   if (r != 0) return TS_EIO;
   if (!c->in_recv) ws_flush(c);
   return 0;
+}
+
+/* The header of an unmasked, unfragmented binary frame of len bytes
+ * (RFC 6455 5.2) in out; returns its length (2, 4 or 10). */
+static size_t ws_binary_header(uint8_t out[10], size_t len) {
+  out[0] = 0x80 | WSLAY_BINARY_FRAME; /* FIN */
+  if (len < 126) {
+    out[1] = (uint8_t)len;
+    return 2;
+  }
+  if (len <= 0xFFFF) {
+    out[1] = 126;
+    out[2] = (uint8_t)(len >> 8);
+    out[3] = (uint8_t)len;
+    return 4;
+  }
+  out[1] = 127;
+  for (int i = 0; i < 8; i++) out[2 + i] = (uint8_t)((uint64_t)len >> (56 - 8 * i));
+  return 10;
+}
+
+static int ws_send_shared(ts_conn *bc, ts_sbuf *b) {
+  ts__net_conn *c = (ts__net_conn *)bc;
+  if (!c->ws || c->close_started || c->base.closing) return TS_EIO;
+  /* inside wslay_event_recv, what is sent is framed after it returns:
+   * queue behind it */
+  if (c->in_recv) return ws_send(bc, b->data, b->len);
+  size_t pending = ws_pending(bc);
+  if (pending > 0 && pending + b->len > c->h->cfg.max_pending_output) return TS_EFULL;
+  /* wslay's frames first, whole (its send callback takes everything), so
+   * the stream is at a frame boundary */
+  ws_flush(c);
+  if (c->close_started || c->lingering || c->base.closing) return TS_EIO;
+  uint8_t hdr[10];
+  size_t hl = ws_binary_header(hdr, b->len);
+  return ts__conn_write_shared(c, hdr, hl, b);
 }
 
 void ts__ws_close(ts__net_conn *c, uint16_t code, const char *reason) {

@@ -16,6 +16,11 @@
  *   pipeline  the same latencies for one session of a 5 x 5 patch, whose
  *             physics costs next to nothing: the daemon's own share.
  *
+ * The fan-out and sessions lines also give the CPU split over the measured
+ * time (tissueload --daemon-pid): cores of the daemon's network loop
+ * (daemon_loop_cores), of its physics thread (daemon_physics_cores), of the
+ * whole daemon, and of the load generator, which shares the machine.
+ *
  * The fan-out and sessions scenarios run twice: with the daemon's own substeps, then
  * with CreateSession.substeps = N (tissueload --substeps; N from
  * $TS_BENCH_STREAM_SUBSTEPS, default 1): a mass-spring session capped at N
@@ -127,10 +132,14 @@ static cJSON *tissueload(const bench_daemon *d, const char *const *args, int *re
     dup2(fds[1], 1);
     close(fds[0]);
     const char *argv[48];
+    char dpid[16];
+    snprintf(dpid, sizeof dpid, "%d", (int)d->pid);
     int k = 0;
     argv[k++] = "tissueload";
     argv[k++] = "--ports-file";
     argv[k++] = d->ports;
+    argv[k++] = "--daemon-pid"; /* the CPU split over the measured time */
+    argv[k++] = dpid;
     argv[k++] = "--quiet";
     argv[k++] = "--key";
     argv[k++] = BENCH_KEY;
@@ -158,6 +167,19 @@ static double num(const cJSON *j, const char *a, const char *b) {
   const cJSON *o = cJSON_GetObjectItemCaseSensitive(j, a);
   if (b) o = cJSON_GetObjectItemCaseSensitive(o, b);
   return cJSON_IsNumber(o) ? o->valuedouble : -1;
+}
+
+/* The CPU split tissueload measured (--daemon-pid) as fields of line l:
+ * cores used by the daemon's network loop (its main thread), by its
+ * busiest other thread (physics), in all, and by the load generator. */
+static void add_cpu(cJSON *l, const cJSON *j) {
+  const cJSON *d = cJSON_GetObjectItemCaseSensitive(j, "daemon_cpu_cores");
+  const cJSON *t = cJSON_GetObjectItemCaseSensitive(d, "threads");
+  const cJSON *t0 = cJSON_IsArray(t) ? cJSON_GetArrayItem(t, 0) : NULL;
+  ts_bench_line_num(l, "daemon_loop_cores", num(j, "daemon_cpu_cores", "loop"));
+  ts_bench_line_num(l, "daemon_physics_cores", cJSON_IsNumber(t0) ? t0->valuedouble : -1);
+  ts_bench_line_num(l, "daemon_cores", num(j, "daemon_cpu_cores", "total"));
+  ts_bench_line_num(l, "load_generator_cores", num(j, "load_cpu_cores", NULL));
 }
 
 static const char *resolution_of(const char *scenario) {
@@ -204,6 +226,7 @@ static int fanout(const char *scenario, int observers, const char *secs, int sub
   ts_bench_line_num(l, "bytes_per_frame", num(j, "bytes_per_frame", NULL));
   ts_bench_line_num(l, "frames_behind_real_time", num(j, "frames_behind_real_time", NULL));
   ts_bench_line_num(l, "substeps", substeps);
+  add_cpu(l, j);
   ts_bench_line_emit(l);
   l = ts_bench_line("stream", scenario, "frames_per_s_per_client", fps, "1/s");
   ts_bench_line_ref(l, "frame_rate", 60);
@@ -256,6 +279,7 @@ static int sessions(const char *scenario, const char *resolution, int n, const c
   ts_bench_line_num(l, "p50", num(j, "pose_to_force_ms", "p50"));
   ts_bench_line_num(l, "max", num(j, "pose_to_force_ms", "max"));
   ts_bench_line_num(l, "frames_behind_fraction", frac);
+  add_cpu(l, j);
   ts_bench_line_emit(l);
   l = ts_bench_line("stream", scenario, "pose_to_frame_p99_ms", num(j, "pose_to_frame_ms", "p99"),
                     "ms");

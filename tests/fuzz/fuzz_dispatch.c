@@ -95,7 +95,7 @@ static size_t fake_pending(ts_conn *c) {
   return 0;
 }
 
-static const ts_conn_ops fake_ops = {fake_send, fake_close, fake_pending};
+static const ts_conn_ops fake_ops = {fake_send, fake_close, fake_pending, NULL};
 
 /* ---- running the loop ----------------------------------------------------- */
 

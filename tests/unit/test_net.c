@@ -34,6 +34,7 @@
 #include "net/http.h"
 #include "net/static_files.h"
 #include "net/ws.h"
+#include "sbuf.h"
 
 /* ---- a scratch web root ------------------------------------------------- */
 
@@ -228,7 +229,7 @@ END_TEST
 
 /* ---- a server on its own loop thread ------------------------------------ */
 
-enum { CMD_NONE, CMD_SEND, CMD_CLOSE, CMD_FILL, CMD_PENDING, CMD_STOP };
+enum { CMD_NONE, CMD_SEND, CMD_CLOSE, CMD_FILL, CMD_FILL_SHARED, CMD_PENDING, CMD_STOP };
 
 typedef struct harness {
   uv_loop_t loop;
@@ -305,6 +306,9 @@ static void hook_closed(ts_conn *c, void *ud) {
   pthread_mutex_unlock(&H->mu);
 }
 
+#define SHARED_LEN 70000
+static uint8_t shared_byte(size_t i) { return (uint8_t)(i * 31 + (i >> 9) + 7); }
+
 static void on_async(uv_async_t *a) {
   harness *H = a->data;
   pthread_mutex_lock(&H->mu);
@@ -337,6 +341,23 @@ static void on_async(uv_async_t *a) {
     }
     /* the daemon's own queues: ops->pending also counts the kernel's unsent
      * bytes (bounded by the socket buffer), which these tests do not bound */
+    pending = c ? c->ops->pending(c) : 0;
+    size_t kernel = c ? ts_socket_unsent((const uv_stream_t *)&((ts__net_conn *)c)->tcp) : 0;
+    pending = pending > kernel ? pending - kernel : 0;
+  } else if (cmd == CMD_FILL_SHARED) {
+    /* one shared buffer (over 64 KiB: the 8-byte length form) sent until
+     * refused, with a copied message after the third; once this returns the
+     * unfinished writes hold the only references to it */
+    ts_sbuf *b = ts_sbuf_new(SHARED_LEN);
+    for (size_t i = 0; b && i < SHARED_LEN; i++) b->data[i] = shared_byte(i);
+    rc = b ? -999 : TS_ENOMEM;
+    while (b && c && count < 5000) {
+      rc = c->ops->send_shared(c, b);
+      if (rc != 0) break;
+      count++;
+      if (count == 3 && (rc = c->ops->send(c, (const uint8_t *)"between", 7)) != 0) break;
+    }
+    ts_sbuf_release(b);
     pending = c ? c->ops->pending(c) : 0;
     size_t kernel = c ? ts_socket_unsent((const uv_stream_t *)&((ts__net_conn *)c)->tcp) : 0;
     pending = pending > kernel ? pending - kernel : 0;
@@ -1059,6 +1080,52 @@ START_TEST(test_ws_backpressure_efull) {
 }
 END_TEST
 
+/* ops->send_shared writes the one buffer to a reader that does not read:
+ * at first whole, then in part (the rest referenced by a write request),
+ * then refused at the limit; the reader then gets every frame intact and in
+ * order with the copied message sent among them, and the buffer lives
+ * exactly as long as the writes (ASan checks the release). */
+START_TEST(test_ws_shared_frames) {
+  harness H;
+  size_t limit = 512 * 1024;
+  harness_start(&H, 0, limit);
+  int fd = ws_connect(&H, 4096);
+  ck_assert(wait_for(&H, &H.opened, 1));
+  run_cmd(&H, CMD_FILL_SHARED, NULL, 0);
+  ck_assert_int_eq(H.cmd_rc, TS_EFULL);
+  ck_assert_int_gt(H.fill_count, 3);
+  /* our queue reached the limit, to within one frame */
+  ck_assert_uint_gt(H.pending, limit - SHARED_LEN);
+  ck_assert_uint_le(H.pending, limit + SHARED_LEN);
+  uint8_t *buf = malloc(SHARED_LEN + 16);
+  int fin, op;
+  for (int i = 0; i < H.fill_count; i++) {
+    long len = ws_recv(fd, &fin, &op, buf, SHARED_LEN + 16);
+    ck_assert_int_eq(len, SHARED_LEN);
+    ck_assert_int_eq(fin, 1);
+    ck_assert_int_eq(op, 0x2);
+    size_t bad = SHARED_LEN;
+    for (size_t k = 0; k < SHARED_LEN && bad == SHARED_LEN; k++)
+      if (buf[k] != shared_byte(k)) bad = k;
+    ck_assert_msg(bad == SHARED_LEN, "frame %d differs at byte %zu", i, bad);
+    if (i == 2) {
+      len = ws_recv(fd, &fin, &op, buf, SHARED_LEN);
+      ck_assert_int_eq(len, 7);
+      ck_assert_int_eq(memcmp(buf, "between", 7), 0);
+    }
+  }
+  free(buf);
+  run_cmd(&H, CMD_SEND, "after", 5);
+  ck_assert_int_eq(H.cmd_rc, 0);
+  uint8_t tail[16];
+  ck_assert_int_eq(ws_recv(fd, &fin, &op, tail, sizeof tail), 5);
+  ck_assert_int_eq(memcmp(tail, "after", 5), 0);
+  close(fd);
+  ck_assert(wait_for(&H, &H.closed, 1));
+  harness_stop(&H);
+}
+END_TEST
+
 START_TEST(test_stop_closes_everything) {
   harness H;
   harness_start(&H, 0, 0);
@@ -1215,6 +1282,7 @@ static Suite *net_suite(void) {
   tcase_add_test(loop, test_ws_text_and_oversize_close);
   tcase_add_test(loop, test_ws_server_close_and_disconnects);
   tcase_add_test(loop, test_ws_backpressure_efull);
+  tcase_add_test(loop, test_ws_shared_frames);
   tcase_add_test(loop, test_http_backpressure);
   tcase_add_test(loop, test_ws_ping_flood_is_bounded);
   tcase_add_test(loop, test_stop_closes_everything);
