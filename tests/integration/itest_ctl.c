@@ -233,8 +233,11 @@ START_TEST(test_session_life) {
   run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "poke", "--session", sid_s, "--seconds",
           "1.5", "--depth", "0.004");
   ck_assert_msg(o.status == 0, "poke: %s", o.err);
+  /* one line per frame received; how many arrive in 1.5 s depends on the
+   * machine's load (an ASan build on a busy box has delivered fewer than
+   * five), so only two are required: enough to check the sequence grows */
   int n = lines(&o, v, 512);
-  ck_assert_int_ge(n, 5);
+  ck_assert_int_ge(n, 2);
   double fmax = 0, dmax = 0, last_seq = 0;
   for (int i = 0; i < n; i++) {
     ck_assert(jnum(v[i], "session") == sid && jnum(v[i], "vertices") == verts);
