@@ -12,6 +12,7 @@
 
 #include "ts_error.h"
 #include "ts_handover.h"
+#include "ts_ms_internal.h"
 
 int ts_tissue_alloc(uint32_t n_nodes, uint32_t n_springs, uint32_t n_tris, ts_tissue **out) {
   if (!out) return TS_EINVAL;
@@ -129,7 +130,7 @@ void ts_tissue_destroy(ts_tissue *t) {
   free(t->springs);
   free(t->tris);
   free(t->column_node);
-  free(t->ms);
+  ts__ms_free(t->ms);
   ts_handover_free(t->hand);
   free(t);
 }
