@@ -3,7 +3,8 @@
  * and the (sheet, column) -> node map (see ts_tissue.h for the node
  * layout). The builders live in
  * ts_tissue_build.c (from an extrusion) and ts_patch.c (the built-in patch);
- * the step's private data (t->ms) is one block made by ts_massspring.c.
+ * the step's private data (t->ms) is one block made by ts_massspring.c,
+ * with the thin pass's surface tree (ts_ms_contact.c; ts__ms_free frees both).
  */
 #include "ts_tissue.h"
 
