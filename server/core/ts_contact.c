@@ -19,6 +19,7 @@
 #define TS__MAX_SUBSTEPS 4096u
 #define TS__PIERCE_ROUNDS 4   /* pushes of one triangle per pass, mesh tools */
 #define TS__PIERCE_TOL 0.01   /* of the thickness: a pierce this close to the allowance is done */
+#define TS__SWEEP_NEAR 0.05   /* of the thickness: slack of a sweep pose's depth bound */
 
 ts_contact_def ts_default_contact_def(void) {
   ts_contact_def d = {
@@ -48,9 +49,10 @@ int ts_contact_ws_init(ts_contact_ws *ws, const ts_contact_def *def, uint32_t n_
   ws->v = calloc(cap, sizeof *ws->v);
   ws->carry = calloc(cap, sizeof *ws->carry);
   ws->tri_buf = calloc(tri_cap, sizeof *ws->tri_buf);
+  ws->swept = calloc(tri_cap, sizeof *ws->swept);
   ws->mark = calloc(n_points, sizeof *ws->mark);
   ws->slot = calloc(n_points, sizeof *ws->slot);
-  if (!ws->v || !ws->carry || !ws->tri_buf || !ws->mark || !ws->slot) {
+  if (!ws->v || !ws->carry || !ws->tri_buf || !ws->swept || !ws->mark || !ws->slot) {
     ts_contact_ws_free(ws);
     return TS_ENOMEM;
   }
@@ -63,6 +65,7 @@ void ts_contact_ws_free(ts_contact_ws *ws) {
   free(ws->v);
   free(ws->carry);
   free(ws->tri_buf);
+  free(ws->swept);
   free(ws->mark);
   free(ws->slot);
   memset(ws, 0, sizeof *ws);
@@ -205,6 +208,7 @@ int ts_contact_begin(ts_contact_ws *ws, ts_posed_tool *tool, const ts_pose *from
   if (full) nt = ws->tri_cap;
   ws->n_tris = nt;
   ws->tree = tree;
+  memset(ws->swept, 0, sizeof *ws->swept * nt);
   if (++ws->stamp == 0) { /* wrapped: clear the marks */
     memset(ws->mark, 0, sizeof *ws->mark * ws->n_points);
     ws->stamp = 1;
@@ -351,7 +355,8 @@ static uint32_t mesh_triangle_pass(ts_contact_ws *ws, const ts_posed_tool *tool,
         for (int k = 0; k < 3; k++) T[c][k] = R[0][k] * d[0] + R[1][k] * d[1] + R[2][k] * d[2];
       }
       ts_hit hit;
-      if (!ts_collide_mesh_pierce(tr, (const double (*)[3])T, cap, &hit)) break;
+      if (!ts_collide_mesh_pierce(tr, (const double (*)[3])T, ws->swept[j] ? INFINITY : cap, &hit))
+        break;
       if (round == 0) ws->tri_hits++;
       if (!(hit.depth > allow + tal + TS__PIERCE_TOL * tr->thickness)) break;
       double bc[3], n[3];
@@ -359,6 +364,120 @@ static uint32_t mesh_triangle_pass(ts_contact_ws *ws, const ts_posed_tool *tool,
       for (int k = 0; k < 3; k++)
         n[k] = R[k][0] * hit.normal[0] + R[k][1] * hit.normal[1] + R[k][2] * hit.normal[2];
       fresh += push_triangle(ws, tri, sl, w, bc, n, hit.depth - allow - tal, x);
+    }
+  }
+  return fresh;
+}
+
+/* The mesh pass (above) swept over the projection's substeps: at the poses
+ * k / m (k = 1..m-1, m = ws->substeps: no tool point moves more than
+ * travel_fraction of the thickness from one to the next) between `from` and
+ * `to`, each candidate triangle's corners at y = x0 + s (x - x0) plus what
+ * the sweep has pushed them so far (the vertex sweep's way, ws->carry), the
+ * triangles the tool pierced from their outer side more than the allowance
+ * are pushed as in the pass. The pierce's depth bound (the thickness) sees
+ * a triangle only while the tool is less than its thickness through it: a
+ * tool that moved farther than that since the last pass is through unseen.
+ * In these substeps it is seen at most a quarter of the thickness beyond
+ * the allowance and pushed back on the side it came from. A pose takes a
+ * pierce only up to the allowance, two moves and 5 % of the thickness deep
+ * (the tissue moves too); deeper, the tool was through the triangle before
+ * this step (a side triangle the blade passed long ago), and a pose nearer
+ * the last one must not push it back. The pushes are
+ * then made on x (corrections of the corners, as the vertex pass's carried
+ * ones), and the pass at `to` follows. Candidates whose nearest corner is
+ * farther from the tool (at `to`) than the triangle's longest edge plus the
+ * tool's travel and the corners' own are skipped: the tool cannot reach
+ * them. Returns the corners newly touching. */
+static uint32_t mesh_triangle_sweep(ts_contact_ws *ws, const ts_obb_tree *tr, double (*x)[3],
+                                    const double (*x0)[3], const double *inv_mass) {
+  const uint32_t m = ws->substeps;
+  if (m < 2 || !tr->thin_sweep || ws->n == 0) return 0;
+  const double allow = 0.25 * tr->thickness;
+  const double travel = travel_bound(tr, &ws->from, &ws->to);
+  /* the deepest pierce a pose takes: the allowance, two moves and a slack
+   * (the mass-spring sweep's bound, ts_ms_contact.c) */
+  const double cap = fmin(tr->thickness > 0 ? tr->thickness : tr->reach,
+                          allow + 2.0 * travel / m + TS__SWEEP_NEAR * tr->thickness);
+  memset(ws->carry, 0, sizeof *ws->carry * ws->n);
+  uint32_t fresh = 0;
+  for (uint32_t k = 1; k < m; k++) {
+    const double s = (double)k / m;
+    ts_pose ps;
+    ts_pose_lerp(&ws->from, &ws->to, s, &ps);
+    double R[3][3];
+    ts_quat_to_mat(ps.q, R);
+    for (uint32_t j = 0; j < ws->n_tris; j++) {
+      const uint32_t *tri = ws->tree->tris[ws->tri_buf[j]];
+      uint32_t sl[3];
+      double w[3], tal = 0, Y[3][3];
+      int movable = 0, touched = 0;
+      double e2 = 0, far = 0;
+      for (int c = 0; c < 3; c++) {
+        const uint32_t i = tri[c];
+        sl[c] = ws->slot[i];
+        w[c] = sl[c] != UINT32_MAX ? inv_mass[i] : 0.0;
+        movable |= w[c] > 0;
+        touched |= sl[c] != UINT32_MAX && ws->v[sl[c]].touching == 1;
+        if (ws->allow) tal = fmax(tal, ws->allow_w * ws->allow[i]);
+        double own = 0; /* how far this corner is from where it is at `to` */
+        for (int q = 0; q < 3; q++) {
+          Y[c][q] = x0[i][q] + s * (x[i][q] - x0[i][q]) + (sl[c] != UINT32_MAX ? ws->carry[sl[c]][q] : 0.0);
+          own += (Y[c][q] - x[i][q]) * (Y[c][q] - x[i][q]);
+        }
+        if (sl[c] != UINT32_MAX) far = fmax(far, ws->v[sl[c]].sd - sqrt(own) - (1 - s) * travel);
+      }
+      if (!movable || touched) continue;
+      for (int c = 0; c < 3; c++) {
+        const double *a = Y[c], *b = Y[(c + 1) % 3];
+        const double ex = a[0] - b[0], ey = a[1] - b[1], ez = a[2] - b[2];
+        e2 = fmax(e2, ex * ex + ey * ey + ez * ez);
+      }
+      if (far * far > e2 && far > 0) continue;
+      for (int round = 0; round < TS__PIERCE_ROUNDS; round++) {
+        double T[3][3];
+        for (int c = 0; c < 3; c++) { /* into the tool's frame: R^T (y - p) */
+          double d[3];
+          for (int q = 0; q < 3; q++) d[q] = Y[c][q] - ps.p[q];
+          for (int q = 0; q < 3; q++) T[c][q] = R[0][q] * d[0] + R[1][q] * d[1] + R[2][q] * d[2];
+        }
+        ts_hit hit;
+        if (!ts_collide_mesh_pierce(tr, (const double (*)[3])T, cap, &hit)) break;
+        if (!(hit.depth > allow + tal + TS__PIERCE_TOL * tr->thickness)) break;
+        double bc[3], n[3], den = 0;
+        (void)ts_collide_barycentric((const double (*)[3])T, hit.point, bc);
+        for (int q = 0; q < 3; q++)
+          n[q] = R[q][0] * hit.normal[0] + R[q][1] * hit.normal[1] + R[q][2] * hit.normal[2];
+        for (int c = 0; c < 3; c++) den += w[c] * bc[c] * bc[c];
+        if (!(den > 0)) break;
+        const double sc = (hit.depth - allow - tal) / den;
+        ws->swept[j] = 1;
+        for (int c = 0; c < 3; c++) {
+          if (!(w[c] > 0) || !(bc[c] > 0)) continue;
+          ts_contact_vertex *v = &ws->v[sl[c]];
+          const double kk = w[c] * bc[c] * sc;
+          for (int q = 0; q < 3; q++) {
+            ws->carry[sl[c]][q] += kk * n[q];
+            Y[c][q] += kk * n[q];
+          }
+          v->lam_n += kk;
+          memcpy(v->n, n, sizeof v->n);
+          if (!v->touching) {
+            v->touching = 2;
+            fresh++;
+          }
+        }
+      }
+    }
+  }
+  for (uint32_t j = 0; j < ws->n; j++) { /* the pushes, on x */
+    ts_contact_vertex *v = &ws->v[j];
+    const double *cj = ws->carry[j];
+    if (cj[0] == 0 && cj[1] == 0 && cj[2] == 0) continue;
+    const double mass = 1.0 / inv_mass[v->node];
+    for (int q = 0; q < 3; q++) {
+      x[v->node][q] += cj[q];
+      v->imp[q] += mass * cj[q];
     }
   }
   return fresh;
@@ -437,8 +556,10 @@ int ts_contact_project(ts_contact_ws *ws, ts_posed_tool *tool, double (*x)[3],
   } else if (tr->kind != TS_SHAPE_MESH) {
     ts_posed_tool_segment(tool, a, b);
   }
-  if (ws->def.triangle_pass && tr->kind == TS_SHAPE_MESH && tr->thin_pass)
+  if (ws->def.triangle_pass && tr->kind == TS_SHAPE_MESH && tr->thin_pass) {
+    if (sweep) touching += mesh_triangle_sweep(ws, tr, x, x0, inv_mass);
     touching += mesh_triangle_pass(ws, tool, x, inv_mass);
+  }
   for (uint32_t j = 0; ws->def.triangle_pass && tr->kind != TS_SHAPE_MESH && j < ws->n_tris; j++) {
     const uint32_t *tri = ws->tree->tris[ws->tri_buf[j]];
     uint32_t sl[3];

@@ -70,10 +70,14 @@
  * side it came from and never past the tool's core. The corrections made on
  * the way are carried to the end of the path. A 1 mm thick tool at 0.5 m/s
  * and 1 ms steps takes 2 substeps; a 10 mm sphere 1. The triangle passes
- * run with the tool at `to` only: a triangle the tool moved through by more
- * than its thickness within one projection (the solver's substep) is not
- * seen (the mesh pass's depth bound), so a thin mesh tool faster than its
- * thickness per solver substep can still pass between the vertices.
+ * run with the tool at `to` only, except a mesh tool's (thin_sweep of its
+ * tree, on by default): a triangle the tool moved through by more than its
+ * thickness within one projection would not be seen (the mesh pass's depth
+ * bound), so the first projection of a step also sweeps that pass over the
+ * same substeps, pushing the triangles ahead of the tool, and the step's
+ * later passes take those triangles however deep the tool is behind them
+ * (the side it came from remembered: the solver's other constraints may
+ * pull them back beyond the bound).
  *
  * Friction (Coulomb, position level). For a vertex in contact, its
  * displacement over the step relative to the tool's material point under it
@@ -155,6 +159,7 @@ typedef struct ts_contact_ws {
   const ts_aabb_tree *tree; /* of this step */
   uint32_t *slot;      /* per node: its candidate index when mark == stamp, else UINT32_MAX */
   double (*carry)[3];  /* per candidate: correction carried along the sweep */
+  uint8_t *swept;      /* per triangle of tri_buf: the mesh sweep pushed it this step */
   double Rf[3][3], Rt[3][3]; /* rotations of from and to */
 } ts_contact_ws;
 

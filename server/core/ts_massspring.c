@@ -176,7 +176,7 @@ int ts_massspring_prepare(ts_tissue *t) {
   }
   free(d);
   free(y);
-  free(t->ms);
+  ts__ms_free(t->ms);
   t->ms = ms;
   t->stable_dt = ts__ms_step_bound(ms->w2, ms->g + TS__MAX(t->drag, 0.0), 1.0);
   return 0;
@@ -265,7 +265,7 @@ int ts_massspring_step(ts_tissue *t, double dt, ts_tool *tools, int n_tools,
    * a tool are marked before the first substep, as the unrefined tissue's
    * were, so that its reaction holds them from the first substep on */
   if (t->hand && t->h_prev == 0)
-    for (int j = 0; j < np; j++) ts__ms_contact(t, ms, &pt[j]);
+    for (int j = 0; j < np; j++) ts__ms_contact(t, ms, &pt[j], 0);
 
   ts__ms_revalidate_contacts(t, ms, pt, slot);
   uint64_t counts[3] = {0, 0, 0};
@@ -279,7 +279,9 @@ int ts_massspring_step(ts_tissue *t, double dt, ts_tool *tools, int n_tools,
     taylor = 0;
     if (ms->n_lim && ts__ms_limit_needed(ms)) fixes += ts__ms_limit_strain(t, ms, h);
     ts__ms_clear_contacts(ms);
-    for (int j = 0; j < np; j++) ts__ms_contact(t, ms, &pt[j]);
+    /* the tools stand at their poses through the substeps; a thin mesh
+     * tool's triangle pass sweeps from the last pose in the first */
+    for (int j = 0; j < np; j++) ts__ms_contact(t, ms, &pt[j], k == 0);
   }
   t->h_prev = h;
   ms->n_last = n;

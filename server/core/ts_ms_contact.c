@@ -36,8 +36,9 @@
  * primitives'. A mesh part thinner than the tissue's triangles (the dental
  * instrument's 2.6 x 0.4 mm spatula on 3.5 mm triangles) slips between the
  * nodes, so mesh tools (with thin_pass, ts_obb_tree.h) also take a
- * triangle pass after the nodes (mesh_triangles below, the XPBD contact's
- * pass of ts_contact.h): a
+ * triangle pass after the nodes (ts__ms_thin_pass below, the XPBD contact's
+ * pass of ts_contact.h; the triangles near the tool from an AABB tree of
+ * the surface, swept from the last pose in a step's first substep): a
  * surface triangle pierced from its outer side (ts_collide_mesh_pierce)
  * with no corner on the tool is moved by the point-triangle constraint
  * until the tool reaches a quarter of its thickness behind it, and its
@@ -146,8 +147,13 @@ void ts__ms_tool_motion(struct ts__ms *ms, ts__ptool *p, int i, double dt) {
   double q[4], n2 = 0;
   for (int k = 0; k < 4; k++) n2 += tl->quat[k] * tl->quat[k];
   for (int k = 0; k < 4; k++) q[k] = n2 > 0 ? tl->quat[k] / sqrt(n2) : (k == 0);
+  memcpy(p->from_pos, tl->pos, sizeof p->from_pos);
+  memcpy(p->from_q, q, sizeof p->from_q);
+  p->travel = 0;
   if (ms->tl_seen[i]) {
     const double *o = ms->tl_quat[i];
+    memcpy(p->from_pos, ms->tl_pos[i], sizeof p->from_pos);
+    memcpy(p->from_q, o, sizeof p->from_q);
     for (int k = 0; k < 3; k++) p->vel[k] = (tl->pos[k] - ms->tl_pos[i][k]) / dt;
     /* the turn from the last pose, dq = q conj(o), as an angle about an axis */
     double dw = q[0] * o[0] + q[1] * o[1] + q[2] * o[2] + q[3] * o[3];
@@ -161,6 +167,8 @@ void ts__ms_tool_motion(struct ts__ms *ms, ts__ptool *p, int i, double dt) {
     double sv = sqrt(dv[0] * dv[0] + dv[1] * dv[1] + dv[2] * dv[2]);
     double ang = 2.0 * atan2(sv, dw);
     for (int k = 0; k < 3; k++) p->omega[k] = sv > 0 ? dv[k] / sv * ang / dt : 0.0;
+    /* as ts_collide_sweep's bound: translation plus angle times reach */
+    if (p->mesh) p->travel = hypot(hypot(p->vel[0], p->vel[1]), p->vel[2]) * dt + ang * p->mesh->reach;
   }
   memcpy(ms->tl_pos[i], tl->pos, sizeof ms->tl_pos[i]);
   memcpy(ms->tl_quat[i], q, sizeof ms->tl_quat[i]);
@@ -247,13 +255,54 @@ static void mark_node(struct ts__ms *ms, const ts__ptool *p, uint32_t i, const d
  * cancels their push into the tool (the whole of it: the triangle rests on
  * the tool through them) and it reaches the tool's force. A triangle pierced
  * within the skin of the quarter is marked without a move. move 0: marks
- * only (the step's revalidation at the new pose). Returns the corners
+ * only (the step's revalidation at the new pose). The tool stands at
+ * rotation R and origin o for the pierce (a pose of the sweep, see
+ * mesh_triangles_swept); "on or in the tool" is at the step's pose, the
+ * node projection's.
+ *
+ * Which triangles. Only those whose box meets the world box of the tool's
+ * root OBB (grown by the skin) can be pierced. The surface's AABB tree
+ * (ts_aabb_tree.h, the XPBD contact's kind; fat leaf boxes, so refitting
+ * for the substep's positions is one comparison per surface node and a
+ * short walk up for the nodes that escaped) gives the triangles near that
+ * box grown by the tool's thickness, in triangle order: the same ones, in
+ * the same order, as a scan of every triangle finds them, unless a push of
+ * this pass moves a corner farther than the thickness. Returns the corners
  * marked. */
-static uint32_t mesh_triangles(ts_tissue *t, struct ts__ms *ms, const ts__ptool *p, int move) {
+static int cmp_u32(const void *a, const void *b) {
+  const uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* ms's tree of t's surface and the query's scratch, made when missing or
+ * when t's topology is not the tree's, refitted for t->x. Returns the tree,
+ * or NULL (the caller scans). */
+static ts_aabb_tree *surface_tree(const ts_tissue *t, struct ts__ms *ms) {
+  if (ms->tree && (ms->tree->n_points != t->n_nodes || ms->tree->n_tris != t->n_tris)) {
+    ts_aabb_tree_destroy(ms->tree);
+    free(ms->tri_buf);
+    ms->tree = NULL;
+    ms->tri_buf = NULL;
+  }
+  if (!ms->tree) {
+    if (!t->n_tris || !t->tris) return NULL;
+    ms->tri_buf = malloc(sizeof *ms->tri_buf * t->n_tris);
+    if (!ms->tri_buf || ts_aabb_tree_create_tissue(NULL, t, &ms->tree) != 0) {
+      free(ms->tri_buf);
+      ms->tri_buf = NULL;
+      ms->tree = NULL;
+      return NULL;
+    }
+    return ms->tree;
+  }
+  return ts_aabb_tree_refit(ms->tree, (const double (*)[3])t->x) >= 0 ? ms->tree : NULL;
+}
+
+uint32_t ts__ms_thin_pass(ts_tissue *t, struct ts__ms *ms, const ts__ptool *p,
+                          const double R[3][3], const double o[3], double depth_cap, int move,
+                          int use_tree) {
   const ts_obb_tree *tr = p->mesh;
-  const double (*R)[3] = (const double (*)[3])p->R;
-  const double *o = p->tool->pos;
-  const double cap = tr->thickness > 0 ? tr->thickness : tr->reach;
+  const double cap = depth_cap > 0 ? depth_cap : tr->thickness > 0 ? tr->thickness : tr->reach;
   const double quarter = 0.25 * tr->thickness;
   /* the root box's world bounds, grown by the skin */
   const ts_obb *rb = &tr->nodes[0].box;
@@ -266,9 +315,18 @@ static uint32_t mesh_triangles(ts_tissue *t, struct ts__ms *ms, const ts__ptool 
     }
     lo[k] = c - e, hi[k] = c + e;
   }
+  const ts_aabb_tree *tree = use_tree ? surface_tree(t, ms) : NULL;
+  uint32_t nc = t->n_tris;
+  if (tree) {
+    double ql[3], qh[3];
+    for (int k = 0; k < 3; k++) ql[k] = lo[k] - cap, qh[k] = hi[k] + cap;
+    nc = ts_aabb_tree_query_box(tree, ql, qh, ms->tri_buf, tree->n_tris);
+    qsort(ms->tri_buf, nc, sizeof *ms->tri_buf, cmp_u32);
+  }
   const double *im = t->inv_mass, *depth = ms->depth;
   uint32_t marked = 0;
-  for (uint32_t f = 0; f < t->n_tris; f++) {
+  for (uint32_t j = 0; j < nc; j++) {
+    const uint32_t f = tree ? ms->tri_buf[j] : j;
     const uint32_t *c = t->tris[f];
     int out = 0;
     for (int k = 0; k < 3 && !out; k++) {
@@ -316,9 +374,64 @@ static uint32_t mesh_triangles(ts_tissue *t, struct ts__ms *ms, const ts__ptool 
   return marked;
 }
 
+#define TS__THIN_SWEEP_MAX 256 /* poses of one sweep, at most */
+#define TS__THIN_STEP 0.5       /* of the thickness: the tool's move between two poses */
+#define TS__THIN_NEAR 0.05      /* of the thickness: slack of a sweep pose's depth bound */
+
+/* The triangle pass of mesh tool p, swept (sweep nonzero and the tree's
+ * thin_sweep) from the last step's pose to this one: first at the poses
+ * j / m, j = 1..m-1, m the least count that moves no tool point more than
+ * half the tool's thickness from one pose to the next (at most
+ * TS__THIN_SWEEP_MAX), interpolated by ts_pose_lerp, then at this step's
+ * pose. The pass's depth bound (the thickness) sees a triangle only while
+ * the tool is less than its thickness through it: a tool that moved
+ * farther than that between two passes (in the first substep of a step
+ * the tool jumps to its new pose) went through unseen. At each pose the
+ * tool is at most the pass's quarter, one move (half) and the 1 % of its
+ * slack behind a triangle it met at the pose before, so the triangle is
+ * seen and pushed ahead of it on the side it came from. A sweep pose takes
+ * a pierce only up to the quarter, two moves and 5 % of the thickness deep
+ * (the tissue may have moved as much as the tool since the last pass);
+ * deeper, the tool was through the triangle before this step (a side
+ * triangle the blade passed long ago), and the pass leaves it as it would
+ * without the sweep. A tool slower than half its thickness a step takes
+ * the pass at its pose only, as without the sweep: pushes at a pose
+ * between, with no springs acting before the next, turn a triangle about
+ * the crossing point, and a slow press then ends less steadily. Returns the
+ * corners marked at this step's pose. */
+static uint32_t mesh_triangles_swept(ts_tissue *t, struct ts__ms *ms, const ts__ptool *p,
+                                     int sweep) {
+  const ts_obb_tree *tr = p->mesh;
+  const double quarter = 0.25 * tr->thickness, per = TS__THIN_STEP * tr->thickness;
+  double m = 1;
+  if (sweep && tr->thin_sweep) m = per > 0 ? ceil(p->travel / per) : TS__THIN_SWEEP_MAX;
+  if (!(m >= 1)) m = 1;
+  if (m > TS__THIN_SWEEP_MAX) m = TS__THIN_SWEEP_MAX;
+  const uint32_t nm = (uint32_t)m;
+  if (nm > 1) {
+    const double near =
+        fmin(tr->thickness, quarter + 2.0 * p->travel / nm + TS__THIN_NEAR * tr->thickness);
+    ts_pose a = {.jaw = 0}, b = {.jaw = 0};
+    memcpy(a.p, p->from_pos, sizeof a.p);
+    memcpy(a.q, p->from_q, sizeof a.q);
+    memcpy(b.p, p->tool->pos, sizeof b.p);
+    const double *q = p->tool->quat;
+    const double qn = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
+    for (int k = 0; k < 4; k++) b.q[k] = qn > 0 ? q[k] / qn : (k == 0); /* as p->R */
+    for (uint32_t j = 1; j < nm; j++) {
+      ts_pose ps;
+      ts_pose_lerp(&a, &b, (double)j / nm, &ps);
+      double R[3][3];
+      ts_quat_to_mat(ps.q, R);
+      (void)ts__ms_thin_pass(t, ms, p, (const double (*)[3])R, ps.p, near, 1, 1);
+    }
+  }
+  return ts__ms_thin_pass(t, ms, p, (const double (*)[3])p->R, p->tool->pos, 0, 1, 1);
+}
+
 /* Projects the free nodes inside tool p onto its surface and marks them
  * (normal, tool) for the next substep's reaction. */
-void ts__ms_contact(ts_tissue *t, struct ts__ms *ms, ts__ptool *p) {
+void ts__ms_contact(ts_tissue *t, struct ts__ms *ms, ts__ptool *p, int sweep) {
   double (*x)[3] = t->x, (*v)[3] = t->v;
   const double *im = t->inv_mass;
   uint32_t hits = 0;
@@ -371,7 +484,7 @@ void ts__ms_contact(ts_tissue *t, struct ts__ms *ms, ts__ptool *p) {
     mark_node(ms, p, i, n);
     hits++;
   }
-  if (p->mesh && p->mesh->thin_pass) hits += mesh_triangles(t, ms, p, 1);
+  if (p->mesh && p->mesh->thin_pass) hits += mesh_triangles_swept(t, ms, p, sweep);
   if (hits > p->contacts) p->contacts = hits; /* the most in any substep of the step */
 }
 
@@ -415,7 +528,15 @@ void ts__ms_revalidate_contacts(const ts_tissue *t, struct ts__ms *ms, const ts_
   /* the triangles a mesh tool rests on at its new pose, marked again */
   for (int i = 0; i < TS__MAX_STEP_TOOLS; i++)
     if (slot[i] >= 0 && pt[slot[i]].mesh && pt[slot[i]].mesh->thin_pass)
-      mesh_triangles((ts_tissue *)t, ms, &pt[slot[i]], 0); /* 0: t is only read */
+      ts__ms_thin_pass((ts_tissue *)t, ms, &pt[slot[i]], (const double (*)[3])pt[slot[i]].R,
+                       pt[slot[i]].tool->pos, 0, 0, 1); /* move 0: t is only read */
+}
+
+void ts__ms_free(struct ts__ms *ms) {
+  if (!ms) return;
+  ts_aabb_tree_destroy(ms->tree);
+  free(ms->tri_buf);
+  free(ms);
 }
 
 /* Forgets the contacts of the last substep. */

@@ -19,6 +19,7 @@
 
 #include <stdint.h>
 
+#include "ts_aabb_tree.h"
 #include "ts_massspring.h"
 #include "ts_tissue.h"
 #include "ts_tool.h"
@@ -116,6 +117,12 @@ struct ts__ms {
   double tl_pos[TS__MAX_STEP_TOOLS][3];
   double tl_quat[TS__MAX_STEP_TOOLS][4];
   uint8_t tl_seen[TS__MAX_STEP_TOOLS];
+  /* the thin mesh tools' triangle pass (ts_ms_contact.c): the surface's AABB
+   * tree, made at the first pass (NULL until then, or when it could not be
+   * made: the pass then scans every triangle) and refitted for each pass,
+   * and the query's scratch of one entry per triangle */
+  ts_aabb_tree *tree;
+  uint32_t *tri_buf;
 };
 
 /* A tool as one step sees it (prepared once per step). */
@@ -135,6 +142,9 @@ typedef struct ts__ptool {
   double mus, muk;    /* Coulomb coefficients (0, 0: frictionless) */
   double vel[3];      /* the tool's velocity over the step (at pos), m/s */
   double omega[3];    /* and its angular velocity, rad/s */
+  double from_pos[3]; /* the tool's pose at the last step (its pose now when none) */
+  double from_q[4];   /* unit quaternion */
+  double travel;      /* mesh: bound of the distance any tool point moved since, m */
 } ts__ptool;
 
 /* Strain extremes seen by a force evaluation. */
@@ -258,8 +268,24 @@ void ts__ms_tool_motion(struct ts__ms *ms, ts__ptool *p, int i, double dt);
 int ts__ms_friction(const ts_tissue *t, uint32_t i, const ts__ptool *p, const double n[3],
                     double N, const double a[3], double g, double h, double f[3]);
 
-/* Projects the free nodes inside tool p onto its surface and marks them. */
-void ts__ms_contact(ts_tissue *t, struct ts__ms *ms, ts__ptool *p);
+/* Projects the free nodes inside tool p onto its surface and marks them;
+ * sweep nonzero: a thin mesh tool's triangle pass also sweeps the tool
+ * from its last step's pose (the first substep of a step). */
+void ts__ms_contact(ts_tissue *t, struct ts__ms *ms, ts__ptool *p, int sweep);
+
+/* The triangle pass of mesh tool p (ts_ms_contact.c) with the tool at
+ * rotation R (tool frame to world) and origin o, taking pierces up to
+ * depth_cap deep (m; 0: the tool's thickness): move 0 marks only. use_tree
+ * nonzero takes the triangles from ms's AABB tree of the surface (made or
+ * refitted here; the scan when it cannot be made), 0 scans every triangle:
+ * both give the same positions and marks (tests, benchmarks). Returns the
+ * corners marked. */
+uint32_t ts__ms_thin_pass(ts_tissue *t, struct ts__ms *ms, const ts__ptool *p,
+                          const double R[3][3], const double o[3], double depth_cap, int move,
+                          int use_tree);
+
+/* Frees the step's private data (NULL: nothing). */
+void ts__ms_free(struct ts__ms *ms);
 
 /* Keeps only the contact marks still valid at the tools' poses of this step. */
 void ts__ms_revalidate_contacts(const ts_tissue *t, struct ts__ms *ms, const ts__ptool *pt,

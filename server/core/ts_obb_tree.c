@@ -57,6 +57,7 @@ ts_tool_shape_def ts_default_tool_shape_def(void) {
       .mesh = NULL,
       .mesh_scale = 1.0,
       .thin_pass = 1,
+      .thin_sweep = 1,
   };
   return d;
 }
@@ -409,6 +410,7 @@ int ts_obb_tree_create(const ts_tool_shape_def *def, ts_obb_tree **out) {
   if (!t) return TS_ENOMEM;
   t->kind = def->kind;
   t->thin_pass = def->thin_pass != 0;
+  t->thin_sweep = def->thin_sweep != 0;
   int rc = 0;
   switch (def->kind) {
   case TS_SHAPE_SPHERE:

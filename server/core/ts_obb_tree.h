@@ -59,6 +59,9 @@ typedef struct ts_tool_shape_def {
   int thin_pass;        /* mesh: nonzero (the default) pushes the tissue triangles the tool
                            pierces with no tissue vertex inside (ts_contact.h); 0 the
                            vertices only */
+  int thin_sweep;       /* mesh: nonzero (the default) sweeps that triangle pass between the
+                           tool's last two poses (no tunnelling of a tool faster than its
+                           thickness per solver substep); 0 tests the new pose only */
 } ts_tool_shape_def;
 
 typedef struct ts_obb_node {
@@ -71,6 +74,7 @@ typedef struct ts_obb_node {
 typedef struct ts_obb_tree {
   int kind; /* TS_SHAPE_* */
   int thin_pass; /* mesh: as the def's */
+  int thin_sweep; /* mesh: as the def's */
   uint32_t n_nodes;
   ts_obb_node *nodes; /* root at index 0, every child after its parent */
   uint32_t depth;     /* levels: 1 for a single leaf */
@@ -98,7 +102,7 @@ typedef struct ts_obb_tree {
 
 /* Defaults: a sphere of radius 5 mm; capsule length 20 mm; jaws 10 mm long,
  * 4 mm wide, 1.5 mm thick, opening to 60 degrees; mesh_scale 1; thin_pass
- * on. */
+ * and thin_sweep on. */
 ts_tool_shape_def ts_default_tool_shape_def(void);
 
 /* Builds the tree for a shape. Returns 0, TS_EINVAL (bad kind or sizes, no

@@ -3,7 +3,8 @@
  * and the (sheet, column) -> node map (see ts_tissue.h for the node
  * layout). The builders live in
  * ts_tissue_build.c (from an extrusion) and ts_patch.c (the built-in patch);
- * the step's private data (t->ms) is one block made by ts_massspring.c.
+ * the step's private data (t->ms) is one block made by ts_massspring.c,
+ * with the thin pass's surface tree (ts_ms_contact.c; ts__ms_free frees both).
  */
 #include "ts_tissue.h"
 
@@ -12,6 +13,7 @@
 
 #include "ts_error.h"
 #include "ts_handover.h"
+#include "ts_ms_internal.h"
 
 int ts_tissue_alloc(uint32_t n_nodes, uint32_t n_springs, uint32_t n_tris, ts_tissue **out) {
   if (!out) return TS_EINVAL;
@@ -129,7 +131,7 @@ void ts_tissue_destroy(ts_tissue *t) {
   free(t->springs);
   free(t->tris);
   free(t->column_node);
-  free(t->ms);
+  ts__ms_free(t->ms);
   ts_handover_free(t->hand);
   free(t);
 }

@@ -29,9 +29,16 @@
  * Brute force on every 20th step (every 5th in --full is too slow on
  * patch-L: every 50th there).
  *
+ * The mass-spring step's triangle pass of a thin mesh tool (ts_ms_contact.c,
+ * ts__ms_thin_pass) for the instrument at the same poses on the same dented
+ * positions: through the surface's AABB tree (refitted in the pass) beside
+ * the scan of every triangle, each from the same positions; positions that
+ * differ after the two count as mismatches.
+ *
  * Lines: refit_query_us_per_step (ref brute_force_us_per_step, target 100
  * on patch-L), refit_us_per_step, contact_response_us_per_step (sphere),
- * and the contact counts that show both found the same set.
+ * ms_thin_pass_us_per_step (ref ms_thin_scan_us_per_step), and the contact
+ * counts that show both found the same set.
  */
 #include <math.h>
 #include <stdio.h>
@@ -47,6 +54,7 @@
 #include "ts_error.h"
 #include "ts_mesh.h"
 #include "ts_mesh_io.h"
+#include "ts_ms_internal.h"
 #include "ts_obb_tree.h"
 
 #define DENT_RADIUS 0.012 /* m */
@@ -124,7 +132,9 @@ static int run_scenario(const char *name, const plan *pl, const ts_mesh *instrum
   uint32_t *moved = malloc(sizeof *moved * t->n_nodes), n_moved = 0;
   uint32_t *cur = malloc(sizeof *cur * t->n_nodes), *prev = malloc(sizeof *prev * t->n_nodes);
   uint32_t n_prev = 0, *mark = calloc(t->n_nodes, sizeof *mark);
-  if (!x || !x0 || !moved || !cur || !prev || !mark) goto out;
+  double (*xs)[3] = malloc(sizeof *xs * t->n_nodes);
+  if (!x || !x0 || !moved || !cur || !prev || !mark || !xs) goto out;
+  if (ts_massspring_prepare(t)) goto out;
   if (ts_aabb_tree_create_tissue(NULL, t, &tree)) goto out;
   ts_tool_shape_def d = ts_default_tool_shape_def();
   d.kind = TS_SHAPE_MESH;
@@ -139,7 +149,9 @@ static int run_scenario(const char *name, const plan *pl, const ts_mesh *instrum
   double tip_local[3];
   if (ts_bench_instrument_tip(instrument, tip_local)) goto out;
 
-  double t_refit = 0, t_query = 0, t_brute = 0, t_contact = 0;
+  double t_refit = 0, t_query = 0, t_brute = 0, t_contact = 0, t_thin = 0, t_scan = 0;
+  uint32_t thin_mismatches = 0;
+  uint64_t thin_marked = 0;
   uint32_t n_brute = 0, mismatches = 0, invalid = 0;
   uint64_t contacts = 0, brute_contacts = 0, escaped = 0, rebuilds0 = tree->stats.rebuilds;
   uint64_t sphere_touch = 0, box_tests = 0, leaf_tests = 0, moved_sum = 0;
@@ -199,6 +211,35 @@ static int run_scenario(const char *name, const plan *pl, const ts_mesh *instrum
       mismatches += bbuf.total != buf.total;
     }
 
+    /* the mass-spring thin pass at the instrument's pose: the scan, then
+     * the tree, each from the dented positions */
+    {
+      ts_tool mt;
+      memset(&mt, 0, sizeof mt);
+      mt.kind = TS_TOOL_MESH;
+      mt.shape = itree;
+      mt.active = 1;
+      memcpy(mt.pos, ip.p, sizeof mt.pos);
+      memcpy(mt.quat, ip.q, sizeof mt.quat);
+      ts__ptool mp;
+      ts__ms_prepare_tool(&mp, &mt);
+      const double (*mR)[3] = (const double (*)[3])mp.R;
+      memcpy(t->x, x, sizeof *x * t->n_nodes);
+      double m0 = ts_bench_cpu_s();
+      ts__ms_thin_pass(t, t->ms, &mp, mR, mt.pos, 0, 1, 0);
+      double m1 = ts_bench_cpu_s();
+      ts__ms_clear_contacts(t->ms);
+      memcpy(xs, t->x, sizeof *xs * t->n_nodes);
+      memcpy(t->x, x, sizeof *x * t->n_nodes);
+      double m2 = ts_bench_cpu_s();
+      thin_marked += ts__ms_thin_pass(t, t->ms, &mp, mR, mt.pos, 0, 1, 1);
+      double m3 = ts_bench_cpu_s();
+      ts__ms_clear_contacts(t->ms);
+      t_scan += m1 - m0;
+      t_thin += m3 - m2;
+      thin_mismatches += memcmp(xs, t->x, sizeof *xs * t->n_nodes) != 0;
+    }
+
     /* the sphere's response on the same tree (positions x0 -> x) */
     ts_tool sp;
     ts_bench_path_sphere(&sc.path, time, TS_BENCH_SPHERE_RADIUS, &sp);
@@ -246,6 +287,14 @@ static int run_scenario(const char *name, const plan *pl, const ts_mesh *instrum
   ts_bench_line_str(o, "tool", "sphere 5 mm");
   ts_bench_line_str(o, "plan", pl->name);
   ts_bench_line_emit(o);
+  o = ts_bench_line("collide", name, "ms_thin_pass_us_per_step", t_thin / n * 1e6, "us");
+  ts_bench_line_ref(o, "ms_thin_scan_us_per_step", t_scan / n * 1e6);
+  ts_bench_line_num(o, "mean_marked", thin_marked / n);
+  ts_bench_line_num(o, "mismatches", thin_mismatches);
+  ts_bench_line_num(o, "triangles", t->n_tris);
+  ts_bench_line_str(o, "tool", "dental_instrument_light");
+  ts_bench_line_str(o, "plan", pl->name);
+  ts_bench_line_emit(o);
   status = 0;
 out:
   if (status) fprintf(stderr, "collide: %s failed\n", name);
@@ -263,6 +312,7 @@ out:
   free(cur);
   free(prev);
   free(mark);
+  free(xs);
   ts_bench_scenario_destroy(&sc);
   return status;
 }
