@@ -24,7 +24,8 @@
 #define TS_VERSION "0"
 #endif
 
-enum { T_STR, T_INT, T_DBL, T_SIZE, T_LOG };
+/* T_DBL_AUTO: a number in [lo, hi], or "auto" (stored as -1) */
+enum { T_STR, T_INT, T_DBL, T_SIZE, T_LOG, T_DBL_AUTO };
 
 typedef struct setting {
   const char *name;
@@ -118,10 +119,11 @@ static const setting settings[] = {
      "quasi-static sessions train their shortcut by themselves after this many samples; 0 never"},
     {"max-training-samples", T_INT, OFF(max_training_samples), 0, 1, 100000000,
      "samples one quasi-static session records at most (488 bytes each)"},
-    {"qs-refine-edge", T_DBL, OFF(qs_refine_edge), 0, 0, 0.1,
-     "quasi-static sessions: metres; > 0 solves each press on its region copied and refined by "
-     "longest-edge bisection to edges of at most this length (samples stay on the tissue's "
-     "nodes); 0 solves on the tissue's own mesh"},
+    {"qs-refine-edge", T_DBL_AUTO, OFF(qs_refine_edge), 0, 0, 0.1,
+     "quasi-static sessions: each press is solved on its region copied and refined by "
+     "longest-edge bisection to edges of at most this many metres (samples stay on the "
+     "tissue's nodes); auto: the tissue's mean outer-surface edge (splits every longer edge "
+     "in range once); 0: solved on the tissue's own mesh"},
     {"log-level", T_LOG, OFF(log_level), 0, 0, 0, "error, warn, info or debug"},
 };
 #define N_SETTINGS (sizeof settings / sizeof settings[0])
@@ -161,6 +163,7 @@ void ts_config_defaults(ts_config *c) {
   c->qs_interval = 0.005;
   c->train_after_samples = 20000;
   c->max_training_samples = 100000;
+  c->qs_refine_edge = -1; /* auto */
   c->log_level = TS_LOG_INFO;
 }
 
@@ -201,10 +204,17 @@ int ts_config_set(ts_config *c, const char *key, const char *value, char *err, s
     *(int *)base = (int)v;
     return 0;
   }
+  case T_DBL_AUTO:
+    if (strcmp(value, "auto") == 0) {
+      *(double *)base = -1;
+      return 0;
+    }
+    /* fall through */
   case T_DBL: {
     double v = strtod(value, &end);
     if (errno || end == value || *end || !isfinite(v) || v < s->lo || v > s->hi) {
-      snprintf(err, errcap, "%s: '%s' is not a number in [%g, %g]", s->name, value, s->lo, s->hi);
+      snprintf(err, errcap, "%s: '%s' is not a number in [%g, %g]%s", s->name, value, s->lo, s->hi,
+               s->type == T_DBL_AUTO ? " or auto" : "");
       return -1;
     }
     *(double *)base = v;
@@ -297,6 +307,12 @@ void ts_config_print_help(const char *argv0) {
     case T_STR: snprintf(def, sizeof def, "\"%s\"", base); break;
     case T_INT: snprintf(def, sizeof def, "%d", *(const int *)base); break;
     case T_DBL: snprintf(def, sizeof def, "%g", *(const double *)base); break;
+    case T_DBL_AUTO:
+      if (*(const double *)base < 0)
+        snprintf(def, sizeof def, "auto");
+      else
+        snprintf(def, sizeof def, "%g", *(const double *)base);
+      break;
     case T_SIZE: snprintf(def, sizeof def, "%zu", *(const size_t *)base); break;
     default: snprintf(def, sizeof def, "info"); break;
     }

@@ -53,7 +53,8 @@ typedef struct ts_config {
   int train_after_samples;    /* samples after which a session trains by itself; 0 never */
   int max_training_samples;   /* samples one session records at most (100000) */
   double qs_refine_edge;      /* m: presses solved on their region copied and refined by
-                                 longest-edge bisection to this edge length; 0 off (0) */
+                                 longest-edge bisection to this edge length; -1 auto (the
+                                 tissue's mean outer-surface edge, the default); 0 off */
   int log_level;              /* TS_LOG_* */
 } ts_config;
 

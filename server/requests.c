@@ -484,7 +484,7 @@ static void create_work(ts_job *jb, ts_storage *st) {
     j->rc = ts_session_use_shortcut(j->session, cfg->qs_interval,
                                     (uint32_t)cfg->max_training_samples,
                                     (uint32_t)cfg->train_after_samples, j->err, sizeof j->err);
-    if (!j->rc && cfg->qs_refine_edge > 0) {
+    if (!j->rc && cfg->qs_refine_edge != 0) { /* < 0: auto */
       j->rc = ts_shortcut_set_refine(j->session->sim.shortcut, j->session->sim.tissue,
                                      cfg->qs_refine_edge);
       if (j->rc)

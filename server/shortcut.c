@@ -72,6 +72,10 @@ void ts_shortcut_destroy(ts_shortcut *sc) {
 
 int ts_shortcut_set_refine(ts_shortcut *sc, const ts_tissue *t, double refine_edge) {
   if (!sc) return TS_EINVAL;
+  if (refine_edge < 0) {
+    refine_edge = ts_qsrefine_mean_edge(sc->q, t);
+    if (!(refine_edge > 0)) return 0; /* no outer surface to refine: the tissue's own mesh */
+  }
   return ts_learner_set_refine(sc->l, t, refine_edge);
 }
 

@@ -64,8 +64,10 @@ int ts_shortcut_create(ts_tissue *t, double interval, uint32_t sample_cap, ts_sh
 void ts_shortcut_destroy(ts_shortcut *sc);
 
 /* Solves later presses on their region copied and refined to edges of at
- * most refine_edge metres (ts_learner_set_refine); 0 turns it off. t is the
- * session's tissue. Returns 0, TS_EINVAL or TS_ENOMEM. */
+ * most refine_edge metres (ts_learner_set_refine); below 0: the tissue's
+ * mean outer-surface edge (ts_qsrefine_mean_edge; a tissue without an outer
+ * surface then stays unrefined); 0 turns it off. t is the session's tissue.
+ * Returns 0, TS_EINVAL or TS_ENOMEM. */
 int ts_shortcut_set_refine(ts_shortcut *sc, const ts_tissue *t, double refine_edge);
 
 /* Installs a trained model (later presses use it while use_learned). 0 or

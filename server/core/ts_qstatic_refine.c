@@ -14,6 +14,13 @@
  * so that a spring whose triangles are all in the copy and unsplit gets back
  * its own K. A split triangle's children share its stiffness volume
  * sum K L^2 per kind as the header says.
+ *
+ * The relaxation: each free node's 3 x 3 step omega B_i^-1 (the header's
+ * "Step") is gathered from the active springs and inverted by the adjugate
+ * (node_steps), again whenever the sum of the sweeps' largest moves reaches
+ * TS_QSREFINE_DRIFT times the shortest active spring; a sweep is then R at
+ * the current positions and x_i += S_i R_i. The old global step stays as
+ * TS_QSREFINE_STEP_GLOBAL and as the fallback.
  */
 #include "ts_qstatic_refine.h"
 
@@ -64,6 +71,9 @@ void ts_qsrefine_destroy(ts_qsrefine *r) {
   free(r->free_nodes);
   free(r->active);
   free(r->R);
+  free(r->step);
+  free(r->kdiag);
+  free(r->x_start);
   free(r);
 }
 
@@ -72,6 +82,7 @@ int ts_qsrefine_create(ts_qstatic *q, const ts_tissue *t, const ts_qsrefine_def 
   if (!out) return TS_EINVAL;
   *out = NULL;
   if (!q || !t || !def || !(def->max_edge > 0) || !q->surf || !q->topo) return TS_EINVAL;
+  if ((unsigned)def->step > TS_QSREFINE_STEP_GLOBAL) return TS_EINVAL;
   if (t->n_nodes != q->n_nodes || !t->rest) return TS_EINVAL;
   ts_qsrefine *r = calloc(1, sizeof *r);
   if (!r) return TS_ENOMEM;
@@ -135,6 +146,9 @@ static int grow(ts_qsrefine *r, uint32_t nv, uint32_t nt) {
     GROW(r->anchored, nn);
     GROW(r->free_nodes, nn);
     GROW(r->R, nn);
+    GROW(r->step, nn);
+    GROW(r->kdiag, nn);
+    GROW(r->x_start, nn);
     r->cap_v = c;
   }
   if (nt > r->cap_t) {
@@ -445,6 +459,18 @@ out:
   return rc;
 }
 
+double ts_qsrefine_mean_edge(const ts_qstatic *q, const ts_tissue *t) {
+  if (!q || !t || !q->surf || !t->rest || t->n_nodes != q->n_nodes) return 0;
+  double sum = 0;
+  uint64_t n = 0;
+  for (uint32_t f = 0; f < q->surf->n_tris; f++)
+    for (int i = 0; i < 3; i++) {
+      sum += dist3(t->rest[q->surf->t[f][i]], t->rest[q->surf->t[f][(i + 1) % 3]]);
+      n++;
+    }
+  return n ? sum / (double)n : 0;
+}
+
 void ts_qsrefine_forces(const ts_qsrefine *r, double (*f)[3]) {
   if (!r || !f) return;
   memset(f, 0, sizeof *f * r->n_nodes);
@@ -493,21 +519,162 @@ static double residual(ts_qsrefine *r) {
   return sqrt(rmax2);
 }
 
-int ts_qsrefine_relax(ts_qsrefine *r, ts_qstatic_stats *stats) {
-  if (!r) return TS_EINVAL;
-  ts_qstatic_stats s = {0, 0, 0, r->n_free, r->n_active};
-  double res = residual(r), a = r->alpha, tol = r->q->p.tol;
-  uint32_t cap = r->q->p.max_iter;
-  while (isfinite(res) && res >= tol && s.iterations < cap) {
+/* The step of every free node (the header's "Step"): r->step[i] = omega
+ * B_i^-1 (TS_QSREFINE_STEP_BLOCK) or omega / D_i I (TS_QSREFINE_STEP_DIAG)
+ * from the springs at the positions r->x, row-major, m/N. A node whose block
+ * cannot be inverted (no springs) takes the global step. */
+static void node_steps(ts_qsrefine *r) {
+  double(*B)[9] = r->step, *D = r->kdiag, (*x)[3] = r->x;
+  const int block = r->def.step == TS_QSREFINE_STEP_BLOCK;
+  for (uint32_t k = 0; k < r->n_free; k++) {
+    uint32_t i = r->free_nodes[k];
+    memset(B[i], 0, sizeof B[0]);
+    D[i] = 0;
+  }
+  for (uint32_t k = 0; k < r->n_active; k++) {
+    const ts_qsrefine_spring *s = &r->spr[r->active[k]];
+    uint32_t e[2] = {(uint32_t)(s->key >> 32), (uint32_t)s->key};
+    double M[9] = {0};
+    if (block) {
+      double d[3] = {x[e[1]][0] - x[e[0]][0], x[e[1]][1] - x[e[0]][1], x[e[1]][2] - x[e[0]][2]};
+      double L2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2], L = sqrt(L2);
+      if (L2 > 0) {
+        /* K [e e^T + g (I - e e^T)], g = |1 - L0/L|: the spring's tangent
+         * stiffness with the magnitude of its transverse term, so that the
+         * block bounds the tangent's diagonal from above in tension and the
+         * step stays bounded along the directions a compressed spring
+         * softens (with g = max(0, 1 - L0/L), test_qstatic_refine's 1.5 mm
+         * press on 0.5 mm springs grew without bound) */
+        double g = fabs(1.0 - s->L0 / L);
+        for (int a = 0; a < 3; a++)
+          for (int b = 0; b < 3; b++) M[3 * a + b] = s->K * (1 - g) * d[a] * d[b] / L2;
+        for (int a = 0; a < 3; a++) M[4 * a] += s->K * g;
+      }
+    }
+    for (int j = 0; j < 2; j++) {
+      uint32_t i = e[j];
+      if (r->role[i] != TS_QS_FREE) continue;
+      D[i] += s->K;
+      if (block)
+        for (int c = 0; c < 9; c++) B[i][c] += M[c];
+    }
+  }
+  for (uint32_t k = 0; k < r->n_free; k++) {
+    uint32_t i = r->free_nodes[k];
+    double *o = B[i];
+    if (!(D[i] > 0)) {
+      memset(o, 0, sizeof B[0]);
+      o[0] = o[4] = o[8] = r->alpha;
+      continue;
+    }
+    if (!block) {
+      memset(o, 0, sizeof B[0]);
+      o[0] = o[4] = o[8] = TS_QSREFINE_OMEGA / D[i];
+      continue;
+    }
+    double b[9];
+    memcpy(b, o, sizeof b);
+    for (int a = 0; a < 3; a++) b[4 * a] += TS_QSREFINE_BLOCK_EPS * D[i];
+    double c0 = b[4] * b[8] - b[5] * b[7], c1 = b[5] * b[6] - b[3] * b[8],
+           c2 = b[3] * b[7] - b[4] * b[6];
+    double det = b[0] * c0 + b[1] * c1 + b[2] * c2;
+    if (!(det > 0) || !isfinite(det)) { /* cannot happen for a positive block; be safe */
+      memset(o, 0, sizeof B[0]);
+      o[0] = o[4] = o[8] = TS_QSREFINE_OMEGA / D[i];
+      continue;
+    }
+    double sc = TS_QSREFINE_OMEGA / det; /* omega times the adjugate over det */
+    o[0] = c0 * sc;
+    o[1] = (b[2] * b[7] - b[1] * b[8]) * sc;
+    o[2] = (b[1] * b[5] - b[2] * b[4]) * sc;
+    o[3] = c1 * sc;
+    o[4] = (b[0] * b[8] - b[2] * b[6]) * sc;
+    o[5] = (b[2] * b[3] - b[0] * b[5]) * sc;
+    o[6] = c2 * sc;
+    o[7] = (b[1] * b[6] - b[0] * b[7]) * sc;
+    o[8] = (b[0] * b[4] - b[1] * b[3]) * sc;
+  }
+}
+
+/* The old step's sweeps: x <- x + alpha R, one alpha for every node. */
+static double relax_global(ts_qsrefine *r, double res, ts_qstatic_stats *s) {
+  const double a = r->alpha, tol = r->q->p.tol;
+  const uint32_t cap = r->q->p.max_iter;
+  while (isfinite(res) && res >= tol && s->iterations < cap) {
     for (uint32_t k = 0; k < r->n_free; k++) {
       uint32_t i = r->free_nodes[k];
       r->x[i][0] += a * r->R[i][0];
       r->x[i][1] += a * r->R[i][1];
       r->x[i][2] += a * r->R[i][2];
     }
-    s.iterations++;
+    s->iterations++;
     res = residual(r);
   }
+  return res;
+}
+
+/* The per-node steps' sweeps: x_i <- x_i + S_i R_i, the steps S_i taken
+ * again at the positions reached whenever the nodes may have moved by
+ * TS_QSREFINE_DRIFT times the copy's shortest active spring since they were
+ * last taken (the sum over the sweeps of the largest move). Returns the last
+ * max |R|; *blown is set (and the sweeps stop) when it left
+ * TS_QSREFINE_BLOWUP times the start's or became non-finite. */
+static double relax_nodes(ts_qsrefine *r, double res, ts_qstatic_stats *s, int *blown) {
+  const double tol = r->q->p.tol, limit = TS_QSREFINE_BLOWUP * res;
+  const uint32_t cap = r->q->p.max_iter;
+  double lmin = INFINITY;
+  for (uint32_t k = 0; k < r->n_active; k++) lmin = fmin(lmin, r->spr[r->active[k]].L0);
+  const double reach = TS_QSREFINE_DRIFT * lmin;
+  double drift = INFINITY;
+  *blown = 0;
+  while (res >= tol && s->iterations < cap) {
+    if (!(drift <= reach)) {
+      node_steps(r);
+      drift = 0;
+      r->n_refresh++;
+    }
+    double dmax2 = 0;
+    for (uint32_t k = 0; k < r->n_free; k++) {
+      uint32_t i = r->free_nodes[k];
+      const double *S = r->step[i], *R = r->R[i];
+      double d[3] = {S[0] * R[0] + S[1] * R[1] + S[2] * R[2],
+                     S[3] * R[0] + S[4] * R[1] + S[5] * R[2],
+                     S[6] * R[0] + S[7] * R[1] + S[8] * R[2]};
+      r->x[i][0] += d[0];
+      r->x[i][1] += d[1];
+      r->x[i][2] += d[2];
+      double d2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+      if (d2 > dmax2) dmax2 = d2;
+    }
+    drift += sqrt(dmax2);
+    s->iterations++;
+    res = residual(r);
+    if (!(res <= limit)) { /* also NaN */
+      *blown = 1;
+      break;
+    }
+  }
+  return res;
+}
+
+int ts_qsrefine_relax(ts_qsrefine *r, ts_qstatic_stats *stats) {
+  if (!r) return TS_EINVAL;
+  ts_qstatic_stats s = {0, 0, 0, r->n_free, r->n_active};
+  double res = residual(r), tol = r->q->p.tol;
+  if (r->def.step != TS_QSREFINE_STEP_GLOBAL && isfinite(res) && res >= tol) {
+    for (uint32_t k = 0; k < r->n_free; k++)
+      memcpy(r->x_start[k], r->x[r->free_nodes[k]], sizeof r->x_start[0]);
+    int blown = 0;
+    r->n_refresh = 0;
+    res = relax_nodes(r, res, &s, &blown);
+    if (blown) {
+      /* not seen in the tests or benchmarks: the old step from the start */
+      for (uint32_t k = 0; k < r->n_free; k++)
+        memcpy(r->x[r->free_nodes[k]], r->x_start[k], sizeof r->x_start[0]);
+      res = residual(r);
+    }
+  }
+  res = relax_global(r, res, &s); /* the old step; nothing to do once converged */
   s.residual = res;
   s.converged = isfinite(res) && res < tol;
   if (stats) *stats = s;

@@ -54,12 +54,42 @@
  * under the tool, interpolated). Anchored nodes stay; a new node between two
  * anchored ones is anchored.
  *
- * Solve: x <- x + alpha R over the copy's free nodes (Jacobi sweeps as in
- * ts_qstatic.c), alpha the smaller of the tissue solver's and 0.9 over the
- * copy's largest row sum of K (stable: Gershgorin), until max |R| < tol or
- * the tissue solver's iteration cap (both reported). Only the original nodes'
+ * Solve: the method's relaxation x_i <- x_i + alpha_i R_i over the copy's
+ * free nodes (Jacobi sweeps as in ts_qstatic.c: every R from the same
+ * positions) until max |R| < tol or the tissue solver's iteration cap (both
+ * reported), with the tissue solver's tol and cap. Only the original nodes'
  * positions are written back; the new nodes are internal to the solve, and
  * the refined copy stays in the object for inspection until the next solve.
+ *
+ * Step: the equilibrium R = 0 and the stopping test do not depend on the
+ * step, only the number of sweeps does, so each node takes its own:
+ *
+ *   alpha_i = omega B_i^-1,  B_i = sum_j K_ij [e e^T + |1 - L0/L| (I - e e^T)]
+ *                                  + eps D_i I,  D_i = sum_j K_ij,
+ *
+ * over node i's springs at the current positions (e their unit direction,
+ * L their length), omega = TS_QSREFINE_OMEGA, eps = TS_QSREFINE_BLOCK_EPS:
+ * a 3 x 3 block-Jacobi preconditioned step (the spread2 model's scaling,
+ * ts_learn.h). B_i bounds the spring network's tangent stiffness on node i
+ * (its diagonal block, with the tension term and the magnitude of the
+ * compression term), and for springs the whole tangent is at most twice its
+ * block diagonal (((u_i - u_j).e)^2 <= 2 (u_i.e)^2 + 2 (u_j.e)^2), so
+ * omega < 1 keeps the sweeps stable as omega / D_i does in the Jacobi
+ * (Gershgorin) argument of the global step. Why: the old step, one alpha =
+ * 0.9 / max_i D_i for every node (TS_QSREFINE_STEP_GLOBAL, kept), is held
+ * back by the stiffest node, and refinement makes that node stiffer (a
+ * bisected spring's halves get twice its constant), so the refined copy took
+ * twice the sweeps of the tissue's own region on twice the nodes (bench_learn
+ * on patch-S: 14,000 sweeps against 7,133; 3.4 x the time); each node's own
+ * step moves the soft nodes, and the soft directions of every node, as far as
+ * their springs allow (2,624 sweeps). The blocks follow the positions: they
+ * are taken again whenever the nodes may have moved by TS_QSREFINE_DRIFT
+ * times the copy's shortest spring since they were last taken (the springs'
+ * directions then changed by about that angle; blocks taken once at the
+ * start let a press of 1.5 mm on springs of 0.5 mm grow without bound). If
+ * max |R| ever leaves TS_QSREFINE_BLOWUP times its start value (not seen in
+ * the tests or benchmarks), the solve starts again from the start positions
+ * with the old step.
  *
  * Memory: the copy's arrays are allocated when a region first needs them and
  * grow only when a larger region comes (bounded by max_verts surface
@@ -76,11 +106,27 @@
 
 #define TS_QSREFINE_DEFAULT_MAX_VERTS 20000u
 
+/* The relaxation's step (see "Step" above). */
+typedef enum ts_qsrefine_step {
+  TS_QSREFINE_STEP_BLOCK = 0,  /* omega B_i^-1: the node's 3 x 3 stiffness block (default) */
+  TS_QSREFINE_STEP_DIAG = 1,   /* omega / D_i: the node's summed spring constants */
+  TS_QSREFINE_STEP_GLOBAL = 2  /* one alpha for every node, limited by the stiffest */
+} ts_qsrefine_step;
+
+#define TS_QSREFINE_OMEGA 0.9      /* relaxation factor of the per-node steps */
+#define TS_QSREFINE_BLOCK_EPS 0.03 /* share of D_i added to the block's diagonal (keeps it
+                                      invertible where a node's springs lie in a plane) */
+#define TS_QSREFINE_DRIFT 0.1      /* blocks taken again after moves of this times the
+                                      shortest spring (0.02 .. 0.3 gave the same sweeps
+                                      within 1 % in test_qstatic_refine) */
+#define TS_QSREFINE_BLOWUP 1e3     /* max |R| above this times the start's: the old step */
+
 typedef struct ts_qsrefine_def {
   double max_edge;    /* m, > 0: the longest edge allowed inside the range;
                          INFINITY: no refinement */
   uint32_t max_verts; /* copy surface vertices allowed after refinement
                          (TS_EFULL above); 0 = TS_QSREFINE_DEFAULT_MAX_VERTS */
+  ts_qsrefine_step step; /* the relaxation's step; 0 = TS_QSREFINE_STEP_BLOCK */
 } ts_qsrefine_def;
 
 typedef struct ts_qsrefine_spring {
@@ -120,7 +166,11 @@ typedef struct ts_qsrefine {
   uint32_t *free_nodes, n_free;
   uint32_t *active, n_active; /* springs with a free end */
   double (*R)[3];
-  double alpha;           /* m/N in use */
+  double (*step)[9];      /* per free copy node: its step matrix, m/N (row-major) */
+  double *kdiag;          /* per free copy node: D_i = its summed spring constants, N/m */
+  double (*x_start)[3];   /* free nodes' start (per index into free_nodes), m */
+  double alpha;           /* m/N in use (the global step) */
+  uint32_t n_refresh;     /* times the last relaxation took the per-node steps */
   uint32_t n_outside;     /* new vertices left out by the second search */
   uint32_t n_forced;      /* propagated bisections (ts_leb_result) */
 } ts_qsrefine;
@@ -165,6 +215,12 @@ int ts_qsrefine_build(ts_qsrefine *r, double (*x)[3], const double point[3], dou
 /* Relaxes the copy's free nodes from r->x (as the second half of the solve,
  * without writing back). Returns 0 or TS_EDIVERGED. */
 int ts_qsrefine_relax(ts_qsrefine *r, ts_qstatic_stats *stats);
+
+/* The mean edge of q's outer surface at t's rest positions, m (0 without an
+ * outer surface or for NULL): the daemon's automatic max_edge, which splits
+ * every longer edge in range (on a grid of right triangles: the diagonals,
+ * about twice the region's triangles). t must be q's tissue. */
+double ts_qsrefine_mean_edge(const ts_qstatic *q, const ts_tissue *t);
 
 /* The spring forces on every copy node at the copy's positions r->x, N
  * (f has r->n_nodes entries; gravity not included). */

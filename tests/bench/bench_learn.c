@@ -20,11 +20,17 @@
  * max; the liver's worst case is what the unit test cannot afford to run).
  *
  * Then the refined solve (ts_qstatic_refine.h: the region copied and
- * refined by longest-edge bisection to the outer surface's mean edge, which
- * splits every longer edge in range) on the same held-out states (--quick:
- * their first interval only, the refined solve being the slow one): "qs_refined_application_s" with the
- * unrefined solve of the same run as ref, and "learned_vs_refined" (the
- * learned time with the refined solve as ref).
+ * refined by longest-edge bisection to the outer surface's mean edge, the
+ * daemon's default, which splits every longer edge in range) on the same
+ * held-out states (--quick: their first interval only):
+ * "qs_refined_application_s" with the unrefined solve of the same run and
+ * from the same state as ref, and beside both their iterations, final
+ * max |R| (residual_N, with tol_N), free nodes and springs;
+ * "learned_vs_refined" (the learned time with the refined solve as ref);
+ * and the three models' errors against the refined solve
+ * ("refined_heldout_rmse_mm", "spread_refined_heldout_rmse_mm",
+ * "spread2_refined_heldout_rmse_mm"; the models are trained on
+ * unrefined-solve samples, so these include the refinement's own effect).
  */
 #include <math.h>
 #include <stdio.h>
@@ -36,6 +42,7 @@
 #include "ts_error.h"
 #include "ts_learn.h"
 #include "ts_qstatic.h"
+#include "ts_qstatic_refine.h"
 
 #define RANGE 0.015
 #define RADIUS 0.003
@@ -73,40 +80,33 @@ static ts_learn_press make_press(double (*x)[3], uint32_t node) {
   return p;
 }
 
-/* Mean edge of the outer surface at rest, m. */
-static double mean_edge(const ts_qstatic *q, const ts_tissue *t) {
-  double sum = 0;
-  uint32_t n = 0;
-  for (uint32_t f = 0; f < q->surf->n_tris; f++)
-    for (int i = 0; i < 3; i++) {
-      const double *a = t->rest[q->surf->t[f][i]], *b = t->rest[q->surf->t[f][(i + 1) % 3]];
-      sum += sqrt((a[0] - b[0]) * (a[0] - b[0]) + (a[1] - b[1]) * (a[1] - b[1]) +
-                  (a[2] - b[2]) * (a[2] - b[2]));
-      n++;
-    }
-  return n ? sum / n : 0;
-}
-
 /* The refined solve on the held-out presses, timed against the unrefined
  * one from the same states (qs_ref, ln: the unrefined and learned times
  * per application measured above, for the ratio lines). */
 static int refined(const char *name, ts_tissue *t, ts_qstatic *q, ts_learner *l, const double *c,
-                   int n_held, int steps, double qs_ref, double ln) {
-  double edge = mean_edge(q, t);
+                   int n_held, int steps, double qs_ref, double ln, const ts_learn_model *m) {
+  double edge = ts_qsrefine_mean_edge(q, t); /* the daemon's --qs-refine-edge auto */
   int rc = ts_learner_set_refine(l, t, edge);
   if (rc) {
     fprintf(stderr, "bench_learn: %s: refined solve: %s\n", name, ts_err_name(rc));
     return -1;
   }
   double(*x)[3] = malloc(sizeof *x * t->n_nodes), (*y)[3] = malloc(sizeof *y * t->n_nodes);
-  double t_rf = 0, t_qs = 0;
-  long n_app = 0, iters = 0, iters_qs = 0, unconverged = 0;
+  double t_rf = 0, t_qs = 0, res = 0, res_qs = 0;
+  long n_app = 0, iters = 0, iters_qs = 0, unconverged = 0, n_free = 0, n_free_qs = 0, n_spr = 0,
+       n_spr_qs = 0;
+  ts_learn_error e[N_MODELS];
+  memset(e, 0, sizeof e);
   l->learned = 0;
   for (int i = 0; i < n_held && x && y && !rc; i++) {
     uint32_t node = press_node(t, c, (uint32_t)i, (uint32_t)n_held, 0.5);
     memcpy(x, t->rest, sizeof *x * t->n_nodes);
     for (int k = 0; k < steps && !rc; k++) {
       ts_learn_press p = make_press(x, node);
+      /* the models against the refined solve (untimed), from this state */
+      memcpy(y, x, sizeof *x * t->n_nodes);
+      rc = ts_learner_compare_models(l, y, &p, m, N_MODELS, e);
+      if (rc) break;
       memcpy(y, x, sizeof *x * t->n_nodes);
       ts_learn_step_stats sr, su;
       double t0 = ts_bench_cpu_s();
@@ -122,6 +122,12 @@ static int refined(const char *name, ts_tissue *t, ts_qstatic *q, ts_learner *l,
       iters += sr.qs.iterations;
       iters_qs += su.qs.iterations;
       unconverged += !sr.qs.converged;
+      res += sr.qs.residual;
+      res_qs += su.qs.residual;
+      n_free += sr.qs.n_free;
+      n_free_qs += su.qs.n_free;
+      n_spr += sr.qs.n_springs;
+      n_spr_qs += su.qs.n_springs;
       n_app++;
     }
   }
@@ -138,6 +144,13 @@ static int refined(const char *name, ts_tissue *t, ts_qstatic *q, ts_learner *l,
   ts_bench_line_num(L, "refine_edge_mm", edge * 1e3);
   ts_bench_line_num(L, "iterations", (double)iters / n_app);
   ts_bench_line_num(L, "ref_iterations", (double)iters_qs / n_app);
+  ts_bench_line_num(L, "residual_N", res / n_app);
+  ts_bench_line_num(L, "ref_residual_N", res_qs / n_app);
+  ts_bench_line_num(L, "tol_N", q->p.tol);
+  ts_bench_line_num(L, "free_nodes", (double)n_free / n_app);
+  ts_bench_line_num(L, "ref_free_nodes", (double)n_free_qs / n_app);
+  ts_bench_line_num(L, "springs", (double)n_spr / n_app);
+  ts_bench_line_num(L, "ref_springs", (double)n_spr_qs / n_app);
   ts_bench_line_num(L, "copy_surface_vertices", l->rq ? l->rq->nv : 0);
   ts_bench_line_num(L, "unconverged", (double)unconverged);
   ts_bench_line_num(L, "applications", (double)n_app);
@@ -147,6 +160,20 @@ static int refined(const char *name, ts_tissue *t, ts_qstatic *q, ts_learner *l,
   ts_bench_line_ref(L, "quasi-static-refined", rf);
   ts_bench_line_num(L, "speedup", ln > 0 ? rf / ln : 0);
   ts_bench_line_emit(L);
+  /* the models (trained on unrefined-solve samples) against the refined solve */
+  static const char *const metric[N_MODELS] = {"refined_heldout_rmse_mm",
+                                               "spread_refined_heldout_rmse_mm",
+                                               "spread2_refined_heldout_rmse_mm"};
+  for (int j = 0; j < N_MODELS; j++) {
+    double rmse = e[j].n ? sqrt(e[j].sum_err2 / e[j].n) : 0;
+    double drms = e[j].n ? sqrt(e[j].sum_disp2 / e[j].n) : 0;
+    L = ts_bench_line("learn", name, metric[j], rmse * 1e3, "mm");
+    ts_bench_line_num(L, "relative_to_rms_displacement", drms > 0 ? rmse / drms : 0);
+    ts_bench_line_num(L, "max_mm", e[j].max_err * 1e3);
+    ts_bench_line_num(L, "relative_to_max_displacement",
+                      e[j].max_disp > 0 ? e[j].max_err / e[j].max_disp : 0);
+    ts_bench_line_emit(L);
+  }
   return 0;
 }
 
@@ -269,7 +296,7 @@ static int run(const char *name, int n_train, int n_held) {
     ts_bench_line_emit(L);
   }
   if (rc) goto out;
-  if (refined(name, t, q, l, c, n_held, n_held > 1 ? STEPS : 1, qs, ln)) goto out;
+  if (refined(name, t, q, l, c, n_held, n_held > 1 ? STEPS : 1, qs, ln, m)) goto out;
   status = 0;
 out:
   ts_learner_destroy(l);

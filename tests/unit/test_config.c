@@ -22,6 +22,7 @@ START_TEST(test_defaults) {
   ck_assert_int_eq(c.frame_rate, 60);
   ck_assert_int_eq(c.log_level, TS_LOG_INFO);
   ck_assert_uint_le(c.soft_output_limit, c.hard_output_limit);
+  ck_assert_double_eq(c.qs_refine_edge, -1); /* auto: refined quasi-static solves */
 }
 END_TEST
 
@@ -37,6 +38,16 @@ START_TEST(test_flags) {
   ck_assert_double_eq(c.dt, 0.0005);
   ck_assert_int_eq(c.log_level, TS_LOG_DEBUG);
   ck_assert_str_eq(c.data_dir, "/tmp/x");
+  /* the refined quasi-static solve: off, a length, back to auto */
+  char *a2[] = {"tissued", "--qs-refine-edge", "0", NULL};
+  ck_assert_int_eq(ts_config_parse_args(&c, 3, a2, err, sizeof err), 0);
+  ck_assert_double_eq(c.qs_refine_edge, 0);
+  char *a3[] = {"tissued", "--qs-refine-edge=0.002", NULL};
+  ck_assert_int_eq(ts_config_parse_args(&c, 2, a3, err, sizeof err), 0);
+  ck_assert_double_eq(c.qs_refine_edge, 0.002);
+  char *a4[] = {"tissued", "--qs-refine-edge", "auto", NULL};
+  ck_assert_int_eq(ts_config_parse_args(&c, 3, a4, err, sizeof err), 0);
+  ck_assert_double_eq(c.qs_refine_edge, -1);
 }
 END_TEST
 
@@ -55,6 +66,8 @@ START_TEST(test_bad_flags) {
       {{"tissued", "--max-message", "-5", NULL}, "max-message"},
       {{"tissued", "--frame-rate", NULL, NULL}, "needs a value"},
       {{"tissued", "stray", NULL, NULL}, "unexpected argument"},
+      {{"tissued", "--qs-refine-edge", "-1", NULL}, "[0, 0.1] or auto"},
+      {{"tissued", "--qs-refine-edge", "automatic", NULL}, "or auto"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     ts_config c;
