@@ -211,8 +211,8 @@ void ts_handover_expire(ts_tissue *t, double at);
  * for bit); the rest is copied. The matching of the networks' springs and
  * the touched set depend on the topologies alone and are kept in out->map
  * for ts_handover_renew. Measured on the liver (tests/bench/run --quick
- * mesh:liver, live_refine_install_s): 0.3 ms against 20-26 ms for the
- * whole-tissue passes. */
+ * mesh:liver, live_refine_install_s; CPU time, a loaded machine): 1.5-3 ms
+ * against 20-26 ms for the whole-tissue passes. */
 int ts_handover_create(const ts_tissue *old, const ts_tissue *nt, const uint32_t (*parents)[2],
                        const ts_tool *tools, int n_tools, double duration, ts_handover **out);
 
