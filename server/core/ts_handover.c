@@ -4,7 +4,8 @@
  * unrefined one's accelerations, the rest lengths that carry the tensions
  * over (and their fit to XPBD's own step, by trial steps of the refined
  * region), the new nodes' contact allowances against every kind of tool,
- * and the smooth fade of all.
+ * and the smooth fade of all; each computed on the nodes the refinement
+ * touched, the rest carried (ts_handover.h, "Local").
  */
 #include "ts_handover.h"
 
@@ -26,8 +27,11 @@ double ts_handover_weight(const ts_handover *h, double at) {
   return 1.0 - u * u * (3.0 - 2.0 * u);
 }
 
+static void map_free(ts_handover_map *m);
+
 void ts_handover_free(ts_handover *h) {
   if (!h) return;
+  map_free(h->map);
   free(h->f);
   free(h->f_res);
   free(h->rest);
@@ -55,24 +59,53 @@ static double tension(const ts_spring *sp, double l, double L0) {
   return kk * e;
 }
 
-/* The rest length that gives spring sp the tension T at length l (the law
- * is monotonic in L0; bisection to rounding). */
-static double rest_for(const ts_spring *sp, double l, double T) {
-  if (T <= 0) { /* compressed: the law is linear there */
-    double k0 = sp->k1 == 0 && sp->k2 == 0 ? sp->k : sp->k1 + sp->k2;
-    return k0 > 0 ? l - T / k0 : l;
+/* The elastic tension of spring sp at length l with rest length L0 (as
+ * tension) and its derivative with respect to L0 (N/m, negative). */
+static double tension_d(const ts_spring *sp, double l, double L0, double *dT) {
+  double e = l - L0, s = e / L0, ds = -l / (L0 * L0);
+  if (s < 0) s = 0, ds = 0;
+  double kk, dkk = 0;
+  if (sp->k1 == 0 && sp->k2 == 0) {
+    kk = sp->k;
+  } else {
+    const double u1 = sp->b1 * s, u2 = sp->b2 * s;
+    const double e1 = exp(fmin(u1, 700.0)), e2 = exp(fmin(u2, 700.0));
+    kk = sp->k1 * e1 + sp->k2 * e2;
+    if (u1 < 700) dkk += sp->k1 * sp->b1 * e1;
+    if (u2 < 700) dkk += sp->k2 * sp->b2 * e2;
   }
+  *dT = dkk * ds * e - kk;
+  return kk * e;
+}
+
+/* The rest length that gives spring sp the tension T at length l (the law
+ * is monotonic in L0: Newton's method kept inside a shrinking bracket,
+ * bisecting where a Newton step would leave it, to rounding; a few
+ * iterations where bisection took some fifty, each with two exponentials:
+ * most of a fit's time besides its trial steps, measured on the liver). */
+static double rest_for(const ts_spring *sp, double l, double T) {
+  const double k0 = sp->k1 == 0 && sp->k2 == 0 ? sp->k : sp->k1 + sp->k2;
+  if (T <= 0) /* compressed: the law is linear there */
+    return k0 > 0 ? l - T / k0 : l;
   double lo = l * 0.25, hi = l;
   if (tension(sp, l, lo) < T) return lo; /* beyond the law's reach: the nearest */
   if (tension(sp, l, hi) > T) return hi;
-  for (int it = 0; it < 100 && hi - lo > 1e-15 * l; it++) {
-    double mid = 0.5 * (lo + hi);
-    if (tension(sp, l, mid) > T)
-      lo = mid;
+  /* start from the law's linear part */
+  double x = k0 > 0 ? l - T / k0 : 0.5 * (lo + hi);
+  if (!(x > lo && x < hi)) x = 0.5 * (lo + hi);
+  for (int it = 0; it < 200 && hi - lo > 1e-15 * l; it++) {
+    double dT, g = tension_d(sp, l, x, &dT) - T;
+    if (g == 0) return x;
+    if (g > 0)
+      lo = x;
     else
-      hi = mid;
+      hi = x;
+    double xn = dT < 0 ? x - g / dT : 0.5 * (lo + hi);
+    if (!(xn > lo && xn < hi)) xn = 0.5 * (lo + hi);
+    if (fabs(xn - x) <= 1e-15 * l) return xn;
+    x = xn;
   }
-  return 0.5 * (lo + hi);
+  return x;
 }
 
 static double spring_length(const ts_tissue *t, const ts_spring *sp) {
@@ -88,13 +121,19 @@ static double rest_at(const ts_tissue *t, uint32_t j, const double *hrest, doubl
   return hrest && w > 0 ? L0 + w * (hrest[j] - L0) : L0;
 }
 
-/* The elastic spring forces plus gravity on every node of t at its current
- * positions, the springs' rest lengths blended with hrest at weight w (NULL:
- * their own), plus w times the node forces hf (NULL: none). */
-static void node_forces(const ts_tissue *t, const double *hrest, const double (*hf)[3], double w,
-                        double (*f)[3]) {
-  memset(f, 0, sizeof *f * t->n_nodes);
-  for (uint32_t j = 0; j < t->n_springs; j++) {
+/* The elastic spring forces plus gravity on t's nodes nodes[0..nn) (mark[i]
+ * set for exactly those) at their current positions, from t's springs
+ * springs[0..ns) (every spring of t with a marked end, ascending: each
+ * marked node sums its springs in the order of a pass over all of them),
+ * their rest lengths blended with hrest at weight w (NULL: their own), plus
+ * w times the node forces hf (NULL: none). f (t->n_nodes) is written at the
+ * marked nodes only. */
+static void node_forces(const ts_tissue *t, const uint32_t *nodes, uint32_t nn, const uint8_t *mark,
+                        const uint32_t *springs, uint32_t ns, const double *hrest, const double (*hf)[3],
+                        double w, double (*f)[3]) {
+  for (uint32_t q = 0; q < nn; q++) memset(f[nodes[q]], 0, sizeof f[0]);
+  for (uint32_t q = 0; q < ns; q++) {
+    const uint32_t j = springs[q];
     const ts_spring *sp = &t->springs[j];
     const double *xa = t->x[sp->a], *xb = t->x[sp->b];
     double d[3] = {xb[0] - xa[0], xb[1] - xa[1], xb[2] - xa[2]};
@@ -102,12 +141,14 @@ static void node_forces(const ts_tissue *t, const double *hrest, const double (*
     double L0 = rest_at(t, j, hrest, w);
     if (!(l > 0) || !(L0 > 0)) continue;
     double fs = tension(sp, l, L0) / l;
+    const int ma = mark[sp->a], mb = mark[sp->b];
     for (int c = 0; c < 3; c++) {
-      f[sp->a][c] += fs * d[c];
-      f[sp->b][c] -= fs * d[c];
+      if (ma) f[sp->a][c] += fs * d[c];
+      if (mb) f[sp->b][c] -= fs * d[c];
     }
   }
-  for (uint32_t i = 0; i < t->n_nodes; i++) {
+  for (uint32_t q = 0; q < nn; q++) {
+    const uint32_t i = nodes[q];
     if (t->inv_mass[i] == 0) continue;
     double m = 1.0 / t->inv_mass[i];
     for (int c = 0; c < 3; c++) f[i][c] += m * t->gravity[c];
@@ -267,22 +308,156 @@ static double tool_depth(const ts_tool *tools, int n_tools, const placed_tool *p
 
 #define TS_FIT_MAX_TOOLS 64 /* tools a trial step takes (ts_xpbd_step's limit) */
 
+/* What ts_handover_create finds of the two networks' topologies (see
+ * ts_handover.h, "Local"): the state-free part of a hand-over, kept for
+ * ts_handover_renew. */
+struct ts_handover_map {
+  uint32_t n0, n, ns0, ns; /* old's and nt's nodes and springs */
+  uint32_t *from;          /* per spring of nt: old's spring whose tension it
+                              takes (itself, or its parent edge), or UINT32_MAX */
+  uint8_t *same;           /* per spring of nt: 1 when it is old's spring
+                              from[j] unchanged (ends, constants, rest length) */
+  uint8_t *touched;        /* per node of nt: 1 when the refinement touched it */
+  uint32_t *nodes;         /* the touched nodes, ascending */
+  uint32_t n_nodes, n_old_nodes; /* how many; how many of them are old's (a prefix) */
+  uint32_t *old_springs, n_old_springs; /* old's springs with a touched end, ascending */
+  uint32_t *new_springs, n_new_springs; /* nt's springs with a touched end, ascending */
+};
+
+static void map_free(ts_handover_map *m) {
+  if (!m) return;
+  free(m->from);
+  free(m->same);
+  free(m->touched);
+  free(m->nodes);
+  free(m->old_springs);
+  free(m->new_springs);
+  free(m);
+}
+
+/* A mass change smaller than this (relative) is rounding of the
+ * refinement's rescaling to the old total (ts_refine.c), not a change */
+#define MAP_MASS_TOL 1e-12
+
+/* The map of old -> nt (ts_handover_create's checks done). Returns 0 and
+ * *out, or TS_ENOMEM. */
+static int map_build(const ts_tissue *old, const ts_tissue *nt, const uint32_t (*parents)[2],
+                     ts_handover_map **out) {
+  *out = NULL;
+  const uint32_t n0 = old->n_nodes, n = nt->n_nodes, ns0 = old->n_springs, ns = nt->n_springs;
+  ts_handover_map *m = calloc(1, sizeof *m);
+  uint64_t *keys = malloc(sizeof *keys * 2 * ((size_t)ns0 + 1));
+  int32_t *cnt = calloc((size_t)n0 + 1, sizeof *cnt);
+  if (m) {
+    m->from = malloc(sizeof *m->from * ((size_t)ns + 1));
+    m->same = malloc((size_t)ns + 1);
+    m->touched = calloc((size_t)n + 1, 1);
+  }
+  if (!m || !keys || !cnt || !m->from || !m->same || !m->touched) {
+    map_free(m);
+    free(keys);
+    free(cnt);
+    return TS_ENOMEM;
+  }
+  m->n0 = n0, m->n = n, m->ns0 = ns0, m->ns = ns;
+  for (uint32_t j = 0; j < ns0; j++) {
+    const ts_spring *sp = &old->springs[j];
+    keys[2 * (size_t)j] = (uint64_t)(sp->a < sp->b ? sp->a : sp->b) << 32 | (sp->a < sp->b ? sp->b : sp->a);
+    keys[2 * (size_t)j + 1] = j;
+    cnt[sp->a]--, cnt[sp->b]--;
+  }
+  qsort(keys, ns0, 2 * sizeof *keys, cmp_key);
+  /* two springs on one pair: their ends are taken as touched (the match
+     below finds one of them) */
+  for (uint32_t j = 1; j < ns0; j++)
+    if (keys[2 * (size_t)j] == keys[2 * (size_t)j - 2]) {
+      const uint64_t k = keys[2 * (size_t)j];
+      m->touched[k >> 32] = m->touched[k & 0xffffffffu] = 1;
+    }
+  for (uint32_t j = 0; j < ns; j++) {
+    const ts_spring *sp = &nt->springs[j];
+    int64_t k = -1;
+    if (sp->a < n0 && sp->b < n0) {
+      k = find_spring(keys, ns0, sp->a, sp->b);
+    } else {
+      uint32_t mm = sp->a >= n0 ? sp->a : sp->b, o = sp->a >= n0 ? sp->b : sp->a;
+      const uint32_t *pq = parents[mm - n0];
+      if (o == pq[0] || o == pq[1]) k = find_spring(keys, ns0, pq[0], pq[1]);
+    }
+    m->from[j] = k >= 0 ? (uint32_t)k : UINT32_MAX;
+    m->same[j] = 0;
+    if (k >= 0 && sp->a < n0 && sp->b < n0) {
+      const ts_spring *os = &old->springs[k];
+      m->same[j] = os->k == sp->k && os->k1 == sp->k1 && os->k2 == sp->k2 && os->b1 == sp->b1 &&
+                   os->b2 == sp->b2 && os->rest == sp->rest;
+    }
+    if (m->same[j])
+      cnt[sp->a]++, cnt[sp->b]++;
+    else
+      m->touched[sp->a] = m->touched[sp->b] = 1;
+  }
+  free(keys);
+  /* an old node is untouched when each of its springs is unchanged, none
+     was removed (as many unchanged ones as it had) and its mass is the
+     same; the new nodes and their parents are touched */
+  for (uint32_t i = 0; i < n0; i++) {
+    const double a = old->inv_mass[i], b = nt->inv_mass[i];
+    if (cnt[i] != 0 || (a == 0) != (b == 0) || (a > 0 && !(fabs(b / a - 1.0) <= MAP_MASS_TOL)))
+      m->touched[i] = 1;
+  }
+  free(cnt);
+  for (uint32_t i = n0; i < n; i++) {
+    m->touched[i] = 1;
+    m->touched[parents[i - n0][0]] = m->touched[parents[i - n0][1]] = 1;
+  }
+  for (uint32_t i = 0; i < n; i++) m->n_nodes += m->touched[i], m->n_old_nodes += i < n0 && m->touched[i];
+  for (uint32_t j = 0; j < ns0; j++)
+    m->n_old_springs += m->touched[old->springs[j].a] || m->touched[old->springs[j].b];
+  for (uint32_t j = 0; j < ns; j++)
+    m->n_new_springs += m->touched[nt->springs[j].a] || m->touched[nt->springs[j].b];
+  m->nodes = malloc(sizeof *m->nodes * ((size_t)m->n_nodes + 1));
+  m->old_springs = malloc(sizeof *m->old_springs * ((size_t)m->n_old_springs + 1));
+  m->new_springs = malloc(sizeof *m->new_springs * ((size_t)m->n_new_springs + 1));
+  if (!m->nodes || !m->old_springs || !m->new_springs) {
+    map_free(m);
+    return TS_ENOMEM;
+  }
+  uint32_t q = 0;
+  for (uint32_t i = 0; i < n; i++)
+    if (m->touched[i]) m->nodes[q++] = i;
+  q = 0;
+  for (uint32_t j = 0; j < ns0; j++)
+    if (m->touched[old->springs[j].a] || m->touched[old->springs[j].b]) m->old_springs[q++] = j;
+  q = 0;
+  for (uint32_t j = 0; j < ns; j++)
+    if (m->touched[nt->springs[j].a] || m->touched[nt->springs[j].b]) m->new_springs[q++] = j;
+  *out = m;
+  return 0;
+}
+
+/* 1 when m was made for networks of old's and nt's sizes. */
+static int map_fits(const ts_handover_map *m, const ts_tissue *old, const ts_tissue *nt) {
+  return m && m->n0 == old->n_nodes && m->n == nt->n_nodes && m->ns0 == old->n_springs &&
+         m->ns == nt->n_springs;
+}
+
 /* The unrefined network's accelerations at its current state, carried to
- * the refined one's n nodes (acc): an old node keeps its own, a new node
- * gets the mean of its parents' with the push of a parent held by a tool
- * into it removed (the tool's reaction cancels it, so the node's motion,
- * which its new neighbours interpolate, has none). The forces are old's
- * springs at their rest lengths blended with hrest at weight w, gravity,
- * and w times the node forces hf (the view of one solver of the earlier
- * hand-over); fo: scratch, old->n_nodes. */
-static void carried_acc(const ts_tissue *old, uint32_t n, const uint32_t (*parents)[2], const ts_tool *tools,
-                        int n_tools, const placed_tool *placed, const double *hrest, const double (*hf)[3],
-                        double w, double (*fo)[3], double (*acc)[3]) {
-  const uint32_t n0 = old->n_nodes;
+ * the refined one's touched nodes (acc; m's touched nodes only): an old
+ * node keeps its own, a new node gets the mean of its parents' with the
+ * push of a parent held by a tool into it removed (the tool's reaction
+ * cancels it, so the node's motion, which its new neighbours interpolate,
+ * has none). The forces are old's springs at their rest lengths blended
+ * with hrest at weight w, gravity, and w times the node forces hf (the
+ * view of one solver of the earlier hand-over); fo: scratch, old->n_nodes. */
+static void carried_acc(const ts_tissue *old, const ts_handover_map *m, const uint32_t (*parents)[2],
+                        const ts_tool *tools, int n_tools, const placed_tool *placed, const double *hrest,
+                        const double (*hf)[3], double w, double (*fo)[3], double (*acc)[3]) {
+  const uint32_t n0 = m->n0, n = m->n;
   int any = 0;
   for (int k = 0; k < n_tools; k++) any |= tools[k].active;
-  node_forces(old, hrest, hf, w, fo);
-  for (uint32_t i = 0; i < n0; i++) {
+  node_forces(old, m->nodes, m->n_old_nodes, m->touched, m->old_springs, m->n_old_springs, hrest, hf, w, fo);
+  for (uint32_t q = 0; q < m->n_old_nodes; q++) {
+    const uint32_t i = m->nodes[q];
     for (int c = 0; c < 3; c++) acc[i][c] = fo[i][c] * old->inv_mass[i];
     double nrm[3], band = 0;
     if (old->inv_mass[i] > 0 && any) {
@@ -298,42 +473,50 @@ static void carried_acc(const ts_tissue *old, uint32_t n, const uint32_t (*paren
   }
   /* an old node keeps its own acceleration before the tool's reaction (the
    * tool reacts on it in the refined tissue as in the unrefined one) */
-  for (uint32_t i = 0; i < n0; i++)
+  for (uint32_t q = 0; q < m->n_old_nodes; q++) {
+    const uint32_t i = m->nodes[q];
     for (int c = 0; c < 3; c++) acc[i][c] = fo[i][c] * old->inv_mass[i];
+  }
 }
 
-int ts_handover_create(const ts_tissue *old, const ts_tissue *nt, const uint32_t (*parents)[2],
-                       const ts_tool *tools, int n_tools, double duration, ts_handover **out) {
-  if (!out) return TS_EINVAL;
-  *out = NULL;
+/* ts_handover_create's arguments checked. 0 or TS_EINVAL. */
+static int create_args(const ts_tissue *old, const ts_tissue *nt, const uint32_t (*parents)[2],
+                       const ts_tool *tools, int n_tools, double duration) {
   if (!old || !nt || nt->n_nodes < old->n_nodes || (nt->n_nodes > old->n_nodes && !parents) ||
       !(duration > 0) || !isfinite(duration) || n_tools < 0 || (n_tools > 0 && !tools))
     return TS_EINVAL;
   const uint32_t n0 = old->n_nodes, n = nt->n_nodes;
   for (uint32_t i = n0; i < n; i++)
     if (parents[i - n0][0] >= i || parents[i - n0][1] >= i) return TS_EINVAL;
+  return 0;
+}
+
+/* ts_handover_create with the topologies' map m (made for old and nt; not
+ * taken: out->map is NULL). */
+static int create_mapped(const ts_tissue *old, const ts_tissue *nt, const uint32_t (*parents)[2],
+                         const ts_handover_map *m, const ts_tool *tools, int n_tools, double duration,
+                         ts_handover **out) {
+  *out = NULL;
+  const uint32_t n0 = old->n_nodes, n = nt->n_nodes;
   ts_handover *h = calloc(1, sizeof *h);
+  /* scratch per node, written and read at the touched nodes only */
   double(*fo)[3] = malloc(sizeof *fo * n);
   double(*acc)[3] = malloc(sizeof *acc * n);
   double(*accx)[3] = malloc(sizeof *accx * n);
-  double *told = malloc(sizeof *told * (old->n_springs + 1));
-  uint64_t *keys = malloc(sizeof *keys * 2 * ((size_t)old->n_springs + 1));
   placed_tool *placed = calloc((size_t)n_tools + 1, sizeof *placed);
   if (h) {
     h->f = malloc(sizeof *h->f * n);
     h->f_res = malloc(sizeof *h->f_res * n);
     h->rest = malloc(sizeof *h->rest * (nt->n_springs + 1));
-    h->depth = calloc(n, sizeof *h->depth);
+    h->depth = malloc(sizeof *h->depth * n);
   }
   int rc = TS_ENOMEM;
-  if (!h || !fo || !acc || !accx || !told || !keys || !placed || !h->f || !h->f_res || !h->rest || !h->depth ||
+  if (!h || !fo || !acc || !accx || !placed || !h->f || !h->f_res || !h->rest || !h->depth ||
       (rc = place_all(tools, n_tools, placed)) != 0) {
     ts_handover_free(h);
     free(fo);
     free(acc);
     free(accx);
-    free(told);
-    free(keys);
     free(placed);
     return rc;
   }
@@ -342,64 +525,60 @@ int ts_handover_create(const ts_tissue *old, const ts_tissue *nt, const uint32_t
    * forces) and XPBD's (the earlier hand-over's rest lengths and residual) */
   const ts_handover *oh = old->hand;
   const double w_old = ts_handover_weight(oh, old->time);
-  carried_acc(old, n, parents, tools, n_tools, placed, NULL, oh ? (const double(*)[3])oh->f : NULL, w_old, fo,
+  const double *ohrest = oh ? oh->rest : NULL;
+  carried_acc(old, m, parents, tools, n_tools, placed, NULL, oh ? (const double(*)[3])oh->f : NULL, w_old, fo,
               acc);
-  carried_acc(old, n, parents, tools, n_tools, placed, oh ? oh->rest : NULL, oh ? (const double(*)[3])oh->f_res : NULL,
-              w_old, fo, accx);
+  carried_acc(old, m, parents, tools, n_tools, placed, ohrest, oh ? (const double(*)[3])oh->f_res : NULL, w_old,
+              fo, accx);
 
   /* the springs' hand-over rest lengths: each spring of the refined
    * network keeps the tension it had (a spring that was there) or its
    * parent edge's (a half of a split edge); any other new spring starts
    * unstretched. The tensions are the unrefined tissue's as the XPBD step
    * sees it (rest lengths blended by an earlier hand-over). */
-  for (uint32_t j = 0; j < old->n_springs; j++) {
-    const ts_spring *sp = &old->springs[j];
-    told[j] = tension(sp, spring_length(old, sp), rest_at(old, j, oh ? oh->rest : NULL, w_old));
-    keys[2 * (size_t)j] = (uint64_t)(sp->a < sp->b ? sp->a : sp->b) << 32 | (sp->a < sp->b ? sp->b : sp->a);
-    keys[2 * (size_t)j + 1] = j;
-  }
-  qsort(keys, old->n_springs, 2 * sizeof *keys, cmp_key);
   for (uint32_t j = 0; j < nt->n_springs; j++) {
     const ts_spring *sp = &nt->springs[j];
-    int64_t k = -1;
-    if (sp->a < n0 && sp->b < n0) {
-      k = find_spring(keys, old->n_springs, sp->a, sp->b);
-    } else {
-      uint32_t m = sp->a >= n0 ? sp->a : sp->b, o = sp->a >= n0 ? sp->b : sp->a;
-      const uint32_t *pq = parents[m - n0];
-      if (o == pq[0] || o == pq[1]) k = find_spring(keys, old->n_springs, pq[0], pq[1]);
-    }
-    const double l = spring_length(nt, sp);
-    if (k >= 0) {
+    const uint32_t k = m->from[j];
+    if (k != UINT32_MAX && m->same[j]) {
+      h->rest[j] = rest_at(old, k, ohrest, w_old); /* the same spring: as it was */
+    } else if (k != UINT32_MAX) {
       const ts_spring *os = &old->springs[k];
-      double L0o = rest_at(old, (uint32_t)k, oh ? oh->rest : NULL, w_old);
-      if (sp->a < n0 && sp->b < n0 && os->k == sp->k && os->k1 == sp->k1 && os->k2 == sp->k2 &&
-          os->b1 == sp->b1 && os->b2 == sp->b2 && os->rest == sp->rest)
-        h->rest[j] = L0o; /* the same spring: as it was */
-      else
-        h->rest[j] = rest_for(sp, l, told[k]);
+      const double told = tension(os, spring_length(old, os), rest_at(old, k, ohrest, w_old));
+      h->rest[j] = rest_for(sp, spring_length(nt, sp), told);
     } else {
+      const double l = spring_length(nt, sp);
       h->rest[j] = l > 0 ? l : sp->rest;
     }
   }
-  free(told);
-  free(keys);
   int any_tool = 0;
   for (int k = 0; k < n_tools; k++) any_tool |= tools[k].active;
-  /* the refined network's forces there, and what makes up the difference:
-   * against its own springs (the mass-spring step's term) and against the
-   * hand-over rest lengths (XPBD's residual term) */
-  ts_tissue tmp = *nt;
-  tmp.hand = NULL;
-  node_forces(&tmp, NULL, NULL, 0.0, h->f);
-  node_forces(&tmp, h->rest, NULL, 1.0, fo);
+  /* the refined network's forces at the touched nodes, and what makes up
+   * the difference: against its own springs (the mass-spring step's term)
+   * and against the hand-over rest lengths (XPBD's residual term) */
+  node_forces(nt, m->nodes, m->n_nodes, m->touched, m->new_springs, m->n_new_springs, NULL, NULL, 0.0, h->f);
+  node_forces(nt, m->nodes, m->n_nodes, m->touched, m->new_springs, m->n_new_springs, h->rest, NULL, 1.0, fo);
   for (uint32_t i = 0; i < n; i++) {
     const double im = nt->inv_mass[i];
-    for (int c = 0; c < 3; c++) {
-      h->f[i][c] = im > 0 ? acc[i][c] / im - h->f[i][c] : 0.0;
-      h->f_res[i][c] = im > 0 ? accx[i][c] / im - fo[i][c] : 0.0;
+    if (im == 0) {
+      memset(h->f[i], 0, sizeof h->f[i]);
+      memset(h->f_res[i], 0, sizeof h->f_res[i]);
+      h->depth[i] = 0;
+      continue;
     }
-    if (im == 0) continue;
+    if (!m->touched[i]) {
+      /* untouched (ts_handover.h, "Local"): the earlier hand-over's terms
+       * at its weight, none without one */
+      for (int c = 0; c < 3; c++) {
+        h->f[i][c] = oh && w_old > 0 ? w_old * oh->f[i][c] : 0.0;
+        h->f_res[i][c] = oh && w_old > 0 && !any_tool ? w_old * oh->f_res[i][c] : 0.0;
+      }
+      h->depth[i] = oh && oh->depth ? fmax(0.0, w_old * oh->depth[i]) : 0.0;
+      continue;
+    }
+    for (int c = 0; c < 3; c++) {
+      h->f[i][c] = acc[i][c] / im - h->f[i][c];
+      h->f_res[i][c] = accx[i][c] / im - fo[i][c];
+    }
     /* the allowance: a new node's depth inside a tool; an old node is
      * where the unrefined tissue had it and meets the tools as it did (a
      * node a mesh tool's projection left inside by its last substep is
@@ -423,6 +602,23 @@ int ts_handover_create(const ts_tissue *old, const ts_tissue *nt, const uint32_t
   return 0;
 }
 
+int ts_handover_create(const ts_tissue *old, const ts_tissue *nt, const uint32_t (*parents)[2],
+                       const ts_tool *tools, int n_tools, double duration, ts_handover **out) {
+  if (!out) return TS_EINVAL;
+  *out = NULL;
+  int rc = create_args(old, nt, parents, tools, n_tools, duration);
+  if (rc) return rc;
+  ts_handover_map *m = NULL;
+  rc = map_build(old, nt, parents, &m);
+  if (!rc) rc = create_mapped(old, nt, parents, m, tools, n_tools, duration, out);
+  if (rc) {
+    map_free(m);
+    return rc;
+  }
+  (*out)->map = m;
+  return 0;
+}
+
 #define FIT_PASSES 12    /* trial steps at most */
 #define FIT_TOL 0.5e-6   /* m: the first step's error at which the fit stops */
 #define FIT_RING 6       /* spring rings around the new nodes that the trials step */
@@ -436,6 +632,7 @@ static ts_handover *copy_hand(const ts_handover *h, uint32_t n, uint32_t ns, int
   ts_handover *c = calloc(1, sizeof *c);
   if (c) {
     *c = *h;
+    c->map = NULL;
     c->f = malloc(sizeof *c->f * n);
     c->f_res = malloc(sizeof *c->f_res * n);
     c->rest = malloc(sizeof *c->rest * (ns + 1));
@@ -734,6 +931,7 @@ static int sub_tissue_in(const ts_tissue *t, const uint8_t *role, const uint32_t
     s->hand = calloc(1, sizeof *s->hand);
     if (s->hand) {
       *s->hand = *t->hand;
+      s->hand->map = NULL;
       s->hand->f = malloc(sizeof *s->hand->f * nn);
       s->hand->f_res = malloc(sizeof *s->hand->f_res * nn);
       s->hand->rest = malloc(sizeof *s->hand->rest * (ns + 1));
@@ -962,9 +1160,21 @@ int ts_handover_renew(ts_tissue *nt, const ts_tissue *cur, const uint32_t (*pare
                       int n_tools, const double *rest_fix) {
   if (!nt || !cur || nt->n_nodes < cur->n_nodes) return TS_EINVAL;
   if (!nt->hand) return 0; /* refined without a hand-over */
-  ts_handover *h = NULL;
-  int rc = ts_handover_create(cur, nt, parents, tools, n_tools, nt->hand->duration, &h);
+  const double duration = nt->hand->duration;
+  int rc = create_args(cur, nt, parents, tools, n_tools, duration);
   if (rc) return rc;
+  /* the map made with the snapshot's hand-over, or a new one */
+  ts_handover_map *m = map_fits(nt->hand->map, cur, nt) ? nt->hand->map : NULL;
+  const int fresh = m == NULL;
+  if (fresh) rc = map_build(cur, nt, parents, &m);
+  ts_handover *h = NULL;
+  if (!rc) rc = create_mapped(cur, nt, parents, m, tools, n_tools, duration, &h);
+  if (rc) {
+    if (fresh) map_free(m);
+    return rc;
+  }
+  if (!fresh) nt->hand->map = NULL;
+  h->map = m;
   if (rest_fix)
     for (uint32_t j = 0; j < nt->n_springs; j++) {
       const double r = h->rest[j] + rest_fix[j];

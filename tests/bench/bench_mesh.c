@@ -78,7 +78,16 @@
  *                      ts_handover_renew alone, what a mass-spring session
  *                      or a tissue at rest costs), the other thread's time
  *                      and the steps taken meanwhile (all CPU
- *                      seconds of the thread that ran them).
+ *                      seconds of the thread that ran them);
+ *   live_refine_install_s  the install alone on the stepping thread as a
+ *                      mass-spring session does it (ts_refine_restate and
+ *                      ts_handover_renew: the hand-over made again on the
+ *                      refined region, ts_handover.h), ref
+ *                      "inline_massspring_refine": ts_refine_run, what the
+ *                      inline refinement held the thread for; beside them
+ *                      XPBD's install in the same run (xpbd_install_s, with
+ *                      the fit again when the tissue had moved,
+ *                      xpbd_install_refit) and XPBD's inline refinement.
  *   refined_step_loop_s, refined_step_leb_s   the mass-spring step (mean,
  *                      from rest, no tools, as massspring_step_s) of the
  *                      tissue refined at rest by Loop or LEB on the region
@@ -264,7 +273,7 @@ static ts_refine_src *refine_source(const char *name, const ts_tissue *t, const 
 }
 
 static int time_live_refine(const char *name, const ts_tissue *t, const ts_refine_src *src, const uint32_t *sel,
-                            uint32_t ns, const ts_tool *tool, const ts_xpbd_def *def);
+                            uint32_t ns, const ts_tool *tool, const ts_xpbd_def *def, double ms_refine_s);
 
 /* A live refinement on both solvers' paths (see the top of this file).
  * 0 or -1. */
@@ -371,7 +380,7 @@ static int time_refine(const char *name, ts_tissue *t, const ts_extrusion *ex, c
   ts_bench_line_num(L, "whole_trials", whole_trials);
   ts_bench_line_num(L, "whole_err_um", whole_err * 1e6);
   ts_bench_line_emit(L);
-  if (time_live_refine(name, t, src, sel, ns, &tool, &def)) goto out;
+  if (time_live_refine(name, t, src, sel, ns, &tool, &def, ms_s)) goto out;
   status = 0;
 out:
   free(sel);
@@ -501,16 +510,15 @@ static int live_run(const ts_tissue *t0, const ts_refine_src *src, const uint32_
       const uint32_t(*par)[2] = (const uint32_t(*)[2])j.info.parents;
       double i0 = wall_s();
       if (!inl) {
-        /* the install without a fit, timed on a copy */
-        ts_tissue *c = NULL;
-        rc = ts_refine_snapshot(j.nt, &c);
-        if (!rc) {
-          double r0 = wall_s();
-          rc = ts_refine_restate(c, t, par);
-          if (!rc) rc = ts_handover_renew(c, t, par, &tool, 1, j.fix);
-          out->renew_s = wall_s() - r0;
-        }
-        ts_tissue_destroy(c);
+        /* the install without a fit, timed on the result itself (as the
+           daemon installs it: with the hand-over's map from the
+           refinement thread; a copy would have none). What follows makes
+           the hand-over again from the same state, so it is as if this
+           had not run */
+        double r0 = wall_s();
+        rc = ts_refine_restate(j.nt, t, par);
+        if (!rc) rc = ts_handover_renew(j.nt, t, par, &tool, 1, j.fix);
+        out->renew_s = wall_s() - r0;
         if (rc) break;
         i0 = wall_s();
         double m = 0;
@@ -556,9 +564,11 @@ static int live_run(const ts_tissue *t0, const ts_refine_src *src, const uint32_
   return rc;
 }
 
-/* Both ways from the same pressed state (time_refine's), one line. 0 or -1. */
+/* Both ways from the same pressed state (time_refine's), two lines (the
+ * install alone in the second; ms_refine_s: ts_refine_run's time, the
+ * inline mass-spring refinement). 0 or -1. */
 static int time_live_refine(const char *name, const ts_tissue *t, const ts_refine_src *src, const uint32_t *sel,
-                            uint32_t ns, const ts_tool *tool, const ts_xpbd_def *def) {
+                            uint32_t ns, const ts_tool *tool, const ts_xpbd_def *def, double ms_refine_s) {
   live_out a, b;
   int rc = live_run(t, src, sel, ns, tool, def, 1, &b);
   if (!rc) rc = live_run(t, src, sel, ns, tool, def, 0, &a);
@@ -578,6 +588,15 @@ static int time_live_refine(const char *name, const ts_tissue *t, const ts_refin
   ts_bench_line_num(L, "inline_refine_s", b.work_s);
   ts_bench_line_num(L, "wall_max_interval_s", a.max_interval_wall);
   ts_bench_line_num(L, "inline_wall_max_interval_s", b.max_interval_wall);
+  ts_bench_line_num(L, "frame_interval_s", FRAME_S);
+  ts_bench_line_emit(L);
+  /* the install alone: a mass-spring session's (no fit), beside what an
+     inline mass-spring refinement held the thread for; XPBD's beside it */
+  L = ts_bench_line("mesh", name, "live_refine_install_s", a.renew_s, "s");
+  ts_bench_line_ref(L, "inline_massspring_refine", ms_refine_s);
+  ts_bench_line_num(L, "xpbd_install_s", a.install_s);
+  ts_bench_line_num(L, "xpbd_install_refit", a.refit);
+  ts_bench_line_num(L, "inline_xpbd_refine_s", b.work_s);
   ts_bench_line_num(L, "frame_interval_s", FRAME_S);
   ts_bench_line_emit(L);
   return 0;
