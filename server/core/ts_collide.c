@@ -782,3 +782,21 @@ int ts_collide_barycentric(const double T[3][3], const double p[3], double bc[3]
   bc[0] = 1 - v - w, bc[1] = v, bc[2] = w;
   return 1;
 }
+
+int ts_collide_mesh_pierce_posed(const ts_obb_tree *tool, const double R[3][3], const double o[3],
+                                 const double X[3][3], double max_depth, ts_hit *hit,
+                                 double bc[3]) {
+  double T[3][3];
+  for (int c = 0; c < 3; c++) { /* into the tool's frame: R^T (x - o) */
+    double d[3];
+    for (int k = 0; k < 3; k++) d[k] = X[c][k] - o[k];
+    for (int k = 0; k < 3; k++) T[c][k] = R[0][k] * d[0] + R[1][k] * d[1] + R[2][k] * d[2];
+  }
+  if (!ts_collide_mesh_pierce(tool, (const double (*)[3])T, max_depth, hit)) return 0;
+  const int ok = ts_collide_barycentric((const double (*)[3])T, hit->point, bc);
+  double n[3];
+  for (int k = 0; k < 3; k++)
+    n[k] = R[k][0] * hit->normal[0] + R[k][1] * hit->normal[1] + R[k][2] * hit->normal[2];
+  memcpy(hit->normal, n, sizeof n);
+  return ok ? 1 : 2;
+}

@@ -122,6 +122,19 @@ int ts_collide_mesh_pierce(const ts_obb_tree *tool, const double T[3][3], double
  * degenerate T (bc then 1/3 each). */
 int ts_collide_barycentric(const double T[3][3], const double p[3], double bc[3]);
 
+/* The triangle passes' pierce of a world triangle X (m) by a mesh tool
+ * standing at rotation R (tool frame to world) and origin o (m): X is taken
+ * into the tool's frame (R^T (x - o)) for ts_collide_mesh_pierce (max_depth
+ * as there); on a pierce, hit->normal is turned back into world
+ * coordinates (hit->point and hit->depth stay as the tool's frame has
+ * them) and bc gets the crossing point's clamped barycentric coordinates
+ * in X (ts_collide_barycentric). Returns 0 for no pierce, 1 for a pierce,
+ * 2 for a pierce of a degenerate X (bc then 1/3 each). Reads the tree
+ * only; no allocation. */
+int ts_collide_mesh_pierce_posed(const ts_obb_tree *tool, const double R[3][3], const double o[3],
+                                 const double X[3][3], double max_depth, ts_hit *hit,
+                                 double bc[3]);
+
 typedef struct ts_sweep_def {
   uint32_t max_substeps;  /* upper bound of the substeps (>= 1) */
   double travel_fraction; /* no tool point moves more than this fraction of the tool's

@@ -348,22 +348,16 @@ static uint32_t mesh_triangle_pass(ts_contact_ws *ws, const ts_posed_tool *tool,
      * about it when its corners move unequally, and the tool's deepest point
      * lies elsewhere: a few rounds on the same triangle settle it */
     for (int round = 0; round < TS__PIERCE_ROUNDS; round++) {
-      double T[3][3];
-      for (int c = 0; c < 3; c++) { /* into the tool's frame: R^T (x - p) */
-        double d[3];
-        for (int k = 0; k < 3; k++) d[k] = x[tri[c]][k] - p[k];
-        for (int k = 0; k < 3; k++) T[c][k] = R[0][k] * d[0] + R[1][k] * d[1] + R[2][k] * d[2];
-      }
+      const double X[3][3] = {{x[tri[0]][0], x[tri[0]][1], x[tri[0]][2]},
+                              {x[tri[1]][0], x[tri[1]][1], x[tri[1]][2]},
+                              {x[tri[2]][0], x[tri[2]][1], x[tri[2]][2]}};
       ts_hit hit;
-      if (!ts_collide_mesh_pierce(tr, (const double (*)[3])T, ws->swept[j] ? INFINITY : cap, &hit))
+      double bc[3];
+      if (!ts_collide_mesh_pierce_posed(tr, R, p, X, ws->swept[j] ? INFINITY : cap, &hit, bc))
         break;
       if (round == 0) ws->tri_hits++;
       if (!(hit.depth > allow + tal + TS__PIERCE_TOL * tr->thickness)) break;
-      double bc[3], n[3];
-      (void)ts_collide_barycentric((const double (*)[3])T, hit.point, bc);
-      for (int k = 0; k < 3; k++)
-        n[k] = R[k][0] * hit.normal[0] + R[k][1] * hit.normal[1] + R[k][2] * hit.normal[2];
-      fresh += push_triangle(ws, tri, sl, w, bc, n, hit.depth - allow - tal, x);
+      fresh += push_triangle(ws, tri, sl, w, bc, hit.normal, hit.depth - allow - tal, x);
     }
   }
   return fresh;
@@ -435,19 +429,13 @@ static uint32_t mesh_triangle_sweep(ts_contact_ws *ws, const ts_obb_tree *tr, do
       }
       if (far * far > e2 && far > 0) continue;
       for (int round = 0; round < TS__PIERCE_ROUNDS; round++) {
-        double T[3][3];
-        for (int c = 0; c < 3; c++) { /* into the tool's frame: R^T (y - p) */
-          double d[3];
-          for (int q = 0; q < 3; q++) d[q] = Y[c][q] - ps.p[q];
-          for (int q = 0; q < 3; q++) T[c][q] = R[0][q] * d[0] + R[1][q] * d[1] + R[2][q] * d[2];
-        }
         ts_hit hit;
-        if (!ts_collide_mesh_pierce(tr, (const double (*)[3])T, cap, &hit)) break;
+        double bc[3], den = 0;
+        if (!ts_collide_mesh_pierce_posed(tr, (const double (*)[3])R, ps.p, (const double (*)[3])Y,
+                                          cap, &hit, bc))
+          break;
         if (!(hit.depth > allow + tal + TS__PIERCE_TOL * tr->thickness)) break;
-        double bc[3], n[3], den = 0;
-        (void)ts_collide_barycentric((const double (*)[3])T, hit.point, bc);
-        for (int q = 0; q < 3; q++)
-          n[q] = R[q][0] * hit.normal[0] + R[q][1] * hit.normal[1] + R[q][2] * hit.normal[2];
+        const double *n = hit.normal;
         for (int c = 0; c < 3; c++) den += w[c] * bc[c] * bc[c];
         if (!(den > 0)) break;
         const double sc = (hit.depth - allow - tal) / den;

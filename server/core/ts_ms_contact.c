@@ -334,14 +334,13 @@ uint32_t ts__ms_thin_pass(ts_tissue *t, struct ts__ms *ms, const ts__ptool *p,
       out = fmax(a, fmax(b, d)) < lo[k] || fmin(a, fmin(b, d)) > hi[k];
     }
     if (out || !(im[c[0]] > 0 || im[c[1]] > 0 || im[c[2]] > 0)) continue;
-    double T[3][3];
-    for (int q = 0; q < 3; q++) {
-      double d[3];
-      for (int k = 0; k < 3; k++) d[k] = t->x[c[q]][k] - o[k];
-      for (int k = 0; k < 3; k++) T[q][k] = R[0][k] * d[0] + R[1][k] * d[1] + R[2][k] * d[2];
-    }
+    const double X[3][3] = {{t->x[c[0]][0], t->x[c[0]][1], t->x[c[0]][2]},
+                            {t->x[c[1]][0], t->x[c[1]][1], t->x[c[1]][2]},
+                            {t->x[c[2]][0], t->x[c[2]][1], t->x[c[2]][2]}};
     ts_hit hit;
-    if (!ts_collide_mesh_pierce(tr, (const double (*)[3])T, cap, &hit)) continue;
+    double bc[3]; /* the crossing point's barycentric coordinates, clamped into X */
+    const int pierced = ts_collide_mesh_pierce_posed(tr, R, o, X, cap, &hit, bc);
+    if (!pierced) continue;
     double tal = 0; /* the corners' largest contact allowance, as for a node */
     for (int q = 0; depth && q < 3; q++) tal = fmax(tal, ms->wh * depth[c[q]]);
     if (!(hit.depth > quarter + tal - p->skin)) continue;
@@ -350,12 +349,8 @@ uint32_t ts__ms_thin_pass(ts_tissue *t, struct ts__ms *ms, const ts__ptool *p,
       double nn[3];
       held = mesh_sdf(p, t->x[c[q]], nn) + (depth ? ms->wh * depth[c[q]] : 0.0) < p->skin;
     }
-    if (held) continue;
-    double bc[3]; /* the crossing point's barycentric coordinates, clamped to T */
-    if (!ts_collide_barycentric((const double (*)[3])T, hit.point, bc)) continue;
-    double n[3];
-    for (int k = 0; k < 3; k++)
-      n[k] = R[k][0] * hit.normal[0] + R[k][1] * hit.normal[1] + R[k][2] * hit.normal[2];
+    if (held || pierced != 1) continue; /* 2: a degenerate triangle */
+    const double *n = hit.normal;
     double sw = 0;
     for (int q = 0; q < 3; q++) sw += im[c[q]] * bc[q] * bc[q];
     if (!(sw > 0)) continue;
