@@ -207,16 +207,23 @@ static void list_work(model_job *j, ts_storage *st) {
   }
 }
 
+/* A job's failure to read or delete model j->id (storage's code rc; doing:
+ * "reading" or "deleting"): TS_ENOMODEL names the id, any other code
+ * storage's message. */
+static void model_failed(model_job *j, ts_storage *st, int rc, const char *doing) {
+  j->rc = rc;
+  if (rc == TS_ENOMODEL)
+    snprintf(j->err, sizeof j->err, "no model %lld", (long long)j->id);
+  else
+    snprintf(j->err, sizeof j->err, "%s model %lld: %s", doing, (long long)j->id,
+             ts_storage_errmsg(st));
+}
+
 static void export_work(model_job *j, ts_storage *st) {
   ts_model_rec m;
   int rc = ts_storage_get_model(st, j->id, &m);
   if (rc) {
-    j->rc = rc == TS_EINVAL ? TS_ENOMODEL : rc; /* storage: no row with that id */
-    if (rc == TS_EINVAL)
-      snprintf(j->err, sizeof j->err, "no model %lld", (long long)j->id);
-    else
-      snprintf(j->err, sizeof j->err, "reading model %lld: %s", (long long)j->id,
-               ts_storage_errmsg(st));
+    model_failed(j, st, rc, "reading");
     return;
   }
   rc = push_item(j, &m, st);
@@ -333,12 +340,7 @@ out:
 static void delete_work(model_job *j, ts_storage *st) {
   int rc = ts_storage_delete_model(st, j->id);
   if (rc) {
-    j->rc = rc == TS_EINVAL ? TS_ENOMODEL : rc; /* storage: no row with that id */
-    if (rc == TS_EINVAL)
-      snprintf(j->err, sizeof j->err, "no model %lld", (long long)j->id);
-    else
-      snprintf(j->err, sizeof j->err, "deleting model %lld: %s", (long long)j->id,
-               ts_storage_errmsg(st));
+    model_failed(j, st, rc, "deleting");
   }
 }
 
@@ -346,12 +348,7 @@ static void use_work(model_job *j, ts_storage *st) {
   ts_model_rec m;
   int rc = ts_storage_get_model(st, j->id, &m);
   if (rc) {
-    j->rc = rc == TS_EINVAL ? TS_ENOMODEL : rc; /* storage: no row with that id */
-    if (rc == TS_EINVAL)
-      snprintf(j->err, sizeof j->err, "no model %lld", (long long)j->id);
-    else
-      snprintf(j->err, sizeof j->err, "reading model %lld: %s", (long long)j->id,
-               ts_storage_errmsg(st));
+    model_failed(j, st, rc, "reading");
     return;
   }
   char tname[64];

@@ -130,10 +130,10 @@ typedef struct ts_model_rec {
  * chosen version is written back to *version_out when it is not NULL. */
 int64_t ts_storage_put_model(ts_storage *s, const ts_model_rec *m, int64_t *version_out);
 
-/* By id: 0 and *out filled, or TS_EINVAL when there is no such model. */
+/* By id: 0 and *out filled, or TS_ENOMODEL when there is no such model. */
 int ts_storage_get_model(ts_storage *s, int64_t id, ts_model_rec *out);
 
-/* The highest version for (tissue, material, kind), or TS_EINVAL if none. */
+/* The highest version for (tissue, material, kind), or TS_ENOMODEL if none. */
 int ts_storage_get_latest_model(ts_storage *s, int64_t tissue, const char *material,
                                 const char *kind, ts_model_rec *out);
 void ts_storage_model_free(ts_model_rec *m);
@@ -142,7 +142,7 @@ void ts_storage_model_free(ts_model_rec *m);
 typedef int (*ts_storage_model_cb)(void *ud, const ts_model_rec *m);
 int ts_storage_list_models(ts_storage *s, int64_t tissue, ts_storage_model_cb cb, void *ud);
 
-/* Deletes a model: 0, or TS_EINVAL when there is no such model. */
+/* Deletes a model: 0, or TS_ENOMODEL when there is no such model. */
 int ts_storage_delete_model(ts_storage *s, int64_t id);
 
 /* ---- uploaded meshes (ts_storage_mesh.c) ---------------------------------- */

@@ -452,7 +452,7 @@ static int model_out(ts_storage *s, sqlite3_stmt *st, ts_model_rec *out, const c
     rc = own(s, &out->mem_, sp, 3);
     if (rc) memset(out, 0, sizeof *out);
   } else if (step == SQLITE_DONE) {
-    rc = ts__fail(s, TS_EINVAL, "%s", missing);
+    rc = ts__fail(s, TS_ENOMODEL, "%s", missing);
   } else {
     rc = ts__sqlfail(s, "reading a model");
   }
@@ -516,7 +516,7 @@ int ts_storage_delete_model(ts_storage *s, int64_t id) {
     rc = step_write(s, st, "deleting a model");
     sqlite3_reset(st);
     if (!rc && sqlite3_changes(s->db) == 0)
-      rc = ts__fail(s, TS_EINVAL, "no model with id %lld", (long long)id);
+      rc = ts__fail(s, TS_ENOMODEL, "no model with id %lld", (long long)id);
   }
   if (rc || (rc = ts__commit(s))) {
     ts__rollback(s);

@@ -385,7 +385,7 @@ START_TEST(test_model_roundtrip_versions_delete) {
   ck_assert_int_eq(g.version, 7);
   ts_storage_model_free(&g);
   ck_assert_int_eq(ts_storage_get_latest_model(s, patch, "muscularis", "linear-modal", &g),
-                   TS_EINVAL);
+                   TS_ENOMODEL);
 
   models c = {0};
   ck_assert_int_eq(ts_storage_list_models(s, patch, collect_model, &c), 0);
@@ -397,8 +397,8 @@ START_TEST(test_model_roundtrip_versions_delete) {
   ck_assert_uint_eq(c.sum[1], byte_sum((const uint8_t *)theta, sizeof theta));
 
   ck_assert_int_eq(ts_storage_delete_model(s, id2), 0);
-  ck_assert_int_eq(ts_storage_get_model(s, id2, &g), TS_EINVAL);
-  ck_assert_int_eq(ts_storage_delete_model(s, id2), TS_EINVAL);
+  ck_assert_int_eq(ts_storage_get_model(s, id2, &g), TS_ENOMODEL);
+  ck_assert_int_eq(ts_storage_delete_model(s, id2), TS_ENOMODEL);
   models after = {0};
   ck_assert_int_eq(ts_storage_list_models(s, 0, collect_model, &after), 0);
   ck_assert_int_eq(after.n, 2);
