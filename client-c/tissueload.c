@@ -281,6 +281,17 @@ static int parse_opts(int argc, char **argv, opts *o) {
     fprintf(stderr, "tissueload: give --tcp-port, --http-port or --ports-file\n");
     return -1;
   }
+  if (o->daemon_pid) { /* a wrong pid would otherwise only leave the figures out */
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", o->daemon_pid);
+    DIR *d = opendir(path);
+    if (!d) {
+      fprintf(stderr, "tissueload: --daemon-pid %d: cannot read %s: %s\n", o->daemon_pid, path,
+              strerror(errno));
+      return -1;
+    }
+    closedir(d);
+  }
   if ((long)o->observers * o->sessions > TL_MAX_OBSERVERS) {
     fprintf(stderr, "tissueload: at most %d observers in all\n", TL_MAX_OBSERVERS);
     return -1;
@@ -392,7 +403,11 @@ static void cpu_take(int pid, cpu_snap *c) {
 static void cpu_report(cJSON *j, int pid, const cpu_snap *a, const cpu_snap *b, double secs) {
   if (!(secs > 0)) return;
   cJSON_AddNumberToObject(j, "load_cpu_cores", (b->self_s - a->self_s) / secs);
-  if (pid <= 0 || !b->n) return;
+  if (pid <= 0) return;
+  if (!a->n || !b->n) { /* checked at the start: the process went away meanwhile */
+    cJSON_AddStringToObject(j, "daemon_cpu_error", "the --daemon-pid process could not be read");
+    return;
+  }
   double use[TL_MAX_THREADS], total = 0, loop = 0;
   int n = 0;
   for (int i = 0; i < b->n; i++) {

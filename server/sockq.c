@@ -1,5 +1,6 @@
 /*
- * sockq.c: the kernel send-queue size of a socket (see sockq.h).
+ * sockq.c: the kernel send-queue size of a socket, read at most as often as
+ * sockq.h says.
  */
 #include "sockq.h"
 
@@ -12,4 +13,19 @@ size_t ts_socket_unsent(const uv_stream_t *stream) {
   int n = 0;
   if (ioctl(fd, SIOCOUTQ, &n) != 0 || n < 0) return 0;
   return (size_t)n;
+}
+
+int ts_sockq_due(const ts_sockq *q, uint64_t now_ms) {
+  if (!q->valid || q->unsent > 0 || now_ms < q->read_ms) return 1;
+  return now_ms - q->read_ms >= TS_SOCKQ_QUIET_MS;
+}
+
+size_t ts_sockq_unsent(ts_sockq *q, const uv_stream_t *stream) {
+  uint64_t now = uv_now(stream->loop);
+  if (ts_sockq_due(q, now)) {
+    q->unsent = ts_socket_unsent(stream);
+    q->read_ms = now;
+    q->valid = 1;
+  }
+  return q->unsent;
 }

@@ -40,6 +40,7 @@ typedef struct tcp_conn {
   int handle_closing;
   ts_framer framer;
   size_t queued;    /* bytes handed to uv_write and not yet written */
+  ts_sockq kq;      /* the kernel's send queue, last reading (sockq.h) */
   struct tcp_conn *next, *prev;
   struct ts_tcp *owner;
   int opened;
@@ -198,7 +199,7 @@ static int tcp_send_shared(ts_conn *bc, ts_sbuf *b) {
 static size_t tcp_pending(ts_conn *bc) {
   tcp_conn *c = (tcp_conn *)bc;
   if (bc->closing) return c->queued;
-  return c->queued + ts_socket_unsent((const uv_stream_t *)&c->handle);
+  return c->queued + ts_sockq_unsent(&c->kq, (const uv_stream_t *)&c->handle);
 }
 
 static const ts_conn_ops tcp_ops = {tcp_send, tcp_close, tcp_pending, tcp_send_shared};

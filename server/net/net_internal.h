@@ -19,6 +19,7 @@
 #include <wslay/wslay.h>
 
 #include "http.h"
+#include "../sockq.h"
 
 /* Limits of one HTTP request (the daemon serves static files only). */
 #define TS__HTTP_URL_MAX 4096          /* longer request targets get 414 */
@@ -72,6 +73,7 @@ struct ts__net_conn {
   int close_reason;   /* enum ts_close_reason (metrics.h), -1 until decided */
   int too_big_counted; /* a message over max_message was counted (WebSocket) */
   int requests_done;  /* HTTP requests completed on this connection */
+  ts_sockq kq;        /* the kernel's send queue, last reading (sockq.h) */
 
   /* HTTP phase */
   http_parser parser;

@@ -156,7 +156,7 @@ static size_t ws_pending_total(ts_conn *bc) {
   ts__net_conn *c = (ts__net_conn *)bc;
   size_t own = ws_pending(bc);
   if (!c->ws || c->close_started) return own;
-  return own + ts_socket_unsent((const uv_stream_t *)&c->tcp);
+  return own + ts_sockq_unsent(&c->kq, (const uv_stream_t *)&c->tcp);
 }
 
 static int ws_send(ts_conn *bc, const uint8_t *msg, size_t len) {

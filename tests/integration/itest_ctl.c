@@ -28,93 +28,18 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "binrun.h"
 #include "daemon_proc.h"
 
 #define RUN_LIMIT_MS 90000 /* generous: a sanitizer build steps far below real time */
-#define MAX_ARGS 32
 
-typedef struct ctl_run {
-  int status;       /* exit status; -1 when killed or not run */
-  char out[65536];  /* stdout */
-  char err[8192];   /* stderr */
-  size_t n_out, n_err;
-  int truncated;
-} ctl_run;
+typedef ts_binrun ctl_run;
 
-static long long now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void drain(int fd, char *buf, size_t cap, size_t *n, int *open, int *truncated) {
-  char tmp[4096];
-  ssize_t r = read(fd, tmp, sizeof tmp);
-  if (r <= 0) {
-    if (r == 0 || (errno != EINTR && errno != EAGAIN)) *open = 0;
-    return;
-  }
-  size_t take = (size_t)r;
-  if (*n + take >= cap) {
-    take = cap - 1 - *n;
-    *truncated = 1;
-  }
-  memcpy(buf + *n, tmp, take);
-  *n += take;
-  buf[*n] = 0;
-}
-
-/* Runs tissuectl with argv (NULL-ended) and collects its output. */
+/* Runs tissuectl ($TISSUECTL_BIN) with argv (NULL-ended) and collects its output. */
 static void run_ctlv(ctl_run *o, const char *const *args) {
   const char *bin = getenv("TISSUECTL_BIN");
   ck_assert_msg(bin && *bin, "TISSUECTL_BIN is not set");
-  const char *argv[MAX_ARGS + 2];
-  int n = 0;
-  argv[n++] = bin;
-  for (; args[n - 1] && n < MAX_ARGS; n++) argv[n] = args[n - 1];
-  argv[n] = NULL;
-  memset(o, 0, sizeof *o);
-  o->status = -1;
-  int po[2], pe[2];
-  ck_assert_int_eq(pipe(po), 0);
-  ck_assert_int_eq(pipe(pe), 0);
-  pid_t pid = fork();
-  ck_assert_int_ge(pid, 0);
-  if (pid == 0) {
-    dup2(po[1], 1);
-    dup2(pe[1], 2);
-    close(po[0]);
-    close(po[1]);
-    close(pe[0]);
-    close(pe[1]);
-    unsetenv("TISSUED_SERVER_KEY");
-    execv(bin, (char *const *)argv);
-    _exit(127);
-  }
-  close(po[1]);
-  close(pe[1]);
-  int open_o = 1, open_e = 1;
-  long long deadline = now_ms() + RUN_LIMIT_MS;
-  while ((open_o || open_e) && now_ms() < deadline) {
-    struct pollfd p[2] = {{po[0], POLLIN, 0}, {pe[0], POLLIN, 0}};
-    int r = poll(p, 2, 200);
-    if (r < 0 && errno != EINTR) break;
-    if (open_o && (p[0].revents & (POLLIN | POLLHUP)))
-      drain(po[0], o->out, sizeof o->out, &o->n_out, &open_o, &o->truncated);
-    if (open_e && (p[1].revents & (POLLIN | POLLHUP)))
-      drain(pe[0], o->err, sizeof o->err, &o->n_err, &open_e, &o->truncated);
-  }
-  int st = 0;
-  if (open_o || open_e) {
-    kill(pid, SIGKILL);
-    waitpid(pid, &st, 0);
-    ck_abort_msg("tissuectl %s ran longer than %d ms; stderr: %s", args[0], RUN_LIMIT_MS, o->err);
-  }
-  close(po[0]);
-  close(pe[0]);
-  ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-  o->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  ck_assert_msg(!o->truncated, "tissuectl output longer than the test's buffer");
+  ts_binrun_v(o, bin, RUN_LIMIT_MS, args);
 }
 
 #define run_ctl(o, ...)                                \
@@ -123,40 +48,9 @@ static void run_ctlv(ctl_run *o, const char *const *args) {
     run_ctlv((o), a_);                                 \
   } while (0)
 
-/* The number after "key": in line, or NAN when absent. */
-static double jnum(const char *line, const char *key) {
-  char pat[64];
-  snprintf(pat, sizeof pat, "\"%s\":", key);
-  const char *p = strstr(line, pat);
-  if (!p) return NAN;
-  return strtod(p + strlen(pat), NULL);
-}
-
-/* The string after "key": in line, copied to out (empty when absent). */
-static void jstr(const char *line, const char *key, char *out, size_t cap) {
-  char pat[64];
-  snprintf(pat, sizeof pat, "\"%s\":\"", key);
-  const char *p = strstr(line, pat);
-  out[0] = 0;
-  if (!p) return;
-  p += strlen(pat);
-  size_t n = 0;
-  while (p[n] && p[n] != '"' && n + 1 < cap) n++;
-  memcpy(out, p, n);
-  out[n] = 0;
-}
-
-/* Lines of o->out, each checked to be one JSON object. */
-static int lines(ctl_run *o, char **v, int cap) {
-  int n = 0;
-  char *save = NULL;
-  for (char *l = strtok_r(o->out, "\n", &save); l && n < cap; l = strtok_r(NULL, "\n", &save)) {
-    size_t len = strlen(l);
-    ck_assert_msg(len >= 2 && l[0] == '{' && l[len - 1] == '}', "not a JSON object: %s", l);
-    v[n++] = l;
-  }
-  return n;
-}
+#define jnum ts_binrun_jnum
+#define jstr ts_binrun_jstr
+#define lines ts_binrun_lines
 
 static void expect_refusal(ctl_run *o, int status, const char *what) {
   ck_assert_msg(o->status == status, "exit %d, expected %d; stderr: %s", o->status, status, o->err);

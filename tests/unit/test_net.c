@@ -322,7 +322,7 @@ static void on_async(uv_async_t *a) {
     /* the daemon's own queues: ops->pending also counts the kernel's unsent
      * bytes (bounded by the socket buffer), which these tests do not bound */
     pending = c ? c->ops->pending(c) : 0;
-    size_t kernel = c ? ts_socket_unsent((const uv_stream_t *)&((ts__net_conn *)c)->tcp) : 0;
+    size_t kernel = c ? ((ts__net_conn *)c)->kq.unsent : 0; /* what pending counted */
     pending = pending > kernel ? pending - kernel : 0;
   } else if (cmd == CMD_CLOSE) {
     rc = -999;
@@ -342,7 +342,7 @@ static void on_async(uv_async_t *a) {
     /* the daemon's own queues: ops->pending also counts the kernel's unsent
      * bytes (bounded by the socket buffer), which these tests do not bound */
     pending = c ? c->ops->pending(c) : 0;
-    size_t kernel = c ? ts_socket_unsent((const uv_stream_t *)&((ts__net_conn *)c)->tcp) : 0;
+    size_t kernel = c ? ((ts__net_conn *)c)->kq.unsent : 0; /* what pending counted */
     pending = pending > kernel ? pending - kernel : 0;
   } else if (cmd == CMD_FILL_SHARED) {
     /* one shared buffer (over 64 KiB: the 8-byte length form) sent until
@@ -359,14 +359,14 @@ static void on_async(uv_async_t *a) {
     }
     ts_sbuf_release(b);
     pending = c ? c->ops->pending(c) : 0;
-    size_t kernel = c ? ts_socket_unsent((const uv_stream_t *)&((ts__net_conn *)c)->tcp) : 0;
+    size_t kernel = c ? ((ts__net_conn *)c)->kq.unsent : 0; /* what pending counted */
     pending = pending > kernel ? pending - kernel : 0;
   } else if (cmd == CMD_PENDING) {
     rc = c ? 0 : -999;
     /* the daemon's own queues: ops->pending also counts the kernel's unsent
      * bytes (bounded by the socket buffer), which these tests do not bound */
     pending = c ? c->ops->pending(c) : 0;
-    size_t kernel = c ? ts_socket_unsent((const uv_stream_t *)&((ts__net_conn *)c)->tcp) : 0;
+    size_t kernel = c ? ((ts__net_conn *)c)->kq.unsent : 0; /* what pending counted */
     pending = pending > kernel ? pending - kernel : 0;
   } else if (cmd == CMD_STOP) {
     ts_http_stop(H->http);
@@ -1260,6 +1260,22 @@ START_TEST(test_ws_ping_flood_is_bounded) {
 }
 END_TEST
 
+/* sockq.h's policy: the kernel queue is read again at once while it last held
+ * something, and after an empty reading only once TS_SOCKQ_QUIET_MS passed */
+START_TEST(test_sockq_policy) {
+  ts_sockq q = {0};
+  ck_assert(ts_sockq_due(&q, 0)); /* never read */
+  q = (ts_sockq){.read_ms = 1000, .unsent = 0, .valid = 1};
+  ck_assert(!ts_sockq_due(&q, 1000));
+  ck_assert(!ts_sockq_due(&q, 1000 + TS_SOCKQ_QUIET_MS - 1));
+  ck_assert(ts_sockq_due(&q, 1000 + TS_SOCKQ_QUIET_MS));
+  ck_assert(ts_sockq_due(&q, 999)); /* the clock went back */
+  q.unsent = 1;                     /* a reader falling behind: every time */
+  ck_assert(ts_sockq_due(&q, 1000));
+  ck_assert(ts_sockq_due(&q, 1001));
+}
+END_TEST
+
 static Suite *net_suite(void) {
   Suite *s = suite_create("net");
   TCase *pure = tcase_create("pure");
@@ -1268,6 +1284,7 @@ static Suite *net_suite(void) {
   tcase_add_test(pure, test_clean_path_table);
   tcase_add_test(pure, test_resolve_and_read);
   tcase_add_test(pure, test_content_types);
+  tcase_add_test(pure, test_sockq_policy);
   tcase_add_unchecked_fixture(pure, make_tree, remove_tree);
   suite_add_tcase(s, pure);
   TCase *loop = tcase_create("loopback");
