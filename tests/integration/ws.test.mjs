@@ -157,7 +157,7 @@ test('a pose pressing the centre moves the top centre vertex down by more than 1
       if (peer.frameError) throw peer.frameError;
       lowest = Math.min(lowest, peer.stream.positions[3 * idx + 1]);
       return y0 - lowest > 0.001;
-    }, 3000, 'the centre vertex to move down by 1 mm');
+    }, 10000, 'the centre vertex to move down by 1 mm');
   } catch (err) {
     err.message += `; it moved ${((y0 - lowest) * 1000).toFixed(3)} mm, tool state ` +
       JSON.stringify(peer.stream.tool(joined.toolId));
@@ -172,13 +172,15 @@ test('a pose pressing the centre moves the top centre vertex down by more than 1
   await waitFor(() => {
     const t = peer.stream.tool(joined.toolId);
     return t && toNumber(t.lastPoseSeq) === seq;
-  }, 3000, 'a frame that applied pose ' + seq);
+  }, 10000, 'a frame that applied pose ' + seq);
   const tool = peer.stream.tool(joined.toolId);
   t.diagnostic(`dent ${(dent * 1000).toFixed(2)} mm, force ${JSON.stringify(tool.force)}`);
   assert.ok(Math.abs(tool.position.y - goal) < 1e-4, `tool y ${tool.position.y} vs ${goal}`);
   assert.ok(Math.abs(tool.radius - RADIUS) < 1e-6, 'tool radius ' + tool.radius);
   assert.ok(tool.force && tool.force.y > 0, 'upward reaction force: ' + JSON.stringify(tool.force));
-  assert.ok(Date.now() - pressedAt < 6000);
+  // bounds for a functional wait, not a speed figure: a loaded 2-core machine
+  // runs the physics behind real time (3 s and 6 s failed 1 run in 10 at load 15)
+  assert.ok(Date.now() - pressedAt < 20000);
 
   // Lift the tool again so later tests start from rest.
   pose(y0 + 0.02);
