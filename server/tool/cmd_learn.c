@@ -421,6 +421,16 @@ done:
   return status;
 }
 
+/* A failed model lookup or delete: "no model" only when storage says so
+ * (TS_ENOMODEL); any other failure with storage's own message. */
+static void model_error(FILE *err, ts_storage *st, int rc, int64_t id) {
+  if (rc == TS_ENOMODEL)
+    fprintf(err, "tissuetool models: no model %lld\n", (long long)id);
+  else
+    fprintf(err, "tissuetool models: model %lld: %s (%s)\n", (long long)id,
+            ts_storage_errmsg(st), ts_strerror(rc));
+}
+
 int ts_cmd_models(int argc, char **argv, FILE *out, FILE *err) {
   const char *db = TS_TOOL_DEFAULT_DB;
   const ts_tool_opt opts[] = {{"db", &db}};
@@ -459,8 +469,9 @@ int ts_cmd_models(int argc, char **argv, FILE *out, FILE *err) {
     }
   } else if (!strcmp(verb, "export")) {
     ts_model_rec m;
-    if (ts_storage_get_model(st, id, &m)) {
-      fprintf(err, "tissuetool models: no model %lld\n", (long long)id);
+    int grc = ts_storage_get_model(st, id, &m);
+    if (grc) {
+      model_error(err, st, grc, id);
     } else {
       char name[256];
       if (tissue_name_of(st, m.tissue, name, sizeof name)) snprintf(name, sizeof name, "?");
@@ -477,8 +488,9 @@ int ts_cmd_models(int argc, char **argv, FILE *out, FILE *err) {
   } else if (!strcmp(verb, "import")) {
     status = import_model(st, pos[1], out, err);
   } else {
-    if (ts_storage_delete_model(st, id))
-      fprintf(err, "tissuetool models: no model %lld\n", (long long)id);
+    int drc = ts_storage_delete_model(st, id);
+    if (drc)
+      model_error(err, st, drc, id);
     else
       status = 0;
   }

@@ -12,12 +12,15 @@
  *   numbers an independent ts_fit_exp gives, ts_storage_list_fits returns
  *   them bit for bit, and its JSON says the same; usage errors exit 2 and
  *   failures 1 with a clear message; `tissuetool materials` lists them.
+ * - `tissuetool models export|delete` says "no model" only for an id the
+ *   database does not hold, and any other storage failure as storage says it.
  * - Resolving by tissue, layer, direction and name, with the per-layer
  *   fallback to "default" that sessions use.
  */
 #include <check.h>
 #include <dirent.h>
 #include <math.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -312,6 +315,54 @@ static int collect_raw(void *ud, const ts_fit_rec *f) {
   return 0;
 }
 
+/* tissuetool models export/delete: "no model" only for an id storage does not
+ * hold; any other storage failure is said as storage says it (a trigger that
+ * refuses deletes stands in for a database that cannot be written) */
+START_TEST(test_tool_models_errors) {
+  const char *exp[] = {"models", "--db", dbpath, "export", "99"};
+  captured c = run_tool(ts_cmd_models, 5, exp);
+  ck_assert_int_eq(c.status, 1);
+  ck_assert_str_eq(c.err, "tissuetool models: no model 99\n");
+  captured_free(&c);
+  const char *del[] = {"models", "--db", dbpath, "delete", "99"};
+  c = run_tool(ts_cmd_models, 5, del);
+  ck_assert_int_eq(c.status, 1);
+  ck_assert_str_eq(c.err, "tissuetool models: no model 99\n");
+  captured_free(&c);
+
+  ts_storage *s = open_db();
+  ts_tissue_rec tr = {.name = "models-errors", .kind = "builtin"};
+  int64_t tissue = ts_storage_put_tissue(s, &tr);
+  ck_assert_int_gt(tissue, 0);
+  const float theta[3] = {1.0f, 2.0f, 3.0f};
+  ts_model_rec m = {.tissue = tissue, .material = "default", .kind = "method",
+                    .theta = (const uint8_t *)theta, .theta_bytes = sizeof theta,
+                    .loss = 1e-6, .samples = 10, .heldout_rmse = 1e-5, .heldout_max = 2e-5};
+  int64_t id = ts_storage_put_model(s, &m, NULL);
+  ck_assert_int_gt(id, 0);
+  ts_storage_close(s);
+  sqlite3 *db = NULL;
+  ck_assert_int_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
+  ck_assert_int_eq(sqlite3_exec(db,
+                                "CREATE TRIGGER keep_models BEFORE DELETE ON learned_models "
+                                "BEGIN SELECT RAISE(ABORT, 'models are kept here'); END",
+                                NULL, NULL, NULL),
+                   SQLITE_OK);
+  char ids[32];
+  snprintf(ids, sizeof ids, "%lld", (long long)id);
+  const char *del2[] = {"models", "--db", dbpath, "delete", ids};
+  c = run_tool(ts_cmd_models, 5, del2);
+  ck_assert_int_eq(c.status, 1);
+  ck_assert_msg(strstr(c.err, "models are kept here") && !strstr(c.err, "no model"), "%s", c.err);
+  captured_free(&c);
+  ck_assert_int_eq(sqlite3_exec(db, "DROP TRIGGER keep_models", NULL, NULL, NULL), SQLITE_OK);
+  sqlite3_close(db);
+  c = run_tool(ts_cmd_models, 5, del2); /* and deletes once it may */
+  ck_assert_msg(c.status == 0, "%s", c.err);
+  captured_free(&c);
+}
+END_TEST
+
 START_TEST(test_tool_fit_stores_exact_numbers) {
   char csv[300];
   snprintf(csv, sizeof csv, "%s/lab-2024.csv", tmpdir);
@@ -549,6 +600,7 @@ static Suite *materials_suite(void) {
   tcase_add_test(tc, test_bad_tables_refused_whole);
   tcase_add_test(tc, test_tool_fit_stores_exact_numbers);
   tcase_add_test(tc, test_tool_errors);
+  tcase_add_test(tc, test_tool_models_errors);
   tcase_add_test(tc, test_resolve_and_fit_csv);
   suite_add_tcase(su, tc);
   return su;
