@@ -16,7 +16,6 @@
 #include "ts_aabb_tree.h"
 #include "ts_contact.h"
 #include "ts_error.h"
-#include "ts_massspring.h"
 #include "ts_obb_tree.h"
 #include "ts_xpbd.h"
 
@@ -449,20 +448,17 @@ static int map_fits(const ts_handover_map *m, const ts_tissue *old, const ts_tis
  * cancels it, so the node's motion, which its new neighbours interpolate,
  * has none). The forces are old's springs at their rest lengths blended
  * with hrest at weight w, gravity, and w times the node forces hf (the
- * view of one solver of the earlier hand-over), over the inertia iw (old's
- * inverse masses, or its mass-spring inertia with a local mass scaling's
- * added mass, ts_massspring_inertia_inv); fo: scratch, old->n_nodes. */
-static void carried_acc(const ts_tissue *old, const double *iw, const ts_handover_map *m,
-                        const uint32_t (*parents)[2], const ts_tool *tools, int n_tools,
-                        const placed_tool *placed, const double *hrest, const double (*hf)[3], double w,
-                        double (*fo)[3], double (*acc)[3]) {
+ * view of one solver of the earlier hand-over); fo: scratch, old->n_nodes. */
+static void carried_acc(const ts_tissue *old, const ts_handover_map *m, const uint32_t (*parents)[2],
+                        const ts_tool *tools, int n_tools, const placed_tool *placed, const double *hrest,
+                        const double (*hf)[3], double w, double (*fo)[3], double (*acc)[3]) {
   const uint32_t n0 = m->n0, n = m->n;
   int any = 0;
   for (int k = 0; k < n_tools; k++) any |= tools[k].active;
   node_forces(old, m->nodes, m->n_old_nodes, m->touched, m->old_springs, m->n_old_springs, hrest, hf, w, fo);
   for (uint32_t q = 0; q < m->n_old_nodes; q++) {
     const uint32_t i = m->nodes[q];
-    for (int c = 0; c < 3; c++) acc[i][c] = fo[i][c] * iw[i];
+    for (int c = 0; c < 3; c++) acc[i][c] = fo[i][c] * old->inv_mass[i];
     double nrm[3], band = 0;
     if (old->inv_mass[i] > 0 && any) {
       double pen = tool_depth(tools, n_tools, placed, old->x[i], nrm, &band);
@@ -479,7 +475,7 @@ static void carried_acc(const ts_tissue *old, const double *iw, const ts_handove
    * tool reacts on it in the refined tissue as in the unrefined one) */
   for (uint32_t q = 0; q < m->n_old_nodes; q++) {
     const uint32_t i = m->nodes[q];
-    for (int c = 0; c < 3; c++) acc[i][c] = fo[i][c] * iw[i];
+    for (int c = 0; c < 3; c++) acc[i][c] = fo[i][c] * old->inv_mass[i];
   }
 }
 
@@ -530,10 +526,10 @@ static int create_mapped(const ts_tissue *old, const ts_tissue *nt, const uint32
   const ts_handover *oh = old->hand;
   const double w_old = ts_handover_weight(oh, old->time);
   const double *ohrest = oh ? oh->rest : NULL;
-  carried_acc(old, ts_massspring_inertia_inv(old), m, parents, tools, n_tools, placed, NULL,
-              oh ? (const double(*)[3])oh->f : NULL, w_old, fo, acc);
-  carried_acc(old, old->inv_mass, m, parents, tools, n_tools, placed, ohrest,
-              oh ? (const double(*)[3])oh->f_res : NULL, w_old, fo, accx);
+  carried_acc(old, m, parents, tools, n_tools, placed, NULL, oh ? (const double(*)[3])oh->f : NULL, w_old, fo,
+              acc);
+  carried_acc(old, m, parents, tools, n_tools, placed, ohrest, oh ? (const double(*)[3])oh->f_res : NULL, w_old,
+              fo, accx);
 
   /* the springs' hand-over rest lengths: each spring of the refined
    * network keeps the tension it had (a spring that was there) or its
@@ -561,9 +557,6 @@ static int create_mapped(const ts_tissue *old, const ts_tissue *nt, const uint32
    * and against the hand-over rest lengths (XPBD's residual term) */
   node_forces(nt, m->nodes, m->n_nodes, m->touched, m->new_springs, m->n_new_springs, NULL, NULL, 0.0, h->f);
   node_forces(nt, m->nodes, m->n_nodes, m->touched, m->new_springs, m->n_new_springs, h->rest, NULL, 1.0, fo);
-  /* the mass-spring step's inertia (with a local mass scaling's added
-   * mass, ts_ms_local.c, which XPBD does not have) */
-  const double *iw_new = ts_massspring_inertia_inv(nt);
   for (uint32_t i = 0; i < n; i++) {
     const double im = nt->inv_mass[i];
     if (im == 0) {
@@ -583,7 +576,7 @@ static int create_mapped(const ts_tissue *old, const ts_tissue *nt, const uint32
       continue;
     }
     for (int c = 0; c < 3; c++) {
-      h->f[i][c] = acc[i][c] / iw_new[i] - h->f[i][c];
+      h->f[i][c] = acc[i][c] / im - h->f[i][c];
       h->f_res[i][c] = accx[i][c] / im - fo[i][c];
     }
     /* the allowance: a new node's depth inside a tool; an old node is

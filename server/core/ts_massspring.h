@@ -115,12 +115,6 @@ int ts_massspring_energy(const ts_tissue *t, double *kinetic, double *potential)
  * not wanted). Returns 0 or TS_EINVAL (NULL out, t not prepared). */
 int ts_massspring_local_mass(const ts_tissue *t, ts_local_mass *out, double *per_node);
 
-/* The inverses of the nodes' inertia as the mass-spring step takes them
- * (1 / (m + the local scaling's added mass), 0 for anchored nodes; the
- * uniform scale of t->max_substeps not included): t->inv_mass itself when
- * t is not prepared or nothing was added. NULL for t NULL. */
-const double *ts_massspring_inertia_inv(const ts_tissue *t);
-
 /* Advances the tissue by dt seconds with the given tools, in substeps of
  * h = dt / n, n the smallest count within TS_MASSSPRING_SAFETY of the
  * stability bound at the strains of the last step (see ts_ms_bounds.c).
