@@ -53,8 +53,10 @@
  * (s M~)^-1 e_c. s = 1 multiplies by exactly 1: the results of before.
  * The local mass scaling of a refined region (ts_ms_local.c) adds to the
  * inertia of a few nodes: ms->iw is 1 / (m + dm), in M~'s diagonal too,
- * while gravity and drag take the physical m (ms->mass); where dm = 0, iw
- * is inv_mass itself, so a tissue without it steps as before, bit for bit.
+ * while gravity and drag take the physical m (ms->mass). A tissue without
+ * added mass reads inv_mass itself, as before (bit for bit, and a change of
+ * inv_mass behind the step's back, which test_core makes to drive a chain
+ * unstable, still acts on the inertia).
  */
 
 #include <math.h>
@@ -200,7 +202,7 @@ void ts__ms_integrate(ts_tissue *t, struct ts__ms *ms, double h, int taylor, ts_
   const double (*f)[3] = (const double (*)[3])t->f;
   const double (*fe)[3] = (const double (*)[3])t->f_ext;
   const double (*fh)[3] = ms->fh, wh = ms->wh; /* the refinement's hand-over */
-  const double *im = t->inv_mass, *iw = ms->iw;
+  const double *im = t->inv_mass, *iw = ms->dm_nodes ? ms->iw : im; /* see the top */
   const double g[3] = {t->gravity[0], t->gravity[1], t->gravity[2]};
   const double drag = t->drag, mu = t->beeman_threshold;
   const double is = 1.0 / ms->inertia; /* inertia scaling: exactly 1 when off */
@@ -248,7 +250,7 @@ integrate_sms(ts_tissue *t, struct ts__ms *ms, double h, int taylor, ts__ptool *
   const uint32_t nv = ms->nv, S = ms->S;
   const uint32_t *restrict cm = ms->col; /* slot k = s * nv + j -> node (s, j) */
 #define NODE(k) (ident ? (k) : cm[k]) /* the identity: the compiler drops the look-up */
-  const double *restrict im = t->inv_mass, *restrict iw = ms->iw;
+  const double *restrict im = t->inv_mass, *restrict iw = ms->dm_nodes ? ms->iw : im;
   const double *restrict mass = ms->mass, *restrict sl = ms->sl, *restrict sip = ms->sip,
                *restrict ob = ms->ob;
   const double (*restrict f)[3] = (const double (*)[3])t->f;
