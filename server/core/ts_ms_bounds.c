@@ -69,7 +69,10 @@
  *     node would land on most nodes anyway), and a uniform factor keeps
  *     every mode shape and the
  *     selective scaling's column matrices as they are (s M~ is factored by
- *     the same L D L^T, a = M~^-1 F / s), on top of the selective scaling;
+ *     the same L D L^T, a = M~^-1 F / s), on top of the selective scaling.
+ *     A refined region is the exception, a few nodes far faster than the
+ *     rest: there inertia is added per node (ts_ms_local.c), and the
+ *     uniform scale multiplies that too;
  *   - the scale follows the stiffening under load: each step takes the
  *     smallest s that keeps h = dt / max_substeps within the bound at that
  *     step's phi, at once when phi grows (so stability is guaranteed as
