@@ -161,7 +161,9 @@ typedef struct ts_tissue {
                          ts_ms_local.c): recorded by the first
                          ts_massspring_prepare, kept by every tissue derived
                          from it (ts_tissue_copy_settings). Zeros: not
-                         recorded */
+                         recorded (a caller that changes an unrefined
+                         tissue's springs or masses zeroes them before it
+                         prepares it again, so that they are recorded anew) */
   int lms_ref_sheet;  /* 1: lms_ref is over the in-sheet springs alone (the
                          unrefined tissue ran with selective mass scaling),
                          0: over every spring */
