@@ -124,6 +124,11 @@ static const setting settings[] = {
      "longest-edge bisection to edges of at most this many metres (samples stay on the "
      "tissue's nodes); auto: the tissue's mean outer-surface edge (splits every longer edge "
      "in range once); 0: solved on the tissue's own mesh"},
+    {"local-mass-scaling", T_INT, OFF(local_mass_scaling), 0, 0, 1,
+     "mass-spring sessions: 1 (default) adds inertia to a live refinement's region, only to "
+     "the nodes the refinement made faster than the unrefined tissue, so the substeps per step "
+     "stay about the unrefined count (statics unchanged, that region's motion slower); 0: "
+     "physical masses (a refinement then about doubles the substeps)"},
     {"log-level", T_LOG, OFF(log_level), 0, 0, 0, "error, warn, info or debug"},
 };
 #define N_SETTINGS (sizeof settings / sizeof settings[0])
@@ -164,6 +169,7 @@ void ts_config_defaults(ts_config *c) {
   c->train_after_samples = 20000;
   c->max_training_samples = 100000;
   c->qs_refine_edge = -1; /* auto */
+  c->local_mass_scaling = 1;
   c->log_level = TS_LOG_INFO;
 }
 

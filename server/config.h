@@ -55,6 +55,9 @@ typedef struct ts_config {
   double qs_refine_edge;      /* m: presses solved on their region copied and refined by
                                  longest-edge bisection to this edge length; -1 auto (the
                                  tissue's mean outer-surface edge, the default); 0 off */
+  int local_mass_scaling;     /* 1: a mass-spring session's refinements add inertia to the
+                                 refined region so the substeps stay about the unrefined
+                                 count (core/ts_ms_local.c; the default); 0 off */
   int log_level;              /* TS_LOG_* */
 } ts_config;
 

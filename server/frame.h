@@ -62,6 +62,8 @@ typedef struct ts_frame_ref {
   uint32_t substeps;
   uint32_t contacts;
   double inertia_scale;      /* mass-spring: inertia scale of the last step (1: physical) */
+  double added_mass;         /* mass-spring: local mass scaling's added inertia, fraction
+                                of the tissue's mass (0: none) */
   double verlet_fraction;    /* nodes on each integrator branch, last step */
   double beeman_fraction;
   /* loop-thread cache of encodings */

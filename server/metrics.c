@@ -143,6 +143,9 @@ char *ts_metrics_text(ts_server *s, size_t *len) {
       {"tissued_session_inertia_scale", "gauge",
        "Factor on the mass-spring tissue's inertia in the last step (1: physical masses; "
        "above 1 when CreateSession.substeps caps the substeps)."},
+      {"tissued_session_added_mass_fraction", "gauge",
+       "Inertia the local mass scaling of a refined region adds to the mass-spring tissue, as "
+       "a fraction of its mass (0: none; --local-mass-scaling)."},
   };
   for (size_t k = 0; k < sizeof per / sizeof per[0]; k++) {
     family(&b, per[k].name, per[k].type, per[k].help);
@@ -168,6 +171,7 @@ char *ts_metrics_text(ts_server *s, size_t *len) {
       case 14: v = f ? f->verlet_fraction : 0; break;
       case 15: v = f ? f->beeman_fraction : 0; break;
       case 16: v = f ? f->inertia_scale : 0; break;
+      case 17: v = f ? f->added_mass : 0; break;
       }
       put(&b, "%s{session=\"%u\"} %.9g\n", per[k].name, se->id, v);
     }

@@ -41,6 +41,7 @@
 
 #include "core/ts_error.h"
 #include "core/ts_handover.h"
+#include "core/ts_massspring.h"
 #include "core/ts_refine.h"
 #include "log.h"
 #include "server.h"
@@ -104,6 +105,7 @@ typedef struct refine_res {
   int method;
   double work_ms, total_ms; /* the refinement thread's time; request to install */
   int refitted;             /* XPBD's fit ran again at the install */
+  ts_local_mass lm;         /* mass-spring: the refined tissue's local mass scaling */
 } refine_res;
 
 void ts_refine_req_free(struct ts_refine_req *q) {
@@ -469,6 +471,11 @@ static void install(ts_session *se, struct ts_refine_req *q) {
   r->new_vertices = q->info.new_nodes;
   r->step = sim->steps;
   r->refitted = q->refitted;
+  /* the local mass scaling the refined tissue was prepared with (a
+   * mass-spring session's; XPBD and the quasi-static solve do not use it) */
+  if (!sim->xpbd && !sim->shortcut && ts_massspring_local_mass(sim->tissue, &r->lm, NULL) == 0 &&
+      r->lm.tissue_mass > 0)
+    sim->added_mass = r->lm.added / r->lm.tissue_mass;
   ts_refine_req_free(q);
   post(se, r);
 }
@@ -518,6 +525,12 @@ static void answer(ts_server *s, ts_session *se, refine_res *r) {
                 se->id, r->method == TS_REFINE_LEB ? "LEB" : "Loop", r->selected, r->new_vertices, r->vertex_count, r->triangle_count,
                 (unsigned long long)r->step, r->work_ms, r->millis,
                 r->refitted ? " (the XPBD fit again there: the tissue had moved)" : "", r->total_ms);
+    if (r->lm.nodes > 0)
+      ts_log_info("session %u: local mass scaling: %.4g g of inertia added to %u nodes of the refined "
+                  "region (%.0f %% of their mass, %.2f %% of the tissue's), for a stable substep of "
+                  "%.3g us as before the refinement",
+                  se->id, r->lm.added * 1e3, r->lm.nodes, 100 * r->lm.added / r->lm.region_mass,
+                  100 * r->lm.added / r->lm.tissue_mass, r->lm.target_dt * 1e6);
   } else {
     s->refinements_refused++;
     ts_log_info("session %u: refinement refused: %s", r->session_id, r->err);

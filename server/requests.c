@@ -477,6 +477,9 @@ static void create_work(ts_job *jb, ts_storage *st) {
   j->session->solver = j->sv.solver;
   if (j->sv.solver == TISSUED__V1__SOLVER__SOLVER_MASS_SPRING) /* a cap on the substeps */
     j->session->sim.tissue->max_substeps = j->sv.substeps;
+  /* a refinement's local mass scaling (core/ts_ms_local.c); it takes
+   * effect at the next refinement, which prepares the refined tissue */
+  j->session->sim.tissue->local_mass_scaling = j->server->cfg.local_mass_scaling;
   if (j->sv.solver == TISSUED__V1__SOLVER__SOLVER_XPBD)
     j->rc = ts_session_use_xpbd(j->session, &j->sv, j->err, sizeof j->err);
   if (j->sv.solver == TISSUED__V1__SOLVER__SOLVER_QUASI_STATIC) {

@@ -526,6 +526,7 @@ ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
   f->contacts = sim->contacts;
   f->verlet_fraction = sim->verlet_fraction;
   f->inertia_scale = sim->inertia_scale;
+  f->added_mass = sim->added_mass;
   f->beeman_fraction = sim->beeman_fraction;
   f->n_tools = TS_MAX_TOOLS;
   for (int i = 0; i < TS_MAX_TOOLS; i++) {

@@ -99,6 +99,9 @@ typedef struct ts_session_sim {
   uint32_t contacts;
   double inertia_scale;      /* mass-spring: the inertia scale of the last step
                                 (1: physical masses, ts_massspring.h) */
+  double added_mass;         /* mass-spring: inertia the local mass scaling of a
+                                refined region adds, fraction of the tissue's mass
+                                (set at a refinement's install; core/ts_ms_local.c) */
   double verlet_fraction;    /* mass-spring: nodes on each branch, last step */
   double beeman_fraction;
 } ts_session_sim;

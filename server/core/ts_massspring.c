@@ -18,7 +18,10 @@
  * moving from rest, by a tool or by gravity, grows like t^2, over 20 % per
  * step only in its first ten steps). With t->max_substeps the substep
  * count also brings the inertia scale (ts_ms_bounds.c), applied to the
- * history before the substeps. No allocation in the step.
+ * history before the substeps. After a refinement, prepare also adds
+ * inertia to the few nodes the refinement made faster than the unrefined
+ * tissue (local mass scaling, ts_ms_local.c) before the selective scaling
+ * and the bounds are chosen, which then see it. No allocation in the step.
  */
 #include "ts_massspring.h"
 
@@ -46,7 +49,7 @@ int ts_massspring_prepare(ts_tissue *t) {
   size_t off_lim = off_hs + sizeof(ts__hs) * ns;
   size_t off_node = (off_lim + sizeof(ts__lim) * nl + 63) & ~(size_t)63;
   size_t ns_pad = ((size_t)ns + TS__BLK + 7) & ~(size_t)7; /* 64-byte multiples */
-  size_t off_soa = off_node + ((sizeof(double) * n * 11 + 63) & ~(size_t)63);
+  size_t off_soa = off_node + ((sizeof(double) * n * 13 + 63) & ~(size_t)63);
   size_t off_idx = off_soa + sizeof(double) * ns_pad * 7;
   size_t off_u32 = off_idx + sizeof(uint32_t) * ns_pad * 2;
   size_t total = off_u32 + (2 * sizeof(uint32_t) + 1) * n;
@@ -71,6 +74,8 @@ int ts_massspring_prepare(ts_tissue *t) {
   ms->cn = (double (*)[3])(node + 6 * (size_t)n);
   ms->ob = node + 9 * (size_t)n;
   ms->mass = node + 10 * (size_t)n;
+  ms->dm = node + 11 * (size_t)n;
+  ms->iw = node + 12 * (size_t)n;
   double *soa = (double *)(blk + off_soa);
   double **soa_f[7] = {&ms->soa.L0, &ms->soa.iL0, &ms->soa.k1, &ms->soa.b1,
                        &ms->soa.k2, &ms->soa.b2, &ms->soa.c};
@@ -128,7 +133,7 @@ int ts_massspring_prepare(ts_tissue *t) {
 
   double (*d)[3] = malloc(sizeof *d * n);
   double (*y)[3] = malloc(sizeof *y * n);
-  if (!d || !y) {
+  if (!d || !y || ts__ms_local_choose(t, ms, n_col, d, y)) { /* ms->dm, ms->iw */
     free(d);
     free(y);
     free(blk);
@@ -160,8 +165,8 @@ int ts_massspring_prepare(ts_tissue *t) {
     ms->w2 = TS__SMS_MARGIN * ts__ms_power_bound(t, ms, 0, d, y);
     ms->g = TS__SMS_MARGIN * ts__ms_power_bound(t, ms, 1, d, y);
   }
-  w2l = ts__ms_scaled_bound(t, ms->hs, ns, 0, d, y);
-  gl = ts__ms_scaled_bound(t, ms->hs, ns, 1, d, y);
+  w2l = ts__ms_scaled_bound(t, ms->iw, ms->hs, ns, 0, d, y);
+  gl = ts__ms_scaled_bound(t, ms->iw, ms->hs, ns, 1, d, y);
   /* the scaling only where it lengthens the stable substep: where the
    * through-thickness modes are not the fastest (the in-sheet springs of a
    * region refined finer than the layers are thick, a mesh whose extrusion
@@ -174,8 +179,13 @@ int ts_massspring_prepare(ts_tissue *t) {
     ms->w2 = w2l;
     ms->g = gl;
   }
+  rc = ts__ms_local_reference(t, ms, d, y); /* the first prepare's bounds */
   free(d);
   free(y);
+  if (rc) {
+    free(blk);
+    return TS_ENOMEM;
+  }
   ts__ms_free(t->ms);
   t->ms = ms;
   t->stable_dt = ts__ms_step_bound(ms->w2, ms->g + TS__MAX(t->drag, 0.0), 1.0);
@@ -316,6 +326,7 @@ int ts_massspring_step(ts_tissue *t, double dt, ts_tool *tools, int n_tools,
     stats->substep = h;
     stats->stiffening = phi;
     stats->inertia_scale = ms->inertia;
+    stats->added_mass = ms->dm_total;
     if (all) {
       stats->taylor_fraction = (double)counts[TS_BRANCH_TAYLOR] / all;
       stats->verlet_fraction = (double)counts[TS_BRANCH_VERLET] / all;

@@ -21,7 +21,10 @@
  * scaling across their thin layers (t->mass_scaling, through the tissue's
  * column map): a mass matrix that slows only the
  * through-thickness modes, so that the substep is set by the sheets'
- * resolution. The files of the step give the details (ts_ms_internal.h
+ * resolution. A refined tissue adds inertia to the few nodes the
+ * refinement made faster than the unrefined tissue (t->local_mass_scaling,
+ * ts_ms_local.c), so that its substep count stays about the unrefined one;
+ * gravity, drag and external forces keep the physical masses. The files of the step give the details (ts_ms_internal.h
  * lists them: Beeman's a_(k+1) is known only after the next force
  * evaluation, and switching, in ts_ms_integrate.c; the substep count and
  * stability in ts_ms_bounds.c; mass scaling in ts_ms_sms.c).
@@ -67,7 +70,20 @@ typedef struct ts_step_stats {
   uint32_t strain_limited; /* spring corrections made by strain limiting */
   double inertia_scale;    /* factor on the inertia this step (1: physical;
                               > 1 only with t->max_substeps, ts_ms_bounds.c) */
+  double added_mass;       /* kg of inertia the local mass scaling of a
+                              refined region adds (ts_ms_local.c; 0: none) */
 } ts_step_stats;
+
+/* The local mass scaling of a refined region (ts_ms_local.c), as prepared. */
+typedef struct ts_local_mass {
+  uint32_t nodes;     /* nodes given added inertia */
+  double added;       /* kg, over them */
+  double region_mass; /* kg: their physical mass */
+  double tissue_mass; /* kg: the free nodes' physical mass */
+  double target_dt;   /* the unrefined tissue's stable substep (drag
+                         included) the scaling brought the tissue back to,
+                         s; 0 when nothing was added */
+} ts_local_mass;
 
 /* Validates the springs and builds the step's private data (a compact copy of
  * the springs sorted for the force loop, the stability bounds). The builders
@@ -93,6 +109,11 @@ double ts_massspring_stable_dt(const ts_tissue *t);
  * from the rest positions). Either pointer may be NULL. Returns 0 or
  * TS_EINVAL (not prepared). */
 int ts_massspring_energy(const ts_tissue *t, double *kinetic, double *potential);
+
+/* The local mass scaling of prepared tissue t (ts_ms_local.c) into *out,
+ * and per node the added inertia (kg) into per_node (n_nodes doubles; NULL:
+ * not wanted). Returns 0 or TS_EINVAL (NULL out, t not prepared). */
+int ts_massspring_local_mass(const ts_tissue *t, ts_local_mass *out, double *per_node);
 
 /* Advances the tissue by dt seconds with the given tools, in substeps of
  * h = dt / n, n the smallest count within TS_MASSSPRING_SAFETY of the

@@ -69,7 +69,10 @@
  *     node would land on most nodes anyway), and a uniform factor keeps
  *     every mode shape and the
  *     selective scaling's column matrices as they are (s M~ is factored by
- *     the same L D L^T, a = M~^-1 F / s), on top of the selective scaling;
+ *     the same L D L^T, a = M~^-1 F / s), on top of the selective scaling.
+ *     A refined region is the exception, a few nodes far faster than the
+ *     rest: there inertia is added per node (ts_ms_local.c), and the
+ *     uniform scale multiplies that too;
  *   - the scale follows the stiffening under load: each step takes the
  *     smallest s that keeps h = dt / max_substeps within the bound at that
  *     step's phi, at once when phi grows (so stability is guaranteed as
@@ -124,9 +127,8 @@
  * damping matrix of the springs linearised at rest: a spring with unit
  * direction n adds kc n n^T to the diagonal blocks of its ends and -kc n n^T
  * off the diagonal. d == NULL means d = 1 on every free DOF. */
-static void abs_product(const ts_tissue *t, const ts__hs *hs, uint32_t ns, int damping,
-                        const double (*d)[3], double (*y)[3]) {
-  const double *im = t->inv_mass;
+static void abs_product(const ts_tissue *t, const double *im, const ts__hs *hs, uint32_t ns,
+                        int damping, const double (*d)[3], double (*y)[3]) {
   memset(y, 0, sizeof *y * t->n_nodes);
   for (uint32_t s = 0; s < ns; s++) {
     const ts__hs *sp = &hs[s];
@@ -178,13 +180,13 @@ static double max_ratio(const ts_tissue *t, const double (*d)[3], const double (
  * rho(B) bounds the eigenvalues of M^-1 A. d = 1 gives the row sums; a few
  * power iterations on B tighten the bound towards rho(B). Every iterate is a
  * valid bound; the smallest is kept. */
-double ts__ms_scaled_bound(const ts_tissue *t, const ts__hs *hs, uint32_t ns, int damping,
-                           double (*d)[3], double (*y)[3]) {
+double ts__ms_scaled_bound(const ts_tissue *t, const double *iw, const ts__hs *hs, uint32_t ns,
+                           int damping, double (*d)[3], double (*y)[3]) {
   for (uint32_t i = 0; i < t->n_nodes; i++)
     for (int r = 0; r < 3; r++) d[i][r] = t->inv_mass[i] > 0 ? 1.0 : 0.0;
   double best = INFINITY;
   for (int it = 0; it < 20; it++) {
-    abs_product(t, hs, ns, damping, (const double (*)[3])d, y);
+    abs_product(t, iw, hs, ns, damping, (const double (*)[3])d, y);
     double b = max_ratio(t, (const double (*)[3])d, (const double (*)[3])y);
     if (b < best) best = b;
     double ymax = 0;
@@ -216,8 +218,8 @@ int ts__ms_rest_bounds(const ts_tissue *t, const ts__hs *hs, double *w2, double 
   double (*y)[3] = malloc(sizeof *y * t->n_nodes);
   int rc = -1;
   if (d && y) {
-    *w2 = ts__ms_scaled_bound(t, hs, t->n_springs, 0, d, y);
-    *g = ts__ms_scaled_bound(t, hs, t->n_springs, 1, d, y);
+    *w2 = ts__ms_scaled_bound(t, t->inv_mass, hs, t->n_springs, 0, d, y);
+    *g = ts__ms_scaled_bound(t, t->inv_mass, hs, t->n_springs, 1, d, y);
     rc = 0;
   }
   free(d);

@@ -51,6 +51,12 @@
  * gravity's and drag's m included, physical; the branch test and the
  * contact reactions work on forces, so they see s M~ (a_k - a_(k-1)) and
  * (s M~)^-1 e_c. s = 1 multiplies by exactly 1: the results of before.
+ * The local mass scaling of a refined region (ts_ms_local.c) adds to the
+ * inertia of a few nodes: ms->iw is 1 / (m + dm), in M~'s diagonal too,
+ * while gravity and drag take the physical m (ms->mass). A tissue without
+ * added mass reads inv_mass itself, as before (bit for bit, and a change of
+ * inv_mass behind the step's back, which test_core makes to drive a chain
+ * unstable, still acts on the inertia).
  */
 
 #include <math.h>
@@ -196,15 +202,16 @@ void ts__ms_integrate(ts_tissue *t, struct ts__ms *ms, double h, int taylor, ts_
   const double (*f)[3] = (const double (*)[3])t->f;
   const double (*fe)[3] = (const double (*)[3])t->f_ext;
   const double (*fh)[3] = ms->fh, wh = ms->wh; /* the refinement's hand-over */
-  const double *im = t->inv_mass;
+  const double *im = t->inv_mass, *iw = ms->dm_nodes ? ms->iw : im; /* see the top */
   const double g[3] = {t->gravity[0], t->gravity[1], t->gravity[2]};
   const double drag = t->drag, mu = t->beeman_threshold;
   const double is = 1.0 / ms->inertia; /* inertia scaling: exactly 1 when off */
   double move2 = 0;
   for (uint32_t i = 0; i < t->n_nodes; i++) {
     if (im[i] == 0) continue; /* anchored */
-    /* m: the physical mass (gravity, drag); w: 1 / the inertia */
-    const double m = 1.0 / im[i], w = im[i] * is;
+    /* m: the physical mass (gravity, drag); w: 1 / the inertia (local
+     * scaling's added mass and the uniform scale included) */
+    const double m = 1.0 / im[i], w = iw[i] * is;
     double an[3];
     for (int c = 0; c < 3; c++)
       an[c] = f[i][c] + fe[i][c] + wh * fh[i][c] + m * (g[c] - drag * t->v[i][c]);
@@ -243,7 +250,7 @@ integrate_sms(ts_tissue *t, struct ts__ms *ms, double h, int taylor, ts__ptool *
   const uint32_t nv = ms->nv, S = ms->S;
   const uint32_t *restrict cm = ms->col; /* slot k = s * nv + j -> node (s, j) */
 #define NODE(k) (ident ? (k) : cm[k]) /* the identity: the compiler drops the look-up */
-  const double *restrict im = t->inv_mass;
+  const double *restrict im = t->inv_mass, *restrict iw = ms->dm_nodes ? ms->iw : im;
   const double *restrict mass = ms->mass, *restrict sl = ms->sl, *restrict sip = ms->sip,
                *restrict ob = ms->ob;
   const double (*restrict f)[3] = (const double (*)[3])t->f;
@@ -352,7 +359,7 @@ integrate_sms(ts_tissue *t, struct ts__ms *ms, double h, int taylor, ts__ptool *
          * - beta_down da_below, da = 0 on anchored nodes */
         double bu = s > 0 ? ms->beta[k - nv] : 0.0, bd = ms->beta[k];
         const uint32_t ia = s > 0 ? NODE(k - nv) : i, ib = s + 1 < S ? NODE(k + nv) : i;
-        double dm = 1.0 / im[i] + bu + bd, df2 = 0;
+        double dm = 1.0 / iw[i] + bu + bd, df2 = 0;
         for (int c = 0; c < 3; c++) {
           double da = an[i][c] - t->acc[i][c];
           /* the node above is updated already: its a_(k-1) is in acc_prev */

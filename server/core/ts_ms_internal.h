@@ -11,6 +11,7 @@
  *   ts_ms_limit.c      strain limiting;
  *   ts_ms_bounds.c     the stability bounds and the substep count;
  *   ts_ms_sms.c        selective mass scaling;
+ *   ts_ms_local.c      local mass scaling of a refined region;
  *   ts_ms_contact.c    tool contact;
  *   ts_ms_energy.c     the energies.
  */
@@ -97,7 +98,17 @@ struct ts__ms {
   double *sl;     /* per slot: the column's L D L^T factors: multiplier */
   double *sip;    /* and inverse pivot */
   double *ob;     /* per slot: -beta to the free node below, 0 for none */
-  double *mass;   /* per node: 1 / inv_mass, 0 for anchored nodes */
+  double *mass;   /* per node: 1 / inv_mass, 0 for anchored nodes (the
+                     physical mass: gravity, drag) */
+  /* local mass scaling (ts_ms_local.c) */
+  double *dm;     /* per node: inertia added, kg (0 for most) */
+  double *iw;     /* per node: 1 / (mass + dm), the inverse of the inertia
+                     (inv_mass itself, bit for bit, where dm = 0; 0 for
+                     anchored nodes) */
+  uint32_t dm_nodes; /* nodes with dm > 0 */
+  double dm_total;   /* kg */
+  double dm_region;  /* kg: those nodes' physical mass */
+  double dm_target;  /* the stable substep the scaling aimed at, s (0: none) */
   double (*an)[3]; /* per node scratch: accelerations of the substep */
   double (*cn)[3]; /* per node: the tool's outward normal at its contact */
   uint8_t *ctool;  /* per node: 1 + the caller's index of the tool it touched
@@ -174,9 +185,10 @@ void ts__ms_spring_forces(ts_tissue *t, struct ts__ms *ms);
 
 /* Gershgorin / Collatz-Wielandt bound on the largest eigenvalue of M^-1 K
  * (damping = 0, 1/s^2) or M^-1 C (damping = 1, 1/s) over the springs hs[0..
- * ns), lumped masses. d, y: scratch of n_nodes rows. */
-double ts__ms_scaled_bound(const ts_tissue *t, const ts__hs *hs, uint32_t ns, int damping,
-                           double (*d)[3], double (*y)[3]);
+ * ns), lumped masses with inverses iw (t->inv_mass, or the step's inertia
+ * ms->iw). d, y: scratch of n_nodes rows. */
+double ts__ms_scaled_bound(const ts_tissue *t, const double *iw, const ts__hs *hs, uint32_t ns,
+                           int damping, double (*d)[3], double (*y)[3]);
 
 /* Largest stable substep (s) for the bounds w2 (1/s^2), g (1/s) and the
  * stiffening factor phi (>= 1). */
@@ -222,6 +234,21 @@ double ts__ms_sms_mass_dot(const ts_tissue *t, const struct ts__ms *ms, const do
 /* Chooses the links' masses ms->beta. d, y: scratch of n_nodes rows.
  * Returns 0, -1 when there is nothing to scale, -2 when out of memory. */
 int ts__ms_sms_choose(const ts_tissue *t, struct ts__ms *ms, double (*d)[3], double (*y)[3]);
+
+/* ts_ms_local.c */
+
+/* Chooses the local mass scaling's added inertia ms->dm and sets ms->iw
+ * (the inverses of the inertia; inv_mass where nothing is added): nothing
+ * unless t->local_mass_scaling and t has reference bounds (t->lms_ref).
+ * n_col: the columns selective mass scaling would run on (0: none). d, y:
+ * scratch of n_nodes rows. Returns 0 or -2 when out of memory. */
+int ts__ms_local_choose(const ts_tissue *t, struct ts__ms *ms, uint32_t n_col, double (*d)[3],
+                        double (*y)[3]);
+
+/* Records t's reference bounds (t->lms_ref) when it has none, from the
+ * prepared ms (its selective scaling decided). d, y: scratch. Returns 0 or
+ * -2 when out of memory. */
+int ts__ms_local_reference(ts_tissue *t, const struct ts__ms *ms, double (*d)[3], double (*y)[3]);
 
 /* ts_ms_integrate.c */
 

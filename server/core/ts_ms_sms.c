@@ -49,7 +49,8 @@ uint32_t ts__ms_columns(const ts_tissue *t) {
   return ts_tissue_columns(t);
 }
 
-/* Column j's tridiagonal mass matrix: diagonal m_s + beta_(s-1) + beta_s,
+/* Column j's tridiagonal mass matrix: diagonal m_s + beta_(s-1) + beta_s
+ * (m_s the inertia: the physical mass plus the local scaling's, ms->iw),
  * off-diagonal -beta_s between free neighbours. Factors it (L D L^T, a free
  * run at a time) into ms->sl, ms->sip. */
 void ts__ms_sms_factor(const ts_tissue *t, struct ts__ms *ms) {
@@ -64,7 +65,7 @@ void ts__ms_sms_factor(const ts_tissue *t, struct ts__ms *ms) {
         o_prev = 0;
         continue;
       }
-      double d = 1.0 / t->inv_mass[i] + ms->beta[k] + (s > 0 ? ms->beta[k - nv] : 0.0);
+      double d = 1.0 / ms->iw[i] + ms->beta[k] + (s > 0 ? ms->beta[k - nv] : 0.0);
       double l = o_prev != 0 ? o_prev / piv_prev : 0.0;
       double piv = d - l * o_prev;
       ms->sl[k] = l;
@@ -105,7 +106,7 @@ void ts__ms_sms_solve(const ts_tissue *t, const struct ts__ms *ms, double (*y)[3
 double ts__ms_sms_mass_dot(const ts_tissue *t, const struct ts__ms *ms, const double (*x)[3]) {
   double sum = 0;
   for (uint32_t i = 0; i < t->n_nodes; i++)
-    if (t->inv_mass[i] > 0) sum += (x[i][0] * x[i][0] + x[i][1] * x[i][1] + x[i][2] * x[i][2]) / t->inv_mass[i];
+    if (t->inv_mass[i] > 0) sum += (x[i][0] * x[i][0] + x[i][1] * x[i][1] + x[i][2] * x[i][2]) / ms->iw[i];
   if (ms->sms)
     for (uint32_t k = 0; k + ms->nv < t->n_nodes; k++) {
       uint32_t a = ms->col[k], b = ms->col[k + ms->nv];
@@ -141,7 +142,7 @@ int ts__ms_sms_choose(const ts_tissue *t, struct ts__ms *ms, double (*d)[3], dou
   ne = 0;
   for (uint32_t s = 0; s < t->n_springs; s++)
     if (t->springs[s].kind == TS_SPRING_EDGE) ts__ms_hot_spring(&t->springs[s], &edges[ne++]);
-  double wt2 = ts__ms_scaled_bound(t, edges, ne, 0, d, y);
+  double wt2 = ts__ms_scaled_bound(t, ms->iw, edges, ne, 0, d, y);
   free(edges);
   if (!(wt2 > 0) || !isfinite(wt2)) {
     free(sheet);
@@ -164,7 +165,7 @@ int ts__ms_sms_choose(const ts_tissue *t, struct ts__ms *ms, double (*d)[3], dou
     ms->beta[k] = 0;
     if (k + nv >= n) continue;
     const uint32_t i = col[k], b = col[k + nv];
-    double wa = t->inv_mass[i], wb = t->inv_mass[b];
+    double wa = ms->iw[i], wb = ms->iw[b]; /* the inertia, local scaling's included */
     if (!(wa > 0) && !(wb > 0)) continue;
     double mu = wa > 0 && wb > 0 ? 1.0 / (wa + wb) : wa > 0 ? 1.0 / wa : 1.0 / wb;
     double kt = d[i][0] + d[b][1];

@@ -148,6 +148,25 @@ typedef struct ts_tissue {
                          drag and external forces keep the physical masses,
                          so statics are unchanged and only the dynamics slow
                          down. 0 (the default): physical masses */
+  int local_mass_scaling; /* 1: local mass scaling of a refined region
+                         (ts_ms_local.c): inertia added only to the nodes
+                         whose own stability bound a refinement put below
+                         the unrefined tissue's, so that the substep count
+                         returns to about the unrefined one; statics
+                         unchanged. ts_tissue_build sets it; 0: off */
+  double lms_ref[3];  /* the unrefined tissue's bounds that the local mass
+                         scaling aims at (w^2, 1/s^2, and the damping rate,
+                         1/s, of the springs the step leaves at their
+                         lumped masses), and its largest node row (1/s^2;
+                         ts_ms_local.c): recorded by the first
+                         ts_massspring_prepare, kept by every tissue derived
+                         from it (ts_tissue_copy_settings). Zeros: not
+                         recorded (a caller that changes an unrefined
+                         tissue's springs or masses zeroes them before it
+                         prepares it again, so that they are recorded anew) */
+  int lms_ref_sheet;  /* 1: lms_ref is over the in-sheet springs alone (the
+                         unrefined tissue ran with selective mass scaling),
+                         0: over every spring */
   double stable_dt;   /* largest stable substep at rest, s (cached by
                          ts_massspring_prepare; 0 = not computed) */
   double time;        /* simulated seconds */
@@ -217,9 +236,9 @@ int ts_tissue_alloc(uint32_t n_nodes, uint32_t n_springs, uint32_t n_tris, ts_ti
 void ts_tissue_destroy(ts_tissue *t);
 
 /* Copies src's step settings and clock into dst (gravity, drag, the Beeman
- * threshold, strain-limiting passes, mass scaling, the substep cap, time and
- * step count): what a tissue derived from another (a refinement, a region
- * copy) keeps. Nodes, springs, layers and sheets are the caller's. */
+ * threshold, strain-limiting passes, mass scaling, the substep cap, local
+ * mass scaling and its reference bounds, time and step count): what a
+ * tissue derived from another (a refinement, a region copy) keeps. Nodes, springs, layers and sheets are the caller's. */
 void ts_tissue_copy_settings(ts_tissue *dst, const ts_tissue *src);
 
 /* The number of columns of t when it has a consistent column structure:

@@ -634,6 +634,7 @@ int ts_tissue_build(const ts_extrusion *e, const ts_layer *layers, const uint8_t
   if (gravity)
     for (int c = 0; c < 3; c++) t->gravity[c] = gravity[c];
   t->mass_scaling = 1;
+  t->local_mass_scaling = 1;
   rc = ts_tissue_set_columns(t, nv, NULL); /* column j: extrusion node j's line, the identity */
   if (!rc) rc = ts_massspring_prepare(t);
 

@@ -93,12 +93,18 @@
  *                      tissue refined at rest by Loop or LEB on the region
  *                      refine_xpbd_s picks (no hand-over), with its column
  *                      map, so with selective mass scaling (ts_ms_sms.c)
- *                      where it lengthens the stable substep;
+ *                      where it lengthens the stable substep, and with the
+ *                      local mass scaling of the refined region
+ *                      (ts_ms_local.c, on by default);
  *                      ref "unrefined_step": the unrefined tissue's step;
- *                      beside them the same refined tissue without the map
- *                      (nomap_step_s: no columns, so lumped masses, as a
- *                      refined tissue was stepped before it had one) and
- *                      the substeps of the last step of each.
+ *                      beside them the same refined tissue without the
+ *                      local scaling (nolocal_step_s: the refined region's
+ *                      physical masses, as before it), then also without
+ *                      the map (nomap_step_s: no columns, so lumped masses,
+ *                      as a refined tissue was stepped before it had one),
+ *                      the substeps of the last step of each, and the
+ *                      local scaling's added inertia (nodes, per cent of
+ *                      their mass and of the tissue's).
  */
 #include <math.h>
 #include <pthread.h>
@@ -653,8 +659,14 @@ static int time_refined_steps(const char *name, ts_tissue *t, const ts_extrusion
       fprintf(stderr, "bench_mesh: %s: refinement: %s (%s)\n", name, err, ts_err_name(rc));
       goto out;
     }
-    uint32_t sub_map = 0, sub_nomap = 0;
+    uint32_t sub_map = 0, sub_nomap = 0, sub_nolocal = 0;
+    ts_local_mass lm;
+    memset(&lm, 0, sizeof lm);
     const double with_map = time_steps(r, n->ms_steps, &sub_map);
+    (void)ts_massspring_local_mass(r, &lm, NULL);
+    r->local_mass_scaling = 0; /* the reference: physical masses in the refined region */
+    rc = ts_massspring_prepare(r);
+    const double no_local = rc ? -1 : time_steps(r, n->ms_steps, &sub_nolocal);
     free(r->column_node); /* as before the map: no columns, lumped masses */
     r->column_node = NULL;
     r->n_columns = 0;
@@ -662,14 +674,19 @@ static int time_refined_steps(const char *name, ts_tissue *t, const ts_extrusion
     const double no_map = rc ? -1 : time_steps(r, n->ms_steps, &sub_nomap);
     const uint32_t nodes_after = r->n_nodes;
     ts_tissue_destroy(r);
-    if (with_map < 0 || no_map < 0) goto out;
+    if (with_map < 0 || no_map < 0 || no_local < 0) goto out;
     cJSON *L = ts_bench_line("mesh", name, method == TS_REFINE_LOOP ? "refined_step_loop_s" : "refined_step_leb_s",
                              with_map, "s");
     ts_bench_line_ref(L, "unrefined_step", base);
+    ts_bench_line_num(L, "nolocal_step_s", no_local);
     ts_bench_line_num(L, "nomap_step_s", no_map);
     ts_bench_line_num(L, "substeps_unrefined", sub0);
     ts_bench_line_num(L, "substeps_refined", sub_map);
+    ts_bench_line_num(L, "substeps_nolocal", sub_nolocal);
     ts_bench_line_num(L, "substeps_nomap", sub_nomap);
+    ts_bench_line_num(L, "added_mass_nodes", lm.nodes);
+    ts_bench_line_num(L, "added_mass_pct_of_region", lm.region_mass > 0 ? 100 * lm.added / lm.region_mass : 0);
+    ts_bench_line_num(L, "added_mass_pct_of_tissue", lm.tissue_mass > 0 ? 100 * lm.added / lm.tissue_mass : 0);
     ts_bench_line_num(L, "region_triangles", ns);
     ts_bench_line_num(L, "nodes_before", t->n_nodes);
     ts_bench_line_num(L, "nodes_after", nodes_after);

@@ -1,0 +1,268 @@
+/*
+ * ts_ms_local.c: local mass scaling of a refined region: after a live
+ * refinement (ts_refine.h), inertia is added to the few nodes whose own
+ * stability bound the refinement put below the unrefined tissue's, just
+ * enough that the tissue's stable substep, and so its substep count, is
+ * back to the unrefined one.
+ *
+ * Why. A refinement halves the in-sheet springs of a small region: k =
+ * E A / L doubles for them and the new nodes are lighter, so that region's
+ * in-sheet modes are about twice as fast as anything else, and the bound on
+ * the fastest mode (ts_ms_bounds.c) is set by it alone: measured, patch-S
+ * took 13 substeps per 1 ms step before a refinement of a 5 mm region, 27
+ * (Loop) and 26 (LEB) after; the default patch 7 before, 13 and 12 after.
+ * One small marked lesion made the whole session twice as slow.
+ *
+ * What. The conventional mass scaling of explicit finite-element codes for
+ * their few small elements (LS-DYNA's DT2MS adds mass only to the elements
+ * whose own time step is below the target; L. Olovsson, K. Simonsson and
+ * M. Unosson, Int. J. Numer. Meth. Engng 63(10):1436-1445, 2005, discuss
+ * it beside the selective kind of ts_ms_sms.c). Here a node's own bound is
+ * its Gershgorin row of M^-1 K: R_i / m_i, R_i = max over its three rows of
+ * sum over its springs of kc n_r (n . 1) (1 + [the other end free]), the
+ * row of abs_product (ts_ms_bounds.c) without the neighbours' masses, so
+ * that adding mass to a node lowers its own bound alone. For a threshold
+ * tau every free node gets the inertia m'_i = max(m_i, R_i / tau); the
+ * largest tau whose tissue bound (the same Collatz-Wielandt bound the step
+ * takes, over the same springs) gives a stable substep at least the
+ * unrefined tissue's is found by bisection on log tau (10 halvings between
+ * the largest row of the unrefined tissue, recorded with its bounds, and
+ * the largest row now, some 8 times apart: tau within 0.2 % of the
+ * optimum), tau never below that floor, so that only the nodes whose rows
+ * are above every row of the unrefined tissue get any: the refined nodes
+ * and their neighbours (test_local_scale.c checks it). Where the floor
+ * binds (the refined region's nodes, all at the floor, form a block whose
+ * bound is above the unrefined tissue's scattered largest rows), the
+ * substep comes back to within a substep or two of the unrefined one
+ * rather than to it. Cost: 13 evaluations of the bound over the in-sheet
+ * springs (two Collatz-Wielandt runs each), about half again what
+ * preparing the step costs anyway (patch-S refined by Loop: the prepare
+ * 0.24 s of CPU without it, 0.39 s with it, on a machine loaded 9 on 2
+ * cores; a live refinement runs off the stepping thread, server/refine.c).
+ *
+ * The target. The first prepare of a tissue records its bounds
+ * (t->lms_ref: w^2 and the damping rate, without drag) and every tissue
+ * derived from it keeps them (ts_tissue_copy_settings: a refinement, a
+ * refinement of a refinement, a snapshot), so the target is the unrefined
+ * tissue's, not the last refinement's. Which springs: where the unrefined
+ * tissue ran with selective mass scaling (its through-thickness modes
+ * slowed to the in-sheet springs' bound), the in-sheet (EDGE) springs
+ * alone, since the selective scaling then brings the through-thickness
+ * modes down to whatever the in-sheet bound is with the added inertia
+ * (ts__ms_sms_choose sees ms->iw); otherwise (lumped masses: the liver)
+ * every spring. A tissue whose reference is over the in-sheet springs but
+ * which has no columns (mass_scaling off) is left alone.
+ *
+ * Statics and dynamics. As with the uniform inertia scale (ts_ms_bounds.c):
+ * gravity, drag and external forces keep the physical masses (ms->mass),
+ * only the inertia (ms->iw, M~'s diagonal) carries dm, so every static
+ * equilibrium is unchanged; only those nodes' motion slows down. Strain
+ * limiting and the mesh tools' triangle pass, position projections, keep
+ * weighting by the physical masses; the energies and the divergence test's
+ * kinetic energy stay physical. So does the hand-over's node force
+ * (ts_handover.h: f = m a - F with the physical m): matching the unrefined
+ * accelerations over the added inertia instead (m' a - F) made the first
+ * step after a refinement under a moving sphere 43 um off the unrefined
+ * twin against 24 um (test_refine, async case; the issue's bound there is
+ * 37 um), the heavier nodes' slower response within the step, not their
+ * start, being what differs; at rest both are within 0.5 um. It
+ * composes with the uniform inertia scale of a capped session (that scale
+ * multiplies the inertia, added mass included, and is chosen from the
+ * bounds with it) and with the selective scaling (M~ + diag(dm)).
+ *
+ * Measured (tests/bench/bench_mesh.c, refined_step_*; test_local_scale.c):
+ * see README "Local refinement" for the figures.
+ */
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ts_error.h"
+#include "ts_massspring.h"
+#include "ts_ms_internal.h"
+
+#define LOCAL_HALVINGS 10 /* bisection steps on log tau */
+#define LOCAL_FLOOR_MARGIN 1e-6
+
+/* The springs the scaling looks at: the in-sheet ones (sheet) as hot
+ * records in a new array (*owned = 1), or the step's own. NULL with *ns 0
+ * when there are none; NULL with *ns UINT32_MAX when out of memory. */
+static const ts__hs *spring_set(const ts_tissue *t, const struct ts__ms *ms, int sheet, uint32_t *ns,
+                                int *owned) {
+  *owned = 0;
+  if (!sheet) {
+    *ns = ms->n_springs;
+    return ms->n_springs ? ms->hs : NULL;
+  }
+  uint32_t ne = 0;
+  for (uint32_t s = 0; s < t->n_springs; s++) ne += t->springs[s].kind == TS_SPRING_EDGE;
+  *ns = ne;
+  if (!ne) return NULL;
+  ts__hs *e = malloc(sizeof *e * ne);
+  if (!e) {
+    *ns = UINT32_MAX;
+    return NULL;
+  }
+  ne = 0;
+  for (uint32_t s = 0; s < t->n_springs; s++)
+    if (t->springs[s].kind == TS_SPRING_EDGE) ts__ms_hot_spring(&t->springs[s], &e[ne++]);
+  *owned = 1;
+  return e;
+}
+
+/* R_i (see the top of the file) for every node into R. */
+static void node_rows(const ts_tissue *t, const ts__hs *hs, uint32_t ns, double (*y)[3], double *R) {
+  const double *im = t->inv_mass;
+  memset(y, 0, sizeof *y * t->n_nodes);
+  for (uint32_t s = 0; s < ns; s++) {
+    const ts__hs *sp = &hs[s];
+    const int fa = im[sp->a] > 0, fb = im[sp->b] > 0;
+    double n[3], l2 = 0, kc = sp->k1 + sp->k2;
+    for (int r = 0; r < 3; r++) {
+      n[r] = t->rest[sp->b][r] - t->rest[sp->a][r];
+      l2 += n[r] * n[r];
+    }
+    if (l2 > 0)
+      for (int r = 0; r < 3; r++) n[r] = fabs(n[r]) / sqrt(l2);
+    else
+      n[0] = n[1] = n[2] = 1.0;
+    const double sn = n[0] + n[1] + n[2];
+    for (int r = 0; r < 3; r++) {
+      if (fa) y[sp->a][r] += kc * n[r] * sn * (1.0 + fb);
+      if (fb) y[sp->b][r] += kc * n[r] * sn * (1.0 + fa);
+    }
+  }
+  for (uint32_t i = 0; i < t->n_nodes; i++) R[i] = fmax(y[i][0], fmax(y[i][1], y[i][2]));
+}
+
+/* Sets iw for the threshold tau (INFINITY: the physical masses) and
+ * returns the stable substep the bound over hs gives with it. */
+static double substep_at(const ts_tissue *t, double *iw, const ts__hs *hs, uint32_t ns, const double *R,
+                         double tau, double drag, double (*d)[3], double (*y)[3]) {
+  for (uint32_t i = 0; i < t->n_nodes; i++) {
+    const double w = t->inv_mass[i];
+    const double mt = w > 0 && tau < INFINITY ? R[i] / tau : 0.0;
+    iw[i] = w > 0 && mt * w > 1.0 ? 1.0 / mt : w;
+  }
+  const double w2 = ts__ms_scaled_bound(t, iw, hs, ns, 0, d, y);
+  const double g = ts__ms_scaled_bound(t, iw, hs, ns, 1, d, y);
+  return ts__ms_step_bound(w2, g + drag, 1.0);
+}
+
+int ts__ms_local_choose(const ts_tissue *t, struct ts__ms *ms, uint32_t n_col, double (*d)[3],
+                        double (*y)[3]) {
+  const uint32_t n = t->n_nodes;
+  memcpy(ms->iw, t->inv_mass, sizeof *ms->iw * n);
+  memset(ms->dm, 0, sizeof *ms->dm * n);
+  ms->dm_nodes = 0;
+  ms->dm_total = ms->dm_region = ms->dm_target = 0;
+  const double w2r = t->lms_ref[0], gr = t->lms_ref[1];
+  if (!t->local_mass_scaling || !(w2r > 0) || !isfinite(w2r) || !(gr >= 0) || !isfinite(gr)) return 0;
+  const int sheet = t->lms_ref_sheet != 0;
+  if (sheet && !n_col) return 0;
+  uint32_t ns = 0;
+  int owned = 0;
+  const ts__hs *hs = spring_set(t, ms, sheet, &ns, &owned);
+  if (ns == UINT32_MAX) return -2;
+  if (!hs) return 0;
+  double *R = malloc(sizeof *R * n);
+  if (!R) {
+    if (owned) free((void *)hs);
+    return -2;
+  }
+  const double drag = isfinite(t->drag) && t->drag > 0 ? t->drag : 0.0;
+  const double href = ts__ms_step_bound(w2r, gr + drag, 1.0);
+  double *iw = ms->iw;
+  node_rows(t, hs, ns, y, R);
+  /* the floor a hair above the unrefined tissue's largest row: a node the
+   * refinement did not touch keeps its row (up to the rounding of the
+   * masses' rescaling to the old total, ts_refine.c) and gets nothing */
+  const double floor_tau = t->lms_ref[2] * (1.0 + LOCAL_FLOOR_MARGIN);
+  double hi = 0;
+  for (uint32_t i = 0; i < n; i++)
+    if (t->inv_mass[i] > 0) hi = fmax(hi, R[i] * t->inv_mass[i]);
+  /* something to do only where a row is above every row of the unrefined
+   * tissue (the floor) and the substep is short of the target */
+  if (floor_tau > 0 && hi > floor_tau && substep_at(t, iw, hs, ns, R, INFINITY, drag, d, y) < href) {
+    double lo = floor_tau;
+    if (substep_at(t, iw, hs, ns, R, lo, drag, d, y) >= href)
+      for (int k = 0; k < LOCAL_HALVINGS; k++) {
+        const double mid = sqrt(lo * hi);
+        if (substep_at(t, iw, hs, ns, R, mid, drag, d, y) >= href)
+          lo = mid;
+        else
+          hi = mid;
+      }
+    substep_at(t, iw, hs, ns, R, lo, drag, d, y);
+    for (uint32_t i = 0; i < n; i++) {
+      if (!(t->inv_mass[i] > 0) || iw[i] == t->inv_mass[i]) continue;
+      const double m = 1.0 / t->inv_mass[i];
+      ms->dm[i] = 1.0 / iw[i] - m;
+      ms->dm_nodes++;
+      ms->dm_total += ms->dm[i];
+      ms->dm_region += m;
+    }
+    ms->dm_target = href;
+  }
+  free(R);
+  if (owned) free((void *)hs);
+  return 0;
+}
+
+int ts__ms_local_reference(ts_tissue *t, const struct ts__ms *ms, double (*d)[3], double (*y)[3]) {
+  if (t->lms_ref[0] > 0 || ms->dm_nodes > 0) return 0;
+  double w2 = ms->w2, g = ms->g;
+  if (ms->sms) { /* the in-sheet springs' own bounds */
+    uint32_t ns = 0;
+    int owned = 0;
+    const ts__hs *hs = spring_set(t, ms, 1, &ns, &owned);
+    if (ns == UINT32_MAX) return -2;
+    if (!hs) return 0;
+    w2 = ts__ms_scaled_bound(t, ms->iw, hs, ns, 0, d, y);
+    g = ts__ms_scaled_bound(t, ms->iw, hs, ns, 1, d, y);
+    if (owned) free((void *)hs);
+  }
+  double *R = malloc(sizeof *R * t->n_nodes), top = 0;
+  uint32_t ns = 0;
+  int owned = 0;
+  const ts__hs *hs = R ? spring_set(t, ms, ms->sms, &ns, &owned) : NULL;
+  if (!R || ns == UINT32_MAX) {
+    free(R);
+    return -2;
+  }
+  if (hs) {
+    node_rows(t, hs, ns, y, R);
+    for (uint32_t i = 0; i < t->n_nodes; i++)
+      if (t->inv_mass[i] > 0) top = fmax(top, R[i] * t->inv_mass[i]);
+  }
+  free(R);
+  if (owned) free((void *)hs);
+  if (!(w2 > 0) || !isfinite(w2) || !(g >= 0) || !isfinite(g) || !(top > 0) || !isfinite(top)) return 0;
+  t->lms_ref[0] = w2;
+  t->lms_ref[1] = g;
+  t->lms_ref[2] = top;
+  t->lms_ref_sheet = ms->sms != 0;
+  return 0;
+}
+
+/* ---- public: the report ---- */
+
+static int prepared(const ts_tissue *t) {
+  return t && t->ms && t->ms->n_nodes == t->n_nodes && t->ms->n_springs == t->n_springs;
+}
+
+int ts_massspring_local_mass(const ts_tissue *t, ts_local_mass *out, double *per_node) {
+  if (!out) return TS_EINVAL;
+  memset(out, 0, sizeof *out);
+  if (!prepared(t)) return TS_EINVAL;
+  const struct ts__ms *ms = t->ms;
+  out->nodes = ms->dm_nodes;
+  out->added = ms->dm_total;
+  out->region_mass = ms->dm_region;
+  out->target_dt = ms->dm_target;
+  for (uint32_t i = 0; i < t->n_nodes; i++)
+    if (t->inv_mass[i] > 0) out->tissue_mass += 1.0 / t->inv_mass[i];
+  if (per_node) memcpy(per_node, ms->dm, sizeof *per_node * t->n_nodes);
+  return 0;
+}
