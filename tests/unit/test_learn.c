@@ -11,7 +11,12 @@
  *     the solve are printed as a table and asserted (the held-out presses
  *     are solved once for all kinds), and the spread model is asserted to
  *     be far better than the method's and spread2 far better than
- *     spread (bench_learn measures the liver's worst case).
+ *     spread (bench_learn measures the liver's worst case);
+ *   - the same on the solve a daemon session runs by default (the region
+ *     copied and refined to the tissue's mean outer-surface edge,
+ *     `--qs-refine-edge auto`): samples recorded from the refined solve,
+ *     gradient descent against the closed form, and every kind's held-out
+ *     errors against the refined solve, printed and asserted.
  */
 #include <check.h>
 #include <math.h>
@@ -22,6 +27,7 @@
 #include "ts_error.h"
 #include "ts_learn.h"
 #include "ts_qstatic.h"
+#include "ts_qstatic_refine.h"
 #include "ts_tissue.h"
 #include "patch_fixture.h"
 
@@ -128,15 +134,25 @@ typedef struct fixture {
   ts_qstatic *q;
   ts_learner *l;
   double (*x)[3];
+  int refine; /* the learner solves on the refined copy */
 } fixture;
 
-static void fixture_init(fixture *f) {
+/* refine: the presses are solved as a daemon session solves them by
+ * default, on the region copied and refined to the tissue's mean
+ * outer-surface edge (ts_shortcut_set_refine with --qs-refine-edge auto) */
+static void fixture_init(fixture *f, int refine) {
   ts_patch_def d = ts_default_patch_def();
   d.resolution = 50; /* patch-S */
   ck_assert_int_eq(ts_patch_create(&d, &f->t), 0);
   ts_qstatic_params p = ts_qstatic_default_params(f->t);
   ck_assert_int_eq(ts_qstatic_create(f->t, &p, &f->q), 0);
   ck_assert_int_eq(ts_learner_create(f->q, REGION_RANGE, 400000, &f->l), 0);
+  if (refine) {
+    double edge = ts_qsrefine_mean_edge(f->q, f->t);
+    ck_assert(edge > 0);
+    ck_assert_int_eq(ts_learner_set_refine(f->l, f->t, edge), 0);
+  }
+  f->refine = refine;
   f->x = malloc(sizeof *f->x * f->t->n_nodes);
   ck_assert_ptr_nonnull(f->x);
 }
@@ -179,6 +195,12 @@ static void apply(fixture *f, double px, double pz, const ts_learn_model *models
         printf("press %d: %u control, %u free, %u iterations, residual %.3g N (tol %.3g)\n", k,
                st.n_ctrl, st.n_free, st.qs.iterations, st.qs.residual, f->q->p.tol);
       ck_assert(st.n_ctrl > 0 && st.n_free > 0);
+      /* the solve that ran: the refined copy's free nodes include the new
+       * ones (about twice the tissue's in the region) */
+      if (f->refine)
+        ck_assert_uint_gt(st.qs.n_free, st.n_free);
+      else
+        ck_assert_uint_eq(st.qs.n_free, st.n_free);
     } else {
       ck_assert_int_eq(ts_learner_compare_models(f->l, f->x, &p, models, n_models, err), 0);
     }
@@ -195,29 +217,35 @@ static void record_training(fixture *f) {
   for (int i = 0; i < N_TRAIN; i++) apply(f, train_pts[i][0], train_pts[i][1], NULL, 0, NULL);
 }
 
-/* The patch and its training samples, recorded once for the test case
- * (recording is most of the case's time). */
-static fixture shared;
+/* The patch and its training samples, recorded once for each test case
+ * (recording is most of a case's time): from the plain solve and from the
+ * refined one. */
+static fixture shared, shared_refined;
 static void shared_setup(void) {
-  fixture_init(&shared);
+  fixture_init(&shared, 0);
   record_training(&shared);
 }
 static void shared_teardown(void) { fixture_free(&shared); }
+static void refined_setup(void) {
+  fixture_init(&shared_refined, 1);
+  record_training(&shared_refined);
+}
+static void refined_teardown(void) { fixture_free(&shared_refined); }
 
-START_TEST(gd_matches_closed_form) {
-  fixture f = shared;
+/* Gradient descent against the closed form, every kind, on f's samples. */
+static void gd_check(const fixture *f, const char *label) {
   for (int kind = TS_LEARN_METHOD; kind <= TS_LEARN_KIND_LAST; kind++) {
     ts_learn_model cf, gd;
-    ck_assert_int_eq(ts_learn_train_closed(f.l->set, (ts_learn_kind)kind, &cf), 0);
+    ck_assert_int_eq(ts_learn_train_closed(f->l->set, (ts_learn_kind)kind, &cf), 0);
     ts_learn_train_opts o = ts_learn_train_defaults();
-    ck_assert_int_eq(ts_learn_train_gd(f.l->set, (ts_learn_kind)kind, &o, &gd), 0);
+    ck_assert_int_eq(ts_learn_train_gd(f->l->set, (ts_learn_kind)kind, &o, &gd), 0);
     ck_assert(gd.converged);
     double worst = 0;
     for (uint32_t a = 0; a < cf.n_params; a++)
       worst = fmax(worst, fabs(gd.theta[a] - cf.theta[a]) / fabs(cf.theta[a]));
-    printf("%s: %u samples, gradient descent %llu iterations (last relative change %.3g), "
+    printf("%s %s: %u samples, gradient descent %llu iterations (last relative change %.3g), "
            "largest relative difference from the closed form %.3g, loss %.6g vs %.6g m^2\n",
-           ts_learn_kind_name((ts_learn_kind)kind), f.l->set->n,
+           label, ts_learn_kind_name((ts_learn_kind)kind), f->l->set->n,
            (unsigned long long)gd.iterations, gd.rel_change, worst, gd.loss, cf.loss);
     /* 1e-6 relative, every parameter: the issue's figure. Stopping at a
      * relative change of 1e-15 (the default) leaves about 1e-15 times the
@@ -228,22 +256,31 @@ START_TEST(gd_matches_closed_form) {
     ck_assert(gd.loss <= cf.loss * (1 + 1e-9));
   }
 }
+
+START_TEST(gd_matches_closed_form) { gd_check(&shared, "plain"); }
+END_TEST
+
+START_TEST(gd_matches_closed_form_refined) { gd_check(&shared_refined, "refined"); }
 END_TEST
 
 #define N_KINDS (TS_LEARN_KIND_LAST + 1)
 
-START_TEST(heldout_error) {
-  fixture f = shared;
-  /* every kind against the same solves: the held-out presses run once */
+/* Every kind (closed form) against the solve f runs, on the held-out
+ * presses (solved once for all kinds); prints the table and gives each
+ * kind's RMS and max error in mm. */
+static void heldout_table(const fixture *fx, const char *label, double rms_mm[N_KINDS],
+                          double max_mm[N_KINDS]) {
+  fixture f = *fx;
   ts_learn_model m[N_KINDS];
   ts_learn_error e[N_KINDS];
   memset(e, 0, sizeof e);
   for (int kind = 0; kind < N_KINDS; kind++)
     ck_assert_int_eq(ts_learn_train_closed(f.l->set, (ts_learn_kind)kind, &m[kind]), 0);
   for (int i = 0; i < N_HELD; i++) apply(&f, held_pts[i][0], held_pts[i][1], m, N_KINDS, e);
-  double rms_mm[N_KINDS], max_mm[N_KINDS];
-  printf("held-out error on patch-S, %llu positions (RMS displacement %.4f mm, max %.4f mm):\n",
-         (unsigned long long)e[0].n, sqrt(e[0].sum_disp2 / e[0].n) * 1e3, e[0].max_disp * 1e3);
+  printf("held-out error on patch-S, %s solve, %llu positions (RMS displacement %.4f mm, max "
+         "%.4f mm):\n",
+         label, (unsigned long long)e[0].n, sqrt(e[0].sum_disp2 / e[0].n) * 1e3,
+         e[0].max_disp * 1e3);
   printf("  %-7s %7s %9s %7s %9s  theta\n", "kind", "RMS mm", "RMS/disp", "max mm", "max/disp");
   for (int kind = 0; kind < N_KINDS; kind++) {
     ck_assert(e[kind].n > 0 && e[kind].n == e[0].n);
@@ -255,6 +292,11 @@ START_TEST(heldout_error) {
     for (uint32_t a = 0; a < m[kind].n_params; a++) printf(" %.4g", m[kind].theta[a]);
     printf("\n");
   }
+}
+
+START_TEST(heldout_error) {
+  double rms_mm[N_KINDS], max_mm[N_KINDS];
+  heldout_table(&shared, "plain", rms_mm, max_mm);
   printf("spread vs method: RMS %.1f x, max %.1f x smaller\n",
          rms_mm[TS_LEARN_METHOD] / rms_mm[TS_LEARN_SPREAD],
          max_mm[TS_LEARN_METHOD] / max_mm[TS_LEARN_SPREAD]);
@@ -297,6 +339,41 @@ START_TEST(heldout_error) {
 }
 END_TEST
 
+START_TEST(heldout_error_refined) {
+  double rms_mm[N_KINDS], max_mm[N_KINDS];
+  heldout_table(&shared_refined, "refined", rms_mm, max_mm);
+  /* The figures on the solve a daemon session runs by default (the same
+   * presses; samples and held-out positions from the refined solve; RMS
+   * displacement 0.283 mm, max 0.984 mm), measured:
+   *   method  RMS 0.244 mm (86 %), max 0.967 mm (98 %)
+   *   rich    RMS 0.228 mm (81 %), max 0.977 mm (99 %)
+   *   spread  RMS 0.061 mm (22 %), max 0.348 mm (35 %)
+   *   spread2 RMS 0.044 mm (16 %), max 0.328 mm (33 %)
+   * The method's model does on the refined solve what it does on the plain
+   * one. The spread models lose most of their edge: their features relax
+   * the tissue's own mesh (ts_learn.h), whose equilibrium is not the
+   * refined copy's, so the difference between the two solves (which grows
+   * with each interval of a press: the state the refined solve left is not
+   * at rest on the tissue's mesh) is what remains; trained on plain-solve
+   * samples instead, spread2 is at 0.060 mm and 0.454 mm against the
+   * refined solve (bench_learn). Asserted with the plain case's 15 %
+   * margin. */
+  ck_assert(rms_mm[TS_LEARN_METHOD] < 0.244 * 1.15);
+  ck_assert(max_mm[TS_LEARN_METHOD] < 0.967 * 1.15);
+  ck_assert(rms_mm[TS_LEARN_RICH] < 0.228 * 1.15);
+  ck_assert(max_mm[TS_LEARN_RICH] < 0.977 * 1.15);
+  ck_assert(rms_mm[TS_LEARN_SPREAD] < 0.061 * 1.15);
+  ck_assert(max_mm[TS_LEARN_SPREAD] < 0.348 * 1.15);
+  ck_assert(rms_mm[TS_LEARN_SPREAD2] < 0.044 * 1.15);
+  ck_assert(max_mm[TS_LEARN_SPREAD2] < 0.328 * 1.15);
+  /* the order holds: rich before the method, spread2 best, about 5.5 x
+   * the method's RMS (asserted at 4 x) */
+  ck_assert(rms_mm[TS_LEARN_RICH] < rms_mm[TS_LEARN_METHOD]);
+  ck_assert(rms_mm[TS_LEARN_SPREAD2] < rms_mm[TS_LEARN_SPREAD]);
+  ck_assert(rms_mm[TS_LEARN_SPREAD2] * 4 < rms_mm[TS_LEARN_METHOD]);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("learn");
   TCase *c = tcase_create("qstatic");
@@ -309,10 +386,17 @@ static Suite *suite(void) {
   tcase_add_test(c, gd_matches_closed_form);
   tcase_add_test(c, heldout_error);
   suite_add_tcase(s, c);
+  c = tcase_create("refined");
+  tcase_set_timeout(c, 600);
+  tcase_add_unchecked_fixture(c, refined_setup, refined_teardown);
+  tcase_add_test(c, gd_matches_closed_form_refined);
+  tcase_add_test(c, heldout_error_refined);
+  suite_add_tcase(s, c);
   return s;
 }
 
 int main(void) {
+  setvbuf(stdout, NULL, _IOLBF, 0); /* the figures survive a failing case's exit */
   SRunner *r = srunner_create(suite());
   srunner_run_all(r, CK_NORMAL);
   int failed = srunner_ntests_failed(r);
