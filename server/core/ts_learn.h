@@ -95,6 +95,20 @@
  * the spread model's: 38 x faster than the solve on patch-S, 69 x on the
  * liver (bench_learn.c).
  *
+ * On the refined solve (ts_qstatic_refine.h: the daemon's default), trained
+ * on its own samples, every kind's features still come from the tissue's
+ * own mesh (the copy's new nodes are internal to the solve), whose
+ * equilibrium is not the refined copy's. Measured (RMS / max, % of the
+ * displacement): patch-S (test_learn) method 86 / 98, rich 81 / 99,
+ * spread 22 / 35, spread2 16 / 33; liver (bench_learn --quick) spread2
+ * 31 / 94. The worst errors come from the second 1 mm interval on, when
+ * the press is deeper than the 1 mm mucosa and the solve lets the prisms
+ * under it fold (the nodes below the tool move up by 0.3 to 0.5 mm while
+ * the tool goes down; test_qstatic_refine.c): the copy folds otherwise than
+ * the tissue's mesh would, and the sweeps on that mesh do not see it.
+ * Sweeps on the refined copy itself would be a new kind (its features
+ * differ), not yet written.
+ *
  * Training: the moments A = (1/N) sum phi phi^T and c = (1/N) sum phi y are
  * accumulated once (phi the feature row, y the target), so the batch
  * gradient grad J = A theta - c is exact over every sample at O(p^2) per

@@ -4,9 +4,12 @@
  *
  *   tissuetool learn [--db PATH] [--tissue stomach-patch] [--samples N]
  *                    [--model method|rich|spread|spread2]
+ *                    [--qs-refine-edge auto|METRES]
  *     presses a tool into the built-in patch at N points (4 intervals of
- *     1 mm each), solves each interval quasi-statically and records the
- *     samples, trains theta by gradient descent (progress on stderr), checks
+ *     1 mm each), solves each interval quasi-statically (as a daemon
+ *     session does by default: on the region copied and refined, so that a
+ *     session that loads the model is answered by a model of its own solve)
+ *     and records the samples, trains theta by gradient descent (progress on stderr), checks
  *     it against the closed form, measures the error on 3 held-out presses,
  *     stores the model and prints it as one JSON object.
  *   tissuetool models [--db PATH] [list | export ID | import FILE | delete ID]
@@ -126,6 +129,7 @@ static void learn_help(FILE *f) {
   fprintf(f,
           "usage: tissuetool learn [--db PATH] [--tissue stomach-patch] [--samples N]\n"
           "                        [--model method|rich|spread|spread2]\n"
+          "                        [--qs-refine-edge auto|METRES]\n"
           "\n"
           "Trains the learned shortcut of the quasi-static solve for a tissue and stores\n"
           "it: N training presses (default 8, 1..1000) of a tool into the tissue, each\n"
@@ -135,15 +139,24 @@ static void learn_help(FILE *f) {
           "  {\"id\",\"tissue\",\"material\",\"kind\",\"version\",\"theta\",\"loss\",\"samples\",\n"
           "   \"iterations\",\"rel_change\",\"closed_form_rel_diff\",\"heldout_rmse\",\n"
           "   \"heldout_max\",\"heldout_rel_rmse\"} (metres; loss in m^2).\n"
+          "--qs-refine-edge: as the daemon's, each press solved on its region copied and\n"
+          "refined to edges of at most this length (auto, the default: the tissue's mean\n"
+          "outer-surface edge; 0: on the tissue's own mesh; at most 0.1 m). Train with\n"
+          "the setting of the daemon that will load the model: the samples and the\n"
+          "held-out error are of that solve.\n"
           "Progress goes to stderr. Exit status: 0 stored, 1 failed, 2 usage error.\n");
 }
 
 int ts_cmd_learn(int argc, char **argv, FILE *out, FILE *err) {
-  const char *db = TS_TOOL_DEFAULT_DB, *tissue = LEARN_TISSUE, *samples = "8", *model = "method";
-  const ts_tool_opt opts[] = {
-      {"db", &db}, {"tissue", &tissue}, {"samples", &samples}, {"model", &model}};
+  const char *db = TS_TOOL_DEFAULT_DB, *tissue = LEARN_TISSUE, *samples = "8", *model = "method",
+             *refine = "auto";
+  const ts_tool_opt opts[] = {{"db", &db},
+                              {"tissue", &tissue},
+                              {"samples", &samples},
+                              {"model", &model},
+                              {"qs-refine-edge", &refine}};
   int npos = 0;
-  int rc = ts_tool_parse(argc, argv, opts, 4, NULL, 0, &npos, err);
+  int rc = ts_tool_parse(argc, argv, opts, 5, NULL, 0, &npos, err);
   if (rc == 1) {
     learn_help(out);
     return 0;
@@ -160,6 +173,16 @@ int ts_cmd_learn(int argc, char **argv, FILE *out, FILE *err) {
     fprintf(err, "tissuetool learn: --model must be method, rich, spread or spread2\n");
     return 2;
   }
+  double edge = -1; /* auto */
+  if (strcmp(refine, "auto")) {
+    end = NULL;
+    edge = strtod(refine, &end);
+    if (!end || end == refine || *end || !isfinite(edge) || edge < 0 || edge > 0.1) {
+      fprintf(err, "tissuetool learn: --qs-refine-edge must be auto or a length in metres "
+                   "from 0 to 0.1\n");
+      return 2;
+    }
+  }
   learn_ctx c;
   if (ctx_open("learn", tissue, &c, err)) return 1;
   ts_storage *st = NULL;
@@ -169,6 +192,11 @@ int ts_cmd_learn(int argc, char **argv, FILE *out, FILE *err) {
   uint32_t per_press = LEARN_STEPS * c.t->n_nodes;
   if (!x || ts_learner_create(c.q, LEARN_RANGE, per_press * (uint32_t)n, &l)) {
     fprintf(err, "tissuetool learn: out of memory\n");
+    goto done;
+  }
+  if (edge < 0) edge = ts_qsrefine_mean_edge(c.q, c.t); /* 0 without an outer surface */
+  if (edge > 0 && (rc = ts_learner_set_refine(l, c.t, edge))) {
+    fprintf(err, "tissuetool learn: refined solve: %s\n", ts_err_name(rc));
     goto done;
   }
   if (ts_tool_open_db("learn", db, &st, err)) goto done;

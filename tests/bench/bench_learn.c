@@ -1,36 +1,47 @@
 /*
  * bench_learn.c: time per force application of the second method (issue
  * 6): the quasi-static solve (ts_qstatic.h) against the learned shortcut
- * (ts_learn.h), in the same run, with the learned model's held-out error
- * beside it.
+ * (ts_learn.h), in the same run, with the learned models' held-out error
+ * beside it; first on the tissue's own mesh (the plain solve), then on the
+ * solve the daemon runs by default (the refined one), each model trained
+ * on samples of the solve it is judged against.
  *
  *   bench_learn [--quick | --full] [SCENARIO ...]   (default: patch-S liver)
  *
- * Per scenario: training presses around the path's centre node (4
- * intervals of 1 mm each, a 3 mm contact, a 15 mm region), the method's
- * model and the spread and spread2 models (ts_learn.h) trained by gradient
- * descent on the same samples, then held-out presses timed four ways from
- * the same states. Lines: "qs_application_s" (the reference; its error is
- * 0 by definition), "learned_application_s" (the method's model),
+ * Per scenario, training presses around the path's centre node (4
+ * intervals of 1 mm each, a 3 mm contact, a 15 mm region) and held-out
+ * presses between them, every interval of the held-out presses timed from
+ * the same state each way. Four model kinds (ts_learn.h: the method's,
+ * rich, spread, spread2), trained by gradient descent.
+ *
+ * The plain solve (--qs-refine-edge 0): the models trained on its samples.
+ * Lines: "qs_application_s" (the reference; its error is 0 by definition),
+ * "learned_application_s" (the method's model), "rich_application_s",
  * "spread_application_s" and "spread2_application_s" with ref = the solve,
  * ratio and speedup (the target: 20 or more) and their held-out errors;
- * "heldout_rmse_mm", "heldout_max_mm" (method), "spread_heldout_*" and
- * "spread2_heldout_*" with the figures relative to the displacement, and
- * for spread2 its target beside them ("target_relative": 5 % RMS, 10 %
- * max; the liver's worst case is what the unit test cannot afford to run).
+ * "heldout_rmse_mm", "heldout_max_mm" (method), "rich_heldout_*",
+ * "spread_heldout_*" and "spread2_heldout_*" with the figures relative to
+ * the displacement, and for spread2 its target beside them
+ * ("target_relative": 5 % RMS, 10 % max).
  *
- * Then the refined solve (ts_qstatic_refine.h: the region copied and
- * refined by longest-edge bisection to the outer surface's mean edge, the
- * daemon's default, which splits every longer edge in range) on the same
- * held-out states (--quick: their first interval only):
- * "qs_refined_application_s" with the unrefined solve of the same run and
- * from the same state as ref, and beside both their iterations, final
- * max |R| (residual_N, with tol_N), free nodes and springs;
- * "learned_vs_refined" (the learned time with the refined solve as ref);
- * and the three models' errors against the refined solve
- * ("refined_heldout_rmse_mm", "spread_refined_heldout_rmse_mm",
- * "spread2_refined_heldout_rmse_mm"; the models are trained on
- * unrefined-solve samples, so these include the refinement's own effect).
+ * The refined solve (ts_qstatic_refine.h: the region copied and refined by
+ * longest-edge bisection to the outer surface's mean edge, the daemon's
+ * default `--qs-refine-edge auto`, which splits every longer edge in
+ * range), from the same training presses: its samples (recorded, as a
+ * daemon session records them, from the refined solve itself) train the
+ * four kinds again, and held-out presses follow the refined solve.
+ * "qs_refined_application_s" with the plain solve timed from the same
+ * states as ref, and beside both their iterations, final max |R|
+ * (residual_N, with tol_N), free nodes and springs; "learned_vs_refined"
+ * (the method's learned time with the refined solve as ref); per kind
+ * "refined_trained_<kind>_application_s" (ref the refined solve, speedup,
+ * errors), "refined_trained_<kind>_heldout_rmse_mm" and "..._max_mm" (the
+ * errors against the refined solve of the models trained on it: what a
+ * daemon session's model achieves); and, labelled trained_on "plain",
+ * "refined_heldout_rmse_mm", "rich_", "spread_" and
+ * "spread2_refined_heldout_rmse_mm": the plain-trained models against the
+ * refined solve (two solves mixed: their error includes the refinement's
+ * own effect on the positions).
  */
 #include <math.h>
 #include <stdio.h>
@@ -48,12 +59,17 @@
 #define RADIUS 0.003
 #define STEP 0.001
 #define STEPS 4
-#define N_MODELS 3 /* the method's, spread, spread2 */
+#define N_MODELS 4 /* every kind, in ts_learn_kind order */
 /* spread2's targets on every scenario, relative to the RMS and the max
  * displacement (ts_learn.h: measured on the liver 3.3 % and 5.6 %, on
  * patch-S far below) */
 #define SPREAD2_TARGET_RMS 0.05
 #define SPREAD2_TARGET_MAX 0.10
+
+static const ts_learn_kind kinds[N_MODELS] = {TS_LEARN_METHOD, TS_LEARN_RICH, TS_LEARN_SPREAD,
+                                              TS_LEARN_SPREAD2};
+/* the plain-solve lines' names keep what they were before rich was added */
+static const char *const plain_prefix[N_MODELS] = {"", "rich_", "spread_", "spread2_"};
 
 static uint32_t near_node(const ts_tissue *t, double px, double pz) {
   uint32_t n = t->nodes_per_sheet ? t->nodes_per_sheet : t->n_nodes, best = 0;
@@ -80,45 +96,149 @@ static ts_learn_press make_press(double (*x)[3], uint32_t node) {
   return p;
 }
 
-/* The refined solve on the held-out presses, timed against the unrefined
- * one from the same states (qs_ref, ln: the unrefined and learned times
- * per application measured above, for the ratio lines). */
-static int refined(const char *name, ts_tissue *t, ts_qstatic *q, ts_learner *l, const double *c,
-                   int n_held, int steps, double qs_ref, double ln, const ts_learn_model *m) {
-  double edge = ts_qsrefine_mean_edge(q, t); /* the daemon's --qs-refine-edge auto */
-  int rc = ts_learner_set_refine(l, t, edge);
-  if (rc) {
-    fprintf(stderr, "bench_learn: %s: refined solve: %s\n", name, ts_err_name(rc));
-    return -1;
+/* Records the training presses' samples in l's set (from the solve l runs). */
+static int record(ts_learner *l, const ts_tissue *t, const double *c, double (*x)[3],
+                  int n_train) {
+  for (int i = 0; i < n_train; i++) {
+    uint32_t node = press_node(t, c, (uint32_t)i, (uint32_t)n_train, 0);
+    memcpy(x, t->rest, sizeof *x * t->n_nodes);
+    for (int k = 0; k < STEPS; k++) {
+      ts_learn_press p = make_press(x, node);
+      int rc = ts_learner_step(l, x, &p, 1, NULL);
+      if (rc) return rc;
+    }
   }
-  double(*x)[3] = malloc(sizeof *x * t->n_nodes), (*y)[3] = malloc(sizeof *y * t->n_nodes);
-  double t_rf = 0, t_qs = 0, res = 0, res_qs = 0;
+  return 0;
+}
+
+/* Every kind trained by gradient descent on l's samples. */
+static int train(const char *name, const ts_learner *l, ts_learn_model m[N_MODELS]) {
+  ts_learn_train_opts o = ts_learn_train_defaults();
+  for (int k = 0; k < N_MODELS; k++) {
+    int rc = ts_learn_train_gd(l->set, kinds[k], &o, &m[k]);
+    if (rc) {
+      fprintf(stderr, "bench_learn: %s: training %s: %s\n", name, ts_learn_kind_name(kinds[k]),
+              ts_err_name(rc));
+      return rc;
+    }
+  }
+  return 0;
+}
+
+/* Adds the differences between y (a model's answer) and xs (the solve's)
+ * over the free nodes of q's last interval to e, the displacement from x
+ * (the start state) beside them: what ts_learner_compare_models adds (the
+ * plain-solve figures are the same as with it, to all printed digits),
+ * without solving again. */
+static void add_error(const ts_qstatic *q, const double (*x)[3], const double (*xs)[3],
+                      const double (*y)[3], ts_learn_error *e) {
+  for (uint32_t k = 0; k < q->n_free; k++) {
+    uint32_t i = q->free_nodes[k];
+    double e2 = 0, d2 = 0;
+    for (int c = 0; c < 3; c++) {
+      e2 += (y[i][c] - xs[i][c]) * (y[i][c] - xs[i][c]);
+      d2 += (xs[i][c] - x[i][c]) * (xs[i][c] - x[i][c]);
+    }
+    e->n++;
+    e->sum_err2 += e2;
+    e->sum_disp2 += d2;
+    if (sqrt(e2) > e->max_err) e->max_err = sqrt(e2);
+    if (sqrt(d2) > e->max_disp) e->max_disp = sqrt(d2);
+  }
+}
+
+static double rms_of(const ts_learn_error *e) { return e->n ? sqrt(e->sum_err2 / e->n) : 0; }
+static double drms_of(const ts_learn_error *e) { return e->n ? sqrt(e->sum_disp2 / e->n) : 0; }
+
+/* A model's three lines: time per application against the solve's (ref),
+ * held-out RMS and max error. names: the time, RMS and max metrics. */
+static void model_lines(const char *scen, const char *const names[3], const char *ref, double ref_s,
+                        double t_s, const ts_learn_error *e, const ts_learn_model *m,
+                        const char *trained_on) {
+  double rmse = rms_of(e), drms = drms_of(e);
+  cJSON *L = ts_bench_line("learn", scen, names[0], t_s, "s");
+  ts_bench_line_ref(L, ref, ref_s);
+  ts_bench_line_num(L, "speedup", t_s > 0 ? ref_s / t_s : 0);
+  ts_bench_line_num(L, "target_speedup", 20);
+  ts_bench_line_num(L, "heldout_rmse_mm", rmse * 1e3);
+  ts_bench_line_num(L, "heldout_max_mm", e->max_err * 1e3);
+  ts_bench_line_str(L, "trained_on", trained_on);
+  ts_bench_line_emit(L);
+  L = ts_bench_line("learn", scen, names[1], rmse * 1e3, "mm");
+  ts_bench_line_num(L, "relative_to_rms_displacement", drms > 0 ? rmse / drms : 0);
+  if (m->kind == TS_LEARN_SPREAD2) ts_bench_line_num(L, "target_relative", SPREAD2_TARGET_RMS);
+  ts_bench_line_num(L, "training_samples", (double)m->samples);
+  ts_bench_line_num(L, "parameters", (double)m->n_params);
+  ts_bench_line_str(L, "trained_on", trained_on);
+  ts_bench_line_emit(L);
+  L = ts_bench_line("learn", scen, names[2], e->max_err * 1e3, "mm");
+  ts_bench_line_num(L, "relative_to_max_displacement",
+                    e->max_disp > 0 ? e->max_err / e->max_disp : 0);
+  if (m->kind == TS_LEARN_SPREAD2) ts_bench_line_num(L, "target_relative", SPREAD2_TARGET_MAX);
+  ts_bench_line_str(L, "trained_on", trained_on);
+  ts_bench_line_emit(L);
+}
+
+/* The refined solve: a second learner lr over q solving refined, its own
+ * training samples and models, held-out presses timed from the same states
+ * the refined way, the plain way (l, unrefined) and by every model of both
+ * trainings (m: the plain-trained ones), x advancing along the refined
+ * solve. ln: the method's learned time of the plain pass. */
+static int refined(const char *name, ts_tissue *t, ts_qstatic *q, ts_learner *l, const double *c,
+                   int n_train, int n_held, double qs_ref, double ln, const ts_learn_model *m) {
+  double edge = ts_qsrefine_mean_edge(q, t); /* the daemon's --qs-refine-edge auto */
+  ts_learner *lr = NULL;
+  double(*x)[3] = malloc(sizeof *x * t->n_nodes), (*y)[3] = malloc(sizeof *y * t->n_nodes),
+  (*xr)[3] = malloc(sizeof *xr * t->n_nodes);
+  int status = -1;
+  int rc = x && y && xr ? ts_learner_create(q, RANGE, (uint32_t)n_train * STEPS * 20000u, &lr)
+                        : TS_ENOMEM;
+  if (!rc) rc = ts_learner_set_refine(lr, t, edge);
+  if (!rc) rc = record(lr, t, c, x, n_train);
+  if (rc) {
+    fprintf(stderr, "bench_learn: %s: refined training: %s\n", name, ts_err_name(rc));
+    goto out;
+  }
+  ts_learn_model mr[N_MODELS];
+  if (train(name, lr, mr)) goto out;
+  double t_rf = 0, t_qs = 0, res = 0, res_qs = 0, t_lr[N_MODELS] = {0};
   long n_app = 0, iters = 0, iters_qs = 0, unconverged = 0, n_free = 0, n_free_qs = 0, n_spr = 0,
        n_spr_qs = 0;
-  ts_learn_error e[N_MODELS];
-  memset(e, 0, sizeof e);
-  l->learned = 0;
-  for (int i = 0; i < n_held && x && y && !rc; i++) {
+  ts_learn_error ep[N_MODELS], er[N_MODELS]; /* plain-trained, refined-trained */
+  memset(ep, 0, sizeof ep);
+  memset(er, 0, sizeof er);
+  for (int i = 0; i < n_held && !rc; i++) {
     uint32_t node = press_node(t, c, (uint32_t)i, (uint32_t)n_held, 0.5);
     memcpy(x, t->rest, sizeof *x * t->n_nodes);
-    for (int k = 0; k < steps && !rc; k++) {
+    for (int k = 0; k < STEPS && !rc; k++) {
       ts_learn_press p = make_press(x, node);
-      /* the models against the refined solve (untimed), from this state */
-      memcpy(y, x, sizeof *x * t->n_nodes);
-      rc = ts_learner_compare_models(l, y, &p, m, N_MODELS, e);
-      if (rc) break;
-      memcpy(y, x, sizeof *x * t->n_nodes);
       ts_learn_step_stats sr, su;
+      memcpy(xr, x, sizeof *x * t->n_nodes);
+      memcpy(y, x, sizeof *x * t->n_nodes);
+      lr->learned = 0;
+      l->learned = 0;
       double t0 = ts_bench_cpu_s();
-      rc = ts_learner_step(l, x, &p, 0, &sr); /* refined; x advances along it */
+      rc = ts_learner_step(lr, xr, &p, 0, &sr); /* refined */
       double t1 = ts_bench_cpu_s();
-      ts_qsrefine *rq = l->rq;
-      l->rq = NULL;
-      if (!rc) rc = ts_learner_step(l, y, &p, 0, &su); /* unrefined, same state */
+      if (!rc) rc = ts_learner_step(l, y, &p, 0, &su); /* plain, same state */
       double t2 = ts_bench_cpu_s();
-      l->rq = rq;
       t_rf += t1 - t0;
       t_qs += t2 - t1;
+      /* every model of both trainings from the same state, against xr */
+      for (int j = 0; j < 2 * N_MODELS && !rc; j++) {
+        const ts_learn_model *mj = j < N_MODELS ? &m[j] : &mr[j - N_MODELS];
+        memcpy(y, x, sizeof *x * t->n_nodes);
+        rc = ts_learner_set_model(lr, mj);
+        double t3 = ts_bench_cpu_s();
+        if (!rc) rc = ts_learner_step(lr, y, &p, 0, NULL);
+        double t4 = ts_bench_cpu_s();
+        if (rc) break;
+        if (j >= N_MODELS) t_lr[j - N_MODELS] += t4 - t3;
+        add_error(q, (const double(*)[3])x, (const double(*)[3])xr, (const double(*)[3])y,
+                  j < N_MODELS ? &ep[j] : &er[j - N_MODELS]);
+      }
+      if (rc) break;
+      memcpy(x, xr, sizeof *x * t->n_nodes);
       iters += sr.qs.iterations;
       iters_qs += su.qs.iterations;
       unconverged += !sr.qs.converged;
@@ -132,11 +252,9 @@ static int refined(const char *name, ts_tissue *t, ts_qstatic *q, ts_learner *l,
     }
   }
   l->learned = 1;
-  free(x);
-  free(y);
   if (rc || !n_app) {
     fprintf(stderr, "bench_learn: %s: refined press: %s\n", name, ts_err_name(rc ? rc : TS_ENOMEM));
-    return -1;
+    goto out;
   }
   double rf = t_rf / n_app, qs = t_qs / n_app;
   cJSON *L = ts_bench_line("learn", name, "qs_refined_application_s", rf, "s");
@@ -151,7 +269,7 @@ static int refined(const char *name, ts_tissue *t, ts_qstatic *q, ts_learner *l,
   ts_bench_line_num(L, "ref_free_nodes", (double)n_free_qs / n_app);
   ts_bench_line_num(L, "springs", (double)n_spr / n_app);
   ts_bench_line_num(L, "ref_springs", (double)n_spr_qs / n_app);
-  ts_bench_line_num(L, "copy_surface_vertices", l->rq ? l->rq->nv : 0);
+  ts_bench_line_num(L, "copy_surface_vertices", lr->rq ? lr->rq->nv : 0);
   ts_bench_line_num(L, "unconverged", (double)unconverged);
   ts_bench_line_num(L, "applications", (double)n_app);
   ts_bench_line_num(L, "ref_earlier_s", qs_ref);
@@ -160,21 +278,37 @@ static int refined(const char *name, ts_tissue *t, ts_qstatic *q, ts_learner *l,
   ts_bench_line_ref(L, "quasi-static-refined", rf);
   ts_bench_line_num(L, "speedup", ln > 0 ? rf / ln : 0);
   ts_bench_line_emit(L);
-  /* the models (trained on unrefined-solve samples) against the refined solve */
-  static const char *const metric[N_MODELS] = {"refined_heldout_rmse_mm",
-                                               "spread_refined_heldout_rmse_mm",
-                                               "spread2_refined_heldout_rmse_mm"};
+  /* the models trained on the refined solve, against it: the daemon's case */
   for (int j = 0; j < N_MODELS; j++) {
-    double rmse = e[j].n ? sqrt(e[j].sum_err2 / e[j].n) : 0;
-    double drms = e[j].n ? sqrt(e[j].sum_disp2 / e[j].n) : 0;
-    L = ts_bench_line("learn", name, metric[j], rmse * 1e3, "mm");
+    char nm[3][64];
+    const char *kn = ts_learn_kind_name(kinds[j]);
+    snprintf(nm[0], sizeof nm[0], "refined_trained_%s_application_s", kn);
+    snprintf(nm[1], sizeof nm[1], "refined_trained_%s_heldout_rmse_mm", kn);
+    snprintf(nm[2], sizeof nm[2], "refined_trained_%s_heldout_max_mm", kn);
+    const char *const names[3] = {nm[0], nm[1], nm[2]};
+    model_lines(name, names, "quasi-static-refined", rf, t_lr[j] / n_app, &er[j], &mr[j],
+                "refined");
+  }
+  /* the plain-trained models against the refined solve (two solves mixed) */
+  for (int j = 0; j < N_MODELS; j++) {
+    char nm[64];
+    snprintf(nm, sizeof nm, "%srefined_heldout_rmse_mm", plain_prefix[j]);
+    double rmse = rms_of(&ep[j]), drms = drms_of(&ep[j]);
+    L = ts_bench_line("learn", name, nm, rmse * 1e3, "mm");
     ts_bench_line_num(L, "relative_to_rms_displacement", drms > 0 ? rmse / drms : 0);
-    ts_bench_line_num(L, "max_mm", e[j].max_err * 1e3);
+    ts_bench_line_num(L, "max_mm", ep[j].max_err * 1e3);
     ts_bench_line_num(L, "relative_to_max_displacement",
-                      e[j].max_disp > 0 ? e[j].max_err / e[j].max_disp : 0);
+                      ep[j].max_disp > 0 ? ep[j].max_err / ep[j].max_disp : 0);
+    ts_bench_line_str(L, "trained_on", "plain");
     ts_bench_line_emit(L);
   }
-  return 0;
+  status = 0;
+out:
+  ts_learner_destroy(lr);
+  free(x);
+  free(y);
+  free(xr);
+  return status;
 }
 
 static int run(const char *name, int n_train, int n_held) {
@@ -188,120 +322,82 @@ static int run(const char *name, int n_train, int n_held) {
   int status = -1;
   ts_qstatic *q = NULL;
   ts_learner *l = NULL;
-  double(*x)[3] = malloc(sizeof *x * t->n_nodes);
+  double(*x)[3] = malloc(sizeof *x * t->n_nodes), (*y)[3] = malloc(sizeof *y * t->n_nodes),
+  (*xs)[3] = malloc(sizeof *xs * t->n_nodes);
   ts_qstatic_params prm = ts_qstatic_default_params(t);
-  int rc = x ? ts_qstatic_create(t, &prm, &q) : TS_ENOMEM;
+  int rc = x && y && xs ? ts_qstatic_create(t, &prm, &q) : TS_ENOMEM;
   if (!rc) rc = ts_learner_create(q, RANGE, (uint32_t)n_train * STEPS * 20000u, &l);
   if (rc) {
     fprintf(stderr, "bench_learn: %s: setup: %s\n", name, ts_err_name(rc));
     goto out;
   }
   const double *c = t->rest[s.path_node];
-  for (int i = 0; i < n_train; i++) {
-    uint32_t node = press_node(t, c, (uint32_t)i, (uint32_t)n_train, 0);
-    memcpy(x, t->rest, sizeof *x * t->n_nodes);
-    for (int k = 0; k < STEPS; k++) {
-      ts_learn_press p = make_press(x, node);
-      rc = ts_learner_step(l, x, &p, 1, NULL);
-      if (rc) {
-        fprintf(stderr, "bench_learn: %s: training press: %s\n", name, ts_err_name(rc));
-        goto out;
-      }
-    }
+  rc = record(l, t, c, x, n_train);
+  if (rc) {
+    fprintf(stderr, "bench_learn: %s: training press: %s\n", name, ts_err_name(rc));
+    goto out;
   }
-  /* the method's model and the spread models, on the same samples */
-  ts_learn_train_opts o = ts_learn_train_defaults();
   ts_learn_model m[N_MODELS];
-  const ts_learn_kind kinds[N_MODELS] = {TS_LEARN_METHOD, TS_LEARN_SPREAD, TS_LEARN_SPREAD2};
-  for (int k = 0; k < N_MODELS; k++) {
-    rc = ts_learn_train_gd(l->set, kinds[k], &o, &m[k]);
-    if (rc) {
-      fprintf(stderr, "bench_learn: %s: training %s: %s\n", name, ts_learn_kind_name(kinds[k]),
-              ts_err_name(rc));
-      goto out;
-    }
-  }
-  /* held-out: every interval timed four ways from the same state, then the
-   * models' errors against the solve (x advances along the solve) */
+  if (train(name, l, m)) goto out;
+  /* held-out: every interval timed every way from the same state, each
+   * model's answer against the solve's (x advances along the solve) */
   ts_learn_error e[N_MODELS];
   memset(e, 0, sizeof e);
-  double t_qs = 0, t_ln[N_MODELS] = {0, 0, 0};
+  double t_qs = 0, t_ln[N_MODELS] = {0};
   long n_app = 0, iters = 0;
-  double(*y)[3] = malloc(sizeof *y * t->n_nodes);
-  if (!y) goto out;
   for (int i = 0; i < n_held; i++) {
     uint32_t node = press_node(t, c, (uint32_t)i, (uint32_t)n_held, 0.5);
     memcpy(x, t->rest, sizeof *x * t->n_nodes);
     for (int k = 0; k < STEPS; k++) {
       ts_learn_press p = make_press(x, node);
+      memcpy(xs, x, sizeof *x * t->n_nodes);
+      l->learned = 0;
+      ts_learn_step_stats st;
+      double t1 = ts_bench_cpu_s();
+      rc = ts_learner_step(l, xs, &p, 0, &st); /* the solve */
+      double t2 = ts_bench_cpu_s();
       for (int j = 0; j < N_MODELS && !rc; j++) {
         memcpy(y, x, sizeof *x * t->n_nodes);
         rc = ts_learner_set_model(l, &m[j]);
         double t0 = ts_bench_cpu_s();
         if (!rc) rc = ts_learner_step(l, y, &p, 0, NULL); /* learned */
         t_ln[j] += ts_bench_cpu_s() - t0;
+        if (!rc)
+          add_error(l->q, (const double(*)[3])x, (const double(*)[3])xs, (const double(*)[3])y,
+                    &e[j]);
       }
-      memcpy(y, x, sizeof *x * t->n_nodes);
-      l->learned = 0;
-      ts_learn_step_stats st;
-      double t1 = ts_bench_cpu_s();
-      if (!rc) rc = ts_learner_step(l, y, &p, 0, &st); /* the solve */
-      double t2 = ts_bench_cpu_s();
-      l->learned = 1;
-      if (!rc) rc = ts_learner_compare_models(l, x, &p, m, N_MODELS, e);
       if (rc) {
         fprintf(stderr, "bench_learn: %s: held-out press: %s\n", name, ts_err_name(rc));
-        free(y);
         goto out;
       }
+      memcpy(x, xs, sizeof *x * t->n_nodes);
       t_qs += t2 - t1;
       iters += st.qs.iterations;
       n_app++;
     }
   }
-  free(y);
-  rc = ts_learner_set_model(l, &m[0]); /* the method's, for the refined comparison */
   double qs = t_qs / n_app, ln = t_ln[0] / n_app;
   cJSON *L = ts_bench_line("learn", name, "qs_application_s", qs, "s");
   ts_bench_line_num(L, "iterations", (double)iters / n_app);
   ts_bench_line_num(L, "applications", (double)n_app);
   ts_bench_line_num(L, "heldout_rmse_mm", 0); /* the reference of the errors */
   ts_bench_line_emit(L);
-  static const char *const time_metric[N_MODELS] = {
-      "learned_application_s", "spread_application_s", "spread2_application_s"};
-  static const char *const rms_metric[N_MODELS] = {"heldout_rmse_mm", "spread_heldout_rmse_mm",
-                                                   "spread2_heldout_rmse_mm"};
-  static const char *const max_metric[N_MODELS] = {"heldout_max_mm", "spread_heldout_max_mm",
-                                                   "spread2_heldout_max_mm"};
   for (int j = 0; j < N_MODELS; j++) {
-    double tj = t_ln[j] / n_app;
-    double rmse = sqrt(e[j].sum_err2 / e[j].n), drms = sqrt(e[j].sum_disp2 / e[j].n);
-    L = ts_bench_line("learn", name, time_metric[j], tj, "s");
-    ts_bench_line_ref(L, "quasi-static", qs);
-    ts_bench_line_num(L, "speedup", tj > 0 ? qs / tj : 0);
-    ts_bench_line_num(L, "target_speedup", 20);
-    ts_bench_line_num(L, "heldout_rmse_mm", rmse * 1e3);
-    ts_bench_line_num(L, "heldout_max_mm", e[j].max_err * 1e3);
-    ts_bench_line_emit(L);
-    L = ts_bench_line("learn", name, rms_metric[j], rmse * 1e3, "mm");
-    ts_bench_line_num(L, "relative_to_rms_displacement", drms > 0 ? rmse / drms : 0);
-    if (kinds[j] == TS_LEARN_SPREAD2) ts_bench_line_num(L, "target_relative", SPREAD2_TARGET_RMS);
-    ts_bench_line_num(L, "training_samples", (double)m[j].samples);
-    ts_bench_line_num(L, "parameters", (double)m[j].n_params);
-    ts_bench_line_emit(L);
-    L = ts_bench_line("learn", name, max_metric[j], e[j].max_err * 1e3, "mm");
-    ts_bench_line_num(L, "relative_to_max_displacement",
-                      e[j].max_disp > 0 ? e[j].max_err / e[j].max_disp : 0);
-    if (kinds[j] == TS_LEARN_SPREAD2) ts_bench_line_num(L, "target_relative", SPREAD2_TARGET_MAX);
-    ts_bench_line_emit(L);
+    char nm[3][64];
+    snprintf(nm[0], sizeof nm[0], "%s_application_s", j ? ts_learn_kind_name(kinds[j]) : "learned");
+    snprintf(nm[1], sizeof nm[1], "%sheldout_rmse_mm", plain_prefix[j]);
+    snprintf(nm[2], sizeof nm[2], "%sheldout_max_mm", plain_prefix[j]);
+    const char *const names[3] = {nm[0], nm[1], nm[2]};
+    model_lines(name, names, "quasi-static", qs, t_ln[j] / n_app, &e[j], &m[j], "plain");
   }
-  if (rc) goto out;
-  if (refined(name, t, q, l, c, n_held, n_held > 1 ? STEPS : 1, qs, ln, m)) goto out;
+  if (refined(name, t, q, l, c, n_train, n_held, qs, ln, m)) goto out;
   status = 0;
 out:
   ts_learner_destroy(l);
   ts_qstatic_destroy(q);
   free(x);
+  free(y);
+  free(xs);
   ts_bench_scenario_destroy(&s);
   return status;
 }

@@ -18,7 +18,8 @@
  * delay drawn from a seeded generator (seed printed; TS_KILLSAVE_SEED=N
  * repeats a run). The rounds end with one unkilled learn and one unkilled
  * daemon batch that must fully succeed, and the daemon must stop with
- * status 0 on SIGTERM.
+ * status 0 on SIGTERM; then `tissuetool models delete 1` removes one row and
+ * a second one fails.
  *
  * "Complete rows" (checked with SQL on the file, after each round):
  *   learned_models: a known kind whose theta blob is 8 bytes per parameter
@@ -550,6 +551,16 @@ int main(void) {
     check_db(&c, "at the end");
     CHECK(c.models == prev.models + 1 && c.our_fits == prev.our_fits + FIT_BATCH,
           "the final writes are not all there (%lld models, %lld fits)", c.models, c.our_fits);
+    /* the offline tool's delete on this database (issue 6: models are
+     * deleted through the protocol, itest_models, and the offline tool):
+     * model 1 (calibration's learn) goes, a second delete is refused */
+    char *del_argv[] = {tool, "models", "--db", db, "delete", "1", NULL};
+    CHECK(run_tool(del_argv, NULL) == 0, "tissuetool models delete 1 failed");
+    prev = c;
+    check_db(&c, "after tissuetool models delete 1");
+    CHECK(c.models == prev.models - 1, "models delete 1: %lld models before, %lld after",
+          prev.models, c.models);
+    CHECK(run_tool(del_argv, NULL) == 1, "a second tissuetool models delete 1 did not fail");
   }
   printf("itest_killsave: learn killed before/after its write %d/%d, import %d/%d; daemon "
          "batches killed with none/some/all fits stored %d/%d/%d; %d exited before the kill; "

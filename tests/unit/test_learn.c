@@ -12,6 +12,9 @@
  *     are solved once for all kinds), and the spread model is asserted to
  *     be far better than the method's and spread2 far better than
  *     spread (bench_learn measures the liver's worst case).
+ * These run on the plain solve (--qs-refine-edge 0); test_learn_refined.c
+ * does the same on the refined solve a daemon session runs by default. The
+ * presses and checks are learn_fixture.h's.
  */
 #include <check.h>
 #include <math.h>
@@ -23,6 +26,7 @@
 #include "ts_learn.h"
 #include "ts_qstatic.h"
 #include "ts_tissue.h"
+#include "learn_fixture.h"
 #include "patch_fixture.h"
 
 /* ---- a hanging chain ---------------------------------------------------- */
@@ -107,10 +111,6 @@ END_TEST
 
 /* ---- patch-S: training and held-out presses ----------------------------- */
 
-#define PRESS_RADIUS 0.003 /* m: the nodes a 5 mm sphere holds when pressing */
-#define PRESS_STEP 0.001   /* m per interval */
-#define PRESS_STEPS 4      /* intervals per application: 1..4 mm deep */
-#define REGION_RANGE 0.015 /* m */
 /* the spread model's held-out figures on patch-S, measured (heldout_error) */
 #define SPREAD_RMS_MM 0.022
 #define SPREAD_MAX_MM 0.060
@@ -123,138 +123,21 @@ END_TEST
 #define SPREAD2_RMS_MM 0.0006
 #define SPREAD2_MAX_MM 0.0025
 
-typedef struct fixture {
-  ts_tissue *t;
-  ts_qstatic *q;
-  ts_learner *l;
-  double (*x)[3];
-} fixture;
-
-static void fixture_init(fixture *f) {
-  ts_patch_def d = ts_default_patch_def();
-  d.resolution = 50; /* patch-S */
-  ck_assert_int_eq(ts_patch_create(&d, &f->t), 0);
-  ts_qstatic_params p = ts_qstatic_default_params(f->t);
-  ck_assert_int_eq(ts_qstatic_create(f->t, &p, &f->q), 0);
-  ck_assert_int_eq(ts_learner_create(f->q, REGION_RANGE, 400000, &f->l), 0);
-  f->x = malloc(sizeof *f->x * f->t->n_nodes);
-  ck_assert_ptr_nonnull(f->x);
-}
-
-static void fixture_free(fixture *f) {
-  free(f->x);
-  ts_learner_destroy(f->l);
-  ts_qstatic_destroy(f->q);
-  ts_tissue_destroy(f->t);
-}
-
-/* The outer-sheet node nearest (px, pz). */
-static uint32_t surface_node(const fixture *f, double px, double pz) {
-  uint32_t best = 0;
-  double bd = INFINITY;
-  for (uint32_t i = 0; i < f->t->nodes_per_sheet; i++) {
-    double dx = f->t->rest[i][0] - px, dz = f->t->rest[i][2] - pz;
-    if (dx * dx + dz * dz < bd) {
-      bd = dx * dx + dz * dz;
-      best = i;
-    }
-  }
-  return best;
-}
-
-/* One application from rest: PRESS_STEPS intervals of PRESS_STEP each at
- * (px, pz). n_models 0: record; else compare each model with the solve. */
-static void apply(fixture *f, double px, double pz, const ts_learn_model *models,
-                  uint32_t n_models, ts_learn_error *err) {
-  memcpy(f->x, f->t->rest, sizeof *f->x * f->t->n_nodes);
-  uint32_t node = surface_node(f, px, pz);
-  for (int k = 0; k < PRESS_STEPS; k++) {
-    ts_learn_press p = {{0, 0, 0}, {0, -1, 0}, PRESS_RADIUS, PRESS_STEP};
-    memcpy(p.point, f->x[node], sizeof p.point);
-    if (n_models == 0) {
-      ts_learn_step_stats st;
-      ck_assert_int_eq(ts_learner_step(f->l, f->x, &p, 1, &st), 0);
-      ck_assert(st.qs.converged);
-      if (getenv("TS_LEARN_VERBOSE"))
-        printf("press %d: %u control, %u free, %u iterations, residual %.3g N (tol %.3g)\n", k,
-               st.n_ctrl, st.n_free, st.qs.iterations, st.qs.residual, f->q->p.tol);
-      ck_assert(st.n_ctrl > 0 && st.n_free > 0);
-    } else {
-      ck_assert_int_eq(ts_learner_compare_models(f->l, f->x, &p, models, n_models, err), 0);
-    }
-  }
-}
-
-static const double train_pts[][2] = {{0, 0},        {0.012, 0},      {-0.010, 0.008},
-                                      {0.004, -0.014}, {-0.018, -0.006}, {0.020, 0.016}};
-static const double held_pts[][2] = {{0.007, 0.009}, {-0.013, 0.015}, {0.016, -0.011}};
-#define N_TRAIN (int)(sizeof train_pts / sizeof train_pts[0])
-#define N_HELD (int)(sizeof held_pts / sizeof held_pts[0])
-
-static void record_training(fixture *f) {
-  for (int i = 0; i < N_TRAIN; i++) apply(f, train_pts[i][0], train_pts[i][1], NULL, 0, NULL);
-}
-
 /* The patch and its training samples, recorded once for the test case
  * (recording is most of the case's time). */
 static fixture shared;
 static void shared_setup(void) {
-  fixture_init(&shared);
+  fixture_init(&shared, 0);
   record_training(&shared);
 }
 static void shared_teardown(void) { fixture_free(&shared); }
 
-START_TEST(gd_matches_closed_form) {
-  fixture f = shared;
-  for (int kind = TS_LEARN_METHOD; kind <= TS_LEARN_KIND_LAST; kind++) {
-    ts_learn_model cf, gd;
-    ck_assert_int_eq(ts_learn_train_closed(f.l->set, (ts_learn_kind)kind, &cf), 0);
-    ts_learn_train_opts o = ts_learn_train_defaults();
-    ck_assert_int_eq(ts_learn_train_gd(f.l->set, (ts_learn_kind)kind, &o, &gd), 0);
-    ck_assert(gd.converged);
-    double worst = 0;
-    for (uint32_t a = 0; a < cf.n_params; a++)
-      worst = fmax(worst, fabs(gd.theta[a] - cf.theta[a]) / fabs(cf.theta[a]));
-    printf("%s: %u samples, gradient descent %llu iterations (last relative change %.3g), "
-           "largest relative difference from the closed form %.3g, loss %.6g vs %.6g m^2\n",
-           ts_learn_kind_name((ts_learn_kind)kind), f.l->set->n,
-           (unsigned long long)gd.iterations, gd.rel_change, worst, gd.loss, cf.loss);
-    /* 1e-6 relative, every parameter: the issue's figure. Stopping at a
-     * relative change of 1e-15 (the default) leaves about 1e-15 times the
-     * condition number of the scaled moments: far below it for the method
-     * and rich models; the spread model's is about 1e8 (its later sweeps
-     * are nearly proportional), measured 8e-8 (8e-7 with 1e-14) */
-    ck_assert(worst < 1e-6);
-    ck_assert(gd.loss <= cf.loss * (1 + 1e-9));
-  }
-}
+START_TEST(gd_matches_closed_form) { gd_check(&shared, "plain"); }
 END_TEST
 
-#define N_KINDS (TS_LEARN_KIND_LAST + 1)
-
 START_TEST(heldout_error) {
-  fixture f = shared;
-  /* every kind against the same solves: the held-out presses run once */
-  ts_learn_model m[N_KINDS];
-  ts_learn_error e[N_KINDS];
-  memset(e, 0, sizeof e);
-  for (int kind = 0; kind < N_KINDS; kind++)
-    ck_assert_int_eq(ts_learn_train_closed(f.l->set, (ts_learn_kind)kind, &m[kind]), 0);
-  for (int i = 0; i < N_HELD; i++) apply(&f, held_pts[i][0], held_pts[i][1], m, N_KINDS, e);
   double rms_mm[N_KINDS], max_mm[N_KINDS];
-  printf("held-out error on patch-S, %llu positions (RMS displacement %.4f mm, max %.4f mm):\n",
-         (unsigned long long)e[0].n, sqrt(e[0].sum_disp2 / e[0].n) * 1e3, e[0].max_disp * 1e3);
-  printf("  %-7s %7s %9s %7s %9s  theta\n", "kind", "RMS mm", "RMS/disp", "max mm", "max/disp");
-  for (int kind = 0; kind < N_KINDS; kind++) {
-    ck_assert(e[kind].n > 0 && e[kind].n == e[0].n);
-    double rms = sqrt(e[kind].sum_err2 / e[kind].n), drms = sqrt(e[kind].sum_disp2 / e[kind].n);
-    rms_mm[kind] = rms * 1e3;
-    max_mm[kind] = e[kind].max_err * 1e3;
-    printf("  %-7s %7.4f %8.1f%% %7.4f %8.1f%% ", ts_learn_kind_name((ts_learn_kind)kind),
-           rms_mm[kind], 100 * rms / drms, max_mm[kind], 100 * e[kind].max_err / e[kind].max_disp);
-    for (uint32_t a = 0; a < m[kind].n_params; a++) printf(" %.4g", m[kind].theta[a]);
-    printf("\n");
-  }
+  heldout_table(&shared, "plain", rms_mm, max_mm);
   printf("spread vs method: RMS %.1f x, max %.1f x smaller\n",
          rms_mm[TS_LEARN_METHOD] / rms_mm[TS_LEARN_SPREAD],
          max_mm[TS_LEARN_METHOD] / max_mm[TS_LEARN_SPREAD]);
@@ -313,6 +196,7 @@ static Suite *suite(void) {
 }
 
 int main(void) {
+  setvbuf(stdout, NULL, _IOLBF, 0); /* the figures survive a failing case's exit */
   SRunner *r = srunner_create(suite());
   srunner_run_all(r, CK_NORMAL);
   int failed = srunner_ntests_failed(r);
