@@ -79,17 +79,23 @@
  * (the side it came from remembered: the solver's other constraints may
  * pull them back beyond the bound).
  *
- * Friction (Coulomb, position level). For a vertex in contact, its
- * displacement over the step relative to the tool's material point under it
- * (the point's motion from `from` to `to` as a rigid body) is split into
- * normal and tangential parts; the tangential part d_t is removed entirely
- * while |d_t| <= mu_s * lambda_n (static friction: the vertex sticks),
- * otherwise reduced by mu_k * lambda_n (kinetic), lambda_n the normal
- * correction of the vertex accumulated since ts_contact_begin and the
- * tangential correction already made counted against it (the cone of
- * Mueller et al., "Detailed Rigid Body Simulation with Extended Position
- * Based Dynamics", 2020, section 3.5). The jaws' opening motion is not part
- * of the tool's rigid motion for friction.
+ * Friction (Coulomb, position level; ts_contact_friction.c). A vertex in
+ * contact has an anchor: the tool's material point it was at when the
+ * contact started or when it last slid, carried with the tool as a rigid
+ * body. Its offset from the anchor's place at `to` is split into normal and
+ * tangential parts; the tangential part d_t is removed entirely while
+ * |d_t| <= mu_s * lambda_n (static friction: the vertex sticks), otherwise
+ * reduced by mu_k * lambda_n (kinetic) and the vertex re-anchored at its
+ * next step, lambda_n the normal correction of the vertex accumulated since
+ * ts_contact_begin and d_t counted with the friction's corrections made
+ * since then, summed as a vector (the cone of Mueller et al., "Detailed
+ * Rigid Body Simulation with Extended Position Based Dynamics", 2020,
+ * section 3.5, on the accumulated correction as in E. Catto's accumulated
+ * impulses). A sticking vertex keeps its anchor into the next
+ * ts_contact_begin, so what a momentarily small cone let it slide is
+ * pulled back later (no creep under a resting tool); one that slid, or lost
+ * its normal correction, starts afresh where it stands. The jaws' opening
+ * motion is not part of the tool's rigid motion for friction.
  *
  * Force. Every correction dx of a vertex of mass m is an impulse-like
  * quantity m dx; the reaction on the tool over a (sub)step of length h is
@@ -125,11 +131,14 @@ typedef struct ts_contact_vertex {
   uint32_t node;
   double n[3];     /* normal of the last projection (out of the tool) */
   double lam_n;    /* normal correction since ts_contact_begin, m */
-  double lam_t;    /* tangential (friction) correction since then, m */
+  double lam_t;    /* tangential (friction) correction since then, m: |ft| */
+  double ft[3];    /* the friction's corrections since then, summed, m */
   double imp[3];   /* sum of m dx of every correction since then, kg m */
   double sd;       /* signed distance from the tool after the last vertex pass, m */
   int touching;    /* in the last call: 1 projected or on the surface, 2 moved by a
                       mesh tool's triangle pass only, 0 neither */
+  int anchored;    /* friction: its anchor (ws->anchor) is set */
+  int keep;        /* friction: it stuck in its last projection (anchor kept) */
 } ts_contact_vertex;
 
 typedef struct ts_contact_ws {
@@ -160,6 +169,9 @@ typedef struct ts_contact_ws {
   uint32_t *slot;      /* per node: its candidate index when mark == stamp, else UINT32_MAX */
   double (*carry)[3];  /* per candidate: correction carried along the sweep */
   uint8_t *swept;      /* per triangle of tri_buf: the mesh sweep pushed it this step */
+  double (*anchor)[3]; /* per node: its friction anchor, in the tool's frame */
+  uint32_t *anc_stamp; /* per node: anc_now when its anchor carries into this step */
+  uint32_t anc_now;
   double Rf[3][3], Rt[3][3]; /* rotations of from and to */
 } ts_contact_ws;
 
@@ -170,6 +182,10 @@ typedef struct ts_contact_ws {
 int ts_contact_ws_init(ts_contact_ws *ws, const ts_contact_def *def, uint32_t n_points,
                        uint32_t cap, uint32_t tri_cap);
 void ts_contact_ws_free(ts_contact_ws *ws);
+
+/* Drops every friction anchor (the tool left the tissue's step: it was
+ * inactive, jumped, or the tissue was reset). NULL is ignored. */
+void ts_contact_forget(ts_contact_ws *ws);
 
 /* Signed distance (m, negative inside) of p from a placed tool at its
  * current pose, and in n (may be NULL) the unit direction that moves p out

@@ -1376,6 +1376,7 @@ int ts_xpbd_step_posed(ts_xpbd *s, ts_tissue *t, double dt, ts_tool *tools, int 
       memset(posed[q].torque, 0, sizeof posed[q].torque);
       posed[q].contacts = 0;
       if (posed[q].grasp) ts_grasp_release(posed[q].grasp);
+      ts_contact_forget(posed[q].contact); /* the tissue is back at rest */
       posed[q].held = 0;
     }
     if (n_posed) ts_aabb_tree_rebuild(tree, (const double (*)[3])t->x);
