@@ -339,10 +339,11 @@ static uint32_t mesh_triangle_pass(ts_contact_ws *ws, const ts_posed_tool *tool,
   return fresh;
 }
 
-/* The mesh pass (above) swept over the projection's substeps: at the poses
- * k / m (k = 1..m-1, m = ws->substeps: no tool point moves more than
- * travel_fraction of the thickness from one to the next) between `from` and
- * `to`, each candidate triangle's corners at y = x0 + s (x - x0) plus what
+/* The mesh pass (above) swept over the projection: at the poses k / m
+ * (k = 1..m-1, m such that no tool point moves, relative to a candidate,
+ * more than travel_fraction of the thickness from one to the next: the
+ * tool's travel plus the candidates' largest motion from x0 to x) between
+ * `from` and `to`, each candidate triangle's corners at y = x0 + s (x - x0) plus what
  * the sweep has pushed them so far (the vertex sweep's way, ws->carry), the
  * triangles the tool pierced from their outer side more than the allowance
  * are pushed as in the pass. The pierce's depth bound (the thickness) sees
@@ -361,14 +362,29 @@ static uint32_t mesh_triangle_pass(ts_contact_ws *ws, const ts_posed_tool *tool,
  * them. Returns the corners newly touching. */
 static uint32_t mesh_triangle_sweep(ts_contact_ws *ws, const ts_obb_tree *tr, double (*x)[3],
                                     const double (*x0)[3], const double *inv_mass) {
-  const uint32_t m = ws->substeps;
-  if (m < 2 || !tr->thin_sweep || ws->n == 0) return 0;
+  if (!tr->thin_sweep || ws->n == 0) return 0;
   const double allow = 0.25 * tr->thickness;
   const double travel = travel_bound(tr, &ws->from, &ws->to);
+  /* the poses: the tool's travel and the candidates' own motion since x0
+   * (a tissue springing back onto a resting tool crosses it as a moving
+   * tool would), travel_fraction of the thickness apart */
+  double moved = 0;
+  for (uint32_t j = 0; j < ws->n; j++) {
+    const uint32_t i = ws->v[j].node;
+    const double dx = x[i][0] - x0[i][0], dy = x[i][1] - x0[i][1], dz = x[i][2] - x0[i][2];
+    moved = fmax(moved, dx * dx + dy * dy + dz * dz);
+  }
+  moved = sqrt(moved);
+  const double per = ws->def.travel_fraction * tr->thickness;
+  double mm = per > 0 ? ceil((travel + moved) / per) : ws->def.max_substeps;
+  if (!(mm >= 1)) mm = 1;
+  if (mm > ws->def.max_substeps) mm = ws->def.max_substeps;
+  const uint32_t m = (uint32_t)mm;
+  if (m < 2) return 0;
   /* the deepest pierce a pose takes: the allowance, two moves and a slack
    * (the mass-spring sweep's bound, ts_ms_contact.c) */
   const double cap = fmin(tr->thickness > 0 ? tr->thickness : tr->reach,
-                          allow + 2.0 * travel / m + TS__SWEEP_NEAR * tr->thickness);
+                          allow + 2.0 * (travel + moved) / m + TS__SWEEP_NEAR * tr->thickness);
   memset(ws->carry, 0, sizeof *ws->carry * ws->n);
   uint32_t fresh = 0;
   for (uint32_t k = 1; k < m; k++) {
@@ -451,7 +467,7 @@ int ts_contact_project(ts_contact_ws *ws, ts_posed_tool *tool, double (*x)[3],
                        const double (*x0)[3], const double *inv_mass, int sweep) {
   if (!ws || !tool || !tool->tree || !x || !x0 || !inv_mass) return TS_EINVAL;
   const uint32_t n = ws->n;
-  const uint32_t m = sweep ? ws->substeps : 1;
+  const uint32_t m = sweep && sweep != TS_CONTACT_SWEEP_THIN ? ws->substeps : 1;
   if (m > 1) {
     memset(ws->carry, 0, sizeof *ws->carry * n);
     for (uint32_t k = 1; k < m; k++) {

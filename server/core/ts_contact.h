@@ -73,11 +73,18 @@
  * run with the tool at `to` only, except a mesh tool's (thin_sweep of its
  * tree, on by default): a triangle the tool moved through by more than its
  * thickness within one projection would not be seen (the mesh pass's depth
- * bound), so the first projection of a step also sweeps that pass over the
- * same substeps, pushing the triangles ahead of the tool, and the step's
- * later passes take those triangles however deep the tool is behind them
- * (the side it came from remembered: the solver's other constraints may
- * pull them back beyond the bound).
+ * bound), so the projections of a step also sweep that pass, pushing the
+ * triangles ahead of the tool, over poses no more than travel_fraction of
+ * the thickness apart in the tool's travel plus the candidates' own motion
+ * since x0 (a dented surface springing back onto a resting tool crosses it
+ * as a moving tool would), and the step's later passes take those
+ * triangles however deep the tool is behind them (the side it came from
+ * remembered). The solver sweeps in every projection of its substep
+ * (TS_CONTACT_SWEEP_THIN after the first): its other constraints move the
+ * surface between projections, and at 1 or 2 XPBD substeps of 1 ms (the
+ * tool 0.5 or 0.25 mm a substep, the dental instrument 0.11 mm thick) a
+ * sweep in the first projection alone left the surface lifted back over
+ * the tool, 0.28 mm behind it (test_mesh_tool, test_thin_fast).
  *
  * Friction (Coulomb, position level; ts_contact_friction.c). A vertex in
  * contact has an anchor: the tool's material point it was at when the
@@ -206,12 +213,17 @@ int ts_contact_begin(ts_contact_ws *ws, ts_posed_tool *tool, const ts_pose *from
                      const uint8_t *skip);
 
 /* Projects the candidates out of the tool and applies friction. sweep
- * nonzero: each candidate walks from x0 to x while the tool walks from
- * `from` to `to` (the first projection of a step: no tunnelling); zero: the
- * tool at `to` only (later passes, e.g. the solver's further sweeps). x0:
+ * TS_CONTACT_SWEEP (1): each candidate walks from x0 to x while the tool
+ * walks from `from` to `to` (the first projection of a step: no
+ * tunnelling); TS_CONTACT_SWEEP_THIN (2): the vertices at `to` only, but a
+ * mesh tool's triangle sweep as with 1 (later projections of a step, e.g.
+ * the solver's further sweeps: its other constraints move the surface
+ * between them); 0: the tool at `to` only. Any other value is taken as 1. x0:
  * the positions at the start of the step (friction, sweep). Moves x;
  * accumulates the candidates' multipliers. Returns the number of vertices
  * touching the tool (>= 0) or TS_EINVAL. The tool is left at `to`. */
+#define TS_CONTACT_SWEEP 1
+#define TS_CONTACT_SWEEP_THIN 2
 int ts_contact_project(ts_contact_ws *ws, ts_posed_tool *tool, double (*x)[3],
                        const double (*x0)[3], const double *inv_mass, int sweep);
 
