@@ -36,6 +36,7 @@ void ts_session_contact_free(ts_session_contact *sc) {
 void ts_session_contact_reset(ts_session_contact *sc) {
   for (int i = 0; i < TS_MAX_TOOLS; i++) {
     if (sc->tool[i].has_grasp) ts_grasp_release(&sc->tool[i].grasp);
+    if (sc->tool[i].otree) ts_contact_forget(&sc->tool[i].ws);
     sc->tool[i].have_last = 0;
   }
 }
@@ -99,6 +100,7 @@ int ts_session_contact_step(ts_session_contact *sc, ts_xpbd *x, ts_tissue *t, do
     ts_session_ptool *p = &sc->tool[i];
     if (!tool->active) {
       if (p->has_grasp) ts_grasp_release(&p->grasp);
+      if (p->otree) ts_contact_forget(&p->ws); /* no friction anchors on return */
       p->have_last = 0;
       continue;
     }

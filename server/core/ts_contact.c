@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "ts_collide.h"
+#include "ts_contact_friction.h"
 #include "ts_error.h"
 #include "ts_tritri.h"
 
@@ -52,7 +53,10 @@ int ts_contact_ws_init(ts_contact_ws *ws, const ts_contact_def *def, uint32_t n_
   ws->swept = calloc(tri_cap, sizeof *ws->swept);
   ws->mark = calloc(n_points, sizeof *ws->mark);
   ws->slot = calloc(n_points, sizeof *ws->slot);
-  if (!ws->v || !ws->carry || !ws->tri_buf || !ws->swept || !ws->mark || !ws->slot) {
+  ws->anchor = calloc(n_points, sizeof *ws->anchor);
+  ws->anc_stamp = calloc(n_points, sizeof *ws->anc_stamp);
+  if (!ws->v || !ws->carry || !ws->tri_buf || !ws->swept || !ws->mark || !ws->slot ||
+      !ws->anchor || !ws->anc_stamp) {
     ts_contact_ws_free(ws);
     return TS_ENOMEM;
   }
@@ -68,6 +72,8 @@ void ts_contact_ws_free(ts_contact_ws *ws) {
   free(ws->swept);
   free(ws->mark);
   free(ws->slot);
+  free(ws->anchor);
+  free(ws->anc_stamp);
   memset(ws, 0, sizeof *ws);
 }
 
@@ -173,6 +179,7 @@ int ts_contact_begin(ts_contact_ws *ws, ts_posed_tool *tool, const ts_pose *from
   if (!ws || !ws->v || !tool || !tool->tree || !from || !to || !tree || !inv_mass)
     return TS_EINVAL;
   if (tree->n_points != ws->n_points) return TS_EINVAL;
+  ts__friction_carry(ws); /* the sticking vertices' anchors, before n is cleared */
   ws->n = 0;
   ws->dropped = 0;
   ws->touching = 0;
@@ -230,6 +237,7 @@ int ts_contact_begin(ts_contact_ws *ws, ts_posed_tool *tool, const ts_pose *from
       memset(v, 0, sizeof *v);
       v->node = i;
       v->n[1] = 1;
+      ts__friction_take(ws, v);
     }
   }
   return full || ws->dropped ? TS_EFULL : 0;
@@ -242,38 +250,6 @@ static double push_out(const ts_posed_tool *tool, double y[3], double n[3], doub
   if (!(d < 0)) return 0;
   for (int k = 0; k < 3; k++) y[k] -= d * n[k];
   return -d;
-}
-
-/* Coulomb friction of vertex v at y (already outside the tool): removes its
- * tangential displacement relative to the tool's material point within the
- * cone. Returns the tangential correction made (m). */
-static double friction(const ts_contact_ws *ws, ts_contact_vertex *v, double y[3],
-                       const double y0[3]) {
-  if (!(v->lam_n > 0) || !(ws->def.mu_static > 0)) return 0;
-  /* where the tool's material point now at y was at `from` */
-  double l[3], w[3], d[3];
-  for (int k = 0; k < 3; k++) w[k] = y[k] - ws->to.p[k];
-  for (int k = 0; k < 3; k++) l[k] = ws->Rt[0][k] * w[0] + ws->Rt[1][k] * w[1] + ws->Rt[2][k] * w[2];
-  for (int k = 0; k < 3; k++) {
-    const double pf = ws->from.p[k] + dot3(ws->Rf[k], l);
-    d[k] = (y[k] - y0[k]) - (y[k] - pf); /* vertex motion minus tool point motion */
-  }
-  const double dn = dot3(d, v->n);
-  double dt[3];
-  for (int k = 0; k < 3; k++) dt[k] = d[k] - dn * v->n[k];
-  const double len = sqrt(dot3(dt, dt));
-  if (!(len > 0)) return 0;
-  double corr;
-  if (len + v->lam_t <= ws->def.mu_static * v->lam_n) {
-    corr = len; /* static: stick */
-  } else {
-    corr = ws->def.mu_kinetic * v->lam_n - v->lam_t;
-    if (corr <= 0) return 0;
-    if (corr > len) corr = len;
-  }
-  for (int k = 0; k < 3; k++) y[k] -= dt[k] * (corr / len);
-  v->lam_t += corr;
-  return corr;
 }
 
 /* Moves the corners of triangle tri (candidate slots sl, inverse masses w)
@@ -363,10 +339,11 @@ static uint32_t mesh_triangle_pass(ts_contact_ws *ws, const ts_posed_tool *tool,
   return fresh;
 }
 
-/* The mesh pass (above) swept over the projection's substeps: at the poses
- * k / m (k = 1..m-1, m = ws->substeps: no tool point moves more than
- * travel_fraction of the thickness from one to the next) between `from` and
- * `to`, each candidate triangle's corners at y = x0 + s (x - x0) plus what
+/* The mesh pass (above) swept over the projection: at the poses k / m
+ * (k = 1..m-1, m such that no tool point moves, relative to a candidate,
+ * more than travel_fraction of the thickness from one to the next: the
+ * tool's travel plus the candidates' largest motion from x0 to x) between
+ * `from` and `to`, each candidate triangle's corners at y = x0 + s (x - x0) plus what
  * the sweep has pushed them so far (the vertex sweep's way, ws->carry), the
  * triangles the tool pierced from their outer side more than the allowance
  * are pushed as in the pass. The pierce's depth bound (the thickness) sees
@@ -385,14 +362,29 @@ static uint32_t mesh_triangle_pass(ts_contact_ws *ws, const ts_posed_tool *tool,
  * them. Returns the corners newly touching. */
 static uint32_t mesh_triangle_sweep(ts_contact_ws *ws, const ts_obb_tree *tr, double (*x)[3],
                                     const double (*x0)[3], const double *inv_mass) {
-  const uint32_t m = ws->substeps;
-  if (m < 2 || !tr->thin_sweep || ws->n == 0) return 0;
+  if (!tr->thin_sweep || ws->n == 0) return 0;
   const double allow = 0.25 * tr->thickness;
   const double travel = travel_bound(tr, &ws->from, &ws->to);
+  /* the poses: the tool's travel and the candidates' own motion since x0
+   * (a tissue springing back onto a resting tool crosses it as a moving
+   * tool would), travel_fraction of the thickness apart */
+  double moved = 0;
+  for (uint32_t j = 0; j < ws->n; j++) {
+    const uint32_t i = ws->v[j].node;
+    const double dx = x[i][0] - x0[i][0], dy = x[i][1] - x0[i][1], dz = x[i][2] - x0[i][2];
+    moved = fmax(moved, dx * dx + dy * dy + dz * dz);
+  }
+  moved = sqrt(moved);
+  const double per = ws->def.travel_fraction * tr->thickness;
+  double mm = per > 0 ? ceil((travel + moved) / per) : ws->def.max_substeps;
+  if (!(mm >= 1)) mm = 1;
+  if (mm > ws->def.max_substeps) mm = ws->def.max_substeps;
+  const uint32_t m = (uint32_t)mm;
+  if (m < 2) return 0;
   /* the deepest pierce a pose takes: the allowance, two moves and a slack
    * (the mass-spring sweep's bound, ts_ms_contact.c) */
   const double cap = fmin(tr->thickness > 0 ? tr->thickness : tr->reach,
-                          allow + 2.0 * travel / m + TS__SWEEP_NEAR * tr->thickness);
+                          allow + 2.0 * (travel + moved) / m + TS__SWEEP_NEAR * tr->thickness);
   memset(ws->carry, 0, sizeof *ws->carry * ws->n);
   uint32_t fresh = 0;
   for (uint32_t k = 1; k < m; k++) {
@@ -475,7 +467,7 @@ int ts_contact_project(ts_contact_ws *ws, ts_posed_tool *tool, double (*x)[3],
                        const double (*x0)[3], const double *inv_mass, int sweep) {
   if (!ws || !tool || !tool->tree || !x || !x0 || !inv_mass) return TS_EINVAL;
   const uint32_t n = ws->n;
-  const uint32_t m = sweep ? ws->substeps : 1;
+  const uint32_t m = sweep && sweep != TS_CONTACT_SWEEP_THIN ? ws->substeps : 1;
   if (m > 1) {
     memset(ws->carry, 0, sizeof *ws->carry * n);
     for (uint32_t k = 1; k < m; k++) {
@@ -514,7 +506,7 @@ int ts_contact_project(ts_contact_ws *ws, ts_posed_tool *tool, double (*x)[3],
     const double cn = sqrt(dot3(moved, moved));
     v->lam_n += cn;
     /* friction, then back onto the surface if it slid inside */
-    if (v->lam_n > 0 && friction(ws, v, y, x0[i]) > 0) {
+    if (ts__friction(ws, v, y, x0[i]) > 0) {
       const double c2 = push_out(tool, y, nn, al);
       if (c2 > 0) {
         memcpy(v->n, nn, sizeof nn);

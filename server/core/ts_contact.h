@@ -73,23 +73,36 @@
  * run with the tool at `to` only, except a mesh tool's (thin_sweep of its
  * tree, on by default): a triangle the tool moved through by more than its
  * thickness within one projection would not be seen (the mesh pass's depth
- * bound), so the first projection of a step also sweeps that pass over the
- * same substeps, pushing the triangles ahead of the tool, and the step's
- * later passes take those triangles however deep the tool is behind them
- * (the side it came from remembered: the solver's other constraints may
- * pull them back beyond the bound).
+ * bound), so the projections of a step also sweep that pass, pushing the
+ * triangles ahead of the tool, over poses no more than travel_fraction of
+ * the thickness apart in the tool's travel plus the candidates' own motion
+ * since x0 (a dented surface springing back onto a resting tool crosses it
+ * as a moving tool would), and the step's later passes take those
+ * triangles however deep the tool is behind them (the side it came from
+ * remembered). The solver sweeps in every projection of its substep
+ * (TS_CONTACT_SWEEP_THIN after the first): its other constraints move the
+ * surface between projections, and at 1 or 2 XPBD substeps of 1 ms (the
+ * tool 0.5 or 0.25 mm a substep, the dental instrument 0.11 mm thick) a
+ * sweep in the first projection alone left the surface lifted back over
+ * the tool, 0.28 mm behind it (test_mesh_tool, test_thin_fast).
  *
- * Friction (Coulomb, position level). For a vertex in contact, its
- * displacement over the step relative to the tool's material point under it
- * (the point's motion from `from` to `to` as a rigid body) is split into
- * normal and tangential parts; the tangential part d_t is removed entirely
- * while |d_t| <= mu_s * lambda_n (static friction: the vertex sticks),
- * otherwise reduced by mu_k * lambda_n (kinetic), lambda_n the normal
- * correction of the vertex accumulated since ts_contact_begin and the
- * tangential correction already made counted against it (the cone of
- * Mueller et al., "Detailed Rigid Body Simulation with Extended Position
- * Based Dynamics", 2020, section 3.5). The jaws' opening motion is not part
- * of the tool's rigid motion for friction.
+ * Friction (Coulomb, position level; ts_contact_friction.c). A vertex in
+ * contact has an anchor: the tool's material point it was at when the
+ * contact started or when it last slid, carried with the tool as a rigid
+ * body. Its offset from the anchor's place at `to` is split into normal and
+ * tangential parts; the tangential part d_t is removed entirely while
+ * |d_t| <= mu_s * lambda_n (static friction: the vertex sticks), otherwise
+ * reduced by mu_k * lambda_n (kinetic) and the vertex re-anchored at its
+ * next step, lambda_n the normal correction of the vertex accumulated since
+ * ts_contact_begin and d_t counted with the friction's corrections made
+ * since then, summed as a vector (the cone of Mueller et al., "Detailed
+ * Rigid Body Simulation with Extended Position Based Dynamics", 2020,
+ * section 3.5, on the accumulated correction as in E. Catto's accumulated
+ * impulses). A sticking vertex keeps its anchor into the next
+ * ts_contact_begin, so what a momentarily small cone let it slide is
+ * pulled back later (no creep under a resting tool); one that slid, or lost
+ * its normal correction, starts afresh where it stands. The jaws' opening
+ * motion is not part of the tool's rigid motion for friction.
  *
  * Force. Every correction dx of a vertex of mass m is an impulse-like
  * quantity m dx; the reaction on the tool over a (sub)step of length h is
@@ -125,11 +138,14 @@ typedef struct ts_contact_vertex {
   uint32_t node;
   double n[3];     /* normal of the last projection (out of the tool) */
   double lam_n;    /* normal correction since ts_contact_begin, m */
-  double lam_t;    /* tangential (friction) correction since then, m */
+  double lam_t;    /* tangential (friction) correction since then, m: |ft| */
+  double ft[3];    /* the friction's corrections since then, summed, m */
   double imp[3];   /* sum of m dx of every correction since then, kg m */
   double sd;       /* signed distance from the tool after the last vertex pass, m */
   int touching;    /* in the last call: 1 projected or on the surface, 2 moved by a
                       mesh tool's triangle pass only, 0 neither */
+  int anchored;    /* friction: its anchor (ws->anchor) is set */
+  int keep;        /* friction: it stuck in its last projection (anchor kept) */
 } ts_contact_vertex;
 
 typedef struct ts_contact_ws {
@@ -160,6 +176,9 @@ typedef struct ts_contact_ws {
   uint32_t *slot;      /* per node: its candidate index when mark == stamp, else UINT32_MAX */
   double (*carry)[3];  /* per candidate: correction carried along the sweep */
   uint8_t *swept;      /* per triangle of tri_buf: the mesh sweep pushed it this step */
+  double (*anchor)[3]; /* per node: its friction anchor, in the tool's frame */
+  uint32_t *anc_stamp; /* per node: anc_now when its anchor carries into this step */
+  uint32_t anc_now;
   double Rf[3][3], Rt[3][3]; /* rotations of from and to */
 } ts_contact_ws;
 
@@ -170,6 +189,10 @@ typedef struct ts_contact_ws {
 int ts_contact_ws_init(ts_contact_ws *ws, const ts_contact_def *def, uint32_t n_points,
                        uint32_t cap, uint32_t tri_cap);
 void ts_contact_ws_free(ts_contact_ws *ws);
+
+/* Drops every friction anchor (the tool left the tissue's step: it was
+ * inactive, jumped, or the tissue was reset). NULL is ignored. */
+void ts_contact_forget(ts_contact_ws *ws);
 
 /* Signed distance (m, negative inside) of p from a placed tool at its
  * current pose, and in n (may be NULL) the unit direction that moves p out
@@ -190,12 +213,17 @@ int ts_contact_begin(ts_contact_ws *ws, ts_posed_tool *tool, const ts_pose *from
                      const uint8_t *skip);
 
 /* Projects the candidates out of the tool and applies friction. sweep
- * nonzero: each candidate walks from x0 to x while the tool walks from
- * `from` to `to` (the first projection of a step: no tunnelling); zero: the
- * tool at `to` only (later passes, e.g. the solver's further sweeps). x0:
+ * TS_CONTACT_SWEEP (1): each candidate walks from x0 to x while the tool
+ * walks from `from` to `to` (the first projection of a step: no
+ * tunnelling); TS_CONTACT_SWEEP_THIN (2): the vertices at `to` only, but a
+ * mesh tool's triangle sweep as with 1 (later projections of a step, e.g.
+ * the solver's further sweeps: its other constraints move the surface
+ * between them); 0: the tool at `to` only. Any other value is taken as 1. x0:
  * the positions at the start of the step (friction, sweep). Moves x;
  * accumulates the candidates' multipliers. Returns the number of vertices
  * touching the tool (>= 0) or TS_EINVAL. The tool is left at `to`. */
+#define TS_CONTACT_SWEEP 1
+#define TS_CONTACT_SWEEP_THIN 2
 int ts_contact_project(ts_contact_ws *ws, ts_posed_tool *tool, double (*x)[3],
                        const double (*x0)[3], const double *inv_mass, int sweep);
 

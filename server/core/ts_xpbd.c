@@ -76,7 +76,8 @@
  * substep, each tool's candidates are taken from it, and the held and the
  * contact vertices are projected after the other constraints in every
  * sweep (the contact swept between the substep's two poses in the first
- * sweep); the reaction is their sum(m dx) / h^2 like the multipliers here.
+ * sweep, a mesh tool's triangle pass in every sweep: ts_contact.h); the
+ * reaction is their sum(m dx) / h^2 like the multipliers here.
  *
  * Tools move linearly between their previous and current poses over the
  * substeps, so that a tool's motion does not reach the tissue as one jump
@@ -1154,7 +1155,7 @@ static uint32_t begin_posed(ts_tissue *t, ts_aabb_tree *tree, ts_xpbd_tool *pt, 
   return dropped;
 }
 
-static void sweep_posed(ts_xpbd *s, ts_tissue *t, ts_xpbd_tool *pt, int n, int first,
+static void sweep_posed(ts_xpbd *s, ts_tissue *t, ts_xpbd_tool *pt, int n, int sweep,
                         const double *hdepth, double wh) {
   for (int q = 0; q < n; q++) {
     ts_xpbd_tool *p = &pt[q];
@@ -1162,7 +1163,7 @@ static void sweep_posed(ts_xpbd *s, ts_tissue *t, ts_xpbd_tool *pt, int n, int f
     p->contact->allow = hdepth; /* a refinement's contact allowances */
     p->contact->allow_w = wh;
     ts_contact_project(p->contact, p->posed, t->x, (const double (*)[3])s->x_prev, t->inv_mass,
-                       first);
+                       sweep);
   }
 }
 
@@ -1299,7 +1300,9 @@ int ts_xpbd_step_posed(ts_xpbd *s, ts_tissue *t, double dt, ts_tool *tools, int 
       if (s->n_bend) sweep_bending(s, t, ih2, bh);
       if (s->n_vol) sweep_volume(s, t, ih2, bh);
       if (s->n_contacts) sweep_contacts(s, t, pt, hdepth, wh);
-      if (n_posed) sweep_posed(s, t, posed, n_posed, it == 0, hdepth, wh);
+      if (n_posed)
+        sweep_posed(s, t, posed, n_posed, it == 0 ? TS_CONTACT_SWEEP : TS_CONTACT_SWEEP_THIN,
+                    hdepth, wh);
     }
 
     /* velocities, damping, health */
@@ -1376,6 +1379,7 @@ int ts_xpbd_step_posed(ts_xpbd *s, ts_tissue *t, double dt, ts_tool *tools, int 
       memset(posed[q].torque, 0, sizeof posed[q].torque);
       posed[q].contacts = 0;
       if (posed[q].grasp) ts_grasp_release(posed[q].grasp);
+      ts_contact_forget(posed[q].contact); /* the tissue is back at rest */
       posed[q].held = 0;
     }
     if (n_posed) ts_aabb_tree_rebuild(tree, (const double (*)[3])t->x);
