@@ -438,9 +438,11 @@ static void take_snapshot(ts_session *se, struct ts_refine_req *q) {
 
 /* Physics thread, between two steps: the next round of XPBD's chase (see
  * install): a fresh snapshot of the tissue and the tools (the state the
- * fit is made at; 1-2 ms on the liver) for the refinement thread. 0 or
- * TS_ENOMEM (q then unchanged). */
-static int chase(ts_session *se, struct ts_refine_req *q) {
+ * fit is made at; 1-2 ms on the liver) for the refinement thread (the
+ * physics thread's time from t0 on counted into q->hold_ms before q is
+ * handed over: the refinement thread owns q from then on). 0 or TS_ENOMEM
+ * (q then unchanged). */
+static int chase(ts_session *se, struct ts_refine_req *q, uint64_t t0) {
   ts_session_sim *sim = &se->sim;
   ts_tissue *snap = NULL;
   int rc = ts_refine_snapshot(sim->tissue, &snap);
@@ -452,6 +454,7 @@ static int chase(ts_session *se, struct ts_refine_req *q) {
   q->rounds++;
   q->job.work = chase_work;
   q->job.done = refine_done;
+  q->hold_ms += (double)(uv_hrtime() - t0) * 1e-6;
   ts_worker_submit(&se->server->refiner, &q->job);
   return 0;
 }
@@ -479,10 +482,7 @@ static void install(ts_session *se, struct ts_refine_req *q) {
   if (!rc && q->rest_fix && q->nt->hand) {
     q->drift = ts_handover_drift(sim->tissue, q->snap);
     plan = ts_handover_install_plan(q->drift, q->fit_err, q->rounds);
-    if (plan == TS_INSTALL_CHASE && chase(se, q) == 0) {
-      q->hold_ms += (double)(uv_hrtime() - t0) * 1e-6;
-      return;
-    }
+    if (plan == TS_INSTALL_CHASE && chase(se, q, t0) == 0) return; /* q is the refinement thread's now */
     if (plan == TS_INSTALL_CHASE) plan = TS_INSTALL_REFIT; /* no memory for a snapshot */
   }
   /* the current state: old nodes as they are now, new ones at the current
