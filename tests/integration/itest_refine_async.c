@@ -3,8 +3,8 @@
  * (server/refine.c: snapshot on the physics thread, refinement on the
  * refinement thread, install on the physics thread), and what may happen
  * while it runs. In an XPBD session with a controller's sphere pressed
- * 2 mm in (so the hand-over's fit takes its trial steps, on the
- * refinement thread and again at the install):
+ * 2 mm in (so the hand-over's fit takes its trial steps on the
+ * refinement thread):
  *   - two RefineRegion back to back: the second is refused at once with
  *     TS_EFULL (one refinement per session at a time), the first answers
  *     Refined; frames of the old vertex count keep coming while it runs,
@@ -117,8 +117,9 @@ static Tissued__V1__Envelope *wait_for(rc_conn *c, uint64_t rid, seen *s) {
 
 /* An XPBD session with the controller's 5 mm sphere pressed 2 mm in over
  * five frames and held for three (the proxy follows at the tool speed
- * limit, so the tissue is still moving at the refinement: the install fits
- * again, the daemon's usual case). */
+ * limit, so the tissue is still moving at the refinement; by the install it
+ * has settled to within a few um of the snapshot, measured, and the fit's
+ * corrections are carried; the moving tool's case below chases). */
 static uint32_t pressed_session(rc_conn *c, uint32_t *nv0, seen *s, uint32_t *tool_out) {
   uint32_t sid = 0, tool = 0;
   ck_assert_int_eq(rc_create(c, TISSUED__V1__SOLVER__SOLVER_XPBD, 0, &sid, WAIT_MS), 0);
