@@ -22,6 +22,14 @@
  * (ts_refine_restate), the hand-over is made again at that state with the
  * current tools and the fit's corrections added (ts_handover_renew: no
  * trial steps), and the new tissue, solver and trees replace the old.
+ * XPBD's corrections carry only to a state near the one they were fitted
+ * at (ts_handover.h, TS_HANDOVER_CARRY_DRIFT): when the tissue has moved
+ * further, the physics thread takes a fresh snapshot instead (1-2 ms on
+ * the liver) and hands the result back to the refinement thread, which fits
+ * again there from the corrections it has (chase_work), a few rounds at
+ * most (ts_handover_install_plan); only a tissue still too far from the
+ * last fit after them is fitted again at the install, on the physics
+ * thread, as it always was before (0.2 s on the liver).
  * A reset or a recovery from a divergence in between (sim.rest_epoch)
  * discards the result (TS_EMISMATCH to the requester). Then one
  * TS_EV_REFINED event goes out as before: the outbox is one queue, so the
@@ -90,7 +98,10 @@ struct ts_refine_req {
   ts_topology *topo;
   ts_refine_info info;    /* info.parents: each new node's parent edge */
   double *rest_fix;       /* XPBD: the fit's rest-length corrections per spring */
+  int rounds;             /* XPBD: fits again at fresh snapshots (the chase, see install) */
   int refitted;           /* XPBD: fitted again at the install (the tissue had moved) */
+  double drift;           /* XPBD: m the tissue had moved since the last fit's snapshot */
+  double fit_err;         /* XPBD: m the last fit's trials left (NaN: it did not run) */
 };
 
 typedef struct refine_res {
@@ -106,6 +117,8 @@ typedef struct refine_res {
   double work_ms, total_ms; /* the refinement thread's time; request to install */
   int refitted;             /* XPBD's fit ran again at the install */
   ts_local_mass lm;         /* mass-spring: the refined tissue's local mass scaling */
+  int rounds;               /* XPBD's fits again off the physics thread (the chase) */
+  double drift;             /* m: moved since the last fit's snapshot, at the install */
 } refine_res;
 
 void ts_refine_req_free(struct ts_refine_req *q) {
@@ -314,10 +327,12 @@ static void refine_work(ts_job *j, ts_storage *st) {
      * these corrections (ts_handover_renew), or fits again there from them
      * when the tissue has moved */
     if (q->nt->hand) {
+      ts_handover_fit_stats fs = {NAN, 0, 0};
       q->rest_fix = calloc((size_t)q->nt->n_springs + 1, sizeof *q->rest_fix);
       if (q->rest_fix)
         (void)ts_handover_fit_carried(q->nt, q->snap, (const uint32_t(*)[2])q->info.parents, &def, q->tools,
-                                      TS_MAX_TOOLS, q->contact ? TS_FIT_POSED : 0, q->dt, q->rest_fix, NULL);
+                                      TS_MAX_TOOLS, q->contact ? TS_FIT_POSED : 0, q->dt, q->rest_fix, &fs);
+      q->fit_err = fs.err;
     }
     rc = ts_xpbd_build(q->nt, &def, &q->nx);
     if (rc) snprintf(q->err, sizeof q->err, "cannot rebuild the XPBD solver: %s", ts_strerror(rc));
@@ -341,6 +356,31 @@ static void refine_work(ts_job *j, ts_storage *st) {
   ts_refine_src_free(q->src);
   q->src = NULL;
   q->work_ms = (double)(uv_hrtime() - t0) * 1e-6;
+}
+
+/* Refinement thread: one round of the chase (see install): the fit again
+ * at the fresh snapshot q->snap the physics thread took, from the
+ * corrections so far, quick (TS_FIT_QUICK: a few trials on a smaller
+ * region, 8-25 ms on the liver, so that the tissue moves about one step
+ * meanwhile; a fit that cannot run keeps them). Touches nothing but q. */
+static void chase_work(ts_job *j, ts_storage *st) {
+  (void)st;
+  struct ts_refine_req *q = (struct ts_refine_req *)j;
+  uint64_t t0 = uv_hrtime();
+  const uint32_t(*par)[2] = (const uint32_t(*)[2])q->info.parents;
+  int rc = ts_refine_restate(q->nt, q->snap, par);
+  if (!rc) {
+    ts_xpbd_def def = q->def;
+    def.damping = q->nt->drag;
+    ts_handover_fit_stats fs = {NAN, 0, 0};
+    (void)ts_handover_fit_carried(q->nt, q->snap, par, &def, q->tools, TS_MAX_TOOLS,
+                                  TS_FIT_QUICK | (q->contact ? TS_FIT_POSED : 0), q->dt, q->rest_fix, &fs);
+    q->fit_err = fs.err;
+  } else {
+    snprintf(q->err, sizeof q->err, "cannot carry the refinement to the current state: %s", ts_strerror(rc));
+  }
+  q->rc = rc;
+  q->work_ms += (double)(uv_hrtime() - t0) * 1e-6;
 }
 
 static void answer(ts_server *s, ts_session *se, refine_res *r);
@@ -398,12 +438,27 @@ static void take_snapshot(ts_session *se, struct ts_refine_req *q) {
   ts_worker_submit(&se->server->refiner, &q->job);
 }
 
-/* Largest coordinate change of t's nodes since the snapshot s (m). */
-static double drift(const ts_tissue *t, const ts_tissue *s) {
-  double m = 0;
-  for (uint32_t i = 0; i < t->n_nodes && i < s->n_nodes; i++)
-    for (int c = 0; c < 3; c++) m = fmax(m, fabs(t->x[i][c] - s->x[i][c]));
-  return m;
+/* Physics thread, between two steps: the next round of XPBD's chase (see
+ * install): a fresh snapshot of the tissue and the tools (the state the
+ * fit is made at; 1-2 ms on the liver) for the refinement thread (the
+ * physics thread's time from t0 on counted into q->hold_ms before q is
+ * handed over: the refinement thread owns q from then on). 0 or TS_ENOMEM
+ * (q then unchanged). */
+static int chase(ts_session *se, struct ts_refine_req *q, uint64_t t0) {
+  ts_session_sim *sim = &se->sim;
+  ts_tissue *snap = NULL;
+  int rc = ts_refine_snapshot(sim->tissue, &snap);
+  if (rc) return rc;
+  ts_tissue_destroy(q->snap);
+  q->snap = snap;
+  memcpy(q->tools, sim->tools, sizeof q->tools);
+  q->dt = sim->dt;
+  q->rounds++;
+  q->job.work = chase_work;
+  q->job.done = refine_done;
+  q->hold_ms += (double)(uv_hrtime() - t0) * 1e-6;
+  ts_worker_submit(&se->server->refiner, &q->job);
+  return 0;
 }
 
 /* Physics thread, between two steps: installs q's refinement (see the top
@@ -420,14 +475,25 @@ static void install(ts_session *se, struct ts_refine_req *q) {
     snprintf(err, sizeof err,
              "the tissue was put back at rest while it was refined; nothing changed, ask again");
   }
+  /* XPBD: the fit's corrections carry only as far as the tissue has not
+   * moved much since its snapshot (ts_handover.h): further away, the
+   * refinement thread fits again at a fresh snapshot (the chase, a few
+   * rounds at most), and only a tissue still too far from the last fit
+   * after them is fitted here */
+  int plan = TS_INSTALL_CARRY;
+  if (!rc && q->rest_fix && q->nt->hand) {
+    q->drift = ts_handover_drift(sim->tissue, q->snap);
+    plan = ts_handover_install_plan(q->drift, q->fit_err, q->rounds);
+    if (plan == TS_INSTALL_CHASE && chase(se, q, t0) == 0) return; /* q is the refinement thread's now */
+    if (plan == TS_INSTALL_CHASE) plan = TS_INSTALL_REFIT; /* no memory for a snapshot */
+  }
   /* the current state: old nodes as they are now, new ones at the current
    * midpoints; the hand-over made again here, with the fit's corrections */
   if (!rc) rc = ts_refine_restate(q->nt, sim->tissue, par);
   if (!rc) rc = ts_handover_renew(q->nt, sim->tissue, par, sim->tools, TS_MAX_TOOLS, q->rest_fix);
-  if (!rc && q->rest_fix && q->nt->hand && drift(sim->tissue, q->snap) > TS_HANDOVER_REFIT_DRIFT) {
-    /* XPBD, moved since the snapshot: the corrections fitted there do not
-     * carry (ts_handover.h), so the fit runs again here, from them (a fit
-     * that cannot run leaves the renewed hand-over as it is) */
+  if (!rc && plan == TS_INSTALL_REFIT) {
+    /* the fit again here, from the corrections (a fit that cannot run
+     * leaves the renewed hand-over as it is) */
     ts_xpbd_def def = q->def;
     def.damping = q->nt->drag;
     (void)ts_handover_fit_carried(q->nt, sim->tissue, par, &def, sim->tools, TS_MAX_TOOLS,
@@ -476,6 +542,8 @@ static void install(ts_session *se, struct ts_refine_req *q) {
   if (!sim->xpbd && !sim->shortcut && ts_massspring_local_mass(sim->tissue, &r->lm, NULL) == 0 &&
       r->lm.tissue_mass > 0)
     sim->added_mass = r->lm.added / r->lm.tissue_mass;
+  r->rounds = q->rounds;
+  r->drift = q->drift;
   ts_refine_req_free(q);
   post(se, r);
 }
@@ -520,11 +588,12 @@ static void answer(ts_server *s, ts_session *se, refine_res *r) {
       }
     s->refinements++;
     ts_log_info("session %u refined (%s): %u triangles selected, %u new vertices, now %u vertices and %u "
-                "triangles, after step %llu: %.1f ms on the refinement thread, %.2f ms on the physics "
-                "thread%s, %.1f ms from request to install",
+                "triangles, after step %llu: %.1f ms on the refinement thread (%d XPBD fits again at fresh "
+                "snapshots; %.1f um moved since the last), %.2f ms on the physics thread%s, %.1f ms from "
+                "request to install",
                 se->id, r->method == TS_REFINE_LEB ? "LEB" : "Loop", r->selected, r->new_vertices, r->vertex_count, r->triangle_count,
-                (unsigned long long)r->step, r->work_ms, r->millis,
-                r->refitted ? " (the XPBD fit again there: the tissue had moved)" : "", r->total_ms);
+                (unsigned long long)r->step, r->work_ms, r->rounds, r->drift * 1e6, r->millis,
+                r->refitted ? " (the XPBD fit again there: the tissue had moved too far)" : "", r->total_ms);
     if (r->lm.nodes > 0)
       ts_log_info("session %u: local mass scaling: %.4g g of inertia added to %u nodes of the refined "
                   "region (%.0f %% of their mass, %.2f %% of the tissue's), for a stable substep of "

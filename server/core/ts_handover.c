@@ -322,6 +322,16 @@ struct ts_handover_map {
   uint32_t n_nodes, n_old_nodes; /* how many; how many of them are old's (a prefix) */
   uint32_t *old_springs, n_old_springs; /* old's springs with a touched end, ascending */
   uint32_t *new_springs, n_new_springs; /* nt's springs with a touched end, ascending */
+  /* XPBD's fit (ts_handover_fit_xpbd), made by the first fit that uses the
+     map and reused by the next ones (a chase's rounds, a fit at the
+     install: same networks, another state): the sweep orders of old's and
+     nt's springs (sweep_order; most of a fit's setup, 20 ms of its 28 on
+     the liver, measured) and the trials' region for FIT_RING and for
+     FIT_QUICK_RING (fit_region: role per node of nt and the stepped count;
+     NULL until made) */
+  uint32_t *ord_old, *ord_new;
+  uint8_t *role[2];
+  int64_t moving[2];
 };
 
 static void map_free(ts_handover_map *m) {
@@ -332,6 +342,10 @@ static void map_free(ts_handover_map *m) {
   free(m->nodes);
   free(m->old_springs);
   free(m->new_springs);
+  free(m->ord_old);
+  free(m->ord_new);
+  free(m->role[0]);
+  free(m->role[1]);
   free(m);
 }
 
@@ -622,6 +636,15 @@ int ts_handover_create(const ts_tissue *old, const ts_tissue *nt, const uint32_t
 #define FIT_PASSES 12    /* trial steps at most */
 #define FIT_TOL 0.5e-6   /* m: the first step's error at which the fit stops */
 #define FIT_RING 6       /* spring rings around the new nodes that the trials step */
+/* TS_FIT_QUICK: a fit again from corrections close to their answer (see
+ * ts_handover.h) takes fewer trials on a smaller region. Measured on the
+ * default patch (test_refine.c's async setting, the first step against
+ * the twin's): 2 rings instead of 6 change it by 0.1-0.3 um; 3 trials from
+ * a full fit's corrections 1-5 steps old leave it 2-7 um above 12 trials'
+ * (the chase's rounds each start from the last round's, see ts_handover.h,
+ * and end within 0.2-2 um of a full fit at the install, measured). */
+#define FIT_QUICK_PASSES 3
+#define FIT_QUICK_RING 2
 #define FIT_LOCAL_MAX 0.75 /* a region over this share of the nodes: the whole tissue */
 #define AUTO_H_OMEGA 0.8 /* ts_xpbd.c's automatic substep: h omega <= 0.8 */
 
@@ -789,11 +812,11 @@ static uint32_t auto_substeps(const ts_tissue *t, double dt) {
 }
 
 /* The trials' region: role[i] for each node of nt, 1 stepped (within
- * FIT_RING springs of a new node, the springs of old and nt both counted),
+ * `ring` springs of a new node, the springs of old and nt both counted),
  * 2 held where it is (the next ring: the region's frame), 0 left out.
  * Returns the stepped count; 0 for the whole tissue (no new node, or a
  * region over FIT_LOCAL_MAX of it: every role 1). -1: out of memory. */
-static int64_t fit_region(const ts_tissue *old, const ts_tissue *nt, uint8_t *role) {
+static int64_t fit_region(const ts_tissue *old, const ts_tissue *nt, uint8_t *role, uint32_t ring) {
   const uint32_t n0 = old->n_nodes, n = nt->n_nodes;
   const size_t m = (size_t)old->n_springs + nt->n_springs;
   uint32_t *off = calloc((size_t)n + 1, sizeof *off), *adj = malloc(sizeof *adj * (2 * m + 1));
@@ -823,12 +846,12 @@ static int64_t fit_region(const ts_tissue *old, const ts_tissue *nt, uint8_t *ro
   }
   while (head < tail) {
     uint32_t i = queue[head++];
-    if (depth[i] > FIT_RING) continue;
+    if (depth[i] > ring) continue;
     for (uint32_t a = off[i]; a < off[i + 1]; a++)
       if (depth[adj[a]] == UINT32_MAX) depth[adj[a]] = depth[i] + 1, queue[tail++] = adj[a];
   }
   for (uint32_t i = 0; i < n; i++) {
-    role[i] = depth[i] <= FIT_RING ? 1 : depth[i] == FIT_RING + 1 ? 2 : 0;
+    role[i] = depth[i] <= ring ? 1 : depth[i] == ring + 1 ? 2 : 0;
     moving += role[i] == 1;
   }
   if (n == n0 || moving > FIT_LOCAL_MAX * n) {
@@ -895,18 +918,34 @@ static int sub_tissue_in(const ts_tissue *t, const uint8_t *role, const uint32_t
 /* The part of t on the region role (indices of t; nodes with role 0 left
  * out, role 2 anchored where they are): its nodes in t's order (so a
  * spring's a < b holds), the springs with both ends in it and one stepped
- * (in XPBD's sweep order of the whole t, sweep_order),
+ * (in XPBD's sweep order of the whole t, sweep_order: ord_made, or made
+ * here when NULL),
  * the render triangles with every corner in it, and t's hand-over on them.
  * node_of / spring_of (malloc'd) map its nodes and springs to t's; loc
  * (t->n_nodes) gets t's node -> its node or UINT32_MAX. Returns 0 or
  * TS_ENOMEM (*out NULL). */
-static int sub_tissue(const ts_tissue *t, const uint8_t *role, ts_tissue **out, uint32_t **node_of,
-                      uint32_t **spring_of, uint32_t *loc) {
+static int sub_tissue(const ts_tissue *t, const uint8_t *role, const uint32_t *ord_made, ts_tissue **out,
+                      uint32_t **node_of, uint32_t **spring_of, uint32_t *loc) {
+  if (ord_made) return sub_tissue_in(t, role, ord_made, out, node_of, spring_of, loc);
   uint32_t *ord = malloc(sizeof *ord * (t->n_springs + 1));
   int rc = ord ? sweep_order(t, ord) : TS_ENOMEM;
   if (!rc) rc = sub_tissue_in(t, role, ord, out, node_of, spring_of, loc);
   free(ord);
   return rc;
+}
+
+/* t's sweep order (sweep_order) kept in *slot, made on first use; NULL
+ * for out of memory (the caller then makes its own). */
+static const uint32_t *kept_order(const ts_tissue *t, uint32_t **slot) {
+  if (!*slot) {
+    uint32_t *ord = malloc(sizeof *ord * (t->n_springs + 1));
+    if (ord && sweep_order(t, ord)) {
+      free(ord);
+      ord = NULL;
+    }
+    *slot = ord;
+  }
+  return *slot;
 }
 
 static int sub_tissue_in(const ts_tissue *t, const uint8_t *role, const uint32_t *ord, ts_tissue **out,
@@ -998,7 +1037,8 @@ static int sub_tissue_in(const ts_tissue *t, const uint8_t *role, const uint32_t
 
 int ts_handover_fit_xpbd(ts_tissue *nt, const ts_tissue *old, const uint32_t (*parents)[2], const ts_xpbd_def *def,
                          const ts_tool *tools, int n_tools, int flags, double dt, ts_handover_fit_stats *stats) {
-  const int posed = (flags & TS_FIT_POSED) != 0;
+  const int posed = (flags & TS_FIT_POSED) != 0, quick = (flags & TS_FIT_QUICK) != 0;
+  const int passes = quick ? FIT_QUICK_PASSES : FIT_PASSES;
   if (stats) {
     stats->err = NAN;
     stats->trials = 0;
@@ -1027,9 +1067,20 @@ int ts_handover_fit_xpbd(ts_tissue *nt, const ts_tissue *old, const uint32_t (*p
    * would be most of it, or when the solver's own constraints need more
    * than the springs (given compliances, bending, volume) */
   int64_t moving = 0;
+  /* what the hand-over's map keeps of an earlier fit of these networks */
+  ts_handover_map *km = map_fits(nt->hand->map, old, nt) ? nt->hand->map : NULL;
   if (!(flags & TS_FIT_WHOLE) && !def->compliance && !((def->bending || def->volume) && ts_tissue_columns(old) > 0)) {
-    moving = fit_region(old, nt, role);
-    if (moving < 0) goto out;
+    if (km && km->role[quick]) {
+      memcpy(role, km->role[quick], n);
+      moving = km->moving[quick];
+    } else {
+      moving = fit_region(old, nt, role, quick ? FIT_QUICK_RING : FIT_RING);
+      if (moving < 0) goto out;
+      if (km && (km->role[quick] = malloc(n)) != NULL) {
+        memcpy(km->role[quick], role, n);
+        km->moving[quick] = moving;
+      }
+    }
   } else {
     memset(role, 1, n);
   }
@@ -1037,8 +1088,8 @@ int ts_handover_fit_xpbd(ts_tissue *nt, const ts_tissue *old, const uint32_t (*p
     memset(role, 1, n);
     moving = n;
   }
-  rc = sub_tissue(nt, role, &sn, &nmap, &smap, loc);
-  if (!rc) rc = sub_tissue(old, role, &so, &omap, &osmap, lold);
+  rc = sub_tissue(nt, role, km ? kept_order(nt, &km->ord_new) : NULL, &sn, &nmap, &smap, loc);
+  if (!rc) rc = sub_tissue(old, role, km ? kept_order(old, &km->ord_old) : NULL, &so, &omap, &osmap, lold);
   if (rc) goto out;
   /* both trials take the full tissues' substep count (a part's own mean
    * stiffness would give another) */
@@ -1071,7 +1122,7 @@ int ts_handover_fit_xpbd(ts_tissue *nt, const ts_tissue *old, const uint32_t (*p
   double *rest = sn->hand->rest, best_err = INFINITY, step = 1.0;
   memcpy(best, rest, sizeof *best * lns);
   started = 1;
-  for (int pass = 0; pass < FIT_PASSES; pass++) {
+  for (int pass = 0; pass < passes; pass++) {
     rc = trial_step(sn, &xn, &dn, tools, n_tools, posed, ttn, dt, ws, branch, e);
     if (stats) stats->trials++;
     int diverged = 0;
@@ -1097,7 +1148,7 @@ int ts_handover_fit_xpbd(ts_tissue *nt, const ts_tissue *old, const uint32_t (*p
     } else { /* worse: a step half as long from the best */
       step *= 0.5;
     }
-    if (best_err < FIT_TOL || pass + 1 == FIT_PASSES) break;
+    if (best_err < FIT_TOL || pass + 1 == passes) break;
     /* move the network's equilibrium by step * e: each spring's rest length
        such that it keeps its tension when stretched by that */
     for (uint32_t j = 0; j < lns; j++) {

@@ -136,15 +136,16 @@
  * region only, from the map ts_handover_create kept: see "Local" at
  * ts_handover_create; the mass-spring step's hand-over depends on nothing
  * else, so the install equals a refinement made there), and XPBD's fit,
- * whose corrections do not carry to a tissue that has moved under a tool
- * (see TS_HANDOVER_REFIT_DRIFT), runs again at the install when the tissue
- * has moved: that fit is then what the physics thread still waits for.
- * Measured (tests/bench/run --quick mesh:liver, CPU time of the stepping
- * thread, a loaded machine): the install without a fit 3 ms (20 ms when
- * the hand-over was made over the whole tissue), with the fit 0.20 s
- * (0.27 s with rest_for's bisection, see ts_handover.c), so the longest
- * step interval of an XPBD session during a live refinement of the liver
- * 0.25 s (0.33 s before; 0.89 s for the same refinement inline).
+ * whose corrections do not carry far to a tissue that has moved under a
+ * tool, is chased to the moving state on the refinement thread (see
+ * TS_HANDOVER_CARRY_DRIFT), so that the install carries its corrections
+ * without a trial step. Measured (tests/bench/run --quick mesh:liver, CPU
+ * time of the stepping thread, a loaded machine): the install 2-3 ms (20
+ * ms when the hand-over was made over the whole tissue; 0.20-0.27 s when
+ * XPBD's fit ran again there, before the chase), the chase's 4 rounds 1-2
+ * ms of snapshot each on the physics thread; the step interval with the
+ * install within a few ms of the refined tissue's next ones (which step
+ * slower than the unrefined tissue: 9,336 nodes and the blend).
  */
 #ifndef TS_HANDOVER_H
 #define TS_HANDOVER_H
@@ -221,7 +222,10 @@ struct ts_xpbd_def;
 /* ts_handover_fit_xpbd's flags */
 enum {
   TS_FIT_POSED = 1, /* the tools on the tree-based contact path */
-  TS_FIT_WHOLE = 2  /* trial steps of the whole tissues, not of the refined region */
+  TS_FIT_WHOLE = 2, /* trial steps of the whole tissues, not of the refined region */
+  TS_FIT_QUICK = 4  /* a fit again from corrections near their answer (the
+                       chase and the install, below): at most 3 trials, on
+                       the new nodes and 2 rings of springs around them */
 };
 
 /* What a fit did. */
@@ -247,7 +251,7 @@ typedef struct ts_handover_fit_stats {
  * does (ts_xpbd_step_posed: spheres, capsules, meshes and jaws, with their
  * friction and contact allowances; no grasp), without it the solver's
  * node-wise contact with the spheres and capsules only (ts_xpbd_step). At most 12
- * trials of nt: the rest lengths of the springs the trials step are
+ * trials of nt (3 on the new nodes and 2 rings with TS_FIT_QUICK): the rest lengths of the springs the trials step are
  * corrected until nt's step moves every stepped node as old's does (a new
  * node: as its interpolated position) within 0.5 um, and are left at the
  * best found. Neither tissue's state changes. stats (may be NULL) gets
@@ -301,22 +305,80 @@ int ts_handover_renew(ts_tissue *nt, const ts_tissue *cur, const uint32_t (*pare
  * pressing tool XPBD's state is set by the contacts as much as by the
  * springs, so corrections fitted with the tool 1.2 mm shallower carried to
  * the new state leave the first step 84-90 um off the twin's, against 2 um
- * for a fit there (test_refine.c, async case). Returns as
+ * for a fit there (test_refine.c, async case). nt's hand-over map keeps
+ * what the fits of the same networks share (the sweep orders, the trials'
+ * region), so a fit after the first sets up in a few ms. Returns as
  * ts_handover_fit_xpbd; TS_EINVAL without a hand-over or rest_fix. */
-/* A live refinement of an XPBD session (server/refine.c) installs the
- * corrections of the fit made on its snapshot as they are only when no node
- * has moved more than this (m) since the snapshot; otherwise it fits again
- * at the install (ts_handover_fit_carried, from those corrections). Why so
- * small: measured (test_refine.c, async case, sphere pressed in), carried
- * corrections leave the first step 33 um off the twin's after 47 um of
- * settling and 84-116 um after 0.9 mm of pressing, against 2-18 um for a
- * fit at the install; the corrections move the network's equilibrium, but
- * under a tool XPBD's state is set by its unconverged contacts as much as
- * by the springs. */
-#define TS_HANDOVER_REFIT_DRIFT 1e-6
 
 int ts_handover_fit_carried(ts_tissue *nt, const ts_tissue *cur, const uint32_t (*parents)[2],
                             const struct ts_xpbd_def *def, const ts_tool *tools, int n_tools, int flags,
                             double dt, double *rest_fix, ts_handover_fit_stats *stats);
+
+/* When a live refinement of an XPBD session is installed (server/refine.c),
+ * and how. The corrections of a fit carry to a later state only as far as
+ * the tissue has not moved much since (ts_handover_fit_carried), and a fit
+ * at the install holds the physics thread: 0.20-0.27 s on the liver (12
+ * trial steps of the refined region and 6 rings, each about a third of a
+ * whole step, plus 28 ms of setup; tests/bench/run --quick mesh:liver). So
+ * the refinement thread chases the moving tissue instead: when its fit is
+ * done and the tissue has moved since that fit's snapshot, the physics
+ * thread takes a fresh snapshot (1-2 ms on the liver) and the refinement
+ * thread fits again there from the corrections it has (TS_FIT_QUICK: 3
+ * trials on 2 rings, the setup kept from the first fit: about one step of
+ * the liver), until its corrections are near their answer and the tissue
+ * close enough to the last fit's state for them to be installed as they
+ * are, with no trial step on the physics thread.
+ *
+ * How close. Measured on the default patch (test_refine.c's async setting:
+ * Loop under a sphere pressed in; the first step after the install against
+ * an unrefined twin's, the fit at the install leaving 17.7 um with the tool
+ * moving 28 um a step, 1.7 um with it held), the corrections of a full fit
+ * made at a state the tissue has since left by a drift D, installed without
+ * a fit, leave:
+ *   - the tool held, the tissue settling: 1.7 um up to D = 15 um, 3.3 um
+ *     at 28 um, 5.8 at 41, 11.5 at 67, 18 at 87, 33 at 123 (about D / 4:
+ *     the fit answers XPBD's unconverged state under the tool, which
+ *     changes as the motion dies out);
+ *   - the tool pressing on at 28 um a step: 15.6-18 um up to D = 140 um
+ *     (as good as a fit at the install), 19 at 168, 24 at 197, 37 at 283,
+ *     84 at 868.
+ * And a quick round that starts from corrections far from their answer
+ * ends far from it: its trials' residual (ts_handover_fit_stats' err) is
+ * 28 um after a first round from corrections 0.87 mm old, then 17, then 3
+ * (patch); 23, 11-16, 5-9, 2-4 um on the liver. So corrections are
+ * carried without a fit when their fit's residual is within
+ * TS_HANDOVER_CARRY_ERR (a quantum) and D <= TS_HANDOVER_CARRY_DRIFT (both
+ * cases above within 2 um of a fit there); otherwise the chase goes on,
+ * for at most TS_HANDOVER_CHASE_ROUNDS rounds. A tool that keeps moving
+ * keeps D at one round's motion (on the liver after a 2 mm press, about
+ * 70 um a step): after the rounds, converged corrections no more than
+ * TS_HANDOVER_CHASED_DRIFT away are carried (a steadily moving tool: as
+ * good as a fit at the install, above; the liver: 10-11 um off its twin's
+ * first step, against 2.5 um for the fit at the install and its 0.2 s),
+ * and only a tissue still further away, or corrections that did not
+ * converge, are fitted at the install (the full fit), as before. */
+#define TS_HANDOVER_CARRY_DRIFT 30e-6  /* m */
+#define TS_HANDOVER_CHASED_DRIFT 140e-6 /* m */
+#define TS_HANDOVER_CARRY_ERR 10e-6    /* m */
+#define TS_HANDOVER_CHASE_ROUNDS 4
+
+/* ts_handover_install_plan's answers */
+enum {
+  TS_INSTALL_CARRY = 0, /* install with the last fit's corrections as they are */
+  TS_INSTALL_CHASE = 1, /* fit again off the physics thread, at a fresh snapshot */
+  TS_INSTALL_REFIT = 2  /* fit again at the install (on the physics thread) */
+};
+
+/* The largest coordinate change of cur's nodes since `fitted` (the state a
+ * fit was made at; the first min(n_nodes) nodes of each), m; NaN for NULL. */
+double ts_handover_drift(const ts_tissue *cur, const ts_tissue *fitted);
+
+/* What to do with a fitted refinement when the tissue has drifted `drift`
+ * (m, ts_handover_drift) from the state of its last fit, which left
+ * `fit_err` (m, ts_handover_fit_stats' err; NaN when it did not run), after
+ * `rounds` chase rounds (see above): TS_INSTALL_CARRY, _CHASE or _REFIT. A
+ * drift that is not finite (no fitted state) asks for a fit at the
+ * install. */
+int ts_handover_install_plan(double drift, double fit_err, int rounds);
 
 #endif

@@ -72,8 +72,19 @@
  *                      two steps (as the daemon did before), in the same
  *                      run from the same state. Beside them the step, the
  *                      snapshot, the install (and whether the fit ran again
- *                      there: the tissue had moved more than
- *                      TS_HANDOVER_REFIT_DRIFT since the snapshot), the
+ *                      there, ts_handover_install_plan), the rounds of the
+ *                      chase (the fit again on the other thread at a fresh
+ *                      snapshot, as server/refine.c does while the tissue
+ *                      is further than TS_HANDOVER_CARRY_DRIFT from the last
+ *                      fit's snapshot), that distance at the install, the
+ *                      first step's largest difference from the unrefined
+ *                      tissue's step from the same state (um; a new node
+ *                      against its parents' mean; that step is not timed),
+ *                      the interval with the install and the first step
+ *                      after it beside the mean of the refined tissue's
+ *                      next ones (a refined, blending tissue steps slower:
+ *                      what the install adds is their difference) and the
+ *                      longest before the request, the
  *                      install without a fit (ts_refine_restate and
  *                      ts_handover_renew alone, what a mass-spring session
  *                      or a tissue at rest costs), the other thread's time
@@ -86,8 +97,10 @@
  *                      "inline_massspring_refine": ts_refine_run, what the
  *                      inline refinement held the thread for; beside them
  *                      XPBD's install in the same run (xpbd_install_s, with
- *                      the fit again when the tissue had moved,
- *                      xpbd_install_refit) and XPBD's inline refinement.
+ *                      the fit again when the chase left the tissue too far
+ *                      from the last fit, xpbd_install_refit; the chase's
+ *                      rounds, xpbd_chase_rounds) and XPBD's inline
+ *                      refinement.
  *   refined_step_loop_s, refined_step_leb_s   the mass-spring step (mean,
  *                      from rest, no tools, as massspring_step_s) of the
  *                      tissue refined at rest by Loop or LEB on the region
@@ -424,8 +437,10 @@ typedef struct live_job {
   ts_refine_src *nsrc;
   ts_refine_info info;
   double *fix;
+  double fit_err; /* m: the last fit's trials left */
   ts_xpbd *nx;
   int rc;
+  int chase;      /* the work is a round of the chase (live_chase) */
   double work_s;
   atomic_int done;
 } live_job;
@@ -440,17 +455,36 @@ static void live_work(live_job *j) {
   j->rc = ts_refine_run(j->src, j->snap, j->sel, j->ns, &o, &j->nt, &j->nsrc, &j->info, err, sizeof err);
   if (!j->rc) {
     j->fix = calloc((size_t)j->nt->n_springs + 1, sizeof *j->fix);
+    ts_handover_fit_stats fs = {NAN, 0, 0};
     j->rc = j->fix ? ts_handover_fit_carried(j->nt, j->snap, (const uint32_t(*)[2])j->info.parents, &j->def,
-                                             &j->tool, 1, 0, TS_BENCH_DT, j->fix, NULL)
+                                             &j->tool, 1, 0, TS_BENCH_DT, j->fix, &fs)
                    : TS_ENOMEM;
+    j->fit_err = fs.err;
   }
   if (!j->rc) j->rc = ts_xpbd_build(j->nt, &j->def, &j->nx);
   j->work_s = wall_s() - w0;
 }
 
+/* A round of the chase (server/refine.c's chase_work): the fit again at
+ * the fresh snapshot, from the corrections so far. */
+static void live_chase(live_job *j) {
+  double w0 = wall_s();
+  const uint32_t(*par)[2] = (const uint32_t(*)[2])j->info.parents;
+  j->rc = ts_refine_restate(j->nt, j->snap, par);
+  ts_handover_fit_stats fs = {NAN, 0, 0};
+  if (!j->rc)
+    (void)ts_handover_fit_carried(j->nt, j->snap, par, &j->def, &j->tool, 1, TS_FIT_QUICK, TS_BENCH_DT, j->fix,
+                                  &fs);
+  j->fit_err = fs.err;
+  j->work_s += wall_s() - w0;
+}
+
 static void *live_thread(void *arg) {
   live_job *j = arg;
-  live_work(j);
+  if (j->chase)
+    live_chase(j);
+  else
+    live_work(j);
   atomic_store(&j->done, 1);
   return NULL;
 }
@@ -461,7 +495,14 @@ static void *live_thread(void *arg) {
 
 typedef struct live_out {
   double max_interval, max_interval_wall, step_s, snapshot_s, install_s, renew_s, work_s;
-  int refit, steps_during;
+  int refit, steps_during, rounds;
+  double drift;     /* m: moved since the last fit's snapshot, at the install */
+  double before_max;       /* the longest interval before the request */
+  double install_interval; /* the interval with the install and the first step after it */
+  double after_mean;       /* the mean interval after that (the refined tissue's steps) */
+  double first_off; /* m: the first step after the install against the
+                       unrefined tissue's from the same state (a new node:
+                       its parents' mean); NaN inline */
 } live_out;
 
 /* Steps a copy of t0 (XPBD, the sphere held) back to back and refines it
@@ -477,6 +518,10 @@ static int live_run(const ts_tissue *t0, const ts_refine_src *src, const uint32_
   memset(&j, 0, sizeof j);
   atomic_init(&j.done, 0);
   pthread_t th;
+  double(*twin)[3] = NULL; /* the unrefined tissue's next positions at the install */
+  int after_n = 0;
+  uint32_t n_old = 0;
+  out->first_off = NAN;
   int started = 0, installed = 0, rc = ts_refine_snapshot(t0, &t);
   if (!rc) rc = ts_xpbd_build(t, def, &x);
   double last = wall_s(), last_wall = real_s(), steps_total = 0;
@@ -484,6 +529,12 @@ static int live_run(const ts_tissue *t0, const ts_refine_src *src, const uint32_
   for (int k = 0; !rc && k < LIVE_MAX_STEPS; k++) {
     double now = wall_s(), now_wall = real_s();
     if (k > 0) out->max_interval = fmax(out->max_interval, now - last);
+    if (k > 0 && k <= LIVE_BEFORE) out->before_max = fmax(out->before_max, now - last);
+    if (installed && k == installed + 1) out->install_interval = now - last;
+    if (installed && k > installed + 1) {
+      out->after_mean += now - last;
+      after_n++;
+    }
     if (k > 0) out->max_interval_wall = fmax(out->max_interval_wall, now_wall - last_wall);
     last = now;
     last_wall = now_wall;
@@ -515,7 +566,27 @@ static int live_run(const ts_tissue *t0, const ts_refine_src *src, const uint32_
       if (rc) break;
       const uint32_t(*par)[2] = (const uint32_t(*)[2])j.info.parents;
       double i0 = wall_s();
+      int plan = TS_INSTALL_CARRY;
       if (!inl) {
+        out->drift = ts_handover_drift(t, j.snap);
+        plan = ts_handover_install_plan(out->drift, j.fit_err, out->rounds);
+      }
+      if (plan == TS_INSTALL_CHASE) { /* a fresh snapshot, fitted again on the other thread */
+        ts_tissue_destroy(j.snap);
+        j.snap = NULL;
+        rc = ts_refine_snapshot(t, &j.snap);
+        if (rc) break;
+        j.tool = tool;
+        j.chase = 1;
+        out->rounds++;
+        atomic_store(&j.done, 0);
+        if (pthread_create(&th, NULL, live_thread, &j)) {
+          rc = TS_EINTERNAL;
+          break;
+        }
+        started = 1;
+      }
+      if (!inl && plan != TS_INSTALL_CHASE) {
         /* the install without a fit, timed on the result itself (as the
            daemon installs it: with the hand-over's map from the
            refinement thread; a copy would have none). What follows makes
@@ -527,37 +598,66 @@ static int live_run(const ts_tissue *t0, const ts_refine_src *src, const uint32_
         out->renew_s = wall_s() - r0;
         if (rc) break;
         i0 = wall_s();
-        double m = 0;
-        for (uint32_t i = 0; i < t->n_nodes; i++)
-          for (int c2 = 0; c2 < 3; c2++) m = fmax(m, fabs(t->x[i][c2] - j.snap->x[i][c2]));
         rc = ts_refine_restate(j.nt, t, par);
-        if (!rc && m > TS_HANDOVER_REFIT_DRIFT) {
+        if (!rc && plan == TS_INSTALL_REFIT) {
           out->refit = 1;
           rc = ts_handover_fit_carried(j.nt, t, par, def, &tool, 1, 0, TS_BENCH_DT, j.fix, NULL);
+
         } else if (!rc) {
           rc = ts_handover_renew(j.nt, t, par, &tool, 1, j.fix);
         }
         if (rc) break;
+        out->install_s = wall_s() - i0;
+        /* the unrefined tissue's step from here (not timed: the interval
+           starts after it), for the first step's difference */
+        double a0 = wall_s(), a0w = real_s();
+        n_old = t->n_nodes;
+        twin = malloc(sizeof *twin * n_old);
+        if (!twin) {
+          rc = TS_ENOMEM;
+          break;
+        }
+        ts_tool tw = tool;
+        rc = ts_xpbd_step(x, t, TS_BENCH_DT, &tw, 1, NULL);
+        if (rc) break;
+        memcpy(twin, t->x, sizeof *twin * n_old);
+        last += wall_s() - a0;
+        last_wall += real_s() - a0w;
       }
+      if (plan == TS_INSTALL_CHASE) goto step;
       ts_tissue_destroy(t);
       ts_xpbd_destroy(x);
       t = j.nt;
       x = j.nx;
       j.nt = NULL;
       j.nx = NULL;
-      out->install_s = inl ? 0 : wall_s() - i0;
+      if (inl) out->install_s = 0;
       out->work_s = j.work_s;
       installed = k;
     }
+  step:
     if (installed && k >= installed + LIVE_AFTER) break;
     double s0 = wall_s();
     rc = ts_xpbd_step(x, t, TS_BENCH_DT, &tool, 1, NULL);
     steps_total += wall_s() - s0;
     n_steps++;
     if (k >= LIVE_BEFORE && !installed) out->steps_during++;
+    if (!rc && twin && k == installed) { /* the first step after the install */
+      const uint32_t(*par)[2] = (const uint32_t(*)[2])j.info.parents;
+      double m = 0;
+      for (uint32_t i = 0; i < t->n_nodes; i++)
+        for (int c = 0; c < 3; c++) {
+          const double w = i < n_old ? twin[i][c]
+                                     : 0.5 * (twin[par[i - n_old][0]][c] + twin[par[i - n_old][1]][c]);
+          m = fmax(m, fabs(t->x[i][c] - w));
+        }
+      out->first_off = m;
+    }
   }
+  free(twin);
   if (started) pthread_join(th, NULL);
   if (!rc && !installed) rc = TS_EINTERNAL;
+  if (after_n) out->after_mean /= after_n;
   out->step_s = n_steps ? steps_total / n_steps : 0;
   ts_tissue_destroy(j.snap);
   ts_tissue_destroy(j.nt);
@@ -588,6 +688,12 @@ static int time_live_refine(const char *name, const ts_tissue *t, const ts_refin
   ts_bench_line_num(L, "snapshot_s", a.snapshot_s);
   ts_bench_line_num(L, "install_s", a.install_s);
   ts_bench_line_num(L, "install_refit", a.refit);
+  ts_bench_line_num(L, "install_interval_s", a.install_interval);
+  ts_bench_line_num(L, "refined_interval_s", a.after_mean);
+  ts_bench_line_num(L, "before_max_interval_s", a.before_max);
+  ts_bench_line_num(L, "chase_rounds", a.rounds);
+  ts_bench_line_num(L, "install_drift_um", a.drift * 1e6);
+  ts_bench_line_num(L, "first_step_off_um", a.first_off * 1e6);
   ts_bench_line_num(L, "install_no_fit_s", a.renew_s);
   ts_bench_line_num(L, "worker_s", a.work_s);
   ts_bench_line_num(L, "steps_meanwhile", a.steps_during);
@@ -602,6 +708,7 @@ static int time_live_refine(const char *name, const ts_tissue *t, const ts_refin
   ts_bench_line_ref(L, "inline_massspring_refine", ms_refine_s);
   ts_bench_line_num(L, "xpbd_install_s", a.install_s);
   ts_bench_line_num(L, "xpbd_install_refit", a.refit);
+  ts_bench_line_num(L, "xpbd_chase_rounds", a.rounds);
   ts_bench_line_num(L, "inline_xpbd_refine_s", b.work_s);
   ts_bench_line_num(L, "frame_interval_s", FRAME_S);
   ts_bench_line_emit(L);

@@ -28,10 +28,14 @@
  * Off the stepping thread (case "async", as server/refine.c does it): a
  * snapshot refined while the twin steps on with the sphere pressing in,
  * installed at the state of then (ts_refine_restate, ts_handover_renew;
- * XPBD's fit again there, ts_handover_fit_carried): the same bound, and
+ * XPBD's fit chased there, ts_handover_fit_carried): the same bound, and
  * the same tissue as a refinement made inline at the install; and the
  * hand-over, computed on the refined region only, against its definition
- * over the whole tissue.
+ * over the whole tissue. XPBD's install follows the daemon's plan
+ * (ts_handover_install_plan): the fit chased to the moving twin (quick
+ * fits again at fresh snapshots while the twin steps on), its corrections
+ * carried at the install with no fit there, the first step within
+ * ASYNC_XPBD_BOUND of the twin's; the plan's answers at its thresholds.
  */
 #include <check.h>
 #include <math.h>
@@ -516,13 +520,21 @@ END_TEST
  * sphere still moving (to 2.7 mm), and the result is installed then:
  * ts_refine_restate (the twin's current state, new nodes at the current
  * midpoints), ts_handover_renew (the hand-over made again there, with the
- * fit's rest-length corrections carried over). The first step after the
+ * fit's rest-length corrections carried over; XPBD's first chased to the
+ * moving twin, ASYNC_ROUND steps a round). The first step after the
  * install is held to the issue's bound against the twin's step, as in
  * run_case. Printed beside it: the same install without the corrections,
  * with the fit run again at the install state (what the corrections stand
  * in for), and with the snapshot's hand-over kept as it was (stale). */
 #define ASYNC_AT 60    /* press steps before the snapshot */
 #define ASYNC_STEPS 30 /* steps the twin takes while the refinement runs */
+#define ASYNC_ROUND 2  /* steps the twin takes during a round of XPBD's chase */
+/* XPBD: the first step after an install that carries the chase's
+ * corrections, against the twin's. Measured 15.6 um (17.7 um for the fit
+ * again at the install, as the daemon did before; 84 um for the snapshot
+ * fit's corrections carried); 25 um leaves room for rounding and the
+ * solver's order, and fails without the chase */
+#define ASYNC_XPBD_BOUND 25e-6
 
 /* A copy of tissue t with a solver of its own (XPBD when xpbd). */
 static void sim_dup(sim *dst, const ts_tissue *t, int xpbd) {
@@ -564,7 +576,7 @@ START_TEST(test_async_moving_tool) {
   char err[256];
   ck_assert_msg(ts_refine_run(src, snap, sel, n, &opts, &r, &nsrc, &info, err, sizeof err) == 0, "%s", err);
   const uint32_t(*par)[2] = (const uint32_t(*)[2])info.parents;
-  double *fix = NULL;
+  double *fix = NULL, fit_err0 = NAN;
   ts_xpbd_def xd = ts_xpbd_default_def();
   xd.damping = r->drag;
   if (xpbd) { /* the first fit, on the snapshot */
@@ -572,6 +584,7 @@ START_TEST(test_async_moving_tool) {
     ck_assert_ptr_nonnull(fix);
     ts_handover_fit_stats fs;
     ck_assert_int_eq(ts_handover_fit_carried(r, snap, par, &xd, &tool_snap, 1, 0, DT, fix, &fs), 0);
+    fit_err0 = fs.err;
     double fmaxabs = 0;
     for (uint32_t j = 0; j < r->n_springs; j++) fmaxabs = fmax(fmaxabs, fabs(fix[j]));
     printf("async xpbd: fit on the snapshot: %u trials, %.3g m off, rest-length corrections up to %.3g m\n",
@@ -582,18 +595,56 @@ START_TEST(test_async_moving_tool) {
     ts_tool tool = press_at(i);
     step(&a, &tool);
   }
+  int at = ASYNC_AT + ASYNC_STEPS;
+  /* XPBD's chase, as server/refine.c does it: while the plan says so, a
+     fresh snapshot of the twin, the fit again there from the corrections
+     so far (quick), the twin stepping ASYNC_ROUND steps meanwhile */
+  double *fix_c = NULL;
+  int rounds = 0, plan = TS_INSTALL_CARRY;
+  double fit_err = fit_err0;
+  ts_tissue *fitted = NULL;
+  if (xpbd) {
+    fix_c = malloc(sizeof *fix_c * r->n_springs);
+    ck_assert_ptr_nonnull(fix_c);
+    memcpy(fix_c, fix, sizeof *fix_c * r->n_springs);
+    ck_assert_int_eq(ts_refine_snapshot(snap, &fitted), 0);
+    while ((plan = ts_handover_install_plan(ts_handover_drift(a.t, fitted), fit_err, rounds)) == TS_INSTALL_CHASE) {
+      ts_tissue_destroy(fitted);
+      ck_assert_int_eq(ts_refine_snapshot(a.t, &fitted), 0);
+      ts_tissue *c = NULL;
+      ck_assert_int_eq(ts_refine_snapshot(r, &c), 0);
+      ck_assert_int_eq(ts_refine_restate(c, fitted, par), 0);
+      ts_tool tl = press_at(at);
+      ts_handover_fit_stats fs;
+      ck_assert_int_eq(ts_handover_fit_carried(c, fitted, par, &xd, &tl, 1, TS_FIT_QUICK, DT, fix_c, &fs), 0);
+      ck_assert_uint_le(fs.trials, 3);
+      printf("async xpbd: chase round %d: %u trials, %.3g m off\n", rounds + 1, fs.trials, fs.err);
+      fit_err = fs.err;
+      ts_tissue_destroy(c);
+      rounds++;
+      for (int i = 0; i < ASYNC_ROUND; i++) {
+        ts_tool tool = press_at(++at);
+        step(&a, &tool);
+      }
+    }
+    printf("async xpbd: %d rounds of the chase, the install %.3g m from the last fit's state (%s)\n", rounds,
+           ts_handover_drift(a.t, fitted), plan == TS_INSTALL_CARRY ? "its corrections carried" : "fitted again");
+    /* the tissue had moved far from the snapshot; the chase caught up
+       enough to carry its corrections without a fit on the physics thread */
+    ck_assert_int_ge(rounds, 1);
+    ck_assert_int_eq(plan, TS_INSTALL_CARRY);
+  }
   double (*xfit)[3] = snapshot(snap);
   double drift = max_move(a.t, (const double(*)[3])snap->x, a.t->n_nodes);
   double since_fit = max_move(a.t, (const double(*)[3])xfit, a.t->n_nodes);
-  /* the installs: 0 as the daemon does it (XPBD: the tissue has moved by
-     more than TS_HANDOVER_REFIT_DRIFT since the snapshot, so the fit runs
-     again at the install, from the snapshot fit's corrections), 1 XPBD:
-     the snapshot fit's corrections carried without a fit, 2 XPBD: no
-     corrections, 3 the snapshot's hand-over kept */
-  const int at = ASYNC_AT + ASYNC_STEPS;
+  /* the installs: 0 as the daemon does it (XPBD: the chase's
+     corrections carried, ts_handover_install_plan), 1 XPBD: the snapshot
+     fit's corrections carried without a fit, 2 XPBD: no corrections, 3 the
+     snapshot's hand-over kept, 4 XPBD: the fit again at the install from
+     the snapshot fit's corrections (the daemon before the chase) */
   ts_tool tool_now = press_at(at);
-  const int variants = xpbd ? 4 : 2;
-  sim v[4];
+  const int variants = xpbd ? 5 : 2;
+  sim v[5];
   for (int k = 0; k < variants; k++) {
     sim_dup(&v[k], r, xpbd);
     ck_assert_int_eq(ts_refine_restate(v[k].t, a.t, par), 0);
@@ -602,11 +653,12 @@ START_TEST(test_async_moving_tool) {
     ck_assert(v[k].t->time == a.t->time && v[k].t->steps == a.t->steps);
     const int stale = xpbd ? k == 3 : k == 1;
     if (!stale)
-      ck_assert_int_eq(ts_handover_renew(v[k].t, a.t, par, &tool_now, 1, k == 1 ? fix : NULL), 0);
+      ck_assert_int_eq(
+          ts_handover_renew(v[k].t, a.t, par, &tool_now, 1, k == 1 || k == 4 ? fix : xpbd && k == 0 ? fix_c : NULL), 0);
     else
       v[k].t->hand->start = v[k].t->time; /* the blend from the install on */
-    if (xpbd && k == 0) {
-      ck_assert(since_fit > TS_HANDOVER_REFIT_DRIFT);
+    if (xpbd && k == 4) {
+      ck_assert(since_fit > TS_HANDOVER_CARRY_DRIFT);
       ts_handover_fit_stats fs;
       double *fix0 = malloc(sizeof *fix0 * r->n_springs);
       ck_assert_ptr_nonnull(fix0);
@@ -639,7 +691,7 @@ START_TEST(test_async_moving_tool) {
   double(*x0)[3] = snapshot(a.t);
   ts_tool tool_next = press_at(at + 1);
   step(&a, &tool_next);
-  double jump[4] = {0}, moved = 0, jump_inl = 0, dev = 0;
+  double jump[5] = {0}, moved = 0, jump_inl = 0, dev = 0;
   for (int k = 0; k < variants; k++) {
     ts_tool tl = tool_next;
     jump[k] = step_jump_with(&v[k], &a, (const double(*)[3])x0, par, &tl, &moved);
@@ -648,17 +700,20 @@ START_TEST(test_async_moving_tool) {
     ts_tool tl = tool_next;
     jump_inl = step_jump_with(&inl, &a, (const double(*)[3])x0, par, &tl, &moved);
   }
+  /* (XPBD: the install fitted again there, variant 4) */
+  const int same = xpbd ? 4 : 0;
   for (uint32_t i = 0; i < inl.t->n_nodes; i++)
-    for (int c = 0; c < 3; c++) dev = fmax(dev, fabs(v[0].t->x[i][c] - inl.t->x[i][c]));
+    for (int c = 0; c < 3; c++) dev = fmax(dev, fabs(v[same].t->x[i][c] - inl.t->x[i][c]));
   printf("async %s: refined inline at the install state instead: the first step differs by %.3g m; "
          "the installed and the inline refinement within %.3g m of each other after it\n",
          xpbd ? "xpbd" : "mass-spring", jump_inl, dev);
   fflush(stdout);
   if (xpbd)
     printf("async xpbd: the tissue moved %.3g m between the snapshot and the install; the first step after it "
-           "differs by %.3g m (fitted again at the install), %.3g m (the snapshot fit's corrections "
-           "carried), %.3g m (none), %.3g m (the snapshot's hand-over kept); twin moved %.3g m\n",
-           drift, jump[0], jump[1], jump[2], jump[3], moved);
+           "differs by %.3g m (the chase's corrections carried), %.3g m (fitted again at the install), %.3g m "
+           "(the snapshot fit's corrections carried), %.3g m (none), %.3g m (the snapshot's hand-over kept); "
+           "twin moved %.3g m\n",
+           drift, jump[0], jump[4], jump[1], jump[2], jump[3], moved);
   else
     printf("async mass-spring: the tissue moved %.3g m between snapshot and install; first step after "
            "it differs by %.3g m (hand-over renewed), %.3g m (snapshot's kept); twin moved %.3g m\n",
@@ -670,17 +725,22 @@ START_TEST(test_async_moving_tool) {
   /* the bound, as in run_case */
   ck_assert_msg(jump[0] < QUANTUM + moved, "first step after the install differs by %.3g m (twin %.3g m)",
                 jump[0], moved);
+  if (xpbd)
+    ck_assert_msg(jump[0] < ASYNC_XPBD_BOUND, "first step after the chased install differs by %.3g m", jump[0]);
   /* the install reproduces the inline refinement at the same state: the
      mass-spring hand-over is made from that state alone (the same numbers
-     but for rounding); XPBD's fit runs at that state too, from another
-     start (the snapshot fit's corrections), and each fit stops within
-     0.5-1 um of its target (FIT_TOL, or after 12 trials): 2 um */
+     but for rounding); XPBD's fit again at the install (variant 4) runs at
+     that state too, from another start (the snapshot fit's corrections),
+     and each fit stops within 0.5-1 um of its target (FIT_TOL, or after 12
+     trials): 2 um */
   ck_assert_msg(dev < (xpbd ? 2e-6 : 1e-12), "installed and inline refinements differ by %.3g m", dev);
 
   free(x0);
   for (int k = 0; k < variants; k++) sim_free(&v[k]);
   sim_free(&inl);
   free(fix);
+  free(fix_c);
+  ts_tissue_destroy(fitted);
   free(xfit);
   free(info.parents);
   free(sel);
@@ -688,6 +748,39 @@ START_TEST(test_async_moving_tool) {
   ts_tissue_destroy(snap);
   ts_refine_src_free(nsrc);
   ts_refine_src_free(src);
+  sim_free(&a);
+}
+END_TEST
+
+/* The install's plan (ts_handover_install_plan): carry converged
+ * corrections near their state, chase otherwise for a few rounds, then
+ * carry what is near enough and fit again what is not (or what did not
+ * converge); a drift that is not a number fits again. And the drift
+ * itself: the largest coordinate change, NaN for a NaN position. */
+START_TEST(test_install_plan) {
+  const double near = 0.5 * TS_HANDOVER_CARRY_DRIFT, mid = 0.5 * (TS_HANDOVER_CARRY_DRIFT + TS_HANDOVER_CHASED_DRIFT),
+               far = 2 * TS_HANDOVER_CHASED_DRIFT, good = 0.5 * TS_HANDOVER_CARRY_ERR, bad = 2 * TS_HANDOVER_CARRY_ERR;
+  const int last = TS_HANDOVER_CHASE_ROUNDS;
+  ck_assert_int_eq(ts_handover_install_plan(near, good, 0), TS_INSTALL_CARRY);
+  ck_assert_int_eq(ts_handover_install_plan(near, bad, 0), TS_INSTALL_CHASE);
+  ck_assert_int_eq(ts_handover_install_plan(near, NAN, 0), TS_INSTALL_CHASE);
+  ck_assert_int_eq(ts_handover_install_plan(mid, good, last - 1), TS_INSTALL_CHASE);
+  ck_assert_int_eq(ts_handover_install_plan(mid, good, last), TS_INSTALL_CARRY);
+  ck_assert_int_eq(ts_handover_install_plan(mid, bad, last), TS_INSTALL_REFIT);
+  ck_assert_int_eq(ts_handover_install_plan(far, good, last), TS_INSTALL_REFIT);
+  ck_assert_int_eq(ts_handover_install_plan(NAN, good, 0), TS_INSTALL_REFIT);
+  sim a;
+  sim_init(&a, 0);
+  ts_tissue *b = NULL;
+  ck_assert_int_eq(ts_refine_snapshot(a.t, &b), 0);
+  ck_assert(ts_handover_drift(a.t, b) == 0);
+  b->x[7][2] += 3e-5;
+  b->x[9][0] -= 1e-5;
+  ck_assert(fabs(ts_handover_drift(a.t, b) - 3e-5) < 1e-12);
+  b->x[11][1] = NAN;
+  ck_assert(isnan(ts_handover_drift(a.t, b)));
+  ck_assert(isnan(ts_handover_drift(NULL, b)));
+  ts_tissue_destroy(b);
   sim_free(&a);
 }
 END_TEST
@@ -1360,6 +1453,7 @@ static Suite *refine_suite(void) {
   tcase_set_timeout(ta, 120);
   tcase_add_loop_test(ta, test_async_moving_tool, 0, 2); /* 0 mass-spring, 1 XPBD */
   tcase_add_test(ta, test_handover_local);
+  tcase_add_test(ta, test_install_plan);
   suite_add_tcase(s, ta);
   return s;
 }
