@@ -138,8 +138,8 @@ typedef struct ts_contact_vertex {
   uint32_t node;
   double n[3];     /* normal of the last projection (out of the tool) */
   double lam_n;    /* normal correction since ts_contact_begin, m */
-  double lam_t;    /* tangential (friction) correction since then, m: |ft| */
-  double ft[3];    /* the friction's corrections since then, summed, m */
+  double ft[3];    /* the friction's corrections since then, summed, m (its
+                      length is what the cone bounds) */
   double imp[3];   /* sum of m dx of every correction since then, kg m */
   double sd;       /* signed distance from the tool after the last vertex pass, m */
   int touching;    /* in the last call: 1 projected or on the surface, 2 moved by a

@@ -119,6 +119,5 @@ double ts__friction(ts_contact_ws *ws, ts_contact_vertex *v, double y[3], const 
     y[k] += corr[k];
     v->ft[k] += corr[k];
   }
-  v->lam_t = sqrt(dot3(v->ft, v->ft));
   return sqrt(dot3(corr, corr));
 }

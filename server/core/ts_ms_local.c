@@ -212,30 +212,26 @@ int ts__ms_local_choose(const ts_tissue *t, struct ts__ms *ms, uint32_t n_col, d
 
 int ts__ms_local_reference(ts_tissue *t, const struct ts__ms *ms, double (*d)[3], double (*y)[3]) {
   if (t->lms_ref[0] > 0 || ms->dm_nodes > 0) return 0;
-  double w2 = ms->w2, g = ms->g;
-  if (ms->sms) { /* the in-sheet springs' own bounds */
-    uint32_t ns = 0;
-    int owned = 0;
-    const ts__hs *hs = spring_set(t, ms, 1, &ns, &owned);
-    if (ns == UINT32_MAX) return -2;
-    if (!hs) return 0;
-    w2 = ts__ms_scaled_bound(t, ms->iw, hs, ns, 0, d, y);
-    g = ts__ms_scaled_bound(t, ms->iw, hs, ns, 1, d, y);
-    if (owned) free((void *)hs);
-  }
-  double *R = malloc(sizeof *R * t->n_nodes), top = 0;
+  /* the springs the bounds are over: the in-sheet ones under selective
+   * scaling (their own bounds, not the step's), else the step's */
   uint32_t ns = 0;
   int owned = 0;
-  const ts__hs *hs = R ? spring_set(t, ms, ms->sms, &ns, &owned) : NULL;
-  if (!R || ns == UINT32_MAX) {
-    free(R);
+  const ts__hs *hs = spring_set(t, ms, ms->sms, &ns, &owned);
+  if (ns == UINT32_MAX) return -2;
+  if (!hs) return 0;
+  double *R = malloc(sizeof *R * t->n_nodes), top = 0;
+  if (!R) {
+    if (owned) free((void *)hs);
     return -2;
   }
-  if (hs) {
-    node_rows(t, hs, ns, y, R);
-    for (uint32_t i = 0; i < t->n_nodes; i++)
-      if (t->inv_mass[i] > 0) top = fmax(top, R[i] * t->inv_mass[i]);
+  double w2 = ms->w2, g = ms->g;
+  if (ms->sms) {
+    w2 = ts__ms_scaled_bound(t, ms->iw, hs, ns, 0, d, y);
+    g = ts__ms_scaled_bound(t, ms->iw, hs, ns, 1, d, y);
   }
+  node_rows(t, hs, ns, y, R);
+  for (uint32_t i = 0; i < t->n_nodes; i++)
+    if (t->inv_mass[i] > 0) top = fmax(top, R[i] * t->inv_mass[i]);
   free(R);
   if (owned) free((void *)hs);
   if (!(w2 > 0) || !isfinite(w2) || !(g >= 0) || !isfinite(g) || !(top > 0) || !isfinite(top)) return 0;

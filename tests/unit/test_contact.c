@@ -309,7 +309,10 @@ static double friction_run(double mu_s, double mu_k) {
       if (v->node != V) continue;
       ck_assert(v->lam_n > 4e-4 && v->lam_n < 5.1e-4);
       if (mu_s > 0 && mu_s == mu_k)
-        ck_assert_msg(fabs(v->lam_t - mu_k * v->lam_n) < 1e-12, "lam_t %.6g lam_n %.6g", v->lam_t, v->lam_n);
+        ck_assert_msg(fabs(sqrt(v->ft[0] * v->ft[0] + v->ft[1] * v->ft[1] + v->ft[2] * v->ft[2]) -
+                           mu_k * v->lam_n) < 1e-12,
+                      "|ft| %.6g lam_n %.6g", sqrt(v->ft[0] * v->ft[0] + v->ft[1] * v->ft[1] + v->ft[2] * v->ft[2]),
+                      v->lam_n);
     }
     from = to;
   }
