@@ -228,7 +228,9 @@ int ts_config_set(ts_config *c, const char *key, const char *value, char *err, s
   }
   case T_SIZE: {
     unsigned long long v = strtoull(value, &end, 10);
-    if (errno || end == value || *end || value[0] == '-' || (double)v < s->lo ||
+    /* no '-' anywhere: strtoull skips leading blanks and negates modulo
+     * 2^64, so " -18446744073709550592" would read as 1024 */
+    if (errno || end == value || *end || strchr(value, '-') || (double)v < s->lo ||
         (double)v > s->hi) {
       snprintf(err, errcap, "%s: '%s' is not a size in [%g, %g] bytes", s->name, value, s->lo,
                s->hi);
@@ -272,23 +274,35 @@ static int config_ini_line(void *user, const char *section, const char *name, co
   return 1;
 }
 
-int ts_config_load_file(ts_config *c, const char *path, char *err, size_t errcap) {
-  char inner[256] = "";
-  ini_ctx x = {c, inner, sizeof inner, 0};
-  int rc = ini_parse(path, config_ini_line, &x);
+/* inih's result as the daemon's message: rc is ini_parse's (-1 cannot open,
+ * -2 out of memory, N > 0 the first bad line), inner the handler's reason. */
+static int ini_result(int rc, const char *name, const char *inner, char *err, size_t errcap) {
   if (rc == -1) {
-    snprintf(err, errcap, "%s: cannot open: %s", path, strerror(errno));
+    snprintf(err, errcap, "%s: cannot open: %s", name, strerror(errno));
     return -1;
   }
   if (rc == -2) {
-    snprintf(err, errcap, "%s: out of memory", path);
+    snprintf(err, errcap, "%s: out of memory", name);
     return -1;
   }
   if (rc > 0) {
-    snprintf(err, errcap, "%s:%d: %s", path, rc, inner[0] ? inner : "syntax error");
+    snprintf(err, errcap, "%s:%d: %s", name, rc, inner[0] ? inner : "syntax error");
     return -1;
   }
   return 0;
+}
+
+int ts_config_load_file(ts_config *c, const char *path, char *err, size_t errcap) {
+  char inner[256] = "";
+  ini_ctx x = {c, inner, sizeof inner, 0};
+  return ini_result(ini_parse(path, config_ini_line, &x), path, inner, err, errcap);
+}
+
+int ts_config_load_text(ts_config *c, const char *text, const char *name, char *err,
+                        size_t errcap) {
+  char inner[256] = "";
+  ini_ctx x = {c, inner, sizeof inner, 0};
+  return ini_result(ini_parse_string(text, config_ini_line, &x), name, inner, err, errcap);
 }
 
 void ts_config_print_help(const char *argv0) {
