@@ -66,6 +66,11 @@ void ts_config_defaults(ts_config *c);
 /* Applies an INI file ([server] section keys equal the long flag names with
  * '_' for '-'). Returns 0, or -1 with a message in err. */
 int ts_config_load_file(ts_config *c, const char *path, char *err, size_t errcap);
+/* The same for INI text in memory (NUL-terminated); name stands for the file
+ * in messages. The file reader and this share inih's parser and the handler
+ * (tests/fuzz/fuzz_config.c feeds it). */
+int ts_config_load_text(ts_config *c, const char *text, const char *name, char *err,
+                        size_t errcap);
 
 /* Applies argv. Returns 0 to run, 1 when --help/--version printed (exit 0),
  * -1 on a bad flag (message in err). */
