@@ -6,6 +6,7 @@
  * meanwhile goes through the same dispatcher as tc_poll().
  */
 #include "tissueclient.h"
+#include "tissueclient_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -233,8 +234,10 @@ static int take_topology(tc_client *c, const Tissued__V1__Topology *t, uint32_t 
     return fail(c, TS_ENOMEM, "out of memory for the topology");
   }
   c->n_layers = (uint32_t)nl; /* set before the names so free_topology frees them */
-  memcpy(c->tris, t->triangles, t->n_triangles * sizeof *c->tris);
-  memcpy(c->layer_counts, t->layer_triangle_counts, nl * sizeof *c->layer_counts);
+  /* a Topology with no triangles (or no layers) has NULL arrays, which
+   * memcpy may not be given even for 0 bytes (found by fuzz_client) */
+  if (t->n_triangles) memcpy(c->tris, t->triangles, t->n_triangles * sizeof *c->tris);
+  if (nl) memcpy(c->layer_counts, t->layer_triangle_counts, nl * sizeof *c->layer_counts);
   for (size_t i = 0; i < nl; i++) {
     const char *name = i < t->n_layer_names && t->layer_names[i] ? t->layer_names[i] : "";
     c->layer_names[i] = strdup(name);
@@ -601,23 +604,19 @@ tc_client *tc_connect_timeout(const char *host, int port, const char *client_nam
   return tc_connect_key(host, port, client_name, NULL, timeout_ms, err, errcap);
 }
 
-tc_client *tc_connect_key(const char *host, int port, const char *client_name,
-                          const char *credentials, int timeout_ms, char *err, size_t errcap) {
-  if (errcap) err[0] = '\0';
-  if (!host || port <= 0 || port > 65535) {
-    if (errcap) snprintf(err, errcap, "bad address %s:%d", host ? host : "(null)", port);
-    return NULL;
-  }
+static tc_client *client_new(int timeout_ms) {
   tc_client *c = calloc(1, sizeof *c);
-  if (!c) {
-    if (errcap) snprintf(err, errcap, "out of memory");
-    return NULL;
-  }
+  if (!c) return NULL;
   c->fd = -1;
   c->timeout_ms = timeout_ms > 0 ? timeout_ms : TC_DEFAULT_TIMEOUT_MS;
   ts_framer_init(&c->framer, TC_MAX_MESSAGE);
-  if (connect_to(c, host, port, c->timeout_ms) != 0) goto fail;
+  return c;
+}
 
+/* Hello and its HelloReply on c's connected socket. Returns c, ready, or
+ * NULL (c closed) with the reason in err. */
+static tc_client *say_hello(tc_client *c, const char *client_name, const char *credentials,
+                            char *err, size_t errcap) {
   Tissued__V1__Hello h = TISSUED__V1__HELLO__INIT;
   h.protocol_version = TC_PROTOCOL_VERSION;
   h.client_name = (char *)(client_name ? client_name : "libtissueclient");
@@ -643,6 +642,39 @@ fail:
   if (errcap) snprintf(err, errcap, "%s", c->err);
   tc_close(c);
   return NULL;
+}
+
+tc_client *tc_connect_key(const char *host, int port, const char *client_name,
+                          const char *credentials, int timeout_ms, char *err, size_t errcap) {
+  if (errcap) err[0] = '\0';
+  if (!host || port <= 0 || port > 65535) {
+    if (errcap) snprintf(err, errcap, "bad address %s:%d", host ? host : "(null)", port);
+    return NULL;
+  }
+  tc_client *c = client_new(timeout_ms);
+  if (!c) {
+    if (errcap) snprintf(err, errcap, "out of memory");
+    return NULL;
+  }
+  if (connect_to(c, host, port, c->timeout_ms) != 0) {
+    if (errcap) snprintf(err, errcap, "%s", c->err);
+    tc_close(c);
+    return NULL;
+  }
+  return say_hello(c, client_name, credentials, err, errcap);
+}
+
+tc_client *tc__connect_fd(int fd, const char *client_name, const char *credentials,
+                          int timeout_ms, char *err, size_t errcap) {
+  if (errcap) err[0] = '\0';
+  tc_client *c = client_new(timeout_ms);
+  if (!c) {
+    close(fd);
+    if (errcap) snprintf(err, errcap, "out of memory");
+    return NULL;
+  }
+  c->fd = fd;
+  return say_hello(c, client_name, credentials, err, errcap);
 }
 
 tc_client *tc_connect(const char *host, int port, const char *client_name, char *err,
@@ -1090,8 +1122,9 @@ int tc_import_model(tc_client *c, const char *document, tc_model_info *info) {
   if (rc) return rc;
   const Tissued__V1__ModelList *l = r->model_list;
   if (l->n_models != 1) {
+    size_t n = l->n_models; /* read before the reply is freed (found by fuzz_client) */
     tissued__v1__envelope__free_unpacked(r, NULL);
-    return fail(c, TS_EPROTOCOL, "ImportModel answered with %zu models, not 1", l->n_models);
+    return fail(c, TS_EPROTOCOL, "ImportModel answered with %zu models, not 1", n);
   }
   if (info) take_model_info(info, l->models[0]);
   tissued__v1__envelope__free_unpacked(r, NULL);
