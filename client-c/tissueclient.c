@@ -366,7 +366,12 @@ static void handle_frame(tc_client *c, const Tissued__V1__Frame *f, size_t bytes
   c->quantum = f->quantum;
   for (uint32_t i = 0; i < c->n; i++)
     for (int a = 0; a < 3; a++) c->pos[i][a] = (double)c->q[i][a] * c->quantum;
-  if (take_tools(c, f)) return;
+  if (take_tools(c, f)) {
+    /* out of memory: the vertex arrays may have moved under c->frame, so
+     * it is not shown (tc_last_frame NULL) until the next keyframe */
+    c->desync = 1;
+    return;
+  }
 
   tc_frame *o = &c->frame;
   o->session = f->session_id;
