@@ -412,7 +412,11 @@ static int ws_parse(tl_link *l, tl_msg_cb cb, void *ud) {
       return TS_EPROTOCOL;
     }
     if (l->msg_len + n > TL_MAX_MESSAGE) return TS_ETOOBIG;
-    if (grow(&l->msg, &l->msg_cap, l->msg_len + (size_t)n)) return TS_ENOMEM;
+    /* at least one byte: after an empty first fragment l->msg must still be
+     * a buffer (NULL + 0 is undefined; found by fuzz_tllink), and the
+     * callback gets a real pointer for an empty message */
+    size_t need = l->msg_len + (size_t)n;
+    if (grow(&l->msg, &l->msg_cap, need ? need : 1)) return TS_ENOMEM;
     memcpy(l->msg + l->msg_len, d, (size_t)n);
     l->msg_len += (size_t)n;
     if (fin) {
