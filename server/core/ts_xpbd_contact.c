@@ -1,10 +1,11 @@
 /*
  * ts_xpbd_contact.c: the position-based solver's tools. Spheres and
  * capsules (ts_tool) on the node-wise path: checked, moved linearly from
- * their previous segment to the current one over the substeps, their
- * candidates (free nodes within a margin) gathered once per substep, and
- * each candidate pushed out to the surface (rigid, frictionless, lambda >=
- * 0) in every sweep. Tools given as placed OBB trees (ts_xpbd_step_posed)
+ * their previous segment to the current one over the substeps (the
+ * previous segments carried to a solver that replaces another:
+ * ts_xpbd_carry_tools), their candidates (free nodes within a margin)
+ * gathered once per substep, and each candidate pushed out to the surface
+ * (rigid, frictionless, lambda >= 0) in every sweep. Tools given as placed OBB trees (ts_xpbd_step_posed)
  * on the tree-based path: their poses over each substep, candidates and
  * grasps (ts_contact.c, ts_grasp.c) and their projection in every sweep.
  */
@@ -161,4 +162,12 @@ void ts__xpbd_sweep_posed(ts_xpbd *s, ts_tissue *t, ts_xpbd_tool *pt, int n, int
     ts_contact_project(p->contact, p->posed, t->x, (const double (*)[3])s->x_prev, t->inv_mass,
                        sweep);
   }
+}
+
+void ts_xpbd_carry_tools(ts_xpbd *to, const ts_xpbd *from) {
+  if (!to || to == from) return;
+  if (from)
+    memcpy(to->prev, from->prev, sizeof to->prev);
+  else
+    memset(to->prev, 0, sizeof to->prev);
 }
