@@ -41,6 +41,17 @@ void ts_session_contact_reset(ts_session_contact *sc) {
   }
 }
 
+void ts_session_contact_carry(ts_session_contact *sc, const ts_session_contact *from) {
+  if (!sc || !from || sc == from) return;
+  /* a tool not built yet keeps these through its first build (build_tool
+   * frees nothing there and sets neither) */
+  for (int i = 0; i < TS_MAX_TOOLS; i++) {
+    if (sc->tool[i].otree) continue;
+    sc->tool[i].last = from->tool[i].last;
+    sc->tool[i].have_last = from->tool[i].have_last;
+  }
+}
+
 /* (Re)builds tool p for the shape of t: tree, placed copy, contact
  * workspace (room for every node: a tool may press a whole small patch),
  * grasp for jaws. */

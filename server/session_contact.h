@@ -45,6 +45,13 @@ void ts_session_contact_free(ts_session_contact *sc);
 /* The tissue went back to rest: grasps let go, tools start afresh. */
 void ts_session_contact_reset(ts_session_contact *sc);
 
+/* Gives sc, made for a refined tissue (server/refine.c's install), the
+ * last poses of the tools of from, the contact it replaces (NULL: none), so
+ * that its first step moves each tool from there as from's would; its
+ * trees, workspaces and grasps are built at that step as for any new
+ * contact. */
+void ts_session_contact_carry(ts_session_contact *sc, const ts_session_contact *from);
+
 /* One XPBD step of t with the active tools on the tree path: each tool moves
  * from its last pose to its current one (ts_tool pos, quat, jaw) and gets
  * its reaction (force, torque about the tip, contacts) written back into

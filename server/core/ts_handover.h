@@ -100,7 +100,7 @@
  * falls by 66 um a step: the first step differs from the unrefined
  * tissue's by 1.1-1.2 um with the mass-spring step, 0.5 um with XPBD, well
  * within the bound, so they stay out). The contact allowance is applied in the solvers' sphere/capsule contact
- * (ts_ms_contact.c, ts_xpbd.c), in the mass-spring step's mesh-tool contact
+ * (ts_ms_contact.c, ts_xpbd_contact.c), in the mass-spring step's mesh-tool contact
  * (ts_ms_contact.c) and in the tree-based contact of ts_xpbd_step_posed
  * (ts_contact.h, allow), which is how a daemon's XPBD session meets all its
  * tools: without it, the new nodes inside the sphere were thrown out in
@@ -157,7 +157,7 @@
 
 #define TS_HANDOVER_DEFAULT_TIME 0.2 /* s: default blend time */
 
-typedef struct ts_handover_map ts_handover_map; /* private to ts_handover.c */
+typedef struct ts_handover_map ts_handover_map; /* private to the hand-over's files (ts_handover_internal.h) */
 
 typedef struct ts_handover {
   double (*f)[3];  /* per node: the extra force at full weight, N (the

@@ -154,6 +154,17 @@ void ts_xpbd_destroy(ts_xpbd *s);
 int ts_xpbd_step(ts_xpbd *s, ts_tissue *t, double dt, ts_tool *tools, int n_tools,
                  ts_xpbd_stats *stats);
 
+/* Gives solver `to` the previous poses of the tools of solver `from` (the
+ * segments of the sphere and capsule tools at the end of from's last step;
+ * NULL from: none, as a new solver has), so that to's next ts_xpbd_step
+ * moves each tool from there across its substeps, as from's next step
+ * would. For a solver that replaces another between two steps (a live
+ * refinement's install, server/refine.c): a new solver has no previous
+ * pose and places a moving tool at its new pose from the first substep, its
+ * whole motion in the step arriving as one jump. Tools on the tree-based
+ * path keep their previous pose with the caller (ts_xpbd_tool.prev). */
+void ts_xpbd_carry_tools(ts_xpbd *to, const ts_xpbd *from);
+
 /* A tool of the tree-based contact path: a placed OBB tree (sphere,
  * capsule or grasper jaws) with its contact workspace and, for jaws, its
  * grasp state, all owned by the caller and kept from step to step. */

@@ -625,6 +625,7 @@ static int live_run(const ts_tissue *t0, const ts_refine_src *src, const uint32_
         last_wall += real_s() - a0w;
       }
       if (plan == TS_INSTALL_CHASE) goto step;
+      ts_xpbd_carry_tools(j.nx, x); /* the tool's last pose, as the daemon's install */
       ts_tissue_destroy(t);
       ts_xpbd_destroy(x);
       t = j.nt;

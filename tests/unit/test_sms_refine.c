@@ -2,7 +2,7 @@
  * test_sms_refine.c: Check suite for the tissue's (sheet, column) -> node
  * map (ts_tissue.h) across a live refinement (ts_refine.h), and what uses
  * it: selective mass scaling (ts_ms_sms.c) and XPBD's bending and volume
- * constraints (ts_xpbd.c). On the default patch refined by Loop and by
+ * constraints (ts_xpbd_sheets.c). On the default patch refined by Loop and by
  * longest-edge bisection (a region picked by a ray, as a session does):
  *   - the map is consistent: every node once, the old columns keep their
  *     nodes, a new column's nodes are appended, and each column's rest

@@ -733,6 +733,59 @@ START_TEST(test_moving_tool_push) {
 }
 END_TEST
 
+/* A solver that replaces another between two steps (a live refinement's
+ * install, server/refine.c) and takes its tools' previous poses
+ * (ts_xpbd_carry_tools) steps as the replaced one would have. The particle
+ * of test_moving_tool_push, the sphere moving 1 mm onto it in the step:
+ * with the carry the new solver pushes it out at the sphere's 1 m/s, bit
+ * for bit as the old solver's own step does; without it (a solver with no
+ * previous pose: the sphere at its new pose from the first of 4 substeps,
+ * the whole 1 mm in 0.25 ms) the particle leaves at 4 m/s, which is checked
+ * too, so the test fails when the carry does nothing. Carrying from NULL
+ * forgets the poses: 4 m/s again. */
+START_TEST(test_carry_tools) {
+  double x_own = 0, v_own = 0;
+  for (int variant = 0; variant < 4; variant++) { /* own step, carried, not carried, from NULL */
+    ts_tissue *t = NULL;
+    ck_assert_int_eq(ts_tissue_alloc(1, 0, 0, &t), 0);
+    t->inv_mass[0] = 1.0 / 0.001;
+    ts_xpbd_def d = ts_xpbd_default_def();
+    d.compliance = (const double[1]){0};
+    d.damping = 0;
+    d.substeps = 4;
+    ts_xpbd *s = NULL, *n = NULL;
+    ck_assert_int_eq(ts_xpbd_build(t, &d, &s), 0);
+    ts_tool tool = {.kind = TS_TOOL_SPHERE, .active = 1, .radius = 0.005, .quat = {1, 0, 0, 0}};
+    tool.pos[1] = 0.005;
+    ck_assert_int_eq(ts_xpbd_step(s, t, 1e-3, &tool, 1, NULL), 0);
+    if (variant > 0) { /* replaced */
+      ck_assert_int_eq(ts_xpbd_build(t, &d, &n), 0);
+      if (variant == 1) ts_xpbd_carry_tools(n, s);
+      if (variant == 3) {
+        ts_xpbd_carry_tools(n, s);
+        ts_xpbd_carry_tools(n, NULL);
+      }
+      ts_xpbd_destroy(s);
+      s = n;
+    }
+    tool.pos[1] = 0.004;
+    ck_assert_int_eq(ts_xpbd_step(s, t, 1e-3, &tool, 1, NULL), 0);
+    if (variant == 0) {
+      x_own = t->x[0][1];
+      v_own = t->v[0][1];
+      ck_assert_double_eq_tol(v_own, -1.0, 1e-9);
+    } else if (variant == 1) {
+      ck_assert(t->x[0][1] == x_own && t->v[0][1] == v_own);
+    } else { /* 1 mm in the first 0.25 ms substep, then free flight */
+      ck_assert_double_eq_tol(t->v[0][1], -4.0, 1e-9);
+      ck_assert_double_eq_tol(t->x[0][1], -0.004, 1e-12);
+    }
+    ts_xpbd_destroy(s);
+    ts_tissue_destroy(t);
+  }
+}
+END_TEST
+
 /* ---- automatic substeps ---- */
 
 /* def.substeps = 0: h omega <= 0.8, omega the mean of sqrt(k (w_a + w_b))
@@ -1016,6 +1069,7 @@ static Suite *xpbd_suite(void) {
   tcase_add_test(patch, test_patch_volume_unfolds);
   tcase_add_test(patch, test_patch_capsule_press);
   tcase_add_test(patch, test_moving_tool_push);
+  tcase_add_test(patch, test_carry_tools);
   suite_add_tcase(s, patch);
   TCase *val = tcase_create("validation");
   tcase_add_test(val, test_automatic_substeps);

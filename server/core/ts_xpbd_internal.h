@@ -1,0 +1,212 @@
+/*
+ * ts_xpbd_internal.h: what the files of the position-based solver share
+ * (not a public interface; ts_xpbd.h is): the solver's private data (struct
+ * ts_xpbd: its constraints in sweep order, their multipliers and per-substep
+ * constants, the contact buffers, the tools' previous segments), a tool as
+ * one step sees it, and the functions each file gives the others. The
+ * solver is split by concept:
+ *   ts_xpbd.c             the method (top comment), creation and the queries;
+ *   ts_xpbd_compliance.c  material to compliance: a spring's distance
+ *                         constraint and its per-substep tangent;
+ *   ts_xpbd_sheets.c      the sheet structure and the bending and volume
+ *                         constraints made from it;
+ *   ts_xpbd_order.c       the constraints' sweep order (colouring);
+ *   ts_xpbd_geom.c        the dihedral angle and the prism volume;
+ *   ts_xpbd_sweep.c       the Gauss-Seidel sweeps over the constraints;
+ *   ts_xpbd_contact.c     the tools: node-wise contact and the tree-based path;
+ *   ts_xpbd_step.c        the step: the substep loop;
+ *   ts_xpbd_forces.c      the constraints' forces on the nodes (haptics).
+ */
+#ifndef TS_XPBD_INTERNAL_H
+#define TS_XPBD_INTERNAL_H
+
+#include <stdint.h>
+
+#include "ts_tissue.h"
+#include "ts_tool.h"
+#include "ts_xpbd.h"
+
+#define TS__MAX_SPEED 100.0 /* m/s: faster than any tissue moves */
+#define TS__MAX_DT 1.0      /* s */
+#define TS__MAX_TOOLS 64
+#define TS__MAX_ITER 1000u
+#define TS__MAX_SUB 10000u
+#define TS__AUTO_H_OMEGA 0.8 /* h * omega of the automatic substep */
+#define TS__PI 3.14159265358979323846
+
+typedef struct ts__dist {
+  uint32_t a, b;
+  double rest;   /* L0, m */
+  double alpha0; /* small-strain compliance 1 / (k1 + k2), m/N; 0 = rigid */
+  double w1, b1; /* the law's terms as fractions of k1 + k2: k(s) / (k1 + k2) */
+  double w2, b2; /* = w1 e^(b1 s) + w2 e^(b2 s) */
+  double c;      /* damper in parallel, N s/m (def.spring_dampers) */
+} ts__dist;
+
+typedef struct ts__bend {
+  uint32_t p[4]; /* hinge p0-p1, wings p2, p3 */
+  double theta0; /* rad */
+  double alpha;  /* 1/(N m) */
+} ts__bend;
+
+typedef struct ts__vol {
+  uint32_t p[6]; /* triangle p0..p2, swept to p3..p5 */
+  double v0;     /* m^3, signed */
+  double alpha;  /* m^3/Pa */
+} ts__vol;
+
+typedef struct ts__contact {
+  uint32_t node, tool; /* tool: index into the step's prepared tools */
+  double lambda;
+  double n[3]; /* outward normal at the last projection */
+} ts__contact;
+
+typedef struct ts__prev_tool {
+  int valid;
+  int kind;
+  double a[3], b[3]; /* core segment at the previous step */
+} ts__prev_tool;
+
+struct ts_xpbd {
+  ts_xpbd_def def; /* compliance pointer cleared */
+  uint32_t n_nodes, n_springs;
+  double omega;    /* mean sqrt(k w) of the compliant distance constraints, 1/s */
+
+  ts__dist *dist;     /* n_springs, in sweep order (by colour, ts_xpbd_order.c) */
+  uint32_t *spring_of; /* n_springs: the tissue spring of each */
+  int rest_blended;    /* dist[].rest blended by a refinement's hand-over
+                          (ts_handover.h) in the last step */
+  double *lam_d, *sum_d;
+  /* per substep (ts__xpbd_linearise_distance), in sweep order: */
+  double *rest_now; /* rest length of the constraint, m */
+  double *at;       /* alpha~ = alpha / h^2 */
+  double *gamma;    /* gamma (all 0 without dampers) */
+  double *inv_den;  /* 1 / ((1 + gamma) w + alpha~), 0 if w = 0 */
+  int has_gamma;    /* some gamma > 0 */
+  uint32_t n_bend;
+  ts__bend *bend;
+  double *lam_b, *sum_b;
+  uint32_t n_vol;
+  ts__vol *vol;
+  double *lam_v, *sum_v;
+
+  double *compliance; /* n_springs, tissue order: the small-strain alpha0 */
+  double *tension;    /* n_springs */
+  double force_scale; /* 1 / (h^2 * substeps) of the last step: mean force = sum * scale */
+
+  double (*x_prev)[3];
+  ts__contact *contacts;
+  uint32_t cap_contacts, n_contacts;
+  ts_xpbd_contact *contact_out;
+  uint32_t n_contact_out;
+
+  ts__prev_tool prev[TS__MAX_TOOLS];
+};
+
+/* A sphere or capsule tool (ts_tool) as one step sees it. */
+typedef struct ts__ptool {
+  ts_tool *tool;
+  uint32_t index;          /* in the caller's array */
+  double a0[3], b0[3];     /* core segment at the start of the step */
+  double a1[3], b1[3];     /* and at its end */
+  double a[3], ab[3];      /* this substep: a + u * ab, u in [0, 1] */
+  double inv_len2;         /* 1 / |ab|^2, 0 for a sphere */
+  double r;
+  double bc[3], reach2;    /* bounding sphere of the tool plus margin: centre, radius^2 */
+  double force[3];         /* sum over substeps of the reaction * h^2 */
+} ts__ptool;
+
+/* ---- small vector helpers ---- */
+
+static inline void ts__xpbd_sub3(const double a[3], const double b[3], double o[3]) {
+  o[0] = a[0] - b[0];
+  o[1] = a[1] - b[1];
+  o[2] = a[2] - b[2];
+}
+static inline void ts__xpbd_cross3(const double a[3], const double b[3], double o[3]) {
+  o[0] = a[1] * b[2] - a[2] * b[1];
+  o[1] = a[2] * b[0] - a[0] * b[2];
+  o[2] = a[0] * b[1] - a[1] * b[0];
+}
+static inline double ts__xpbd_dot3(const double a[3], const double b[3]) {
+  return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+}
+
+/* ---- creation (ts_xpbd_sheets.c, ts_xpbd_order.c, ts_xpbd_compliance.c) ---- */
+
+/* The tissue's sheet triangulation, in column indices (node (s, j) of
+ * column j in sheet s is node[s * nps + j], the tissue's column map, so a
+ * refined tissue, whose new nodes are appended, has its constraints as a
+ * built one), with its unique edges and their per-sheet areas: what the
+ * bending and volume constraints are made from. */
+typedef struct ts__sheets {
+  uint32_t S, nps, T, E;
+  uint32_t *node;       /* S * nps: (sheet, column) -> tissue node */
+  uint32_t (*tri)[3];   /* T triangles */
+  uint32_t (*tri_e)[3]; /* their edges: tri_e[k][i] is edge (tri[k][i], tri[k][i+1]) */
+  uint64_t *ekey;       /* E sorted keys lo << 32 | hi */
+  uint32_t *ecount;     /* triangles on each edge */
+  uint32_t (*eopp)[2];  /* the opposite vertices of the first two */
+  double *earea;        /* S * E: area of the sheet triangles on the edge */
+} ts__sheets;
+
+/* Reads the sheet structure of t: TS_EINVAL when it has none. */
+int ts__xpbd_sheets_build(const ts_tissue *t, ts__sheets *sh);
+void ts__xpbd_sheets_free(ts__sheets *sh);
+
+/* Bending constraints of every interior sheet edge of every sheet. */
+int ts__xpbd_add_bending(ts_xpbd *s, const ts_tissue *t, const ts__sheets *sh);
+
+/* Volume constraints of every prism of every slab. */
+int ts__xpbd_add_volume(ts_xpbd *s, const ts_tissue *t, const ts__sheets *sh);
+
+/* Puts n constraints of `size` bytes, each starting with k uint32_t node
+ * indices, into colour order (ts_xpbd_order.c). */
+int ts__xpbd_reorder(void *items, uint32_t n, size_t size, int k, uint32_t n_nodes);
+
+/* The distance constraints into colour order, remembering their springs. */
+int ts__xpbd_reorder_distance(ts_xpbd *s);
+
+/* A spring's distance constraint (ts_xpbd_compliance.c). TS_EINVAL for a
+ * spring the solver cannot take. */
+int ts__xpbd_make_distance(const ts_spring *sp, uint32_t n_nodes, const ts_xpbd_def *def,
+                           double given, ts__dist *d);
+
+/* ---- the step (ts_xpbd_compliance.c, ts_xpbd_sweep.c, ts_xpbd_contact.c) ---- */
+
+/* Per-substep constants of the distance constraints, from the positions at
+ * the start of the substep (x_prev). */
+void ts__xpbd_linearise_distance(ts_xpbd *s, const ts_tissue *t, double h, double beta);
+
+/* One sweep over the distance constraints; returns the largest |C +
+ * alpha~ lambda| met. */
+double ts__xpbd_sweep_distance(ts_xpbd *s, ts_tissue *t);
+void ts__xpbd_sweep_bending(ts_xpbd *s, ts_tissue *t, double ih2, double bh);
+void ts__xpbd_sweep_volume(ts_xpbd *s, ts_tissue *t, double ih2, double bh);
+
+/* A sphere or capsule tool: TS_ENAN / TS_EINVAL for one the step refuses. */
+int ts__xpbd_valid_tool(const ts_tool *tl);
+
+/* The tool's segment at fraction u of the step. */
+void ts__xpbd_place_tool(ts__ptool *p, double u);
+
+/* The contact candidates of the node-wise tools, into s->contacts;
+ * returns their count, *dropped counts those over the buffer. */
+uint32_t ts__xpbd_gather_contacts(ts_xpbd *s, const ts_tissue *t, ts__ptool *pt, int np,
+                                  uint32_t *dropped);
+
+/* Rigid, frictionless contact with the node-wise tools; depth: a
+ * refinement's contact allowances at weight wh (NULL: none). */
+void ts__xpbd_sweep_contacts(ts_xpbd *s, ts_tissue *t, const ts__ptool *pt, const double *depth,
+                             double wh);
+
+/* The tree-based tools: checked and placed at their start pose; their
+ * candidates and grasps at substep k of nsub (returns the candidates
+ * dropped); their grasps and contacts projected in a sweep. */
+int ts__xpbd_valid_posed(const ts_tissue *t, ts_aabb_tree *tree, ts_xpbd_tool *pt, int n);
+uint32_t ts__xpbd_begin_posed(ts_tissue *t, ts_aabb_tree *tree, ts_xpbd_tool *pt, int n,
+                              uint32_t k, uint32_t nsub);
+void ts__xpbd_sweep_posed(ts_xpbd *s, ts_tissue *t, ts_xpbd_tool *pt, int n, int sweep,
+                          const double *hdepth, double wh);
+
+#endif
