@@ -49,7 +49,8 @@ int ts_massspring_prepare(ts_tissue *t) {
   size_t off_lim = off_hs + sizeof(ts__hs) * ns;
   size_t off_node = (off_lim + sizeof(ts__lim) * nl + 63) & ~(size_t)63;
   size_t ns_pad = ((size_t)ns + TS__BLK + 7) & ~(size_t)7; /* 64-byte multiples */
-  size_t off_soa = off_node + ((sizeof(double) * n * 13 + 63) & ~(size_t)63);
+  size_t off_pack = off_node + ((sizeof(double) * n * 13 + 63) & ~(size_t)63);
+  size_t off_soa = off_pack + sizeof(double) * 12 * (size_t)n; /* xv, f4: 64-byte multiples */
   size_t off_idx = off_soa + sizeof(double) * ns_pad * 7;
   size_t off_u32 = off_idx + sizeof(uint32_t) * ns_pad * 2;
   size_t total = off_u32 + (2 * sizeof(uint32_t) + 1) * n;
@@ -76,6 +77,8 @@ int ts_massspring_prepare(ts_tissue *t) {
   ms->mass = node + 10 * (size_t)n;
   ms->dm = node + 11 * (size_t)n;
   ms->iw = node + 12 * (size_t)n;
+  ms->xv = (double (*)[8])(blk + off_pack);
+  ms->f4 = (double (*)[4])(blk + off_pack + sizeof(double) * 8 * (size_t)n);
   double *soa = (double *)(blk + off_soa);
   double **soa_f[7] = {&ms->soa.L0, &ms->soa.iL0, &ms->soa.k1, &ms->soa.b1,
                        &ms->soa.k2, &ms->soa.b2, &ms->soa.c};

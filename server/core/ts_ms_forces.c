@@ -45,23 +45,30 @@
 #include "ts_material.h"
 #include "ts_ms_internal.h"
 
+/* Four doubles in one vector (GCC and clang vector extensions: one AVX
+ * register, two SSE2 ones in the baseline build; lane by lane the same
+ * IEEE operations as scalar code, so that the sums round as before). */
+typedef double ts__v4 __attribute__((vector_size(32)));
+
 /* Spring and damper forces of one class of springs (terms = its number of
- * exponential terms), added into f. Springs go in blocks of TS__BLK: the
- * gathers and the scatter are scalar, everything in between (length, strain,
- * the exponentials, the tension) runs over the whole block as loops of
+ * exponential terms), added into f4. Springs go in blocks of TS__BLK: the
+ * gathers and the scatter work on whole node rows (xv: (x, 0, v, 0) per
+ * node, f4: (f, 0)), everything in between (length, strain, the
+ * exponentials, the tension) runs over the whole block as loops of
  * independent lanes that the compiler vectorises (one spring alone is a
  * long dependent chain: square root, division, a degree-12 polynomial). */
 static inline __attribute__((always_inline)) void
 spring_class(const ts__soa *restrict sp, uint32_t first, uint32_t n,
-             const double (*restrict x)[3], const double (*restrict v)[3],
-             double (*restrict f)[3], const int terms, ts__strain *st) {
+             const double (*restrict xv)[8], double (*restrict f4)[4], const int terms,
+             ts__strain *st) {
   double xm = st->x_max, em = st->eps_max, en = st->eps_min;
   const uint32_t *restrict ia = sp->a + first, *restrict ib = sp->b + first;
   /* node a's force, kept in registers over the run of springs from a (the
    * springs are sorted by a; none of them has a as its b, so f[a] does not
    * change meanwhile and the sums are the same, in the same order) */
   uint32_t ca = n > 0 ? ia[0] : 0;
-  double fa0 = n > 0 ? f[ca][0] : 0, fa1 = n > 0 ? f[ca][1] : 0, fa2 = n > 0 ? f[ca][2] : 0;
+  ts__v4 fa = {0, 0, 0, 0};
+  if (n > 0) fa = *(const ts__v4 *)f4[ca];
   for (uint32_t s0 = 0; s0 < n; s0 += TS__BLK) {
     const uint32_t m = n - s0 < TS__BLK ? n - s0 : TS__BLK;
     /* the constants straight from their arrays (padded by TS__BLK records
@@ -70,22 +77,25 @@ spring_class(const ts__soa *restrict sp, uint32_t first, uint32_t n,
     const double *restrict k1 = sp->k1 + first + s0, *restrict b1 = sp->b1 + first + s0;
     const double *restrict k2 = sp->k2 + first + s0, *restrict b2 = sp->b2 + first + s0;
     const double *restrict c = sp->c + first + s0;
-    double dx[TS__BLK], dy[TS__BLK], dz[TS__BLK], wx[TS__BLK], wy[TS__BLK], wz[TS__BLK];
+    ts__v4 dr[TS__BLK]; /* b - a, as rows (the scatter's) */
+    double len[TS__BLK], dvd[TS__BLK];
     double fs[TS__BLK], eps[TS__BLK], xx[TS__BLK];
-    for (uint32_t j = 0; j < m; j++) { /* gather */
+    for (uint32_t j = 0; j < m; j++) { /* gather: two rows a spring end */
       const uint32_t a = ia[s0 + j], b = ib[s0 + j];
-      dx[j] = x[b][0] - x[a][0], dy[j] = x[b][1] - x[a][1], dz[j] = x[b][2] - x[a][2];
-      wx[j] = v[b][0] - v[a][0], wy[j] = v[b][1] - v[a][1], wz[j] = v[b][2] - v[a][2];
+      const ts__v4 d = *(const ts__v4 *)&xv[b][0] - *(const ts__v4 *)&xv[a][0];
+      const ts__v4 w = *(const ts__v4 *)&xv[b][4] - *(const ts__v4 *)&xv[a][4];
+      const ts__v4 dd = d * d, wd = w * d;
+      dr[j] = d;
+      len[j] = dd[0] + dd[1] + dd[2] + 1e-300;
+      dvd[j] = wd[0] + wd[1] + wd[2];
     }
     for (uint32_t j = m; j < TS__BLK; j++) { /* harmless padding: at rest */
-      dx[j] = L0[j] > 0 ? L0[j] : 1.0, dy[j] = dz[j] = wx[j] = wy[j] = wz[j] = 0;
+      const double r = L0[j] > 0 ? L0[j] : 1.0;
+      len[j] = r * r + 1e-300, dvd[j] = 0;
     }
     /* square roots on their own (the file is compiled without errno for
      * math functions, server/core/CMakeLists.txt, or sqrt() would stay
      * scalar) */
-    double len[TS__BLK];
-    for (uint32_t j = 0; j < TS__BLK; j++)
-      len[j] = dx[j] * dx[j] + dy[j] * dy[j] + dz[j] * dz[j] + 1e-300;
     for (uint32_t j = 0; j < TS__BLK; j++) len[j] = sqrt(len[j]);
     for (uint32_t j = 0; j < TS__BLK; j++) {
       /* max and min as (a + b +- |a - b|) / 2, exact here, so that the loop
@@ -102,29 +112,24 @@ spring_class(const ts__soa *restrict sp, uint32_t first, uint32_t n,
         kk = k1[j] * ts_exp_spring(y1 - 0.5 * (o1 + fabs(o1)));
         if (terms > 1) kk += k2[j] * ts_exp_spring(y2 - 0.5 * (o2 + fabs(o2)));
       }
-      const double dvd = wx[j] * dx[j] + wy[j] * dy[j] + wz[j] * dz[j];
       /* tension over length: k'(eps) (L - L0) plus the damper's c dL/dt */
-      fs[j] = (kk * e + c[j] * dvd * il) * il;
+      fs[j] = (kk * e + c[j] * dvd[j] * il) * il;
     }
     for (uint32_t j = 0; j < m; j++) { /* scatter, and the strain extremes */
       const uint32_t a = ia[s0 + j], b = ib[s0 + j];
-      const double fx = fs[j] * dx[j], fy = fs[j] * dy[j], fz = fs[j] * dz[j];
+      const ts__v4 fv = dr[j] * fs[j];
       if (a != ca) { /* a new run of springs from node a */
-        f[ca][0] = fa0, f[ca][1] = fa1, f[ca][2] = fa2;
-        ca = a, fa0 = f[a][0], fa1 = f[a][1], fa2 = f[a][2];
+        *(ts__v4 *)f4[ca] = fa;
+        ca = a, fa = *(const ts__v4 *)f4[a];
       }
-      fa0 += fx;
-      fa1 += fy;
-      fa2 += fz;
-      f[b][0] -= fx;
-      f[b][1] -= fy;
-      f[b][2] -= fz;
+      fa += fv;
+      *(ts__v4 *)f4[b] -= fv;
       em = TS__MAX(em, eps[j]);
       en = TS__MIN(en, eps[j]);
       if (terms > 0) xm = TS__MAX(xm, xx[j]);
     }
   }
-  if (n > 0) f[ca][0] = fa0, f[ca][1] = fa1, f[ca][2] = fa2;
+  if (n > 0) *(ts__v4 *)f4[ca] = fa;
   st->x_max = xm, st->eps_max = em, st->eps_min = en;
 }
 
@@ -139,19 +144,26 @@ spring_class(const ts__soa *restrict sp, uint32_t first, uint32_t n,
 #endif
 
 TS__CLONES static void spring_forces_all(const ts__soa *sp, uint32_t n_lin, uint32_t n_one,
-                                         uint32_t n_two, const double (*x)[3],
-                                         const double (*v)[3], double (*f)[3],
-                                         ts__strain *st) {
-  spring_class(sp, 0, n_lin, x, v, f, 0, st);
-  spring_class(sp, n_lin, n_one, x, v, f, 1, st);
-  spring_class(sp, n_lin + n_one, n_two, x, v, f, 2, st);
+                                         uint32_t n_two, uint32_t n_nodes,
+                                         const double (*x)[3], const double (*v)[3],
+                                         double (*restrict xv)[8], double (*restrict f4)[4],
+                                         double (*f)[3], ts__strain *st) {
+  for (uint32_t i = 0; i < n_nodes; i++) { /* the rows the gathers read */
+    xv[i][0] = x[i][0], xv[i][1] = x[i][1], xv[i][2] = x[i][2], xv[i][3] = 0;
+    xv[i][4] = v[i][0], xv[i][5] = v[i][1], xv[i][6] = v[i][2], xv[i][7] = 0;
+    f4[i][0] = f4[i][1] = f4[i][2] = f4[i][3] = 0;
+  }
+  spring_class(sp, 0, n_lin, (const double (*)[8])xv, f4, 0, st);
+  spring_class(sp, n_lin, n_one, (const double (*)[8])xv, f4, 1, st);
+  spring_class(sp, n_lin + n_one, n_two, (const double (*)[8])xv, f4, 2, st);
+  for (uint32_t i = 0; i < n_nodes; i++) f[i][0] = f4[i][0], f[i][1] = f4[i][1], f[i][2] = f4[i][2];
 }
 
 void ts__ms_spring_forces(ts_tissue *t, struct ts__ms *ms) {
-  memset(t->f, 0, sizeof *t->f * t->n_nodes);
   ts__strain st = {0.0, 0.0, 0.0};
-  spring_forces_all(&ms->soa, ms->n_lin, ms->n_one, ms->n_two, (const double (*)[3])t->x,
-                    (const double (*)[3])t->v, t->f, &st);
+  spring_forces_all(&ms->soa, ms->n_lin, ms->n_one, ms->n_two, t->n_nodes,
+                    (const double (*)[3])t->x, (const double (*)[3])t->v, ms->xv, ms->f4, t->f,
+                    &st);
   ms->x_seen = st.x_max;
   ms->eps_max = st.eps_max;
   ms->eps_min = st.eps_min;

@@ -110,6 +110,11 @@ struct ts__ms {
   double dm_region;  /* kg: those nodes' physical mass */
   double dm_target;  /* the stable substep the scaling aimed at, s (0: none) */
   double (*an)[3]; /* per node scratch: accelerations of the substep */
+  /* per node scratch of the force loop (ts_ms_forces.c), 64-byte aligned:
+   * x and v packed as (x, 0, v, 0), so that a spring end is one cache
+   * line, and the forces as (f, 0), one vector each */
+  double (*xv)[8];
+  double (*f4)[4];
   double (*cn)[3]; /* per node: the tool's outward normal at its contact */
   uint8_t *ctool;  /* per node: 1 + the caller's index of the tool it touched
                       at the end of the last substep, 0 for none; during a
