@@ -60,7 +60,7 @@ typedef double ts__v4 __attribute__((vector_size(32)));
 static inline __attribute__((always_inline)) void
 spring_class(const ts__soa *restrict sp, uint32_t first, uint32_t n,
              const double (*restrict xv)[8], double (*restrict f4)[4], const int terms,
-             ts__strain *st) {
+             double *restrict bmax, double *restrict bmin, ts__strain *st) {
   double xm = st->x_max, em = st->eps_max, en = st->eps_min;
   const uint32_t *restrict ia = sp->a + first, *restrict ib = sp->b + first;
   /* node a's force, kept in registers over the run of springs from a (the
@@ -115,6 +115,7 @@ spring_class(const ts__soa *restrict sp, uint32_t first, uint32_t n,
       /* tension over length: k'(eps) (L - L0) plus the damper's c dL/dt */
       fs[j] = (kk * e + c[j] * dvd[j] * il) * il;
     }
+    double bx = -INFINITY, bn = INFINITY; /* the block's (strain limiting's) */
     for (uint32_t j = 0; j < m; j++) { /* scatter, and the strain extremes */
       const uint32_t a = ia[s0 + j], b = ib[s0 + j];
       const ts__v4 fv = dr[j] * fs[j];
@@ -124,10 +125,12 @@ spring_class(const ts__soa *restrict sp, uint32_t first, uint32_t n,
       }
       fa += fv;
       *(ts__v4 *)f4[b] -= fv;
-      em = TS__MAX(em, eps[j]);
-      en = TS__MIN(en, eps[j]);
+      bx = TS__MAX(bx, eps[j]);
+      bn = TS__MIN(bn, eps[j]);
       if (terms > 0) xm = TS__MAX(xm, xx[j]);
     }
+    bmax[s0 / TS__BLK] = bx, bmin[s0 / TS__BLK] = bn;
+    em = TS__MAX(em, bx), en = TS__MIN(en, bn);
   }
   if (n > 0) *(ts__v4 *)f4[ca] = fa;
   st->x_max = xm, st->eps_max = em, st->eps_min = en;
@@ -147,15 +150,18 @@ TS__CLONES static void spring_forces_all(const ts__soa *sp, uint32_t n_lin, uint
                                          uint32_t n_two, uint32_t n_nodes,
                                          const double (*x)[3], const double (*v)[3],
                                          double (*restrict xv)[8], double (*restrict f4)[4],
-                                         double (*f)[3], ts__strain *st) {
+                                         double (*f)[3], double *bmax, double *bmin,
+                                         ts__strain *st) {
   for (uint32_t i = 0; i < n_nodes; i++) { /* the rows the gathers read */
     xv[i][0] = x[i][0], xv[i][1] = x[i][1], xv[i][2] = x[i][2], xv[i][3] = 0;
     xv[i][4] = v[i][0], xv[i][5] = v[i][1], xv[i][6] = v[i][2], xv[i][7] = 0;
     f4[i][0] = f4[i][1] = f4[i][2] = f4[i][3] = 0;
   }
-  spring_class(sp, 0, n_lin, (const double (*)[8])xv, f4, 0, st);
-  spring_class(sp, n_lin, n_one, (const double (*)[8])xv, f4, 1, st);
-  spring_class(sp, n_lin + n_one, n_two, (const double (*)[8])xv, f4, 2, st);
+  const uint32_t b1 = (n_lin + TS__BLK - 1) / TS__BLK, b2 = b1 + (n_one + TS__BLK - 1) / TS__BLK;
+  spring_class(sp, 0, n_lin, (const double (*)[8])xv, f4, 0, bmax, bmin, st);
+  spring_class(sp, n_lin, n_one, (const double (*)[8])xv, f4, 1, bmax + b1, bmin + b1, st);
+  spring_class(sp, n_lin + n_one, n_two, (const double (*)[8])xv, f4, 2, bmax + b2, bmin + b2,
+               st);
   for (uint32_t i = 0; i < n_nodes; i++) f[i][0] = f4[i][0], f[i][1] = f4[i][1], f[i][2] = f4[i][2];
 }
 
@@ -163,7 +169,7 @@ void ts__ms_spring_forces(ts_tissue *t, struct ts__ms *ms) {
   ts__strain st = {0.0, 0.0, 0.0};
   spring_forces_all(&ms->soa, ms->n_lin, ms->n_one, ms->n_two, t->n_nodes,
                     (const double (*)[3])t->x, (const double (*)[3])t->v, ms->xv, ms->f4, t->f,
-                    &st);
+                    ms->blk_eps_max, ms->blk_eps_min, &st);
   ms->x_seen = st.x_max;
   ms->eps_max = st.eps_max;
   ms->eps_min = st.eps_min;
