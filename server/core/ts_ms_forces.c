@@ -9,17 +9,24 @@
  * 2) and then by node (ts_ms_springs.c), so that each of the three force
  * loops is straight-line code walking memory in order; their constants are
  * kept one array per field (ts__soa), so that the vector lanes load them
- * directly. The loop runs over blocks of 16 springs: scalar gathers of the
- * end positions and velocities, then the square roots (vectorised: this
+ * directly. Before the loops, each node's x and v are copied into one
+ * 64-byte row (x, 0, v, 0: ms->xv) and its force is kept as a row of four
+ * (ms->f4, copied to t->f after): O(nodes), and made five times over they
+ * did not make the loop measurably slower.
+ * The loop runs over blocks of 16 springs: the gather reads a spring end as
+ * two 4-wide loads of one cache line and forms, per spring, b - a, |b - a|^2
+ * and (v_b - v_a).(b - a) (the same operations in the same order as the
+ * component loop they replace); then the square roots (vectorised: this
  * file is compiled without errno for math functions), the division, the
  * exponentials (ts_exp_spring: branch-free, degree 9, 2e-14 relative) and
- * the tension as loops over the block's lanes, then the scalar scatter
- * (spring_class), which keeps the force of a run of springs from one node
- * in registers instead of adding it to memory spring by spring (a chain of
- * store-to-load forwards). It is built for AVX-512 (8 lanes) and AVX2 too
- * where the compiler can pick them at load time, all without contracting
- * into FMA (server/core/CMakeLists.txt), so that every build rounds alike.
- * No allocation in the step.
+ * the tension run as loops over the block's lanes; then the scatter adds
+ * each spring's force row into node b's row and into node a's, kept in
+ * registers over the run of springs from a (instead of a chain of
+ * store-to-load forwards), and records the block's strain extremes for
+ * strain limiting (ts_ms_limit.c). It is built for AVX-512 (8 lanes) and
+ * AVX2 too where the compiler can pick them at load time, all without
+ * contracting into FMA (server/core/CMakeLists.txt), so that every build
+ * rounds alike. No allocation in the step.
  * Measured (tests/bench/run --quick mechanics:patch-S, whole steps): 43 to
  * 73 million spring evaluations per second with the AVX2 build, against
  * 216-229 million for a plain linear spring loop in the same runs. Then,
@@ -36,6 +43,24 @@
  * degree-9 exponential +6 to 8 %. Tried and dropped: FMA contraction (+2 %,
  * and the builds would round differently), blocks of 32, prefetching the
  * next blocks' nodes, the strain extremes in vector lanes (within noise).
+ * The node rows (x, v packed; forces as rows of four), same results bit for
+ * bit: the loop alone on a settled patch-S (a profiling driver, old and new
+ * alternated, load 9 on the 2 cores) went from 8.2-8.6 to 6.4-6.5 ns a
+ * spring (0.66-0.69 to 0.52 ms a pass); perf put 61 % of the old loop's
+ * samples in its scalar gathers and scatter, 37 % after. It is still memory
+ * work above all: with its arithmetic taken out the loop took 5 ns a
+ * spring, 4 without reading the constants, and the exponentials' share is
+ * about 1.6 ns (replaced by 1 + y; both measured before the dot products
+ * moved into the gather). Whole steps, main's build and this one
+ * alternated (tests/bench/run --quick mechanics:patch-S,patch-L, three
+ * rounds each, load 6.8 to 9.8): patch-S 82-92 million
+ * evaluations per second (0.427-0.447 of the linear loop) before, 103-107
+ * million (0.519-0.530) after; patch-L 75-80 million (0.438-0.446) before,
+ * 88-95 million (0.502-0.524) after.
+ * Tried with the rows and dropped: blocks of 32 (no change), prefetching
+ * the rows of the block after next (7 to 12 % slower), the lengths and dot
+ * products as strided loads in the vector loop (5 % slower than forming
+ * them in the gather).
  */
 #include <math.h>
 #include <stdlib.h>
