@@ -56,7 +56,12 @@
  * rounds each, load 6.8 to 9.8): patch-S 82-92 million
  * evaluations per second (0.427-0.447 of the linear loop) before, 103-107
  * million (0.519-0.530) after; patch-L 75-80 million (0.438-0.446) before,
- * 88-95 million (0.502-0.524) after.
+ * 88-95 million (0.502-0.524) after. The same on a quiet moment (load 0.7
+ * to 0.9, two rounds): patch-S 92-97 million (0.439-0.451, 1.54-1.56 times
+ * Bullet) before, 117-118 million (0.540-0.546, 1.91-1.92 times Bullet)
+ * after; patch-L 86-89 million (0.449-0.452) before, 98-100 million
+ * (0.501-0.520) after; capped at one substep, patch-S 0.84-0.88 of a core
+ * at 1 kHz before, 0.69-0.70 after (strain limiting's screening included).
  * Tried with the rows and dropped: blocks of 32 (no change), prefetching
  * the rows of the block after next (7 to 12 % slower), the lengths and dot
  * products as strided loads in the vector loop (5 % slower than forming
