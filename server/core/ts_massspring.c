@@ -34,6 +34,38 @@
 #include "ts_material.h"
 #include "ts_ms_internal.h"
 
+/* Strain limiting's blocks (ts_ms_internal.h): ms->hlim holds the hot
+ * springs' original indices on entry, their indices in ms->lim on return. */
+static void limit_blocks(const ts_tissue *t, struct ts__ms *ms) {
+  const uint32_t ns = ms->n_springs, cls[3] = {ms->n_lin, ms->n_one, ms->n_two};
+  uint32_t nb = 0, first = 0;
+  for (int q = 0; q < 3; q++) {
+    for (uint32_t s0 = 0; s0 < cls[q]; s0 += TS__BLK, nb++) {
+      const uint32_t m = cls[q] - s0 < TS__BLK ? cls[q] - s0 : TS__BLK;
+      double hi = INFINITY, lo = -INFINITY, il = 0;
+      for (uint32_t j = first + s0; j < first + s0 + m; j++) {
+        const ts_spring *sp = &t->springs[ms->hlim[j]];
+        if (sp->strain_min == 0 && sp->strain_max == 0) continue;
+        hi = TS__MIN(hi, sp->strain_max);
+        lo = TS__MAX(lo, sp->strain_min);
+        il = TS__MAX(il, sp->rest > 0 ? 1.0 / sp->rest : INFINITY);
+      }
+      ms->blk_first[nb] = first + s0, ms->blk_n[nb] = m;
+      ms->blk_hi_min[nb] = hi, ms->blk_lo_max[nb] = lo, ms->blk_il_max[nb] = il;
+      ms->blk_eps_max[nb] = INFINITY, ms->blk_eps_min[nb] = -INFINITY; /* not evaluated yet */
+    }
+    first += cls[q];
+  }
+  ms->n_blk = nb;
+  /* the original index -> its index in lim (lim is in the original order) */
+  uint32_t k = 0;
+  for (uint32_t s = 0; s < ns; s++) {
+    const ts_spring *sp = &t->springs[s];
+    ms->cand[s] = sp->strain_min == 0 && sp->strain_max == 0 ? UINT32_MAX : k++;
+  }
+  for (uint32_t s = 0; s < ns; s++) ms->hlim[s] = ms->cand[ms->hlim[s]];
+}
+
 int ts_massspring_prepare(ts_tissue *t) {
   if (!t || t->n_nodes == 0 || !t->x || !t->inv_mass || !t->rest) return TS_EINVAL;
   if (t->n_springs > 0 && !t->springs) return TS_EINVAL;
@@ -49,10 +81,15 @@ int ts_massspring_prepare(ts_tissue *t) {
   size_t off_lim = off_hs + sizeof(ts__hs) * ns;
   size_t off_node = (off_lim + sizeof(ts__lim) * nl + 63) & ~(size_t)63;
   size_t ns_pad = ((size_t)ns + TS__BLK + 7) & ~(size_t)7; /* 64-byte multiples */
-  size_t off_soa = off_node + ((sizeof(double) * n * 13 + 63) & ~(size_t)63);
+  size_t off_pack = off_node + ((sizeof(double) * n * 13 + 63) & ~(size_t)63);
+  size_t off_soa = off_pack + sizeof(double) * 12 * (size_t)n; /* xv, f4: 64-byte multiples */
   size_t off_idx = off_soa + sizeof(double) * ns_pad * 7;
   size_t off_u32 = off_idx + sizeof(uint32_t) * ns_pad * 2;
-  size_t total = off_u32 + (2 * sizeof(uint32_t) + 1) * n;
+  /* strain limiting's blocks (ts_ms_internal.h): at most ns / TS__BLK + 3 */
+  size_t nb = (size_t)ns / TS__BLK + 3;
+  size_t off_blk = (off_u32 + (2 * sizeof(uint32_t) + 1) * n + 63) & ~(size_t)63;
+  size_t off_blk32 = off_blk + sizeof(double) * 5 * nb;
+  size_t total = off_blk32 + sizeof(uint32_t) * (2 * nb + 2 * (size_t)ns);
   unsigned char *blk = aligned_alloc(64, (total + 63) & ~(size_t)63);
   if (!blk) return TS_ENOMEM;
   struct ts__ms *ms = (struct ts__ms *)blk;
@@ -76,6 +113,8 @@ int ts_massspring_prepare(ts_tissue *t) {
   ms->mass = node + 10 * (size_t)n;
   ms->dm = node + 11 * (size_t)n;
   ms->iw = node + 12 * (size_t)n;
+  ms->xv = (double (*)[8])(blk + off_pack);
+  ms->f4 = (double (*)[4])(blk + off_pack + sizeof(double) * 8 * (size_t)n);
   double *soa = (double *)(blk + off_soa);
   double **soa_f[7] = {&ms->soa.L0, &ms->soa.iL0, &ms->soa.k1, &ms->soa.b1,
                        &ms->soa.k2, &ms->soa.b2, &ms->soa.c};
@@ -85,11 +124,18 @@ int ts_massspring_prepare(ts_tissue *t) {
   ms->clist = (uint32_t *)(blk + off_u32);
   ms->col = ms->clist + n;
   ms->ctool = (uint8_t *)(ms->col + n);
+  double *bd = (double *)(blk + off_blk);
+  ms->blk_hi_min = bd, ms->blk_lo_max = bd + nb, ms->blk_il_max = bd + 2 * nb;
+  ms->blk_eps_max = bd + 3 * nb, ms->blk_eps_min = bd + 4 * nb;
+  ms->blk_first = (uint32_t *)(blk + off_blk32);
+  ms->blk_n = ms->blk_first + nb;
+  ms->hlim = ms->blk_n + nb;
+  ms->cand = ms->hlim + ns;
   memset(node, 0, total - off_node);
   ms->n_nodes = n;
   ms->n_springs = ns;
   uint32_t cnt[3];
-  int rc = ts__ms_build_hot(t, ms->hs, cnt);
+  int rc = ts__ms_build_hot(t, ms->hs, cnt, ms->hlim); /* hlim: the original indices, for now */
   if (rc) {
     free(blk);
     return rc == -2 ? TS_ENOMEM : TS_EINVAL;
@@ -120,6 +166,7 @@ int ts_massspring_prepare(ts_tissue *t) {
                              sp->rest * (1 + sp->strain_max)};
   }
   ms->n_lim = k;
+  limit_blocks(t, ms);
   ms->lim_hi_min = INFINITY, ms->lim_lo_max = -INFINITY, ms->lim_il_max = 0;
   for (uint32_t s = 0; s < ns; s++) {
     const ts_spring *sp = &t->springs[s];
@@ -200,7 +247,7 @@ double ts_massspring_stable_dt(const ts_tissue *t) {
   ts__hs *hs = malloc(sizeof *hs * (t->n_springs ? t->n_springs : 1));
   double w2 = 0, g = 0, h = 0;
   uint32_t cnt[3];
-  if (hs && ts__ms_build_hot(t, hs, cnt) == 0 && ts__ms_rest_bounds(t, hs, &w2, &g) == 0)
+  if (hs && ts__ms_build_hot(t, hs, cnt, NULL) == 0 && ts__ms_rest_bounds(t, hs, &w2, &g) == 0)
     h = ts__ms_step_bound(w2, g + drag, 1.0);
   free(hs);
   return h > 0 && isfinite(h) ? h : 0.0;

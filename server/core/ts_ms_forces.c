@@ -9,17 +9,24 @@
  * 2) and then by node (ts_ms_springs.c), so that each of the three force
  * loops is straight-line code walking memory in order; their constants are
  * kept one array per field (ts__soa), so that the vector lanes load them
- * directly. The loop runs over blocks of 16 springs: scalar gathers of the
- * end positions and velocities, then the square roots (vectorised: this
+ * directly. Before the loops, each node's x and v are copied into one
+ * 64-byte row (x, 0, v, 0: ms->xv) and its force is kept as a row of four
+ * (ms->f4, copied to t->f after): O(nodes), and made five times over they
+ * did not make the loop measurably slower.
+ * The loop runs over blocks of 16 springs: the gather reads a spring end as
+ * two 4-wide loads of one cache line and forms, per spring, b - a, |b - a|^2
+ * and (v_b - v_a).(b - a) (the same operations in the same order as the
+ * component loop they replace); then the square roots (vectorised: this
  * file is compiled without errno for math functions), the division, the
  * exponentials (ts_exp_spring: branch-free, degree 9, 2e-14 relative) and
- * the tension as loops over the block's lanes, then the scalar scatter
- * (spring_class), which keeps the force of a run of springs from one node
- * in registers instead of adding it to memory spring by spring (a chain of
- * store-to-load forwards). It is built for AVX-512 (8 lanes) and AVX2 too
- * where the compiler can pick them at load time, all without contracting
- * into FMA (server/core/CMakeLists.txt), so that every build rounds alike.
- * No allocation in the step.
+ * the tension run as loops over the block's lanes; then the scatter adds
+ * each spring's force row into node b's row and into node a's, kept in
+ * registers over the run of springs from a (instead of a chain of
+ * store-to-load forwards), and records the block's strain extremes for
+ * strain limiting (ts_ms_limit.c). It is built for AVX-512 (8 lanes) and
+ * AVX2 too where the compiler can pick them at load time, all without
+ * contracting into FMA (server/core/CMakeLists.txt), so that every build
+ * rounds alike. No allocation in the step.
  * Measured (tests/bench/run --quick mechanics:patch-S, whole steps): 43 to
  * 73 million spring evaluations per second with the AVX2 build, against
  * 216-229 million for a plain linear spring loop in the same runs. Then,
@@ -36,6 +43,29 @@
  * degree-9 exponential +6 to 8 %. Tried and dropped: FMA contraction (+2 %,
  * and the builds would round differently), blocks of 32, prefetching the
  * next blocks' nodes, the strain extremes in vector lanes (within noise).
+ * The node rows (x, v packed; forces as rows of four), same results bit for
+ * bit: the loop alone on a settled patch-S (a profiling driver, old and new
+ * alternated, load 9 on the 2 cores) went from 8.2-8.6 to 6.4-6.5 ns a
+ * spring (0.66-0.69 to 0.52 ms a pass); perf put 61 % of the old loop's
+ * samples in its scalar gathers and scatter, 37 % after. It is still memory
+ * work above all: with its arithmetic taken out the loop took 5 ns a
+ * spring, 4 without reading the constants, and the exponentials' share is
+ * about 1.6 ns (replaced by 1 + y; both measured before the dot products
+ * moved into the gather). Whole steps, main's build and this one
+ * alternated (tests/bench/run --quick mechanics:patch-S,patch-L, three
+ * rounds each, load 6.8 to 9.8): patch-S 82-92 million
+ * evaluations per second (0.427-0.447 of the linear loop) before, 103-107
+ * million (0.519-0.530) after; patch-L 75-80 million (0.438-0.446) before,
+ * 88-95 million (0.502-0.524) after. The same on a quiet moment (load 0.7
+ * to 0.9, two rounds): patch-S 92-97 million (0.439-0.451, 1.54-1.56 times
+ * Bullet) before, 117-118 million (0.540-0.546, 1.91-1.92 times Bullet)
+ * after; patch-L 86-89 million (0.449-0.452) before, 98-100 million
+ * (0.501-0.520) after; capped at one substep, patch-S 0.84-0.88 of a core
+ * at 1 kHz before, 0.69-0.70 after (strain limiting's screening included).
+ * Tried with the rows and dropped: blocks of 32 (no change), prefetching
+ * the rows of the block after next (7 to 12 % slower), the lengths and dot
+ * products as strided loads in the vector loop (5 % slower than forming
+ * them in the gather).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -45,23 +75,30 @@
 #include "ts_material.h"
 #include "ts_ms_internal.h"
 
+/* Four doubles in one vector (GCC and clang vector extensions: one AVX
+ * register, two SSE2 ones in the baseline build; lane by lane the same
+ * IEEE operations as scalar code, so that the sums round as before). */
+typedef double ts__v4 __attribute__((vector_size(32)));
+
 /* Spring and damper forces of one class of springs (terms = its number of
- * exponential terms), added into f. Springs go in blocks of TS__BLK: the
- * gathers and the scatter are scalar, everything in between (length, strain,
- * the exponentials, the tension) runs over the whole block as loops of
+ * exponential terms), added into f4. Springs go in blocks of TS__BLK: the
+ * gathers and the scatter work on whole node rows (xv: (x, 0, v, 0) per
+ * node, f4: (f, 0)), everything in between (length, strain, the
+ * exponentials, the tension) runs over the whole block as loops of
  * independent lanes that the compiler vectorises (one spring alone is a
  * long dependent chain: square root, division, a degree-12 polynomial). */
 static inline __attribute__((always_inline)) void
 spring_class(const ts__soa *restrict sp, uint32_t first, uint32_t n,
-             const double (*restrict x)[3], const double (*restrict v)[3],
-             double (*restrict f)[3], const int terms, ts__strain *st) {
+             const double (*restrict xv)[8], double (*restrict f4)[4], const int terms,
+             double *restrict bmax, double *restrict bmin, ts__strain *st) {
   double xm = st->x_max, em = st->eps_max, en = st->eps_min;
   const uint32_t *restrict ia = sp->a + first, *restrict ib = sp->b + first;
   /* node a's force, kept in registers over the run of springs from a (the
    * springs are sorted by a; none of them has a as its b, so f[a] does not
    * change meanwhile and the sums are the same, in the same order) */
   uint32_t ca = n > 0 ? ia[0] : 0;
-  double fa0 = n > 0 ? f[ca][0] : 0, fa1 = n > 0 ? f[ca][1] : 0, fa2 = n > 0 ? f[ca][2] : 0;
+  ts__v4 fa = {0, 0, 0, 0};
+  if (n > 0) fa = *(const ts__v4 *)f4[ca];
   for (uint32_t s0 = 0; s0 < n; s0 += TS__BLK) {
     const uint32_t m = n - s0 < TS__BLK ? n - s0 : TS__BLK;
     /* the constants straight from their arrays (padded by TS__BLK records
@@ -70,22 +107,25 @@ spring_class(const ts__soa *restrict sp, uint32_t first, uint32_t n,
     const double *restrict k1 = sp->k1 + first + s0, *restrict b1 = sp->b1 + first + s0;
     const double *restrict k2 = sp->k2 + first + s0, *restrict b2 = sp->b2 + first + s0;
     const double *restrict c = sp->c + first + s0;
-    double dx[TS__BLK], dy[TS__BLK], dz[TS__BLK], wx[TS__BLK], wy[TS__BLK], wz[TS__BLK];
+    ts__v4 dr[TS__BLK]; /* b - a, as rows (the scatter's) */
+    double len[TS__BLK], dvd[TS__BLK];
     double fs[TS__BLK], eps[TS__BLK], xx[TS__BLK];
-    for (uint32_t j = 0; j < m; j++) { /* gather */
+    for (uint32_t j = 0; j < m; j++) { /* gather: two rows a spring end */
       const uint32_t a = ia[s0 + j], b = ib[s0 + j];
-      dx[j] = x[b][0] - x[a][0], dy[j] = x[b][1] - x[a][1], dz[j] = x[b][2] - x[a][2];
-      wx[j] = v[b][0] - v[a][0], wy[j] = v[b][1] - v[a][1], wz[j] = v[b][2] - v[a][2];
+      const ts__v4 d = *(const ts__v4 *)&xv[b][0] - *(const ts__v4 *)&xv[a][0];
+      const ts__v4 w = *(const ts__v4 *)&xv[b][4] - *(const ts__v4 *)&xv[a][4];
+      const ts__v4 dd = d * d, wd = w * d;
+      dr[j] = d;
+      len[j] = dd[0] + dd[1] + dd[2] + 1e-300;
+      dvd[j] = wd[0] + wd[1] + wd[2];
     }
     for (uint32_t j = m; j < TS__BLK; j++) { /* harmless padding: at rest */
-      dx[j] = L0[j] > 0 ? L0[j] : 1.0, dy[j] = dz[j] = wx[j] = wy[j] = wz[j] = 0;
+      const double r = L0[j] > 0 ? L0[j] : 1.0;
+      len[j] = r * r + 1e-300, dvd[j] = 0;
     }
     /* square roots on their own (the file is compiled without errno for
      * math functions, server/core/CMakeLists.txt, or sqrt() would stay
      * scalar) */
-    double len[TS__BLK];
-    for (uint32_t j = 0; j < TS__BLK; j++)
-      len[j] = dx[j] * dx[j] + dy[j] * dy[j] + dz[j] * dz[j] + 1e-300;
     for (uint32_t j = 0; j < TS__BLK; j++) len[j] = sqrt(len[j]);
     for (uint32_t j = 0; j < TS__BLK; j++) {
       /* max and min as (a + b +- |a - b|) / 2, exact here, so that the loop
@@ -102,29 +142,27 @@ spring_class(const ts__soa *restrict sp, uint32_t first, uint32_t n,
         kk = k1[j] * ts_exp_spring(y1 - 0.5 * (o1 + fabs(o1)));
         if (terms > 1) kk += k2[j] * ts_exp_spring(y2 - 0.5 * (o2 + fabs(o2)));
       }
-      const double dvd = wx[j] * dx[j] + wy[j] * dy[j] + wz[j] * dz[j];
       /* tension over length: k'(eps) (L - L0) plus the damper's c dL/dt */
-      fs[j] = (kk * e + c[j] * dvd * il) * il;
+      fs[j] = (kk * e + c[j] * dvd[j] * il) * il;
     }
+    double bx = -INFINITY, bn = INFINITY; /* the block's (strain limiting's) */
     for (uint32_t j = 0; j < m; j++) { /* scatter, and the strain extremes */
       const uint32_t a = ia[s0 + j], b = ib[s0 + j];
-      const double fx = fs[j] * dx[j], fy = fs[j] * dy[j], fz = fs[j] * dz[j];
+      const ts__v4 fv = dr[j] * fs[j];
       if (a != ca) { /* a new run of springs from node a */
-        f[ca][0] = fa0, f[ca][1] = fa1, f[ca][2] = fa2;
-        ca = a, fa0 = f[a][0], fa1 = f[a][1], fa2 = f[a][2];
+        *(ts__v4 *)f4[ca] = fa;
+        ca = a, fa = *(const ts__v4 *)f4[a];
       }
-      fa0 += fx;
-      fa1 += fy;
-      fa2 += fz;
-      f[b][0] -= fx;
-      f[b][1] -= fy;
-      f[b][2] -= fz;
-      em = TS__MAX(em, eps[j]);
-      en = TS__MIN(en, eps[j]);
+      fa += fv;
+      *(ts__v4 *)f4[b] -= fv;
+      bx = TS__MAX(bx, eps[j]);
+      bn = TS__MIN(bn, eps[j]);
       if (terms > 0) xm = TS__MAX(xm, xx[j]);
     }
+    bmax[s0 / TS__BLK] = bx, bmin[s0 / TS__BLK] = bn;
+    em = TS__MAX(em, bx), en = TS__MIN(en, bn);
   }
-  if (n > 0) f[ca][0] = fa0, f[ca][1] = fa1, f[ca][2] = fa2;
+  if (n > 0) *(ts__v4 *)f4[ca] = fa;
   st->x_max = xm, st->eps_max = em, st->eps_min = en;
 }
 
@@ -139,19 +177,29 @@ spring_class(const ts__soa *restrict sp, uint32_t first, uint32_t n,
 #endif
 
 TS__CLONES static void spring_forces_all(const ts__soa *sp, uint32_t n_lin, uint32_t n_one,
-                                         uint32_t n_two, const double (*x)[3],
-                                         const double (*v)[3], double (*f)[3],
+                                         uint32_t n_two, uint32_t n_nodes,
+                                         const double (*x)[3], const double (*v)[3],
+                                         double (*restrict xv)[8], double (*restrict f4)[4],
+                                         double (*f)[3], double *bmax, double *bmin,
                                          ts__strain *st) {
-  spring_class(sp, 0, n_lin, x, v, f, 0, st);
-  spring_class(sp, n_lin, n_one, x, v, f, 1, st);
-  spring_class(sp, n_lin + n_one, n_two, x, v, f, 2, st);
+  for (uint32_t i = 0; i < n_nodes; i++) { /* the rows the gathers read */
+    xv[i][0] = x[i][0], xv[i][1] = x[i][1], xv[i][2] = x[i][2], xv[i][3] = 0;
+    xv[i][4] = v[i][0], xv[i][5] = v[i][1], xv[i][6] = v[i][2], xv[i][7] = 0;
+    f4[i][0] = f4[i][1] = f4[i][2] = f4[i][3] = 0;
+  }
+  const uint32_t b1 = (n_lin + TS__BLK - 1) / TS__BLK, b2 = b1 + (n_one + TS__BLK - 1) / TS__BLK;
+  spring_class(sp, 0, n_lin, (const double (*)[8])xv, f4, 0, bmax, bmin, st);
+  spring_class(sp, n_lin, n_one, (const double (*)[8])xv, f4, 1, bmax + b1, bmin + b1, st);
+  spring_class(sp, n_lin + n_one, n_two, (const double (*)[8])xv, f4, 2, bmax + b2, bmin + b2,
+               st);
+  for (uint32_t i = 0; i < n_nodes; i++) f[i][0] = f4[i][0], f[i][1] = f4[i][1], f[i][2] = f4[i][2];
 }
 
 void ts__ms_spring_forces(ts_tissue *t, struct ts__ms *ms) {
-  memset(t->f, 0, sizeof *t->f * t->n_nodes);
   ts__strain st = {0.0, 0.0, 0.0};
-  spring_forces_all(&ms->soa, ms->n_lin, ms->n_one, ms->n_two, (const double (*)[3])t->x,
-                    (const double (*)[3])t->v, t->f, &st);
+  spring_forces_all(&ms->soa, ms->n_lin, ms->n_one, ms->n_two, t->n_nodes,
+                    (const double (*)[3])t->x, (const double (*)[3])t->v, ms->xv, ms->f4, t->f,
+                    ms->blk_eps_max, ms->blk_eps_min, &st);
   ms->x_seen = st.x_max;
   ms->eps_max = st.eps_max;
   ms->eps_min = st.eps_min;

@@ -78,6 +78,17 @@ struct ts__ms {
    * upper and largest lower strain bound of the limited springs, and their
    * largest 1 / L0 (INFINITY when one has L0 = 0) */
   double lim_hi_min, lim_lo_max, lim_il_max;
+  /* the same per block of the force loop (ts_ms_limit.c, ts__ms_limit_first):
+   * the blocks are TS__BLK consecutive hot springs of one class, n_blk of
+   * them; for each, its first hot spring and count, its limited springs'
+   * bounds as above (INFINITY, -INFINITY, 0 when it has none), and the
+   * strain extremes of its springs at the last force evaluation */
+  uint32_t n_blk;
+  uint32_t *blk_first, *blk_n;
+  double *blk_hi_min, *blk_lo_max, *blk_il_max;
+  double *blk_eps_max, *blk_eps_min;
+  uint32_t *hlim;  /* per hot spring: its index in lim, UINT32_MAX for none */
+  uint32_t *cand;  /* scratch of n_springs entries */
   double move2;   /* the largest |x_(k+1) - x_k|^2 of the last update, m^2 */
   double w2, g;   /* bounds at rest: largest w^2 (1/s^2), damping rate (1/s) */
   double b_max;   /* largest exponent */
@@ -110,6 +121,11 @@ struct ts__ms {
   double dm_region;  /* kg: those nodes' physical mass */
   double dm_target;  /* the stable substep the scaling aimed at, s (0: none) */
   double (*an)[3]; /* per node scratch: accelerations of the substep */
+  /* per node scratch of the force loop (ts_ms_forces.c), 64-byte aligned:
+   * x and v packed as (x, 0, v, 0), so that a spring end is one cache
+   * line, and the forces as (f, 0), one vector each */
+  double (*xv)[8];
+  double (*f4)[4];
   double (*cn)[3]; /* per node: the tool's outward normal at its contact */
   uint8_t *ctool;  /* per node: 1 + the caller's index of the tool it touched
                       at the end of the last substep, 0 for none; during a
@@ -171,14 +187,16 @@ typedef struct ts__strain {
 int ts__ms_hot_spring(const ts_spring *s, ts__hs *o);
 
 /* Builds the hot springs of t into hs (n_springs records, sorted by class,
- * then node) and the class counts. Returns 0, -1 for a malformed spring or
+ * then node) and the class counts; orig (NULL: not wanted) gets each hot
+ * record's index in t->springs. Returns 0, -1 for a malformed spring or
  * node, -2 when out of memory. */
-int ts__ms_build_hot(const ts_tissue *t, ts__hs *hs, uint32_t cnt[3]);
+int ts__ms_build_hot(const ts_tissue *t, ts__hs *hs, uint32_t cnt[3], uint32_t *orig);
 
 /* ts_ms_forces.c */
 
 /* t->f = the spring and damper forces at (t->x, t->v); records the strain
- * extremes in ms (x_seen, eps_max, eps_min). */
+ * extremes in ms (x_seen, eps_max, eps_min, and per block blk_eps_max,
+ * blk_eps_min). */
 void ts__ms_spring_forces(ts_tissue *t, struct ts__ms *ms);
 
 /* ts_ms_bounds.c */

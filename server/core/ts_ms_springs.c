@@ -66,8 +66,9 @@ static int cmp_order(const void *x, const void *y) {
 
 
 /* Builds the hot springs of t into hs (n_springs records, sorted) and the
- * class counts. Returns -1 for a malformed spring or node. */
-int ts__ms_build_hot(const ts_tissue *t, ts__hs *hs, uint32_t cnt[3]) {
+ * class counts, and their original indices into orig (when not NULL).
+ * Returns -1 for a malformed spring or node. */
+int ts__ms_build_hot(const ts_tissue *t, ts__hs *hs, uint32_t cnt[3], uint32_t *orig) {
   uint32_t ns = t->n_springs;
   for (uint32_t i = 0; i < t->n_nodes; i++)
     if (!isfinite(t->inv_mass[i]) || t->inv_mass[i] < 0) return -1;
@@ -86,7 +87,10 @@ int ts__ms_build_hot(const ts_tissue *t, ts__hs *hs, uint32_t cnt[3]) {
     ord[s].idx = s;
   }
   qsort(ord, ns, sizeof *ord, cmp_order);
-  for (uint32_t s = 0; s < ns; s++) ts__ms_hot_spring(&t->springs[ord[s].idx], &hs[s]);
+  for (uint32_t s = 0; s < ns; s++) {
+    ts__ms_hot_spring(&t->springs[ord[s].idx], &hs[s]);
+    if (orig) orig[s] = ord[s].idx;
+  }
   free(ord);
   return 0;
 }
