@@ -680,7 +680,8 @@ static void on_train(ts_conn *c, uint64_t rid, const Tissued__V1__TrainShortcut 
   }
   ts_learn_kind kind = TS_LEARN_METHOD;
   if (m->model && m->model[0] && ts_learn_kind_parse(m->model, &kind)) {
-    ts_send_error(c, rid, TS_EINVAL, "model must be \"method\", \"rich\", \"spread\" or \"spread2\"");
+    ts_send_error(c, rid, TS_EINVAL,
+                  "model must be \"method\", \"rich\", \"spread\", \"spread2\" or \"spread2r\"");
     return;
   }
   if (se->training) {

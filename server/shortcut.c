@@ -29,6 +29,7 @@ int ts_shortcut_create(ts_tissue *t, double interval, uint32_t sample_cap, ts_sh
   ts_qstatic_params qp = ts_qstatic_default_params(t);
   int rc = ts_qstatic_create(t, &qp, &sc->q);
   if (!rc) rc = ts_learner_create(sc->q, TS_SHORTCUT_RANGE, sample_cap, &sc->l);
+  if (!rc) sc->solve = ts_learner_solve(sc->l);
   if (!rc) {
     sc->ctrl = malloc(sizeof *sc->ctrl * sc->q->n_surf);
     sc->ctrl_pos = malloc(sizeof *sc->ctrl_pos * sc->q->n_surf);
@@ -76,7 +77,9 @@ int ts_shortcut_set_refine(ts_shortcut *sc, const ts_tissue *t, double refine_ed
     refine_edge = ts_qsrefine_mean_edge(sc->q, t);
     if (!(refine_edge > 0)) return 0; /* no outer surface to refine: the tissue's own mesh */
   }
-  return ts_learner_set_refine(sc->l, t, refine_edge);
+  int rc = ts_learner_set_refine(sc->l, t, refine_edge);
+  sc->solve = ts_learner_solve(sc->l);
+  return rc;
 }
 
 int ts_shortcut_install(ts_shortcut *sc, const ts_learn_model *m) {

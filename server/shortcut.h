@@ -54,6 +54,9 @@ typedef struct ts_shortcut {
   uint64_t learned_presses;    /* presses the model answered */
   uint64_t fallbacks;          /* presses whose model answer was replaced by the solve */
   char material[512];          /* ts_learn_material_id: what models are kept under */
+  ts_learn_solve solve;        /* the solve presses run (plain or refined, with its edge);
+                                  set with the refinement, before physics owns the
+                                  session: models record it and must match it */
 } ts_shortcut;
 
 /* For tissue t at rest: builds the solver (default parameters) and a learner

@@ -11,6 +11,7 @@
 #include "core/ts_error.h"
 #include "log.h"
 #include "server.h"
+#include "shortcut.h"
 #include "ts_storage.h"
 #include "worker.h"
 
@@ -25,6 +26,7 @@ typedef struct train_job {
   ts_learn_kind kind;
   char tissue[64];
   char material[512];
+  ts_learn_solve solve; /* the session's, recorded with the model */
   double last_fraction; /* of the last progress report */
   /* results */
   int rc;
@@ -193,6 +195,8 @@ static void train_work(ts_job *jb, ts_storage *st) {
   rec.samples = (int64_t)j->model.samples;
   rec.heldout_rmse = j->heldout_rmse;
   rec.heldout_max = j->heldout_max;
+  rec.solve = ts_learn_solve_name(j->solve.kind);
+  rec.refine_edge = j->solve.kind == TS_LEARN_SOLVE_REFINED ? j->solve.refine_edge : 0;
   ts_storage_tissue_free(&tr);
   j->model_id = ts_storage_put_model(st, &rec, NULL);
   if (j->model_id <= 0) {
@@ -279,6 +283,7 @@ void ts_training_start(ts_session *se, ts_learn_set *set, int automatic) {
   j->kind = kind;
   snprintf(j->tissue, sizeof j->tissue, "%s", se->tissue_name);
   snprintf(j->material, sizeof j->material, "%s", se->material);
+  j->solve = se->sim.shortcut->solve;
   ts_log_info("session %u: training the %s model on %u samples%s", se->id,
               ts_learn_kind_name(kind), set->n, automatic ? " (train-after-samples)" : "");
   ts_worker_submit(&s->worker, &j->job);

@@ -3,7 +3,7 @@
  * method is in server/core/ts_qstatic.h and ts_learn.h).
  *
  *   tissuetool learn [--db PATH] [--tissue stomach-patch] [--samples N]
- *                    [--model method|rich|spread|spread2]
+ *                    [--model method|rich|spread|spread2|spread2r]
  *                    [--qs-refine-edge auto|METRES]
  *     presses a tool into the built-in patch at N points (4 intervals of
  *     1 mm each), solves each interval quasi-statically (as a daemon
@@ -128,7 +128,7 @@ static void progress(void *ud, double fraction, double loss) {
 static void learn_help(FILE *f) {
   fprintf(f,
           "usage: tissuetool learn [--db PATH] [--tissue stomach-patch] [--samples N]\n"
-          "                        [--model method|rich|spread|spread2]\n"
+          "                        [--model method|rich|spread|spread2|spread2r]\n"
           "                        [--qs-refine-edge auto|METRES]\n"
           "\n"
           "Trains the learned shortcut of the quasi-static solve for a tissue and stores\n"
@@ -170,7 +170,7 @@ int ts_cmd_learn(int argc, char **argv, FILE *out, FILE *err) {
   }
   ts_learn_kind kind;
   if (ts_learn_kind_parse(model, &kind)) {
-    fprintf(err, "tissuetool learn: --model must be method, rich, spread or spread2\n");
+    fprintf(err, "tissuetool learn: --model must be method, rich, spread, spread2 or spread2r\n");
     return 2;
   }
   double edge = -1; /* auto */
@@ -251,6 +251,9 @@ int ts_cmd_learn(int argc, char **argv, FILE *out, FILE *err) {
   rec.samples = (int64_t)m.samples;
   rec.heldout_rmse = rmse;
   rec.heldout_max = e.max_err;
+  ts_learn_solve sv = ts_learner_solve(l); /* the solve its samples came from */
+  rec.solve = ts_learn_solve_name(sv.kind);
+  rec.refine_edge = sv.kind == TS_LEARN_SOLVE_REFINED ? sv.refine_edge : 0;
   int64_t version = 0;
   int64_t id = ts_storage_put_model(st, &rec, &version);
   if (id <= 0) {
@@ -279,6 +282,8 @@ int ts_cmd_learn(int argc, char **argv, FILE *out, FILE *err) {
   ts_tool_json_number(out, e.max_err);
   fputs(",\"heldout_rel_rmse\":", out);
   ts_tool_json_number(out, drms > 0 ? rmse / drms : 0);
+  fprintf(out, ",\"solve\":\"%s\",\"refine_edge\":", rec.solve);
+  ts_tool_json_number(out, rec.refine_edge);
   fputs("}\n", out);
   status = 0;
 done:

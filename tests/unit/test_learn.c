@@ -104,6 +104,13 @@ START_TEST(bad_input) {
   uint8_t b9[8 * (1 + TS_LEARN_HOPS2)] = {0};
   ck_assert_int_eq(ts_learn_theta_decode(TS_LEARN_SPREAD, 4, b9, sizeof b9, &m), TS_EINVAL);
   ck_assert_int_eq(ts_learn_theta_decode(TS_LEARN_SPREAD2, 4, b9, sizeof b9, &m), 0);
+  /* "spread2r" (spread2's sweeps on the refined copy) is a kind of its own */
+  ck_assert_int_eq(ts_learn_kind_parse("spread2r", &k), 0);
+  ck_assert_int_eq(k, TS_LEARN_SPREAD2R);
+  ck_assert_str_eq(ts_learn_kind_name(k), "spread2r");
+  ck_assert_uint_eq(ts_learn_n_params(k, 4), 1 + TS_LEARN_HOPS2R);
+  ck_assert_int_eq(ts_learn_theta_decode(TS_LEARN_SPREAD2R, 4, b9, sizeof b9, &m),
+                   1 + TS_LEARN_HOPS2R == 1 + TS_LEARN_HOPS2 ? 0 : TS_EINVAL);
   ts_qstatic_destroy(q);
   ts_tissue_destroy(t);
 }
