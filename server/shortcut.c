@@ -207,6 +207,11 @@ int ts_shortcut_step(ts_shortcut *sc, ts_tissue *t, ts_tool *tools, int n, doubl
     }
     if (rc) return TS_EDIVERGED; /* non-finite state or input: the session stops */
     if (learned && ls.qs.iterations == 0) sc->learned_presses++; /* not replaced */
+    if (!learned || ls.qs.iterations > 0) { /* the solve answered */
+      sc->solves++;
+      if (!ls.qs.converged) sc->unconverged++;
+      if (ls.qs.residual > sc->worst_residual) sc->worst_residual = ls.qs.residual;
+    }
     reaction(sc, (const double(*)[3])t->x, ls.n_ctrl, tool->force);
     tool->contacts = ls.n_ctrl;
     st->presses++;

@@ -91,6 +91,9 @@ int ts_learn_set_copy(const ts_learn_set *src, ts_learn_set **out) {
   if (rc) return rc;
   memcpy((*out)->s, src->s, sizeof *src->s * src->n);
   (*out)->n = src->n;
+  (*out)->intervals = src->intervals;
+  (*out)->unconverged = src->unconverged;
+  (*out)->worst_residual = src->worst_residual;
   return 0;
 }
 

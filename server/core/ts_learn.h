@@ -197,6 +197,11 @@ typedef struct ts_learn_set {
   uint32_t n, cap;
   uint32_t n_sheets;
   ts_learn_sample *s;
+  /* the recorded intervals behind the samples: how many, how many of their
+   * solves stopped at the iteration cap (q->p.max_iter) before max |R| <
+   * tol, and the largest final max |R|, N (ts_learner_step, record) */
+  uint64_t intervals, unconverged;
+  double worst_residual;
 } ts_learn_set;
 
 /* A set with room for cap samples. Returns 0, TS_EINVAL (cap or n_sheets

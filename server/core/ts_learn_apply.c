@@ -408,6 +408,9 @@ static int run(ts_learner *l, double (*x)[3], const double point[3], uint32_t nc
     rc = solve_interval(l, x, point, nc, &st.qs);
     if (rc) return rc;
     if (record) {
+      l->set->intervals++;
+      if (!st.qs.converged) l->set->unconverged++;
+      if (st.qs.residual > l->set->worst_residual) l->set->worst_residual = st.qs.residual;
       if (l->set->n + nf > l->set->cap) rc = TS_EFULL;
       for (uint32_t k = 0; k < nf && l->set->n < l->set->cap; k++) {
         ts_learn_sample *s = &l->set->s[l->set->n++];
