@@ -250,13 +250,17 @@ typedef struct same_find {
   const char *material, *kind;
   const uint8_t *theta;
   size_t bytes;
+  const char *solve; /* and the solve it learned: the same theta of another solve is
+                        another model */
+  double refine_edge;
   int64_t id;
 } same_find;
 
 static int find_same(void *ud, const ts_model_rec *m) {
   same_find *f = ud;
   if (strcmp(m->material, f->material) || strcmp(m->kind, f->kind) || m->theta_bytes != f->bytes ||
-      memcmp(m->theta, f->theta, f->bytes))
+      memcmp(m->theta, f->theta, f->bytes) || strcmp(m->solve ? m->solve : "unknown", f->solve) ||
+      m->refine_edge != f->refine_edge)
     return 0;
   f->id = m->id;
   return 1;
@@ -301,7 +305,9 @@ static void import_work(model_job *j, ts_storage *st) {
   ts_storage_tissue_free(&tr);
   uint8_t blob[8 * TS_LEARN_MAX_PARAMS];
   size_t nb = ts_model_doc_theta_bytes(d, blob, sizeof blob);
-  same_find f = {d->material, ts_learn_kind_name(d->kind), blob, nb, 0};
+  same_find f = {d->material, ts_learn_kind_name(d->kind), blob, nb,
+                 ts_learn_solve_name(d->solve.kind),
+                 d->solve.kind == TS_LEARN_SOLVE_REFINED ? d->solve.refine_edge : 0, 0};
   rc = ts_storage_list_models(st, tid, find_same, &f);
   if (rc < 0) {
     j->rc = rc;
