@@ -138,12 +138,14 @@ static void learn_help(FILE *f) {
           "on 3 held-out presses. Prints one JSON object:\n"
           "  {\"id\",\"tissue\",\"material\",\"kind\",\"version\",\"theta\",\"loss\",\"samples\",\n"
           "   \"iterations\",\"rel_change\",\"closed_form_rel_diff\",\"heldout_rmse\",\n"
-          "   \"heldout_max\",\"heldout_rel_rmse\"} (metres; loss in m^2).\n"
+          "   \"heldout_max\",\"heldout_rel_rmse\",\"solve\",\"refine_edge\"} (metres; loss\n"
+          "   in m^2; solve \"plain\" or \"refined\" with its refine_edge).\n"
           "--qs-refine-edge: as the daemon's, each press solved on its region copied and\n"
           "refined to edges of at most this length (auto, the default: the tissue's mean\n"
           "outer-surface edge; 0: on the tissue's own mesh; at most 0.1 m). Train with\n"
           "the setting of the daemon that will load the model: the samples and the\n"
-          "held-out error are of that solve.\n"
+          "held-out error are of that solve, the model records it, and a daemon whose\n"
+          "sessions run another solve does not use it.\n"
           "Progress goes to stderr. Exit status: 0 stored, 1 failed, 2 usage error.\n");
 }
 
