@@ -23,12 +23,14 @@
  * Divergence: the blocks are taken once, at the start state, as spread2's
  * are; on the liver, where the copy folds under the deeper presses (the
  * prisms under the tool fold, test_qstatic_refine.c), the sweeps from those
- * blocks diverged in 8 of the bench's 16 intervals (a node farther than the
+ * blocks diverged in 8 of the bench's 16 intervals with 3 training presses (3
+ * of 12 with --quick's 2; a node farther than the
  * region's range within 64 sweeps). Such an interval runs its sweeps again
  * with the blocks taken again as the nodes move (the solve's rule,
  * ts_qstatic_refine.h), which stays bounded; the features of the two kinds
- * of interval are weighed by one theta, which is what leaves the liver's
- * figures high (with the second kind on every interval, patch-S went from
+ * of interval are weighed by one theta, probably part of what leaves the
+ * liver's figures high (not measured apart; with the second kind on every
+ * interval, patch-S went from
  * 0.05 to 5.4 % RMS). l->n_refreshed counts them; patch-S had none.
  */
 #include <math.h>
