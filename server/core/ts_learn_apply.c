@@ -323,7 +323,8 @@ static int features(ts_learner *l, const double (*x)[3], uint32_t nf, const uint
   if (!(need & FEAT_SPREAD2R)) return 0;
   if (l->rq) return ts__learn_spread2r_features(l, nf, fr);
   for (uint32_t k = 0; k < nf; k++) {
-    _Static_assert(TS_LEARN_HOPS2R <= TS_LEARN_HOPS2, "spread2r reads spread2's on the plain solve");
+    _Static_assert(TS_LEARN_HOPS2R <= TS_LEARN_HOPS2,
+                   "spread2r reads spread2's on the plain solve");
     memcpy(l->feat[k].u2r, l->feat[k].u2, sizeof l->feat[k].u2r);
   }
   return 0;
