@@ -301,7 +301,7 @@ typedef struct tc_model_info {
   int64_t model_id;
   char tissue[64];
   char material[512];  /* material identity (layers and solve parameters) */
-  char kind[32];       /* "method", "rich", "spread" or "spread2" */
+  char kind[32];       /* "method", "rich", "spread", "spread2" or "spread2r" */
   int64_t version;     /* per tissue, material and kind */
   uint64_t samples;    /* training samples */
   double loss;         /* m^2 */

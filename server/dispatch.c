@@ -608,6 +608,9 @@ static void on_list(ts_conn *c, uint64_t rid) {
       infos[i].samples = se->mbox.samples;
       infos[i].model_answers = se->mbox.model_answers;
       infos[i].model_rejected = se->mbox.model_rejected;
+      infos[i].qs_solves = se->mbox.qs_solves;
+      infos[i].qs_unconverged = se->mbox.qs_unconverged;
+      infos[i].qs_worst_residual = se->mbox.qs_worst_residual;
       uv_mutex_unlock(&se->mbox.lock);
     }
     ptrs[i] = &infos[i];
@@ -680,7 +683,8 @@ static void on_train(ts_conn *c, uint64_t rid, const Tissued__V1__TrainShortcut 
   }
   ts_learn_kind kind = TS_LEARN_METHOD;
   if (m->model && m->model[0] && ts_learn_kind_parse(m->model, &kind)) {
-    ts_send_error(c, rid, TS_EINVAL, "model must be \"method\", \"rich\", \"spread\" or \"spread2\"");
+    ts_send_error(c, rid, TS_EINVAL,
+                  "model must be \"method\", \"rich\", \"spread\", \"spread2\" or \"spread2r\"");
     return;
   }
   if (se->training) {

@@ -146,6 +146,12 @@ char *ts_metrics_text(ts_server *s, size_t *len) {
       {"tissued_session_added_mass_fraction", "gauge",
        "Inertia the local mass scaling of a refined region adds to the mass-spring tissue, as "
        "a fraction of its mass (0: none; --local-mass-scaling)."},
+      {"tissued_session_qs_solves_total", "counter",
+       "Presses a quasi-static session's solve answered."},
+      {"tissued_session_qs_unconverged_total", "counter",
+       "Of them, solves stopped by the iteration cap before max |R| fell below the tolerance."},
+      {"tissued_session_qs_worst_residual_newtons", "gauge",
+       "The largest final max |R| of a quasi-static session's solves, N."},
   };
   for (size_t k = 0; k < sizeof per / sizeof per[0]; k++) {
     family(&b, per[k].name, per[k].type, per[k].help);
@@ -172,6 +178,16 @@ char *ts_metrics_text(ts_server *s, size_t *len) {
       case 15: v = f ? f->beeman_fraction : 0; break;
       case 16: v = f ? f->inertia_scale : 0; break;
       case 17: v = f ? f->added_mass : 0; break;
+      case 18:
+      case 19:
+      case 20:
+        if (!se->sim.shortcut) break;
+        uv_mutex_lock(&se->mbox.lock);
+        v = k == 18 ? (double)se->mbox.qs_solves
+            : k == 19 ? (double)se->mbox.qs_unconverged
+                      : se->mbox.qs_worst_residual;
+        uv_mutex_unlock(&se->mbox.lock);
+        break;
       }
       put(&b, "%s{session=\"%u\"} %.9g\n", per[k].name, se->id, v);
     }

@@ -51,6 +51,8 @@ typedef struct model_item {
   char tissue[64];
   char *material; /* owned */
   char kind[32];
+  char solve[16];
+  double refine_edge;
 } model_item;
 
 static void fill_info(Tissued__V1__ModelInfo *o, const model_item *m) {
@@ -65,6 +67,8 @@ static void fill_info(Tissued__V1__ModelInfo *o, const model_item *m) {
   o->heldout_rmse = m->heldout_rmse;
   o->heldout_max = m->heldout_max;
   o->created = m->created;
+  o->solve = (char *)m->solve;
+  o->refine_edge = m->refine_edge;
 }
 
 /* The name of tissue id (storage ids to names), "" when unknown. */
@@ -96,6 +100,8 @@ static int item_from(model_item *it, const ts_model_rec *m, ts_storage *st) {
   it->heldout_rmse = m->heldout_rmse;
   it->heldout_max = m->heldout_max;
   snprintf(it->kind, sizeof it->kind, "%s", m->kind);
+  snprintf(it->solve, sizeof it->solve, "%s", m->solve ? m->solve : "unknown");
+  it->refine_edge = m->refine_edge;
   tissue_name(st, m->tissue, it->tissue, sizeof it->tissue);
   it->material = strdup(m->material ? m->material : "");
   return it->material ? 0 : TS_ENOMEM;
@@ -141,6 +147,7 @@ typedef struct model_job {
   int learned;
   uint32_t n_sheets;
   char material[512];  /* the session's material identity */
+  ts_learn_solve solve; /* the session's solve */
   ts_learn_model model;
   /* results */
   int rc;
@@ -243,13 +250,17 @@ typedef struct same_find {
   const char *material, *kind;
   const uint8_t *theta;
   size_t bytes;
+  const char *solve; /* and the solve it learned: the same theta of another solve is
+                        another model */
+  double refine_edge;
   int64_t id;
 } same_find;
 
 static int find_same(void *ud, const ts_model_rec *m) {
   same_find *f = ud;
   if (strcmp(m->material, f->material) || strcmp(m->kind, f->kind) || m->theta_bytes != f->bytes ||
-      memcmp(m->theta, f->theta, f->bytes))
+      memcmp(m->theta, f->theta, f->bytes) || strcmp(m->solve ? m->solve : "unknown", f->solve) ||
+      m->refine_edge != f->refine_edge)
     return 0;
   f->id = m->id;
   return 1;
@@ -294,7 +305,9 @@ static void import_work(model_job *j, ts_storage *st) {
   ts_storage_tissue_free(&tr);
   uint8_t blob[8 * TS_LEARN_MAX_PARAMS];
   size_t nb = ts_model_doc_theta_bytes(d, blob, sizeof blob);
-  same_find f = {d->material, ts_learn_kind_name(d->kind), blob, nb, 0};
+  same_find f = {d->material, ts_learn_kind_name(d->kind), blob, nb,
+                 ts_learn_solve_name(d->solve.kind),
+                 d->solve.kind == TS_LEARN_SOLVE_REFINED ? d->solve.refine_edge : 0, 0};
   rc = ts_storage_list_models(st, tid, find_same, &f);
   if (rc < 0) {
     j->rc = rc;
@@ -316,6 +329,8 @@ static void import_work(model_job *j, ts_storage *st) {
     rec.samples = d->samples;
     rec.heldout_rmse = d->heldout_rmse;
     rec.heldout_max = d->heldout_max;
+    rec.solve = ts_learn_solve_name(d->solve.kind);
+    rec.refine_edge = d->solve.kind == TS_LEARN_SOLVE_REFINED ? d->solve.refine_edge : 0;
     id = ts_storage_put_model(st, &rec, NULL);
     if (id <= 0) {
       j->rc = id < 0 ? (int)id : TS_ESTORAGE;
@@ -344,6 +359,27 @@ static void delete_work(model_job *j, ts_storage *st) {
   }
 }
 
+/* 1 when stored model m (id) may run on the session's solve; else 0 and
+ * a message naming both solves in err. */
+static int solve_fits(const ts_model_rec *m, ts_learn_solve session, char *err, size_t cap,
+                      int64_t id, uint32_t session_id) {
+  ts_learn_solve ms;
+  if (ts_learn_solve_parse(m->solve ? m->solve : "unknown", m->refine_edge, &ms)) {
+    snprintf(err, cap, "model %lld records a solve this server does not know ('%.32s')",
+             (long long)id, m->solve ? m->solve : "");
+    return 0;
+  }
+  if (ts_learn_solve_matches(ms, session)) return 1;
+  char a[64], b[64];
+  ts_learn_solve_describe(ms, a, sizeof a);
+  ts_learn_solve_describe(session, b, sizeof b);
+  snprintf(err, cap,
+           "model %lld learned another solve: the model learned the %s solve; session %u runs "
+           "the %s solve (--qs-refine-edge)",
+           (long long)id, a, session_id, b);
+  return 0;
+}
+
 static void use_work(model_job *j, ts_storage *st) {
   ts_model_rec m;
   int rc = ts_storage_get_model(st, j->id, &m);
@@ -360,10 +396,13 @@ static void use_work(model_job *j, ts_storage *st) {
              "model %lld belongs to another tissue or material: the model is for tissue '%s', "
              "material '%.500s'; session %u is tissue '%s', material '%.500s'",
              (long long)j->id, tname, m.material, j->session_id, j->tissue, j->material);
+  } else if (!solve_fits(&m, j->solve, j->err, sizeof j->err, j->id, j->session_id)) {
+    j->rc = TS_EMISMATCH;
   } else if (ts_learn_kind_parse(m.kind, &kind)) {
     j->rc = TS_EUNSUPPORTED;
     snprintf(j->err, sizeof j->err,
-             "model %lld is of kind '%.64s', which this server cannot run (method, rich, spread, spread2)",
+             "model %lld is of kind '%.64s', which this server cannot run (method, rich, "
+             "spread, spread2, spread2r)",
              (long long)j->id, m.kind);
   } else if ((rc = ts_learn_theta_decode(kind, j->n_sheets, m.theta, m.theta_bytes,
                                          &j->model)) != 0) {
@@ -553,5 +592,6 @@ void ts_models_use(ts_conn *c, uint64_t rid, ts_session *se, int64_t model_id, i
   j->n_sheets = se->sim.shortcut->q->n_sheets;
   snprintf(j->tissue, sizeof j->tissue, "%s", se->tissue_name);
   snprintf(j->material, sizeof j->material, "%s", se->material);
+  j->solve = se->sim.shortcut->solve;
   ts_worker_submit(&c->server->worker, &j->job);
 }

@@ -431,7 +431,9 @@ static void stored_work(create_job *j, ts_storage *st) {
 }
 
 /* A quasi-static session starts with the newest model stored for its tissue
- * and material (the method's, else a richer one), when there is one. */
+ * and material (the method's, else a richer one) that learned the session's
+ * solve (or an unknown one: models stored before solves were recorded),
+ * when there is one; a model of another solve is passed over. */
 static void load_model(create_job *j, ts_storage *st) {
   ts_session *se = j->session;
   ts_tissue_rec tr;
@@ -440,8 +442,11 @@ static void load_model(create_job *j, ts_storage *st) {
   ts_storage_tissue_free(&tr);
   for (int k = TS_LEARN_METHOD; k <= TS_LEARN_KIND_LAST; k++) {
     ts_model_rec rec;
-    if (ts_storage_get_latest_model(st, tid, se->material, ts_learn_kind_name((ts_learn_kind)k),
-                                    &rec))
+    const ts_learn_solve sv = se->sim.shortcut->solve;
+    if (ts_storage_get_latest_model_solve(
+            st, tid, se->material, ts_learn_kind_name((ts_learn_kind)k),
+            ts_learn_solve_name(sv.kind), sv.kind == TS_LEARN_SOLVE_REFINED ? sv.refine_edge : 0,
+            &rec))
       continue;
     ts_learn_model m;
     int rc = ts_learn_theta_decode((ts_learn_kind)k, se->sim.shortcut->q->n_sheets, rec.theta,

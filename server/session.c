@@ -416,6 +416,9 @@ static void drain_mailbox(ts_session *se) {
     se->mbox.learned = ts_shortcut_learned(sc);
     se->mbox.model_answers = sc->learned_presses;
     se->mbox.model_rejected = sc->fallbacks;
+    se->mbox.qs_solves = sc->solves;
+    se->mbox.qs_unconverged = sc->unconverged;
+    se->mbox.qs_worst_residual = sc->worst_residual;
   }
   uv_mutex_unlock(&se->mbox.lock);
   if (sc) {

@@ -51,6 +51,8 @@ typedef struct ts_mailbox {
   uint64_t samples;    /* physics: samples recorded so far */
   int learned;         /* physics: the model answers */
   uint64_t model_answers, model_rejected; /* physics: ts_shortcut's counts */
+  uint64_t qs_solves, qs_unconverged; /* physics: presses solved, of them at the cap */
+  double qs_worst_residual;           /* physics: largest final max |R|, N */
   struct ts_refine_req *refine; /* loop: a RefineRegion to run between two steps (refine.c) */
 } ts_mailbox;
 
@@ -112,6 +114,8 @@ typedef struct ts_session_sim {
 #define TS_TRAIN_HISTORY 24 /* progress comes every sixteenth, then the end */
 typedef struct ts_train_report {
   double fraction, loss, heldout_rmse, heldout_rel;
+  uint64_t intervals, unconverged; /* the samples' intervals, of them at the cap */
+  double worst_residual;           /* N */
   uint64_t samples, iterations;
   int64_t model_id;
   const char *model;

@@ -29,6 +29,7 @@ int ts_shortcut_create(ts_tissue *t, double interval, uint32_t sample_cap, ts_sh
   ts_qstatic_params qp = ts_qstatic_default_params(t);
   int rc = ts_qstatic_create(t, &qp, &sc->q);
   if (!rc) rc = ts_learner_create(sc->q, TS_SHORTCUT_RANGE, sample_cap, &sc->l);
+  if (!rc) sc->solve = ts_learner_solve(sc->l);
   if (!rc) {
     sc->ctrl = malloc(sizeof *sc->ctrl * sc->q->n_surf);
     sc->ctrl_pos = malloc(sizeof *sc->ctrl_pos * sc->q->n_surf);
@@ -76,7 +77,9 @@ int ts_shortcut_set_refine(ts_shortcut *sc, const ts_tissue *t, double refine_ed
     refine_edge = ts_qsrefine_mean_edge(sc->q, t);
     if (!(refine_edge > 0)) return 0; /* no outer surface to refine: the tissue's own mesh */
   }
-  return ts_learner_set_refine(sc->l, t, refine_edge);
+  int rc = ts_learner_set_refine(sc->l, t, refine_edge);
+  sc->solve = ts_learner_solve(sc->l);
+  return rc;
 }
 
 int ts_shortcut_install(ts_shortcut *sc, const ts_learn_model *m) {
@@ -204,6 +207,11 @@ int ts_shortcut_step(ts_shortcut *sc, ts_tissue *t, ts_tool *tools, int n, doubl
     }
     if (rc) return TS_EDIVERGED; /* non-finite state or input: the session stops */
     if (learned && ls.qs.iterations == 0) sc->learned_presses++; /* not replaced */
+    if (!learned || ls.qs.iterations > 0) { /* the solve answered */
+      sc->solves++;
+      if (!ls.qs.converged) sc->unconverged++;
+      if (ls.qs.residual > sc->worst_residual) sc->worst_residual = ls.qs.residual;
+    }
     reaction(sc, (const double(*)[3])t->x, ls.n_ctrl, tool->force);
     tool->contacts = ls.n_ctrl;
     st->presses++;

@@ -53,7 +53,14 @@ typedef struct ts_shortcut {
   int full;                    /* the sample set is full: nothing more is recorded */
   uint64_t learned_presses;    /* presses the model answered */
   uint64_t fallbacks;          /* presses whose model answer was replaced by the solve */
+  uint64_t solves;             /* presses the quasi-static solve answered */
+  uint64_t unconverged;        /* of them, stopped by the iteration cap (q->p.max_iter)
+                                  before max |R| < tol */
+  double worst_residual;       /* the largest final max |R| of a solve, N */
   char material[512];          /* ts_learn_material_id: what models are kept under */
+  ts_learn_solve solve;        /* the solve presses run (plain or refined, with its edge);
+                                  set with the refinement, before physics owns the
+                                  session: models record it and must match it */
 } ts_shortcut;
 
 /* For tissue t at rest: builds the solver (default parameters) and a learner

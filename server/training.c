@@ -11,6 +11,7 @@
 #include "core/ts_error.h"
 #include "log.h"
 #include "server.h"
+#include "shortcut.h"
 #include "ts_storage.h"
 #include "worker.h"
 
@@ -25,6 +26,9 @@ typedef struct train_job {
   ts_learn_kind kind;
   char tissue[64];
   char material[512];
+  ts_learn_solve solve; /* the session's, recorded with the model */
+  uint64_t intervals, unconverged; /* of the samples' intervals (ts_learn_set) */
+  double worst_residual;
   double last_fraction; /* of the last progress report */
   /* results */
   int rc;
@@ -59,6 +63,9 @@ static void keep_report(ts_session *se, const Tissued__V1__TrainingProgress *p) 
   r->samples = p->samples;
   r->iterations = p->iterations;
   r->model_id = p->model_id;
+  r->intervals = p->intervals;
+  r->unconverged = p->unconverged_intervals;
+  r->worst_residual = p->worst_residual;
   r->model = p->model;
   r->done = p->done;
   if (p->done) snprintf(se->train_hist_error, sizeof se->train_hist_error, "%s", p->error ? p->error : "");
@@ -86,6 +93,9 @@ void ts_training_replay(ts_session *se, ts_conn *c) {
     p.heldout_rmse = r->heldout_rmse;
     p.heldout_rel = r->heldout_rel;
     p.model_id = r->model_id;
+    p.intervals = r->intervals;
+    p.unconverged_intervals = r->unconverged;
+    p.worst_residual = r->worst_residual;
     p.model = (char *)(r->model ? r->model : "");
     if (r->done && se->train_hist_error[0]) p.error = se->train_hist_error;
     send_progress(c, 0, &p);
@@ -193,6 +203,8 @@ static void train_work(ts_job *jb, ts_storage *st) {
   rec.samples = (int64_t)j->model.samples;
   rec.heldout_rmse = j->heldout_rmse;
   rec.heldout_max = j->heldout_max;
+  rec.solve = ts_learn_solve_name(j->solve.kind);
+  rec.refine_edge = j->solve.kind == TS_LEARN_SOLVE_REFINED ? j->solve.refine_edge : 0;
   ts_storage_tissue_free(&tr);
   j->model_id = ts_storage_put_model(st, &rec, NULL);
   if (j->model_id <= 0) {
@@ -221,6 +233,9 @@ static void train_done(ts_job *jb) {
       p.heldout_rmse = j->heldout_rmse;
       p.heldout_rel = j->heldout_rel;
       p.model_id = j->model_id;
+      p.intervals = j->intervals;
+      p.unconverged_intervals = j->unconverged;
+      p.worst_residual = j->worst_residual;
       uv_mutex_lock(&se->mbox.lock);
       se->mbox.model = j->model;
       se->mbox.model_ready = 1;
@@ -279,6 +294,10 @@ void ts_training_start(ts_session *se, ts_learn_set *set, int automatic) {
   j->kind = kind;
   snprintf(j->tissue, sizeof j->tissue, "%s", se->tissue_name);
   snprintf(j->material, sizeof j->material, "%s", se->material);
+  j->solve = se->sim.shortcut->solve;
+  j->intervals = set->intervals;
+  j->unconverged = set->unconverged;
+  j->worst_residual = set->worst_residual;
   ts_log_info("session %u: training the %s model on %u samples%s", se->id,
               ts_learn_kind_name(kind), set->n, automatic ? " (train-after-samples)" : "");
   ts_worker_submit(&s->worker, &j->job);

@@ -121,6 +121,11 @@ typedef struct ts_model_rec {
   double heldout_rmse;     /* error on held-out samples, metres */
   double heldout_max;
   int64_t created;
+  /* the solve the model learned (schema 3): "plain", "refined" (with
+   * refine_edge, m, > 0) or "unknown" (models stored before; put: NULL is
+   * "unknown"); refine_edge 0 unless refined */
+  const char *solve;
+  double refine_edge;
   void *mem_;
 } ts_model_rec;
 
@@ -136,6 +141,13 @@ int ts_storage_get_model(ts_storage *s, int64_t id, ts_model_rec *out);
 /* The highest version for (tissue, material, kind), or TS_ENOMODEL if none. */
 int ts_storage_get_latest_model(ts_storage *s, int64_t tissue, const char *material,
                                 const char *kind, ts_model_rec *out);
+/* The highest version for (tissue, material, kind) that may run on the
+ * given solve: learned on it ("refined": the same refine_edge within 1e-9
+ * relative) or on an unknown one; solve "unknown" (or NULL) takes any.
+ * TS_ENOMODEL if none, TS_EINVAL for a bad solve. */
+int ts_storage_get_latest_model_solve(ts_storage *s, int64_t tissue, const char *material,
+                                      const char *kind, const char *solve, double refine_edge,
+                                      ts_model_rec *out);
 void ts_storage_model_free(ts_model_rec *m);
 
 /* Models of one tissue (tissue > 0) or of all (0), in id order. */

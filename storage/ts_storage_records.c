@@ -16,7 +16,7 @@
 #define FIT_COLS "id, tissue, layer, direction, name, a, b, rmse, r2, samples, created"
 #define MODEL_COLS                                                                     \
   "id, tissue, material, kind, version, theta, loss, samples, heldout_rmse, heldout_max, " \
-  "created"
+  "created, solve, refine_edge"
 
 const char *const ts__stmt_sql[TS__ST_COUNT] = {
     [TS__ST_TISSUE_UPSERT] =
@@ -38,11 +38,19 @@ const char *const ts__stmt_sql[TS__ST_COUNT] = {
         "WHERE tissue = ?1 AND material = ?2 AND kind = ?3",
     [TS__ST_MODEL_INSERT] =
         "INSERT INTO learned_models (tissue, material, kind, version, theta, loss, samples, "
-        "heldout_rmse, heldout_max) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        "heldout_rmse, heldout_max, solve, refine_edge) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
     [TS__ST_MODEL_GET] = "SELECT " MODEL_COLS " FROM learned_models WHERE id = ?1",
     [TS__ST_MODEL_LATEST] = "SELECT " MODEL_COLS " FROM learned_models WHERE tissue = ?1 "
                             "AND material = ?2 AND kind = ?3 ORDER BY version DESC LIMIT 1",
     [TS__ST_MODEL_DELETE] = "DELETE FROM learned_models WHERE id = ?1",
+    /* the newest of a kind that may run on a solve: of that solve (refined:
+     * the same edge within 1e-9 relative) or of an unknown one */
+    [TS__ST_MODEL_LATEST_SOLVE] =
+        "SELECT " MODEL_COLS " FROM learned_models WHERE tissue = ?1 AND material = ?2 "
+        "AND kind = ?3 AND (solve = 'unknown' OR (solve = ?4 AND (?4 = 'plain' OR "
+        "abs(refine_edge - ?5) <= 1e-9 * max(refine_edge, ?5)))) "
+        "ORDER BY version DESC LIMIT 1",
 };
 
 /* ---- validation and copying ---------------------------------------------- */
@@ -341,6 +349,21 @@ int ts_storage_list_fits(ts_storage *s, int64_t tissue, ts_storage_fit_cb cb, vo
 
 /* ---- learned models -------------------------------------------------------- */
 
+/* "unknown" (or NULL) and "plain" with edge 0, "refined" with a finite
+ * edge > 0 (the schema's CHECK says the same). */
+static int valid_solve(ts_storage *s, const char *solve, double edge) {
+  const char *v = solve ? solve : "unknown";
+  if (strcmp(v, "refined") == 0) {
+    if (!(edge > 0) || !isfinite(edge))
+      return ts__fail(s, TS_EINVAL, "a refined solve needs a finite refine edge > 0");
+    return 0;
+  }
+  if (strcmp(v, "plain") != 0 && strcmp(v, "unknown") != 0)
+    return ts__fail(s, TS_EINVAL, "model solve must be \"plain\", \"refined\" or \"unknown\"");
+  if (edge != 0) return ts__fail(s, TS_EINVAL, "a %s solve has no refine edge", v);
+  return 0;
+}
+
 static int valid_model(ts_storage *s, const ts_model_rec *m) {
   if (!m) return ts__fail(s, TS_EINVAL, "no model given");
   int rc;
@@ -359,7 +382,7 @@ static int valid_model(ts_storage *s, const ts_model_rec *m) {
   if (m->version < 0) return ts__fail(s, TS_EINVAL, "model version must be >= 0");
   if (m->tissue <= 0) return ts__fail(s, TS_ENOTISSUE, "model tissue id %lld does not exist",
                                       (long long)m->tissue);
-  return 0;
+  return valid_solve(s, m->solve, m->refine_edge);
 }
 
 int64_t ts_storage_put_model(ts_storage *s, const ts_model_rec *m, int64_t *version_out) {
@@ -398,6 +421,8 @@ int64_t ts_storage_put_model(ts_storage *s, const ts_model_rec *m, int64_t *vers
       sqlite3_bind_int64(st, 7, m->samples);
       sqlite3_bind_double(st, 8, m->heldout_rmse);
       sqlite3_bind_double(st, 9, m->heldout_max);
+      sqlite3_bind_text(st, 10, m->solve ? m->solve : "unknown", -1, SQLITE_STATIC);
+      sqlite3_bind_double(st, 11, m->refine_edge);
       rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
       if (rc) {
         int ext = sqlite3_extended_errcode(s->db);
@@ -438,6 +463,8 @@ static void model_from_row(sqlite3_stmt *st, ts_model_rec *m) {
   m->heldout_rmse = sqlite3_column_double(st, 8);
   m->heldout_max = sqlite3_column_double(st, 9);
   m->created = sqlite3_column_int64(st, 10);
+  m->solve = col_text(st, 11);
+  m->refine_edge = sqlite3_column_double(st, 12);
   m->mem_ = NULL;
 }
 
@@ -448,8 +475,9 @@ static int model_out(ts_storage *s, sqlite3_stmt *st, ts_model_rec *out, const c
   if (step == SQLITE_ROW) {
     model_from_row(st, out);
     span sp[] = {text_span(st, 2, &out->material), text_span(st, 3, &out->kind),
-                 {out->theta, out->theta_bytes, (const void **)&out->theta, 0}};
-    rc = own(s, &out->mem_, sp, 3);
+                 {out->theta, out->theta_bytes, (const void **)&out->theta, 0},
+                 text_span(st, 11, &out->solve)};
+    rc = own(s, &out->mem_, sp, 4);
     if (rc) memset(out, 0, sizeof *out);
   } else if (step == SQLITE_DONE) {
     rc = ts__fail(s, TS_ENOMODEL, "%s", missing);
@@ -483,6 +511,26 @@ int ts_storage_get_latest_model(ts_storage *s, int64_t tissue, const char *mater
   sqlite3_bind_text(st, 2, material, -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 3, kind, -1, SQLITE_STATIC);
   return model_out(s, st, out, "no model for that tissue, material and kind");
+}
+
+int ts_storage_get_latest_model_solve(ts_storage *s, int64_t tissue, const char *material,
+                                      const char *kind, const char *solve, double refine_edge,
+                                      ts_model_rec *out) {
+  memset(out, 0, sizeof *out);
+  if (!material) return ts__fail(s, TS_EINVAL, "model material must not be NULL");
+  int rc = need_text(s, "model kind", kind);
+  if (!rc) rc = valid_solve(s, solve, refine_edge);
+  if (rc) return rc;
+  if (strcmp(solve ? solve : "unknown", "unknown") == 0)
+    return ts_storage_get_latest_model(s, tissue, material, kind, out);
+  sqlite3_stmt *st = ts__stmt(s, TS__ST_MODEL_LATEST_SOLVE);
+  if (!st) return TS_ESTORAGE;
+  sqlite3_bind_int64(st, 1, tissue);
+  sqlite3_bind_text(st, 2, material, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 3, kind, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 4, solve, -1, SQLITE_STATIC);
+  sqlite3_bind_double(st, 5, refine_edge);
+  return model_out(s, st, out, "no model for that tissue, material, kind and solve");
 }
 
 void ts_storage_model_free(ts_model_rec *m) {

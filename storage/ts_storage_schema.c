@@ -63,6 +63,14 @@ const char *const ts__migrations[] = {
     "  triangle_count INTEGER NOT NULL CHECK (triangle_count >= 0),"
     "  created INTEGER NOT NULL DEFAULT " TS__NOW
     ");",
+    /* 3: the solve a learned model learned: the tissue's own mesh ('plain',
+     * --qs-refine-edge 0) or the region's refined copy ('refined', with its
+     * longest edge in m); models stored before read as 'unknown' */
+    "ALTER TABLE learned_models ADD COLUMN solve TEXT NOT NULL DEFAULT 'unknown' "
+    "  CHECK (solve IN ('unknown', 'plain', 'refined'));"
+    "ALTER TABLE learned_models ADD COLUMN refine_edge REAL NOT NULL DEFAULT 0 "
+    "  CHECK ((solve = 'refined' AND refine_edge > 0) OR "
+    "         (solve <> 'refined' AND refine_edge = 0));",
 };
 
 const int ts__migration_count = (int)(sizeof ts__migrations / sizeof ts__migrations[0]);

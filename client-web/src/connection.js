@@ -344,8 +344,8 @@ export class SessionClient {
   handOverTool(toolId) { return this.request('handOverTool', { sessionId: this.sessionId, toolId }); }
 
   /**
-   * TrainShortcut ("method", "rich", "spread" or "spread2") and UseShortcut (controllers of a
-   * quasi-static session).
+   * TrainShortcut ("method", "rich", "spread", "spread2" or "spread2r") and UseShortcut
+   * (controllers of a quasi-static session).
    */
   trainShortcut(model) { return this.request('trainShortcut', { sessionId: this.sessionId, model }); }
   useShortcut(learned) { return this.request('useShortcut', { sessionId: this.sessionId, learned }); }

@@ -1,8 +1,8 @@
 // training.js: the training panel of a quasi-static session (issue 6's
 // learned shortcut, issue 9's page). A controller starts training on the
 // samples recorded so far (TrainShortcut, model "method" — the method's
-// three-parameter model — "rich", "spread" or "spread2"); every client of the session then sees
-// the TrainingProgress messages as a progress bar and the loss J(theta) as a
+// three-parameter model — "rich", "spread", "spread2" or "spread2r"); every client of the
+// session then sees the TrainingProgress messages as a progress bar and the loss J(theta) as a
 // small plot (log scale, canvas 2D like forceplot.js), and when it is done
 // the held-out error in millimetres and relative to the displacement. The
 // controller switches between the quasi-static solve and the learned model

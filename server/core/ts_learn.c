@@ -6,6 +6,7 @@
 #include "ts_learn.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,7 +14,9 @@
 
 _Static_assert(1 + TS_LEARN_HOPS <= TS_LEARN_MAX_PARAMS, "the spread model fits theta");
 _Static_assert(1 + TS_LEARN_HOPS2 <= TS_LEARN_MAX_PARAMS, "the spread2 model fits theta");
-_Static_assert(TS_LEARN_HOPS <= 16 && TS_LEARN_HOPS2 <= 16, "the spread models' sweeps stay few");
+_Static_assert(1 + TS_LEARN_HOPS2R <= TS_LEARN_MAX_PARAMS, "the spread2r model fits theta");
+_Static_assert(TS_LEARN_HOPS <= 16 && TS_LEARN_HOPS2 <= 16 && TS_LEARN_HOPS2R <= 16,
+               "the spread models' sweeps stay few");
 
 const char *ts_learn_kind_name(ts_learn_kind k) {
   switch (k) {
@@ -25,6 +28,8 @@ const char *ts_learn_kind_name(ts_learn_kind k) {
     return "spread";
   case TS_LEARN_SPREAD2:
     return "spread2";
+  case TS_LEARN_SPREAD2R:
+    return "spread2r";
   }
   return NULL;
 }
@@ -39,6 +44,8 @@ int ts_learn_kind_parse(const char *name, ts_learn_kind *out) {
     *out = TS_LEARN_SPREAD;
   else if (strcmp(name, "spread2") == 0)
     *out = TS_LEARN_SPREAD2;
+  else if (strcmp(name, "spread2r") == 0)
+    *out = TS_LEARN_SPREAD2R;
   else
     return TS_EINVAL;
   return 0;
@@ -55,6 +62,8 @@ uint32_t ts_learn_n_params(ts_learn_kind k, uint32_t n_sheets) {
     return 1 + TS_LEARN_HOPS;
   case TS_LEARN_SPREAD2:
     return 1 + TS_LEARN_HOPS2;
+  case TS_LEARN_SPREAD2R:
+    return 1 + TS_LEARN_HOPS2R;
   }
   return 0;
 }
@@ -82,6 +91,9 @@ int ts_learn_set_copy(const ts_learn_set *src, ts_learn_set **out) {
   if (rc) return rc;
   memcpy((*out)->s, src->s, sizeof *src->s * src->n);
   (*out)->n = src->n;
+  (*out)->intervals = src->intervals;
+  (*out)->unconverged = src->unconverged;
+  (*out)->worst_residual = src->worst_residual;
   return 0;
 }
 
@@ -113,6 +125,10 @@ static uint32_t feature_row(ts_learn_kind k, uint32_t n_sheets, const ts_learn_s
   phi[0] = s->x0[c]; /* the spread models: one theta for every sheet */
   if (k == TS_LEARN_SPREAD2) {
     for (uint32_t j = 0; j < TS_LEARN_HOPS2; j++) phi[1 + j] = s->u2[j][c];
+    return p;
+  }
+  if (k == TS_LEARN_SPREAD2R) {
+    for (uint32_t j = 0; j < TS_LEARN_HOPS2R; j++) phi[1 + j] = s->u2r[j][c];
     return p;
   }
   for (uint32_t j = 0; j < TS_LEARN_HOPS; j++) phi[1 + j] = s->u[j][c];
@@ -373,4 +389,55 @@ int ts_learn_theta_decode(ts_learn_kind kind, uint32_t n_sheets, const uint8_t *
   out->n_sheets = n_sheets;
   out->n_params = p;
   return 0;
+}
+
+const char *ts_learn_solve_name(ts_learn_solve_kind k) {
+  switch (k) {
+  case TS_LEARN_SOLVE_UNKNOWN:
+    return "unknown";
+  case TS_LEARN_SOLVE_PLAIN:
+    return "plain";
+  case TS_LEARN_SOLVE_REFINED:
+    return "refined";
+  }
+  return NULL;
+}
+
+int ts_learn_solve_parse(const char *name, double refine_edge, ts_learn_solve *out) {
+  if (!name || !out) return TS_EINVAL;
+  ts_learn_solve s = {TS_LEARN_SOLVE_UNKNOWN, 0};
+  if (strcmp(name, "unknown") == 0 || strcmp(name, "plain") == 0) {
+    if (refine_edge != 0) return TS_EINVAL;
+    s.kind = name[0] == 'p' ? TS_LEARN_SOLVE_PLAIN : TS_LEARN_SOLVE_UNKNOWN;
+  } else if (strcmp(name, "refined") == 0) {
+    if (!(refine_edge > 0)) return TS_EINVAL; /* also NaN */
+    s.kind = TS_LEARN_SOLVE_REFINED;
+    s.refine_edge = refine_edge;
+  } else {
+    return TS_EINVAL;
+  }
+  *out = s;
+  return 0;
+}
+
+int ts_learn_solve_matches(ts_learn_solve model, ts_learn_solve session) {
+  if (model.kind == TS_LEARN_SOLVE_UNKNOWN || session.kind == TS_LEARN_SOLVE_UNKNOWN) return 1;
+  if (model.kind != session.kind) return 0;
+  if (model.kind == TS_LEARN_SOLVE_PLAIN) return 1;
+  double a = model.refine_edge, b = session.refine_edge;
+  if (isinf(a) || isinf(b)) return a == b;
+  return fabs(a - b) <= 1e-9 * fmax(a, b);
+}
+
+size_t ts_learn_solve_describe(ts_learn_solve s, char *buf, size_t cap) {
+  if (!buf || cap == 0) return 0;
+  int n;
+  if (s.kind == TS_LEARN_SOLVE_REFINED && isfinite(s.refine_edge))
+    n = snprintf(buf, cap, "refined (edge %.6g mm)", s.refine_edge * 1e3);
+  else if (s.kind == TS_LEARN_SOLVE_REFINED)
+    n = snprintf(buf, cap, "refined (copied, not refined)");
+  else
+    n = snprintf(buf, cap, "%s", ts_learn_solve_name(s.kind) ? ts_learn_solve_name(s.kind) : "?");
+  if (n < 0) return 0;
+  return (size_t)n < cap ? (size_t)n : cap - 1;
 }

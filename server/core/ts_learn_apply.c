@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "ts_error.h"
+#include "ts_learn_internal.h"
 
 int ts_learner_create(ts_qstatic *q, double range, uint32_t sample_cap, ts_learner **out) {
   if (!out) return TS_EINVAL;
@@ -35,8 +36,11 @@ int ts_learner_create(ts_qstatic *q, double range, uint32_t sample_cap, ts_learn
   l->vm = malloc(sizeof *l->vm * n);
   l->dinv = malloc(sizeof *l->dinv * n);
   l->binv = malloc(sizeof *l->binv * n);
+  l->cmap = malloc(sizeof *l->cmap * n);
+  if (l->cmap)
+    for (uint32_t i = 0; i < n; i++) l->cmap[i] = UINT32_MAX;
   if (rc || !l->x0 || !l->ctrl || !l->ctrl_pos || !l->nodes || !l->feat || !l->va || !l->vb ||
-      !l->vm || !l->dinv || !l->binv) {
+      !l->vm || !l->dinv || !l->binv || !l->cmap) {
     ts_learner_destroy(l);
     return rc ? rc : TS_ENOMEM;
   }
@@ -57,6 +61,11 @@ void ts_learner_destroy(ts_learner *l) {
   free(l->vm);
   free(l->dinv);
   free(l->binv);
+  free(l->cmap);
+  free(l->ca);
+  free(l->cb);
+  free(l->cm);
+  free(l->cbinv);
   ts_qsrefine_destroy(l->rq);
   free(l);
 }
@@ -83,8 +92,21 @@ int ts_learner_set_refine(ts_learner *l, const ts_tissue *t, double refine_edge)
 static int solve_interval(ts_learner *l, double (*x)[3], const double point[3], uint32_t nc,
                           ts_qstatic_stats *st) {
   if (!l->rq) return ts_qstatic_relax(l->q, x, NULL, st);
+  if (l->copy_built) { /* begin() built this interval's copy for spread2r */
+    l->copy_built = 0;
+    return ts_qsrefine_finish(l->rq, x, st);
+  }
   return ts_qsrefine_solve_selected(l->rq, x, point, l->range, l->ctrl,
                                     (const double(*)[3])l->ctrl_pos, nc, st);
+}
+
+ts_learn_solve ts_learner_solve(const ts_learner *l) {
+  ts_learn_solve s = {TS_LEARN_SOLVE_PLAIN, 0};
+  if (l && l->rq) {
+    s.kind = TS_LEARN_SOLVE_REFINED;
+    s.refine_edge = l->rq->def.max_edge;
+  }
+  return s;
 }
 
 int ts_learner_set_model(ts_learner *l, const ts_learn_model *m) {
@@ -126,7 +148,8 @@ enum {
   FEAT_F1 = 1,
   FEAT_SPREAD = 2,
   FEAT_SPREAD2 = 4,
-  FEAT_ALL = FEAT_F1 | FEAT_SPREAD | FEAT_SPREAD2
+  FEAT_SPREAD2R = 8,
+  FEAT_ALL = FEAT_F1 | FEAT_SPREAD | FEAT_SPREAD2 | FEAT_SPREAD2R
 };
 
 static unsigned model_features(ts_learn_kind k) {
@@ -137,6 +160,8 @@ static unsigned model_features(ts_learn_kind k) {
     return FEAT_SPREAD;
   case TS_LEARN_SPREAD2:
     return FEAT_SPREAD2;
+  case TS_LEARN_SPREAD2R:
+    return FEAT_SPREAD2R;
   default:
     return 0;
   }
@@ -262,8 +287,10 @@ static void spread_features(ts_learner *l, const double (*x)[3], uint32_t nf, co
 }
 
 /* Features of the free nodes at x (the start state, controls placed):
- * x0, f and g, and those of `need` (FEAT_*). */
-static void features(ts_learner *l, const double (*x)[3], uint32_t nf, const uint32_t *fr,
+ * x0, f and g, and those of `need` (FEAT_*). spread2r's need the copy
+ * built (l->copy_built) when the solve is refined; on the plain solve they
+ * are spread2's (ts_learn.h). */
+static int features(ts_learner *l, const double (*x)[3], uint32_t nf, const uint32_t *fr,
                      unsigned need) {
   const ts_qstatic *q = l->q;
   for (uint32_t k = 0; k < nf; k++) {
@@ -277,6 +304,7 @@ static void features(ts_learner *l, const double (*x)[3], uint32_t nf, const uin
     memset(s->f1, 0, sizeof s->f1);
     memset(s->u, 0, sizeof s->u);
     memset(s->u2, 0, sizeof s->u2);
+    memset(s->u2r, 0, sizeof s->u2r);
     if (!(need & FEAT_F1)) continue;
     double acc[3] = {0, 0, 0};
     uint32_t deg = q->adj_off[i + 1] - q->adj_off[i];
@@ -290,7 +318,16 @@ static void features(ts_learner *l, const double (*x)[3], uint32_t nf, const uin
     for (int c = 0; c < 3; c++) s->f1[c] = deg ? acc[c] / deg : 0;
   }
   if (need & FEAT_SPREAD) spread_features(l, x, nf, fr, 0);
+  if (need & FEAT_SPREAD2R && !l->rq) need |= FEAT_SPREAD2;
   if (need & FEAT_SPREAD2) spread_features(l, x, nf, fr, 1);
+  if (!(need & FEAT_SPREAD2R)) return 0;
+  if (l->rq) return ts__learn_spread2r_features(l, nf, fr);
+  for (uint32_t k = 0; k < nf; k++) {
+    _Static_assert(TS_LEARN_HOPS2R <= TS_LEARN_HOPS2,
+                   "spread2r reads spread2's on the plain solve");
+    memcpy(l->feat[k].u2r, l->feat[k].u2, sizeof l->feat[k].u2r);
+  }
+  return 0;
 }
 
 /* Region and free nodes of an interval whose nc controls are in l->ctrl /
@@ -304,7 +341,16 @@ static int begin(ts_learner *l, double (*x)[3], const double point[3], uint32_t 
   }
   rc = ts_qstatic_prepare(l->q, x, l->ctrl, (const double(*)[3])l->ctrl_pos, nc, NULL, l->local);
   if (rc) return rc;
-  if (want_features) features(l, (const double(*)[3])x, l->q->n_free, l->q->free_nodes, need);
+  l->copy_built = 0;
+  if (want_features && (need & FEAT_SPREAD2R) && l->rq) {
+    /* the refined copy the solve will relax, built once for both */
+    rc = ts_qsrefine_build(l->rq, x, point, l->range, l->ctrl, (const double(*)[3])l->ctrl_pos,
+                           nc);
+    if (rc) return rc;
+    l->copy_built = 1;
+  }
+  if (want_features)
+    return features(l, (const double(*)[3])x, l->q->n_free, l->q->free_nodes, need);
   return 0;
 }
 
@@ -363,6 +409,9 @@ static int run(ts_learner *l, double (*x)[3], const double point[3], uint32_t nc
     rc = solve_interval(l, x, point, nc, &st.qs);
     if (rc) return rc;
     if (record) {
+      l->set->intervals++;
+      if (!st.qs.converged) l->set->unconverged++;
+      if (st.qs.residual > l->set->worst_residual) l->set->worst_residual = st.qs.residual;
       if (l->set->n + nf > l->set->cap) rc = TS_EFULL;
       for (uint32_t k = 0; k < nf && l->set->n < l->set->cap; k++) {
         ts_learn_sample *s = &l->set->s[l->set->n++];

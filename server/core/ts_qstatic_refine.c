@@ -681,11 +681,9 @@ int ts_qsrefine_relax(ts_qsrefine *r, ts_qstatic_stats *stats) {
   return isfinite(res) ? 0 : TS_EDIVERGED;
 }
 
-int ts_qsrefine_solve_selected(ts_qsrefine *r, double (*x)[3], const double point[3], double range,
-                               const uint32_t *ctrl, const double (*ctrl_pos)[3], uint32_t n_ctrl,
-                               ts_qstatic_stats *stats) {
-  int rc = ts_qsrefine_build(r, x, point, range, ctrl, ctrl_pos, n_ctrl);
-  if (!rc) rc = ts_qsrefine_relax(r, stats);
+int ts_qsrefine_finish(ts_qsrefine *r, double (*x)[3], ts_qstatic_stats *stats) {
+  if (!r || !x) return TS_EINVAL;
+  int rc = ts_qsrefine_relax(r, stats);
   if (rc) return rc;
   uint32_t ns = r->n_surf, nv = r->nv;
   for (uint32_t s = 0; s < r->n_sheets; s++)
@@ -693,6 +691,13 @@ int ts_qsrefine_solve_selected(ts_qsrefine *r, double (*x)[3], const double poin
       if (r->role[s * nv + v] == TS_QS_FREE)
         memcpy(x[s * ns + r->vmap[v]], r->x[s * nv + v], sizeof x[0]);
   return 0;
+}
+
+int ts_qsrefine_solve_selected(ts_qsrefine *r, double (*x)[3], const double point[3], double range,
+                               const uint32_t *ctrl, const double (*ctrl_pos)[3], uint32_t n_ctrl,
+                               ts_qstatic_stats *stats) {
+  int rc = ts_qsrefine_build(r, x, point, range, ctrl, ctrl_pos, n_ctrl);
+  return rc ? rc : ts_qsrefine_finish(r, x, stats);
 }
 
 int ts_qsrefine_solve(ts_qsrefine *r, double (*x)[3], const double point[3], double range,

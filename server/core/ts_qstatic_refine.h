@@ -216,6 +216,12 @@ int ts_qsrefine_build(ts_qsrefine *r, double (*x)[3], const double point[3], dou
  * without writing back). Returns 0 or TS_EDIVERGED. */
 int ts_qsrefine_relax(ts_qsrefine *r, ts_qstatic_stats *stats);
 
+/* The second half of ts_qsrefine_solve_selected after ts_qsrefine_build:
+ * relaxes the copy and writes its free original nodes back into x (the
+ * learner builds the copy once per interval for the spread2r features and
+ * the solve, ts_learn.h). Returns as ts_qsrefine_relax, or TS_EINVAL. */
+int ts_qsrefine_finish(ts_qsrefine *r, double (*x)[3], ts_qstatic_stats *stats);
+
 /* The mean edge of q's outer surface at t's rest positions, m (0 without an
  * outer surface or for NULL): the daemon's automatic max_edge, which splits
  * every longer edge in range (on a grid of right triangles: the diagonals,

@@ -3,7 +3,7 @@
  * method is in server/core/ts_qstatic.h and ts_learn.h).
  *
  *   tissuetool learn [--db PATH] [--tissue stomach-patch] [--samples N]
- *                    [--model method|rich|spread|spread2]
+ *                    [--model method|rich|spread|spread2|spread2r]
  *                    [--qs-refine-edge auto|METRES]
  *     presses a tool into the built-in patch at N points (4 intervals of
  *     1 mm each), solves each interval quasi-statically (as a daemon
@@ -128,7 +128,7 @@ static void progress(void *ud, double fraction, double loss) {
 static void learn_help(FILE *f) {
   fprintf(f,
           "usage: tissuetool learn [--db PATH] [--tissue stomach-patch] [--samples N]\n"
-          "                        [--model method|rich|spread|spread2]\n"
+          "                        [--model method|rich|spread|spread2|spread2r]\n"
           "                        [--qs-refine-edge auto|METRES]\n"
           "\n"
           "Trains the learned shortcut of the quasi-static solve for a tissue and stores\n"
@@ -138,12 +138,14 @@ static void learn_help(FILE *f) {
           "on 3 held-out presses. Prints one JSON object:\n"
           "  {\"id\",\"tissue\",\"material\",\"kind\",\"version\",\"theta\",\"loss\",\"samples\",\n"
           "   \"iterations\",\"rel_change\",\"closed_form_rel_diff\",\"heldout_rmse\",\n"
-          "   \"heldout_max\",\"heldout_rel_rmse\"} (metres; loss in m^2).\n"
+          "   \"heldout_max\",\"heldout_rel_rmse\",\"solve\",\"refine_edge\"} (metres; loss\n"
+          "   in m^2; solve \"plain\" or \"refined\" with its refine_edge).\n"
           "--qs-refine-edge: as the daemon's, each press solved on its region copied and\n"
           "refined to edges of at most this length (auto, the default: the tissue's mean\n"
           "outer-surface edge; 0: on the tissue's own mesh; at most 0.1 m). Train with\n"
           "the setting of the daemon that will load the model: the samples and the\n"
-          "held-out error are of that solve.\n"
+          "held-out error are of that solve, the model records it, and a daemon whose\n"
+          "sessions run another solve does not use it.\n"
           "Progress goes to stderr. Exit status: 0 stored, 1 failed, 2 usage error.\n");
 }
 
@@ -170,7 +172,7 @@ int ts_cmd_learn(int argc, char **argv, FILE *out, FILE *err) {
   }
   ts_learn_kind kind;
   if (ts_learn_kind_parse(model, &kind)) {
-    fprintf(err, "tissuetool learn: --model must be method, rich, spread or spread2\n");
+    fprintf(err, "tissuetool learn: --model must be method, rich, spread, spread2 or spread2r\n");
     return 2;
   }
   double edge = -1; /* auto */
@@ -251,6 +253,9 @@ int ts_cmd_learn(int argc, char **argv, FILE *out, FILE *err) {
   rec.samples = (int64_t)m.samples;
   rec.heldout_rmse = rmse;
   rec.heldout_max = e.max_err;
+  ts_learn_solve sv = ts_learner_solve(l); /* the solve its samples came from */
+  rec.solve = ts_learn_solve_name(sv.kind);
+  rec.refine_edge = sv.kind == TS_LEARN_SOLVE_REFINED ? sv.refine_edge : 0;
   int64_t version = 0;
   int64_t id = ts_storage_put_model(st, &rec, &version);
   if (id <= 0) {
@@ -279,6 +284,8 @@ int ts_cmd_learn(int argc, char **argv, FILE *out, FILE *err) {
   ts_tool_json_number(out, e.max_err);
   fputs(",\"heldout_rel_rmse\":", out);
   ts_tool_json_number(out, drms > 0 ? rmse / drms : 0);
+  fprintf(out, ",\"solve\":\"%s\",\"refine_edge\":", rec.solve);
+  ts_tool_json_number(out, rec.refine_edge);
   fputs("}\n", out);
   status = 0;
 done:

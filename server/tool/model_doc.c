@@ -51,7 +51,8 @@ static int parse(const cJSON *o, ts_model_doc *out, char *err, size_t cap) {
     for (const char *p = kind->valuestring; *p && n < sizeof shown - 1; p++)
       shown[n++] = (unsigned char)*p < 0x20 || *p == 0x7f ? '?' : *p;
     shown[n] = '\0';
-    return fail(err, cap, "unknown model kind '%s' (method, rich, spread, spread2)", shown);
+    return fail(err, cap, "unknown model kind '%s' (method, rich, spread, spread2, spread2r)",
+                shown);
   }
   int np = cJSON_GetArraySize(th);
   if (np < 1 || np > TS_LEARN_MAX_PARAMS)
@@ -78,6 +79,17 @@ static int parse(const cJSON *o, ts_model_doc *out, char *err, size_t cap) {
   out->heldout_rmse = val[1];
   out->heldout_max = val[2];
   out->samples = (int64_t)val[3];
+  const cJSON *sv = cJSON_GetObjectItemCaseSensitive(o, "solve");
+  const cJSON *se = cJSON_GetObjectItemCaseSensitive(o, "refine_edge");
+  if (sv && !cJSON_IsString(sv))
+    return fail(err, cap, "solve must be \"plain\", \"refined\" or \"unknown\"");
+  if (se && (!cJSON_IsNumber(se) || !isfinite(se->valuedouble)))
+    return fail(err, cap, "refine_edge must be a finite number (m)");
+  if (ts_learn_solve_parse(sv ? sv->valuestring : "unknown", se ? se->valuedouble : 0,
+                           &out->solve))
+    return fail(err, cap,
+                "solve must be \"plain\" or \"unknown\" with refine_edge 0 (or absent), or "
+                "\"refined\" with refine_edge > 0 (m)");
   return 0;
 }
 
@@ -109,6 +121,8 @@ cJSON *ts_model_doc_json(const ts_model_rec *m, const char *tissue_name) {
   cJSON_AddNumberToObject(o, "samples", (double)m->samples);
   cJSON_AddItemToObject(o, "heldout_rmse", ts_model_doc_number(m->heldout_rmse));
   cJSON_AddItemToObject(o, "heldout_max", ts_model_doc_number(m->heldout_max));
+  cJSON_AddStringToObject(o, "solve", m->solve ? m->solve : "unknown");
+  cJSON_AddItemToObject(o, "refine_edge", ts_model_doc_number(m->refine_edge));
   cJSON_AddNumberToObject(o, "created", (double)m->created);
   /* a member that could not be added (out of memory) leaves a document that
    * would not read back: none at all is the honest answer */

@@ -28,6 +28,8 @@ typedef struct ts_model_doc {
   double theta[TS_LEARN_MAX_PARAMS];    /* finite */
   double loss, heldout_rmse, heldout_max; /* finite, >= 0; 0 when absent */
   int64_t samples;                      /* 0..2^53; 0 when absent */
+  ts_learn_solve solve;                 /* "solve" and "refine_edge" (m); unknown when
+                                           absent (documents exported before) */
 } ts_model_doc;
 
 /* Parses one exported model from NUL-terminated JSON text into *out.

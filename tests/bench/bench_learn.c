@@ -12,7 +12,9 @@
  * intervals of 1 mm each, a 3 mm contact, a 15 mm region) and held-out
  * presses between them, every interval of the held-out presses timed from
  * the same state each way. Four model kinds (ts_learn.h: the method's,
- * rich, spread, spread2), trained by gradient descent.
+ * rich, spread, spread2) on the plain solve and a fifth, spread2r (whose
+ * sweeps run on the refined copy), on the refined one, trained by gradient
+ * descent.
  *
  * The plain solve (--qs-refine-edge 0): the models trained on its samples.
  * Lines: "qs_application_s" (the reference; its error is 0 by definition),
@@ -29,10 +31,15 @@
  * default `--qs-refine-edge auto`, which splits every longer edge in
  * range), from the same training presses: its samples (recorded, as a
  * daemon session records them, from the refined solve itself) train the
- * four kinds again, and held-out presses follow the refined solve.
+ * five kinds, and held-out presses follow the refined solve.
  * "qs_refined_application_s" with the plain solve timed from the same
  * states as ref, and beside both their iterations, final max |R|
- * (residual_N, with tol_N), free nodes and springs; "learned_vs_refined"
+ * (residual_N, with tol_N), free nodes and springs, and
+ * "spread2r_restarted" (intervals whose spread2r sweeps diverged from the
+ * start blocks and ran again, ts_learn_refined.c); both qs lines also give
+ * the solves the iteration cap stopped ("unconverged", held out, and
+ * "training_unconverged" of "training_intervals") and the largest final
+ * max |R| ("worst_residual_N", "training_worst_residual_N"); "learned_vs_refined"
  * (the method's learned time with the refined solve as ref); per kind
  * "refined_trained_<kind>_application_s" (ref the refined solve, speedup,
  * errors), "refined_trained_<kind>_heldout_rmse_mm" and "..._max_mm" (the
@@ -59,7 +66,9 @@
 #define RADIUS 0.003
 #define STEP 0.001
 #define STEPS 4
-#define N_MODELS 4 /* every kind, in ts_learn_kind order */
+#define N_MODELS 5 /* every kind, in ts_learn_kind order */
+#define N_PLAIN 4  /* the kinds of the plain pass: spread2r's features are
+                      spread2's on the plain solve (ts_learn.h) */
 /* spread2's targets on every scenario, relative to the RMS and the max
  * displacement (ts_learn.h: measured on the liver 3.3 % and 5.6 %, on
  * patch-S far below) */
@@ -67,9 +76,9 @@
 #define SPREAD2_TARGET_MAX 0.10
 
 static const ts_learn_kind kinds[N_MODELS] = {TS_LEARN_METHOD, TS_LEARN_RICH, TS_LEARN_SPREAD,
-                                              TS_LEARN_SPREAD2};
+                                              TS_LEARN_SPREAD2, TS_LEARN_SPREAD2R};
 /* the plain-solve lines' names keep what they were before rich was added */
-static const char *const plain_prefix[N_MODELS] = {"", "rich_", "spread_", "spread2_"};
+static const char *const plain_prefix[N_PLAIN] = {"", "rich_", "spread_", "spread2_"};
 
 static uint32_t near_node(const ts_tissue *t, double px, double pz) {
   uint32_t n = t->nodes_per_sheet ? t->nodes_per_sheet : t->n_nodes, best = 0;
@@ -111,10 +120,10 @@ static int record(ts_learner *l, const ts_tissue *t, const double *c, double (*x
   return 0;
 }
 
-/* Every kind trained by gradient descent on l's samples. */
-static int train(const char *name, const ts_learner *l, ts_learn_model m[N_MODELS]) {
+/* The first n kinds trained by gradient descent on l's samples. */
+static int train(const char *name, const ts_learner *l, int n, ts_learn_model m[N_MODELS]) {
   ts_learn_train_opts o = ts_learn_train_defaults();
-  for (int k = 0; k < N_MODELS; k++) {
+  for (int k = 0; k < n; k++) {
     int rc = ts_learn_train_gd(l->set, kinds[k], &o, &m[k]);
     if (rc) {
       fprintf(stderr, "bench_learn: %s: training %s: %s\n", name, ts_learn_kind_name(kinds[k]),
@@ -166,7 +175,8 @@ static void model_lines(const char *scen, const char *const names[3], const char
   ts_bench_line_emit(L);
   L = ts_bench_line("learn", scen, names[1], rmse * 1e3, "mm");
   ts_bench_line_num(L, "relative_to_rms_displacement", drms > 0 ? rmse / drms : 0);
-  if (m->kind == TS_LEARN_SPREAD2) ts_bench_line_num(L, "target_relative", SPREAD2_TARGET_RMS);
+  if (m->kind == TS_LEARN_SPREAD2 || m->kind == TS_LEARN_SPREAD2R)
+    ts_bench_line_num(L, "target_relative", SPREAD2_TARGET_RMS);
   ts_bench_line_num(L, "training_samples", (double)m->samples);
   ts_bench_line_num(L, "parameters", (double)m->n_params);
   ts_bench_line_str(L, "trained_on", trained_on);
@@ -174,7 +184,8 @@ static void model_lines(const char *scen, const char *const names[3], const char
   L = ts_bench_line("learn", scen, names[2], e->max_err * 1e3, "mm");
   ts_bench_line_num(L, "relative_to_max_displacement",
                     e->max_disp > 0 ? e->max_err / e->max_disp : 0);
-  if (m->kind == TS_LEARN_SPREAD2) ts_bench_line_num(L, "target_relative", SPREAD2_TARGET_MAX);
+  if (m->kind == TS_LEARN_SPREAD2 || m->kind == TS_LEARN_SPREAD2R)
+    ts_bench_line_num(L, "target_relative", SPREAD2_TARGET_MAX);
   ts_bench_line_str(L, "trained_on", trained_on);
   ts_bench_line_emit(L);
 }
@@ -200,11 +211,12 @@ static int refined(const char *name, ts_tissue *t, ts_qstatic *q, ts_learner *l,
     goto out;
   }
   ts_learn_model mr[N_MODELS];
-  if (train(name, lr, mr)) goto out;
+  if (train(name, lr, N_MODELS, mr)) goto out;
   double t_rf = 0, t_qs = 0, res = 0, res_qs = 0, t_lr[N_MODELS] = {0};
   long n_app = 0, iters = 0, iters_qs = 0, unconverged = 0, n_free = 0, n_free_qs = 0, n_spr = 0,
        n_spr_qs = 0;
-  ts_learn_error ep[N_MODELS], er[N_MODELS]; /* plain-trained, refined-trained */
+  double worst = 0; /* the held-out refined solves' largest final max |R| */
+  ts_learn_error ep[N_PLAIN], er[N_MODELS]; /* plain-trained, refined-trained */
   memset(ep, 0, sizeof ep);
   memset(er, 0, sizeof er);
   for (int i = 0; i < n_held && !rc; i++) {
@@ -225,23 +237,24 @@ static int refined(const char *name, ts_tissue *t, ts_qstatic *q, ts_learner *l,
       t_rf += t1 - t0;
       t_qs += t2 - t1;
       /* every model of both trainings from the same state, against xr */
-      for (int j = 0; j < 2 * N_MODELS && !rc; j++) {
-        const ts_learn_model *mj = j < N_MODELS ? &m[j] : &mr[j - N_MODELS];
+      for (int j = 0; j < N_PLAIN + N_MODELS && !rc; j++) {
+        const ts_learn_model *mj = j < N_PLAIN ? &m[j] : &mr[j - N_PLAIN];
         memcpy(y, x, sizeof *x * t->n_nodes);
         rc = ts_learner_set_model(lr, mj);
         double t3 = ts_bench_cpu_s();
         if (!rc) rc = ts_learner_step(lr, y, &p, 0, NULL);
         double t4 = ts_bench_cpu_s();
         if (rc) break;
-        if (j >= N_MODELS) t_lr[j - N_MODELS] += t4 - t3;
+        if (j >= N_PLAIN) t_lr[j - N_PLAIN] += t4 - t3;
         add_error(q, (const double(*)[3])x, (const double(*)[3])xr, (const double(*)[3])y,
-                  j < N_MODELS ? &ep[j] : &er[j - N_MODELS]);
+                  j < N_PLAIN ? &ep[j] : &er[j - N_PLAIN]);
       }
       if (rc) break;
       memcpy(x, xr, sizeof *x * t->n_nodes);
       iters += sr.qs.iterations;
       iters_qs += su.qs.iterations;
       unconverged += !sr.qs.converged;
+      worst = fmax(worst, sr.qs.residual);
       res += sr.qs.residual;
       res_qs += su.qs.residual;
       n_free += sr.qs.n_free;
@@ -270,7 +283,13 @@ static int refined(const char *name, ts_tissue *t, ts_qstatic *q, ts_learner *l,
   ts_bench_line_num(L, "springs", (double)n_spr / n_app);
   ts_bench_line_num(L, "ref_springs", (double)n_spr_qs / n_app);
   ts_bench_line_num(L, "copy_surface_vertices", lr->rq ? lr->rq->nv : 0);
+  ts_bench_line_num(L, "spread2r_restarted", (double)lr->n_refreshed);
   ts_bench_line_num(L, "unconverged", (double)unconverged);
+  ts_bench_line_num(L, "worst_residual_N", worst);
+  ts_bench_line_num(L, "max_iter", q->p.max_iter);
+  ts_bench_line_num(L, "training_intervals", (double)lr->set->intervals);
+  ts_bench_line_num(L, "training_unconverged", (double)lr->set->unconverged);
+  ts_bench_line_num(L, "training_worst_residual_N", lr->set->worst_residual);
   ts_bench_line_num(L, "applications", (double)n_app);
   ts_bench_line_num(L, "ref_earlier_s", qs_ref);
   ts_bench_line_emit(L);
@@ -290,7 +309,7 @@ static int refined(const char *name, ts_tissue *t, ts_qstatic *q, ts_learner *l,
                 "refined");
   }
   /* the plain-trained models against the refined solve (two solves mixed) */
-  for (int j = 0; j < N_MODELS; j++) {
+  for (int j = 0; j < N_PLAIN; j++) {
     char nm[64];
     snprintf(nm, sizeof nm, "%srefined_heldout_rmse_mm", plain_prefix[j]);
     double rmse = rms_of(&ep[j]), drms = drms_of(&ep[j]);
@@ -338,13 +357,14 @@ static int run(const char *name, int n_train, int n_held) {
     goto out;
   }
   ts_learn_model m[N_MODELS];
-  if (train(name, l, m)) goto out;
+  if (train(name, l, N_PLAIN, m)) goto out;
   /* held-out: every interval timed every way from the same state, each
    * model's answer against the solve's (x advances along the solve) */
-  ts_learn_error e[N_MODELS];
+  ts_learn_error e[N_PLAIN];
   memset(e, 0, sizeof e);
-  double t_qs = 0, t_ln[N_MODELS] = {0};
-  long n_app = 0, iters = 0;
+  double t_qs = 0, t_ln[N_PLAIN] = {0};
+  long n_app = 0, iters = 0, unconverged = 0;
+  double worst = 0;
   for (int i = 0; i < n_held; i++) {
     uint32_t node = press_node(t, c, (uint32_t)i, (uint32_t)n_held, 0.5);
     memcpy(x, t->rest, sizeof *x * t->n_nodes);
@@ -356,7 +376,7 @@ static int run(const char *name, int n_train, int n_held) {
       double t1 = ts_bench_cpu_s();
       rc = ts_learner_step(l, xs, &p, 0, &st); /* the solve */
       double t2 = ts_bench_cpu_s();
-      for (int j = 0; j < N_MODELS && !rc; j++) {
+      for (int j = 0; j < N_PLAIN && !rc; j++) {
         memcpy(y, x, sizeof *x * t->n_nodes);
         rc = ts_learner_set_model(l, &m[j]);
         double t0 = ts_bench_cpu_s();
@@ -373,6 +393,8 @@ static int run(const char *name, int n_train, int n_held) {
       memcpy(x, xs, sizeof *x * t->n_nodes);
       t_qs += t2 - t1;
       iters += st.qs.iterations;
+      unconverged += !st.qs.converged;
+      worst = fmax(worst, st.qs.residual);
       n_app++;
     }
   }
@@ -381,8 +403,17 @@ static int run(const char *name, int n_train, int n_held) {
   ts_bench_line_num(L, "iterations", (double)iters / n_app);
   ts_bench_line_num(L, "applications", (double)n_app);
   ts_bench_line_num(L, "heldout_rmse_mm", 0); /* the reference of the errors */
+  /* solves stopped by the iteration cap before max |R| < tol: held out and
+   * in training, with the largest final max |R| */
+  ts_bench_line_num(L, "unconverged", (double)unconverged);
+  ts_bench_line_num(L, "worst_residual_N", worst);
+  ts_bench_line_num(L, "tol_N", q->p.tol);
+  ts_bench_line_num(L, "max_iter", q->p.max_iter);
+  ts_bench_line_num(L, "training_intervals", (double)l->set->intervals);
+  ts_bench_line_num(L, "training_unconverged", (double)l->set->unconverged);
+  ts_bench_line_num(L, "training_worst_residual_N", l->set->worst_residual);
   ts_bench_line_emit(L);
-  for (int j = 0; j < N_MODELS; j++) {
+  for (int j = 0; j < N_PLAIN; j++) {
     char nm[3][64];
     snprintf(nm[0], sizeof nm[0], "%s_application_s", j ? ts_learn_kind_name(kinds[j]) : "learned");
     snprintf(nm[1], sizeof nm[1], "%sheldout_rmse_mm", plain_prefix[j]);
@@ -409,7 +440,7 @@ int main(int argc, char **argv) {
   int n_names;
   int a = ts_bench_args(argc, argv, usage, &mode, names, 16, &n_names);
   if (a) return a == 1 ? 0 : 2;
-  int n_train = mode == TS_BENCH_QUICK ? 3 : mode == TS_BENCH_FULL ? 12 : 6;
+  int n_train = mode == TS_BENCH_QUICK ? 2 : mode == TS_BENCH_FULL ? 12 : 6;
   int n_held = mode == TS_BENCH_QUICK ? 1 : mode == TS_BENCH_FULL ? 6 : 3;
   if (n_names == 0) {
     names[n_names++] = "patch-S";

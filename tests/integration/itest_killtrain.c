@@ -22,8 +22,9 @@
  * or "at done". Then, with no process on the file, the test opens the
  * SQLite file itself and checks:
  *   PRAGMA integrity_check is "ok" and foreign_key_check is empty;
- *   every learned_models row is complete: kind "method", "rich", "spread" or "spread2" with a
- *   theta blob of 8 bytes per parameter of that kind for some sheet count,
+ *   every learned_models row is complete: kind "method", "rich", "spread",
+ *   "spread2" or "spread2r" with a theta blob of 8 bytes per parameter of
+ *   that kind for some sheet count,
  *   decoding to finite values; loss, heldout_rmse, heldout_max finite and
  *   >= 0 stored as REAL; samples > 0; version > 0; a non-empty material;
  *   the model count is the old one or the old one + 1 (never more, never a

@@ -15,7 +15,9 @@
  *   - a "spread" model trained on the same samples is stored under its own
  *     kind beside it and installs by id too;
  *   - a session of the same tissue with other layers (another material
- *     identity) refuses it with TS_EMISMATCH naming both identities; an
+ *     identity) refuses it with TS_EMISMATCH naming both identities, as does a
+ *     session of another solve (a model said to have learned the plain solve
+ *     in the default, refined, daemon); an
  *     unknown id is TS_ENOMODEL;
  *   - without the server key every model request is TS_EAUTH; a garbage
  *     document, one for an unknown tissue and one with an unknown kind get
@@ -225,6 +227,23 @@ static void replace(const char *doc, const char *from, const char *to, char *out
   snprintf(out, cap, "%.*s%s%s", (int)(p - doc), doc, to, p + strlen(from));
 }
 
+/* doc (an exported model) said to have learned the plain solve: "refined"
+ * becomes "plain" and refine_edge 0 (malloc'd, or NULL). */
+static char *as_plain(const char *doc) {
+  const char *r = strstr(doc, "\"refined\"");
+  const char *e = strstr(doc, "\"refine_edge\"");
+  if (!r || !e || e < r) return NULL;
+  const char *colon = strchr(e, ':');
+  if (!colon) return NULL;
+  const char *end = colon + 1 + strcspn(colon + 1, ",}");
+  size_t n = strlen(doc) + 16;
+  char *o = malloc(n);
+  if (!o) return NULL;
+  snprintf(o, n, "%.*s\"plain\"%.*s: 0%s", (int)(r - doc), doc, (int)(colon - (r + 9)), r + 9,
+           end);
+  return o;
+}
+
 START_TEST(test_models_over_the_protocol) {
   char dir[] = "/tmp/tissued-models-XXXXXX";
   ck_assert(mkdtemp(dir) != NULL);
@@ -341,6 +360,22 @@ START_TEST(test_models_over_the_protocol) {
   ck_assert_int_eq(use_model(&c, sid2, 0, 0, &s, NULL, 0), 0); /* and back to the solve */
   pump(&c, &s, 300);
   ck_assert_int_eq(learned_of(&c, sid2, &s), 0);
+
+  /* the model records the solve it learned (the daemon's default: refined
+   * to the mean edge); the same theta said to have learned the plain solve
+   * is refused by this session, with both solves named */
+  ck_assert_msg(strstr(doc1, "\"refined\"") != NULL, "%s", doc1);
+  char *plain_doc = as_plain(doc1);
+  ck_assert_ptr_nonnull(plain_doc);
+  ck_assert_int_eq(tc_import_model(k, plain_doc, &info), 0);
+  const int64_t plain_id = info.model_id;
+  ck_assert(plain_id > 0 && plain_id != imported);
+  char smsg[1500] = "";
+  ck_assert_int_eq(use_model(&c, sid2, 1, plain_id, &s, smsg, sizeof smsg), TS_EMISMATCH);
+  printf("models: TS_EMISMATCH (solve): %s\n", smsg);
+  ck_assert_msg(strstr(smsg, "plain") && strstr(smsg, "refined (edge"), "'%s'", smsg);
+  ck_assert_int_eq(tc_delete_model(k, plain_id), 0);
+  free(plain_doc);
 
   /* refused by a session of other layers (2 mm each): another material */
   uint32_t sid3 = create_qs(&c, &s, 0.002);

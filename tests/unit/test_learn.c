@@ -104,7 +104,76 @@ START_TEST(bad_input) {
   uint8_t b9[8 * (1 + TS_LEARN_HOPS2)] = {0};
   ck_assert_int_eq(ts_learn_theta_decode(TS_LEARN_SPREAD, 4, b9, sizeof b9, &m), TS_EINVAL);
   ck_assert_int_eq(ts_learn_theta_decode(TS_LEARN_SPREAD2, 4, b9, sizeof b9, &m), 0);
+  /* "spread2r" (spread2's sweeps on the refined copy) is a kind of its own */
+  ck_assert_int_eq(ts_learn_kind_parse("spread2r", &k), 0);
+  ck_assert_int_eq(k, TS_LEARN_SPREAD2R);
+  ck_assert_str_eq(ts_learn_kind_name(k), "spread2r");
+  ck_assert_uint_eq(ts_learn_n_params(k, 4), 1 + TS_LEARN_HOPS2R);
+  ck_assert_int_eq(ts_learn_theta_decode(TS_LEARN_SPREAD2R, 4, b9, sizeof b9, &m),
+                   1 + TS_LEARN_HOPS2R == 1 + TS_LEARN_HOPS2 ? 0 : TS_EINVAL);
   ts_qstatic_destroy(q);
+  ts_tissue_destroy(t);
+}
+END_TEST
+
+/* Unconverged presses are counted: with the iteration cap at 3 sweeps a
+ * 1 mm press on patch-S cannot reach the tolerance (it takes about 6,000
+ * plain and 2,400 refined sweeps), so each recorded interval counts as
+ * unconverged with its final max |R| above tol; with the default cap
+ * (200,000) none does. Both the plain and the refined solve. Fails if the
+ * counts are not kept (they would stay 0) or count converged solves. */
+START_TEST(unconverged_counted) {
+  ts_patch_def d = ts_default_patch_def();
+  d.resolution = 50;
+  ts_tissue *t = NULL;
+  ck_assert_int_eq(ts_patch_create(&d, &t), 0);
+  ts_qstatic_params p = ts_qstatic_default_params(t);
+  ck_assert_uint_eq(p.max_iter, 200000);
+  for (int refined = 0; refined < 2; refined++)
+    for (int capped = 0; capped < 2; capped++) {
+      ts_qstatic_params pc = p;
+      if (capped) pc.max_iter = 3;
+      ts_qstatic *q = NULL;
+      ck_assert_int_eq(ts_qstatic_create(t, &pc, &q), 0);
+      ts_learner *l = NULL;
+      ck_assert_int_eq(ts_learner_create(q, REGION_RANGE, 100000, &l), 0);
+      if (refined)
+        ck_assert_int_eq(ts_learner_set_refine(l, t, ts_qsrefine_mean_edge(q, t)), 0);
+      double(*x)[3] = malloc(sizeof *x * t->n_nodes);
+      ck_assert_ptr_nonnull(x);
+      memcpy(x, t->rest, sizeof *x * t->n_nodes);
+      for (int k = 0; k < 2; k++) {
+        ts_learn_press pr = {{0, 0, 0}, {0, -1, 0}, PRESS_RADIUS, PRESS_STEP};
+        memcpy(pr.point, x[0], sizeof pr.point);
+        for (uint32_t i = 0; i < t->nodes_per_sheet; i++)
+          if (fabs(t->rest[i][0]) + fabs(t->rest[i][2]) <
+              fabs(pr.point[0]) + fabs(pr.point[2]))
+            memcpy(pr.point, x[i], sizeof pr.point);
+        ts_learn_step_stats st;
+        ck_assert_int_eq(ts_learner_step(l, x, &pr, 1, &st), 0);
+        ck_assert_int_eq(st.qs.converged, !capped);
+        if (capped) ck_assert_uint_eq(st.qs.iterations, 3);
+      }
+      printf("%s solve, cap %u: %llu intervals, %llu unconverged, worst max |R| %.3g N (tol "
+             "%.3g N)\n",
+             refined ? "refined" : "plain", pc.max_iter, (unsigned long long)l->set->intervals,
+             (unsigned long long)l->set->unconverged, l->set->worst_residual, q->p.tol);
+      ck_assert_uint_eq(l->set->intervals, 2);
+      ck_assert_uint_eq(l->set->unconverged, capped ? 2 : 0);
+      if (capped)
+        ck_assert(l->set->worst_residual > q->p.tol);
+      else
+        ck_assert(l->set->worst_residual < q->p.tol);
+      /* a copy for training keeps the counts */
+      ts_learn_set *cp = NULL;
+      ck_assert_int_eq(ts_learn_set_copy(l->set, &cp), 0);
+      ck_assert_uint_eq(cp->unconverged, l->set->unconverged);
+      ck_assert(cp->worst_residual == l->set->worst_residual);
+      ts_learn_set_free(cp);
+      free(x);
+      ts_learner_destroy(l);
+      ts_qstatic_destroy(q);
+    }
   ts_tissue_destroy(t);
 }
 END_TEST
@@ -185,6 +254,7 @@ static Suite *suite(void) {
   TCase *c = tcase_create("qstatic");
   tcase_add_test(c, chain_static_deflection);
   tcase_add_test(c, bad_input);
+  tcase_add_test(c, unconverged_counted);
   suite_add_tcase(s, c);
   c = tcase_create("learn");
   tcase_set_timeout(c, 600);

@@ -16,6 +16,7 @@
 
 #include "../../server/core/ts_error.h"
 #include "ts_storage.h"
+#include "ts_storage_int.h" /* ts__migrations: a database of an older schema */
 
 static char tmpdir[256];
 static char dbpath[300];
@@ -102,7 +103,8 @@ START_TEST(test_migrations_create_schema) {
       "id,tissue,layer,direction,a,b,rmse,r2,samples,name,created");
   ck_assert_str_eq(
       raw_query("SELECT group_concat(name, ',') FROM pragma_table_info('learned_models')"),
-      "id,tissue,material,kind,version,theta,loss,samples,heldout_rmse,heldout_max,created");
+      "id,tissue,material,kind,version,theta,loss,samples,heldout_rmse,heldout_max,created,"
+      "solve,refine_edge");
   ck_assert_str_eq(raw_query("SELECT type FROM pragma_table_info('learned_models') "
                              "WHERE name = 'theta'"),
                    "BLOB");
@@ -431,6 +433,80 @@ START_TEST(test_model_roundtrip_versions_delete) {
 }
 END_TEST
 
+/* Schema 3: a model records the solve it learned; a database of schema 2
+ * upgrades and its models read as "unknown"; the newest model that may run
+ * on a solve is that solve's (or an unknown one), never another solve's. */
+START_TEST(test_model_solve_recorded_and_matched) {
+  /* a schema-2 database with one model, as code before schema 3 left it */
+  sqlite3 *db = NULL;
+  ck_assert_int_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
+  for (int i = 0; i < 2; i++)
+    ck_assert_int_eq(sqlite3_exec(db, ts__migrations[i], NULL, NULL, NULL), SQLITE_OK);
+  ck_assert_int_eq(sqlite3_exec(db,
+                                "PRAGMA user_version = 2;"
+                                "INSERT INTO tissues (name, kind) VALUES ('patch', 'builtin');"
+                                "INSERT INTO learned_models (tissue, material, kind, version, "
+                                "theta, loss, samples, heldout_rmse, heldout_max) VALUES (1, "
+                                "'m', 'method', 1, x'000000000000f03f', 0, 1, 0, 0);",
+                                NULL, NULL, NULL),
+                   SQLITE_OK);
+  sqlite3_close(db);
+  ts_storage *s = open_ok();
+  ck_assert_int_eq(ts_storage_schema_version(s), ts_storage_code_version());
+  ts_model_rec r;
+  ck_assert_int_eq(ts_storage_get_model(s, 1, &r), 0);
+  ck_assert_str_eq(r.solve, "unknown");
+  ck_assert(r.refine_edge == 0);
+  ts_storage_model_free(&r);
+  uint8_t th[8] = {0, 0, 0, 0, 0, 0, 0xf0, 0x3f};
+  ts_model_rec m = {.tissue = 1, .material = "m", .kind = "method", .theta = th,
+                    .theta_bytes = 8, .samples = 1, .solve = "refined", .refine_edge = 0.00188};
+  int64_t refined = ts_storage_put_model(s, &m, NULL);
+  ck_assert_int_gt(refined, 0);
+  m.solve = "plain";
+  m.refine_edge = 0;
+  int64_t plain = ts_storage_put_model(s, &m, NULL);
+  ck_assert_int_gt(plain, refined);
+  ck_assert_int_eq(ts_storage_get_model(s, refined, &r), 0);
+  ck_assert_str_eq(r.solve, "refined");
+  ck_assert(r.refine_edge == 0.00188);
+  ts_storage_model_free(&r);
+  /* bad solves are refused */
+  m.solve = "refined";
+  m.refine_edge = 0;
+  ck_assert_int_eq(ts_storage_put_model(s, &m, NULL), TS_EINVAL);
+  m.solve = "plain";
+  m.refine_edge = 0.001;
+  ck_assert_int_eq(ts_storage_put_model(s, &m, NULL), TS_EINVAL);
+  m.solve = "coarse";
+  m.refine_edge = 0;
+  ck_assert_int_eq(ts_storage_put_model(s, &m, NULL), TS_EINVAL);
+  /* the newest that matches: the refined solve of the same edge gets the
+   * refined model although the plain one is newer; another edge only the
+   * unknown one; the plain solve the plain one */
+  ck_assert_int_eq(
+      ts_storage_get_latest_model_solve(s, 1, "m", "method", "refined", 0.00188, &r), 0);
+  ck_assert_int_eq(r.id, refined);
+  ts_storage_model_free(&r);
+  ck_assert_int_eq(
+      ts_storage_get_latest_model_solve(s, 1, "m", "method", "refined", 0.0025, &r), 0);
+  ck_assert_int_eq(r.id, 1);
+  ts_storage_model_free(&r);
+  ck_assert_int_eq(ts_storage_get_latest_model_solve(s, 1, "m", "method", "plain", 0, &r), 0);
+  ck_assert_int_eq(r.id, plain);
+  ts_storage_model_free(&r);
+  ck_assert_int_eq(ts_storage_delete_model(s, 1), 0);
+  ck_assert_int_eq(
+      ts_storage_get_latest_model_solve(s, 1, "m", "method", "refined", 0.0025, &r),
+      TS_ENOMODEL);
+  /* the schema's CHECK holds behind the API too */
+  ck_assert_str_eq(raw_query("SELECT count(*) FROM learned_models WHERE solve NOT IN "
+                             "('plain', 'refined', 'unknown')"),
+                   "0");
+  ts_storage_close(s);
+}
+END_TEST
+
 START_TEST(test_two_handles_share_the_file) {
   ts_storage *a = open_ok();
   ts_storage *b = open_ok();
@@ -529,6 +605,7 @@ static Suite *storage_suite(void) {
   TCase *tc = tcase_create("sqlite");
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_add_test(tc, test_migrations_create_schema);
+  tcase_add_test(tc, test_model_solve_recorded_and_matched);
   tcase_add_test(tc, test_journal_mode_is_wal);
   tcase_add_test(tc, test_reopen_keeps_data_and_version);
   tcase_add_test(tc, test_tissue_roundtrip_and_upsert);
