@@ -82,7 +82,9 @@ int ts_massspring_prepare(ts_tissue *t) {
   size_t off_node = (off_lim + sizeof(ts__lim) * nl + 63) & ~(size_t)63;
   size_t ns_pad = ((size_t)ns + TS__BLK + 7) & ~(size_t)7; /* 64-byte multiples */
   size_t off_pack = off_node + ((sizeof(double) * n * 13 + 63) & ~(size_t)63);
-  size_t off_soa = off_pack + sizeof(double) * 12 * (size_t)n; /* xv, f4: 64-byte multiples */
+  /* xv (64 bytes a node) and f4 (32), the spring constants after them on a
+   * 64-byte boundary again (n may be odd) */
+  size_t off_soa = off_pack + ((sizeof(double) * 12 * (size_t)n + 63) & ~(size_t)63);
   size_t off_idx = off_soa + sizeof(double) * ns_pad * 7;
   size_t off_u32 = off_idx + sizeof(uint32_t) * ns_pad * 2;
   /* strain limiting's blocks (ts_ms_internal.h): at most ns / TS__BLK + 3 */
