@@ -7,6 +7,7 @@
 #include "ts_codec.h"
 
 #include <math.h>
+#include <stdint.h>
 
 #include "../server/core/ts_error.h"
 #include "ts_codec_varint.h"
@@ -18,7 +19,15 @@ int ts_quantize(const double (*x)[3], uint32_t n, double quantum, int32_t (*q)[3
     for (int a = 0; a < 3; a++) {
       double s = x[i][a] * inv;
       if (!isfinite(s) || s > 2147483000.0 || s < -2147483000.0) return TS_ERANGE;
-      q[i][a] = (int32_t)lround(s);
+      /* lround(s), inline: the truncation toward zero, then one step away
+       * from zero where the part cut off is at least a half (s - i is
+       * exact: |s| < 2^31, so i and s share s's integer bits). The call to
+       * lround was 9 % of a 1 kHz patch-S session's CPU with a controller
+       * taking a frame every step (perf, capped at one substep). */
+      int64_t r = (int64_t)s;
+      const double d = s - (double)r;
+      r += (d >= 0.5) - (d <= -0.5);
+      q[i][a] = (int32_t)r;
     }
   }
   return 0;

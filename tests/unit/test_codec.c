@@ -128,6 +128,57 @@ START_TEST(test_quantize_roundtrip) {
 }
 END_TEST
 
+/* The quantizer rounds exactly as lround (halves away from zero) at the
+ * halves, just beside them, at -0, and across the grid's whole range,
+ * with a quantum of 1 so that the scaled value is the given one. */
+START_TEST(test_quantize_lround) {
+  const double special[] = {0.5,
+                            -0.5,
+                            1.5,
+                            -1.5,
+                            2.5,
+                            -2.5,
+                            0.49999999999999994,
+                            -0.49999999999999994,
+                            nextafter(0.5, 1),
+                            nextafter(-0.5, -1),
+                            nextafter(1.5, 0),
+                            nextafter(-1.5, 0),
+                            -0.0,
+                            0.0,
+                            1e-300,
+                            -1e-300,
+                            2147482999.5,
+                            -2147482999.5,
+                            2147482999.4999998,
+                            1073741823.5};
+  const size_t ns = sizeof special / sizeof *special;
+  rng_seed(4242);
+  const uint32_t n = 30000;
+  double (*x)[3] = malloc(sizeof *x * n);
+  int32_t (*q)[3] = alloc_q(n);
+  for (uint32_t i = 0; i < n; i++)
+    for (int a = 0; a < 3; a++) {
+      const size_t k = (size_t)i * 3 + (size_t)a;
+      if (k < ns) {
+        x[i][a] = special[k];
+      } else { /* halves and random values over the range, both signs */
+        const double u = (double)(rng() >> 11) / 9007199254740992.0;
+        const double mag = ldexp(u, (int)(rng() % 31));
+        const double v = (rng() & 1) ? floor(mag) + 0.5 : mag;
+        x[i][a] = (rng() & 1) ? -v : v;
+      }
+    }
+  ck_assert_int_eq(ts_quantize((const double (*)[3])x, n, 1.0, q), 0);
+  for (uint32_t i = 0; i < n; i++)
+    for (int a = 0; a < 3; a++)
+      ck_assert_msg(q[i][a] == (int32_t)lround(x[i][a]), "%.17g -> %d, lround %ld", x[i][a],
+                    q[i][a], lround(x[i][a]));
+  free(x);
+  free(q);
+}
+END_TEST
+
 START_TEST(test_quantize_rejects) {
   const double bad[] = {NAN, INFINITY, -INFINITY, 1e10, -1e10, 21474.84, -21474.84};
   int32_t q[2][3];
@@ -405,6 +456,7 @@ static Suite *codec_suite(void) {
   tcase_add_test(tc, test_keyframe_roundtrip_random);
   tcase_add_test(tc, test_keyframe_extremes_exact_bytes);
   tcase_add_test(tc, test_quantize_roundtrip);
+  tcase_add_test(tc, test_quantize_lround);
   tcase_add_test(tc, test_quantize_rejects);
   tcase_add_test(tc, test_delta_roundtrip_random);
   tcase_add_test(tc, test_delta_no_change_is_one_byte);
