@@ -40,6 +40,7 @@
 #include "ts_error.h"
 #include "ts_learn.h"
 #include "ts_learn_internal.h"
+#include "ts_mat3.h"
 
 #define NONE UINT32_MAX
 
@@ -98,23 +99,8 @@ static void copy_blocks(ts_learner *l, const ts_qsrefine *r) {
     double b[9], *o = B[i];
     memcpy(b, o, sizeof b);
     for (int a = 0; a < 3; a++) b[4 * a] += TS_LEARN_SPREAD2_EPS * D[i][0];
-    double c0 = b[4] * b[8] - b[5] * b[7], c1 = b[5] * b[6] - b[3] * b[8],
-           c2 = b[3] * b[7] - b[4] * b[6];
-    double det = b[0] * c0 + b[1] * c1 + b[2] * c2;
-    if (!(D[i][0] > 0) || !(det > 0) || !isfinite(det)) {
-      memset(o, 0, sizeof B[0]);
-      continue;
-    }
-    double sc = TS_LEARN_SPREAD_OMEGA / det;
-    o[0] = c0 * sc;
-    o[1] = (b[2] * b[7] - b[1] * b[8]) * sc;
-    o[2] = (b[1] * b[5] - b[2] * b[4]) * sc;
-    o[3] = c1 * sc;
-    o[4] = (b[0] * b[8] - b[2] * b[6]) * sc;
-    o[5] = (b[2] * b[3] - b[0] * b[5]) * sc;
-    o[6] = c2 * sc;
-    o[7] = (b[1] * b[6] - b[0] * b[7]) * sc;
-    o[8] = (b[0] * b[4] - b[1] * b[3]) * sc;
+    const double det = ts_mat3_inv_scaled(b, TS_LEARN_SPREAD_OMEGA, o);
+    if (!(D[i][0] > 0) || !(det > 0) || !isfinite(det)) memset(o, 0, sizeof B[0]);
   }
 }
 

@@ -30,6 +30,7 @@
 
 #include "ts_error.h"
 #include "ts_leb.h"
+#include "ts_mat3.h"
 #include "ts_mesh.h"
 #include "ts_meshtopo.h"
 #include "ts_region.h"
@@ -575,24 +576,11 @@ static void node_steps(ts_qsrefine *r) {
     double b[9];
     memcpy(b, o, sizeof b);
     for (int a = 0; a < 3; a++) b[4 * a] += TS_QSREFINE_BLOCK_EPS * D[i];
-    double c0 = b[4] * b[8] - b[5] * b[7], c1 = b[5] * b[6] - b[3] * b[8],
-           c2 = b[3] * b[7] - b[4] * b[6];
-    double det = b[0] * c0 + b[1] * c1 + b[2] * c2;
+    const double det = ts_mat3_inv_scaled(b, TS_QSREFINE_OMEGA, o); /* omega b^-1 */
     if (!(det > 0) || !isfinite(det)) { /* cannot happen for a positive block; be safe */
       memset(o, 0, sizeof B[0]);
       o[0] = o[4] = o[8] = TS_QSREFINE_OMEGA / D[i];
-      continue;
     }
-    double sc = TS_QSREFINE_OMEGA / det; /* omega times the adjugate over det */
-    o[0] = c0 * sc;
-    o[1] = (b[2] * b[7] - b[1] * b[8]) * sc;
-    o[2] = (b[1] * b[5] - b[2] * b[4]) * sc;
-    o[3] = c1 * sc;
-    o[4] = (b[0] * b[8] - b[2] * b[6]) * sc;
-    o[5] = (b[2] * b[3] - b[0] * b[5]) * sc;
-    o[6] = c2 * sc;
-    o[7] = (b[1] * b[6] - b[0] * b[7]) * sc;
-    o[8] = (b[0] * b[4] - b[1] * b[3]) * sc;
   }
 }
 
