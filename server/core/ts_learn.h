@@ -335,7 +335,7 @@ typedef struct ts_learner {
   double (*binv)[9];         /* spread2: omega B_i^-1 per node (row-major), m/N */
   /* spread2r (ts_learn_refined.c): the same per copy node of the refined
    * copy, grown with it; cmap: tissue node -> copy node (UINT32_MAX) */
-  double (*ca)[3], (*cb)[3], (*cm)[3], (*cbinv)[9];
+  double (*ca)[3], (*cb)[3], (*cm)[3], (*cbinv)[9], *cd;
   uint32_t ccap;
   uint32_t *cmap;
   int copy_built;            /* the copy of this interval is built (begin) */

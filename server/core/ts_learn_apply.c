@@ -66,6 +66,7 @@ void ts_learner_destroy(ts_learner *l) {
   free(l->cb);
   free(l->cm);
   free(l->cbinv);
+  free(l->cd);
   ts_qsrefine_destroy(l->rq);
   free(l);
 }

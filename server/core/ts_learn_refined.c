@@ -5,7 +5,9 @@
  * tissue's own free nodes. The copy is built once per interval by the
  * learner (ts_qsrefine_build) and then relaxed by the solve from the same
  * state (ts_qsrefine_finish), so features and solve see the same nodes,
- * springs, roles and start positions.
+ * springs, roles and start positions; the sweeps take the solve's own
+ * block steps and residual at their positions (ts_qsrefine_block_steps,
+ * ts_qsrefine_residual_at).
  *
  * Why: spread2's sweeps on the tissue's own mesh relax towards the tissue
  * mesh's equilibrium, not the refined copy's (16 % RMS / 33 % max of the
@@ -40,7 +42,6 @@
 #include "ts_error.h"
 #include "ts_learn.h"
 #include "ts_learn_internal.h"
-#include "ts_mat3.h"
 
 #define NONE UINT32_MAX
 
@@ -59,82 +60,11 @@ static int grow_copy(ts_learner *l, uint32_t n) {
   double(*s)[9] = realloc(l->cbinv, sizeof *l->cbinv * n);
   if (!s) return TS_ENOMEM;
   l->cbinv = s;
+  double *d = realloc(l->cd, sizeof *l->cd * n);
+  if (!d) return TS_ENOMEM;
+  l->cd = d;
   l->ccap = n;
   return 0;
-}
-
-/* omega B_i^-1 for every free copy node at positions y (free nodes) and
- * r->x (the others); zero for a node whose block cannot be inverted. */
-static void copy_blocks(ts_learner *l, const ts_qsrefine *r) {
-  double(*B)[9] = l->cbinv, (*D)[3] = l->cb; /* D[i][0]: sum of K, scratch */
-  const double(*y)[3] = (const double(*)[3])l->ca, (*xc)[3] = (const double(*)[3])r->x;
-  for (uint32_t k = 0; k < r->n_free; k++) {
-    uint32_t i = r->free_nodes[k];
-    memset(B[i], 0, sizeof B[0]);
-    D[i][0] = 0;
-  }
-  for (uint32_t k = 0; k < r->n_active; k++) {
-    const ts_qsrefine_spring *s = &r->spr[r->active[k]];
-    uint32_t e[2] = {(uint32_t)(s->key >> 32), (uint32_t)s->key};
-    const double *p0 = r->role[e[0]] == TS_QS_FREE ? y[e[0]] : xc[e[0]],
-                 *p1 = r->role[e[1]] == TS_QS_FREE ? y[e[1]] : xc[e[1]];
-    double d[3] = {p1[0] - p0[0], p1[1] - p0[1], p1[2] - p0[2]};
-    double L2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
-    double M[9] = {0};
-    if (L2 > 0) {
-      double g = fabs(1.0 - s->L0 / sqrt(L2));
-      for (int a = 0; a < 3; a++)
-        for (int b = 0; b < 3; b++) M[3 * a + b] = s->K * (1 - g) * d[a] * d[b] / L2;
-      for (int a = 0; a < 3; a++) M[4 * a] += s->K * g;
-    }
-    for (int j = 0; j < 2; j++) {
-      uint32_t i = e[j];
-      if (r->role[i] != TS_QS_FREE) continue;
-      D[i][0] += s->K;
-      for (int c = 0; c < 9; c++) B[i][c] += M[c];
-    }
-  }
-  for (uint32_t k = 0; k < r->n_free; k++) {
-    uint32_t i = r->free_nodes[k];
-    double b[9], *o = B[i];
-    memcpy(b, o, sizeof b);
-    for (int a = 0; a < 3; a++) b[4 * a] += TS_LEARN_SPREAD2_EPS * D[i][0];
-    const double det = ts_mat3_inv_scaled(b, TS_LEARN_SPREAD_OMEGA, o);
-    if (!(D[i][0] > 0) || !(det > 0) || !isfinite(det)) memset(o, 0, sizeof B[0]);
-  }
-}
-
-/* R = springs + gravity at y over the copy's free nodes (fixed and control
- * ends at the copy's positions r->x); returns max |R| (NaN propagates). */
-static double copy_residual(ts_learner *l, const ts_qsrefine *r) {
-  double(*y)[3] = l->ca, (*R)[3] = l->cb;
-  const double(*x)[3] = (const double(*)[3])r->x;
-  const double *g = r->q->gravity;
-  for (uint32_t k = 0; k < r->n_free; k++) {
-    uint32_t i = r->free_nodes[k];
-    for (int c = 0; c < 3; c++) R[i][c] = r->mass[i] * g[c];
-  }
-  for (uint32_t k = 0; k < r->n_active; k++) {
-    const ts_qsrefine_spring *s = &r->spr[r->active[k]];
-    uint32_t a = (uint32_t)(s->key >> 32), b = (uint32_t)s->key;
-    int fa = r->role[a] == TS_QS_FREE, fb = r->role[b] == TS_QS_FREE;
-    const double *xa = fa ? y[a] : x[a], *xb = fb ? y[b] : x[b];
-    double d[3] = {xb[0] - xa[0], xb[1] - xa[1], xb[2] - xa[2]};
-    double L = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
-    if (!(L > 0)) continue;
-    double c = s->K * (L - s->L0) / L;
-    for (int j = 0; j < 3; j++) {
-      if (fa) R[a][j] += c * d[j];
-      if (fb) R[b][j] -= c * d[j];
-    }
-  }
-  double rmax2 = 0;
-  for (uint32_t k = 0; k < r->n_free; k++) {
-    uint32_t i = r->free_nodes[k];
-    double r2 = R[i][0] * R[i][0] + R[i][1] * R[i][1] + R[i][2] * R[i][2];
-    if (r2 > rmax2 || r2 != r2) rmax2 = r2;
-  }
-  return sqrt(rmax2);
 }
 
 /* The sweeps from the copy's start state, the increments written to
@@ -149,11 +79,11 @@ static double copy_residual(ts_learner *l, const ts_qsrefine *r) {
 static int sweep(ts_learner *l, const ts_qsrefine *r, uint32_t nf, const uint32_t *fr,
                  int refresh) {
   double(*y)[3] = l->ca, (*R)[3] = l->cb, (*m)[3] = l->cm;
-  for (uint32_t k = 0; k < r->n_free; k++) {
-    uint32_t i = r->free_nodes[k];
-    memcpy(y[i], r->x[i], sizeof y[0]);
-    memset(m[i], 0, sizeof m[0]);
-  }
+  /* y: the copy's positions, the free nodes' moved by the sweeps (the
+   * others stay where the copy holds them); R of every node is summed */
+  memcpy(y, r->x, sizeof *y * r->n_nodes);
+  memset(R, 0, sizeof *R * r->n_nodes);
+  for (uint32_t k = 0; k < r->n_free; k++) memset(m[r->free_nodes[k]], 0, sizeof m[0]);
   double lmin = INFINITY;
   for (uint32_t k = 0; k < r->n_active; k++) lmin = fmin(lmin, r->spr[r->active[k]].L0);
   const double reach = refresh ? TS_QSREFINE_DRIFT * lmin : INFINITY;
@@ -161,11 +91,11 @@ static int sweep(ts_learner *l, const ts_qsrefine *r, uint32_t nf, const uint32_
   uint32_t sweeps = 0;
   for (uint32_t h = 0; h < TS_LEARN_HOPS2R; h++) {
     for (; sweeps < (1u << h); sweeps++) {
-      if (sweeps == 0 || drift > reach) {
-        copy_blocks(l, r);
+      if (sweeps == 0 || drift > reach) { /* the solve's own steps, at y */
+        ts_qsrefine_block_steps(r, (const double (*)[3])y, l->cbinv, l->cd);
         drift = 0;
       }
-      copy_residual(l, r);
+      ts_qsrefine_residual_at(r, (const double (*)[3])y, R);
       double dmax2 = 0;
       for (uint32_t k = 0; k < r->n_free; k++) {
         uint32_t i = r->free_nodes[k];

@@ -30,7 +30,6 @@
 
 #include "ts_error.h"
 #include "ts_leb.h"
-#include "ts_mat3.h"
 #include "ts_mesh.h"
 #include "ts_meshtopo.h"
 #include "ts_region.h"
@@ -488,9 +487,7 @@ void ts_qsrefine_forces(const ts_qsrefine *r, double (*f)[3]) {
   }
 }
 
-/* One residual evaluation over the copy's free nodes; returns max |R|. */
-static double residual(ts_qsrefine *r) {
-  double(*R)[3] = r->R, (*x)[3] = r->x;
+double ts_qsrefine_residual_at(const ts_qsrefine *r, const double (*x)[3], double (*R)[3]) {
   const double *g = r->q->gravity;
   for (uint32_t k = 0; k < r->n_free; k++) {
     uint32_t i = r->free_nodes[k];
@@ -520,13 +517,37 @@ static double residual(ts_qsrefine *r) {
   return sqrt(rmax2);
 }
 
-/* The step of every free node (the header's "Step"): r->step[i] = omega
- * B_i^-1 (TS_QSREFINE_STEP_BLOCK) or omega / D_i I (TS_QSREFINE_STEP_DIAG)
- * from the springs at the positions r->x, row-major, m/N. A node whose block
+/* One residual evaluation over the copy's free nodes at r->x; returns max |R|. */
+static double residual(ts_qsrefine *r) {
+  return ts_qsrefine_residual_at(r, (const double (*)[3])r->x, r->R);
+}
+
+/* o = (omega / det b) adj(b) for a row-major b; returns det b. When det b is
+ * not positive and finite, o is left alone (the caller decides). */
+static double inv3_scaled(const double b[9], double omega, double o[9]) {
+  const double c0 = b[4] * b[8] - b[5] * b[7], c1 = b[5] * b[6] - b[3] * b[8],
+               c2 = b[3] * b[7] - b[4] * b[6];
+  const double det = b[0] * c0 + b[1] * c1 + b[2] * c2;
+  if (!(det > 0) || !isfinite(det)) return det;
+  const double sc = omega / det;
+  o[0] = c0 * sc;
+  o[1] = (b[2] * b[7] - b[1] * b[8]) * sc;
+  o[2] = (b[1] * b[5] - b[2] * b[4]) * sc;
+  o[3] = c1 * sc;
+  o[4] = (b[0] * b[8] - b[2] * b[6]) * sc;
+  o[5] = (b[2] * b[3] - b[0] * b[5]) * sc;
+  o[6] = c2 * sc;
+  o[7] = (b[1] * b[6] - b[0] * b[7]) * sc;
+  o[8] = (b[0] * b[4] - b[1] * b[3]) * sc;
+  return det;
+}
+
+/* The step of every free node (the header's "Step"): B[i] = omega B_i^-1
+ * (block) or omega / D_i I (else) from the springs at the positions x,
+ * row-major, m/N, and D[i] the sum of its springs' K. A node whose block
  * cannot be inverted (no springs) takes the global step. */
-static void node_steps(ts_qsrefine *r) {
-  double(*B)[9] = r->step, *D = r->kdiag, (*x)[3] = r->x;
-  const int block = r->def.step == TS_QSREFINE_STEP_BLOCK;
+static void steps_at(const ts_qsrefine *r, const double (*x)[3], int block, double (*B)[9],
+                     double *D) {
   for (uint32_t k = 0; k < r->n_free; k++) {
     uint32_t i = r->free_nodes[k];
     memset(B[i], 0, sizeof B[0]);
@@ -576,12 +597,21 @@ static void node_steps(ts_qsrefine *r) {
     double b[9];
     memcpy(b, o, sizeof b);
     for (int a = 0; a < 3; a++) b[4 * a] += TS_QSREFINE_BLOCK_EPS * D[i];
-    const double det = ts_mat3_inv_scaled(b, TS_QSREFINE_OMEGA, o); /* omega b^-1 */
+    const double det = inv3_scaled(b, TS_QSREFINE_OMEGA, o); /* omega b^-1 */
     if (!(det > 0) || !isfinite(det)) { /* cannot happen for a positive block; be safe */
       memset(o, 0, sizeof B[0]);
       o[0] = o[4] = o[8] = TS_QSREFINE_OMEGA / D[i];
     }
   }
+}
+
+static void node_steps(ts_qsrefine *r) {
+  steps_at(r, (const double (*)[3])r->x, r->def.step == TS_QSREFINE_STEP_BLOCK, r->step, r->kdiag);
+}
+
+void ts_qsrefine_block_steps(const ts_qsrefine *r, const double (*x)[3], double (*B)[9],
+                             double *D) {
+  steps_at(r, x, 1, B, D);
 }
 
 /* The old step's sweeps: x <- x + alpha R, one alpha for every node. */

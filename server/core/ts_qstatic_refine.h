@@ -228,6 +228,20 @@ int ts_qsrefine_finish(ts_qsrefine *r, double (*x)[3], ts_qstatic_stats *stats);
  * about twice the region's triangles). t must be q's tissue. */
 double ts_qsrefine_mean_edge(const ts_qstatic *q, const ts_tissue *t);
 
+/* The solve's residual at positions x instead of r->x (x and R have
+ * r->n_nodes entries; the fixed and control nodes' R are summed too, not
+ * meaningful): R = springs + gravity on every free node; returns max |R|
+ * over them (NaN propagates). The spread2r features sweep with it
+ * (ts_learn_refined.c). */
+double ts_qsrefine_residual_at(const ts_qsrefine *r, const double (*x)[3], double (*R)[3]);
+
+/* The solve's block step (TS_QSREFINE_STEP_BLOCK) of every free node at
+ * positions x instead of r->x: B[i] = omega B_i^-1 (row-major, m/N), D[i] the
+ * sum of its springs' K (B and D have r->n_nodes entries; a node without
+ * springs takes the global step alpha I, as in the solve). */
+void ts_qsrefine_block_steps(const ts_qsrefine *r, const double (*x)[3], double (*B)[9],
+                             double *D);
+
 /* The spring forces on every copy node at the copy's positions r->x, N
  * (f has r->n_nodes entries; gravity not included). */
 void ts_qsrefine_forces(const ts_qsrefine *r, double (*f)[3]);
