@@ -14,6 +14,7 @@
 
 #include "ts_error.h"
 #include "ts_learn_internal.h"
+#include "ts_mat3.h"
 
 int ts_learner_create(ts_qstatic *q, double range, uint32_t sample_cap, ts_learner **out) {
   if (!out) return TS_EINVAL;
@@ -185,24 +186,9 @@ static void block_scale(ts_learner *l, const double (*x)[3], uint32_t i) {
       for (int b = 0; b < 3; b++) B[3 * a + b] += q->K[sp] * d[a] * d[b] / L2;
   }
   for (int a = 0; a < 3; a++) B[4 * a] += TS_LEARN_SPREAD2_EPS * D;
-  double c0 = B[4] * B[8] - B[5] * B[7], c1 = B[5] * B[6] - B[3] * B[8],
-         c2 = B[3] * B[7] - B[4] * B[6];
-  double det = B[0] * c0 + B[1] * c1 + B[2] * c2;
   double *o = l->binv[i];
-  if (!(D > 0) || !(det > 0)) {
-    memset(o, 0, sizeof l->binv[0]);
-    return;
-  }
-  double s = TS_LEARN_SPREAD_OMEGA / det;
-  o[0] = c0 * s;
-  o[1] = (B[2] * B[7] - B[1] * B[8]) * s;
-  o[2] = (B[1] * B[5] - B[2] * B[4]) * s;
-  o[3] = c1 * s;
-  o[4] = (B[0] * B[8] - B[2] * B[6]) * s;
-  o[5] = (B[2] * B[3] - B[0] * B[5]) * s;
-  o[6] = c2 * s;
-  o[7] = (B[1] * B[6] - B[0] * B[7]) * s;
-  o[8] = (B[0] * B[4] - B[1] * B[3]) * s;
+  const double det = ts_mat3_inv_scaled(B, TS_LEARN_SPREAD_OMEGA, o);
+  if (!(D > 0) || !(det > 0) || !isfinite(det)) memset(o, 0, sizeof l->binv[0]);
 }
 
 /* The spread models' features of the nf free nodes fr (ts_learn.h): from

@@ -30,6 +30,7 @@
 
 #include "ts_error.h"
 #include "ts_leb.h"
+#include "ts_mat3.h"
 #include "ts_mesh.h"
 #include "ts_meshtopo.h"
 #include "ts_region.h"
@@ -522,26 +523,6 @@ static double residual(ts_qsrefine *r) {
   return ts_qsrefine_residual_at(r, (const double (*)[3])r->x, r->R);
 }
 
-/* o = (omega / det b) adj(b) for a row-major b; returns det b. When det b is
- * not positive and finite, o is left alone (the caller decides). */
-static double inv3_scaled(const double b[9], double omega, double o[9]) {
-  const double c0 = b[4] * b[8] - b[5] * b[7], c1 = b[5] * b[6] - b[3] * b[8],
-               c2 = b[3] * b[7] - b[4] * b[6];
-  const double det = b[0] * c0 + b[1] * c1 + b[2] * c2;
-  if (!(det > 0) || !isfinite(det)) return det;
-  const double sc = omega / det;
-  o[0] = c0 * sc;
-  o[1] = (b[2] * b[7] - b[1] * b[8]) * sc;
-  o[2] = (b[1] * b[5] - b[2] * b[4]) * sc;
-  o[3] = c1 * sc;
-  o[4] = (b[0] * b[8] - b[2] * b[6]) * sc;
-  o[5] = (b[2] * b[3] - b[0] * b[5]) * sc;
-  o[6] = c2 * sc;
-  o[7] = (b[1] * b[6] - b[0] * b[7]) * sc;
-  o[8] = (b[0] * b[4] - b[1] * b[3]) * sc;
-  return det;
-}
-
 /* The step of every free node (the header's "Step"): B[i] = omega B_i^-1
  * (block) or omega / D_i I (else) from the springs at the positions x,
  * row-major, m/N, and D[i] the sum of its springs' K. A node whose block
@@ -597,7 +578,7 @@ static void steps_at(const ts_qsrefine *r, const double (*x)[3], int block, doub
     double b[9];
     memcpy(b, o, sizeof b);
     for (int a = 0; a < 3; a++) b[4 * a] += TS_QSREFINE_BLOCK_EPS * D[i];
-    const double det = inv3_scaled(b, TS_QSREFINE_OMEGA, o); /* omega b^-1 */
+    const double det = ts_mat3_inv_scaled(b, TS_QSREFINE_OMEGA, o); /* omega b^-1 */
     if (!(det > 0) || !isfinite(det)) { /* cannot happen for a positive block; be safe */
       memset(o, 0, sizeof B[0]);
       o[0] = o[4] = o[8] = TS_QSREFINE_OMEGA / D[i];
