@@ -88,7 +88,8 @@ export async function launchFirefox(timeoutMs) {
  * from anywhere else. label names the page in those lines. Options:
  * viewport, timeoutMs (default 60 s: the page's default timeout and the
  * load's), deviceScaleFactor, hasTouch, init (a script run before the
- * page's own).
+ * page's own). Returns the page once it is loaded and its test hook
+ * (window.tissued) is there.
  */
 export async function openCheckedPage(browser, url, label, problems, {
   viewport, timeoutMs = 60000, deviceScaleFactor, hasTouch = false, init = null,
@@ -115,6 +116,10 @@ export async function openCheckedPage(browser, url, label, problems, {
   }
   if (init) await page.addInitScript(init);
   await page.goto(url, { waitUntil: 'load', timeout: timeoutMs });
+  // The page's test hook (window.tissued) is set by its module script, which
+  // a loaded page may not have run yet: on a busy machine the load event
+  // came first once, and a check that read window.tissued.role threw.
+  await page.waitForFunction(() => window.tissued !== undefined, null, { timeout: timeoutMs });
   return page;
 }
 
