@@ -145,19 +145,24 @@ static int press_ok(const ts_learn_press *p) {
   return 0;
 }
 
-/* Which features an interval computes (x0, f, g always). */
+/* Which features an interval computes (x0 and g always; f, the internal
+ * force at x0, only for the kinds that read it: a learned step of a spread
+ * kind leaves it zero). */
 enum {
   FEAT_F1 = 1,
   FEAT_SPREAD = 2,
   FEAT_SPREAD2 = 4,
   FEAT_SPREAD2R = 8,
-  FEAT_ALL = FEAT_F1 | FEAT_SPREAD | FEAT_SPREAD2 | FEAT_SPREAD2R
+  FEAT_F = 16,
+  FEAT_ALL = FEAT_F | FEAT_F1 | FEAT_SPREAD | FEAT_SPREAD2 | FEAT_SPREAD2R
 };
 
 static unsigned model_features(ts_learn_kind k) {
   switch (k) {
+  case TS_LEARN_METHOD:
+    return FEAT_F;
   case TS_LEARN_RICH:
-    return FEAT_F1;
+    return FEAT_F | FEAT_F1;
   case TS_LEARN_SPREAD:
     return FEAT_SPREAD;
   case TS_LEARN_SPREAD2:
@@ -274,7 +279,7 @@ static void spread_features(ts_learner *l, const double (*x)[3], uint32_t nf, co
 }
 
 /* Features of the free nodes at x (the start state, controls placed):
- * x0, f and g, and those of `need` (FEAT_*). spread2r's need the copy
+ * x0 and g, and those of `need` (FEAT_*). spread2r's need the copy
  * built (l->copy_built) when the solve is refined; on the plain solve they
  * are spread2's (ts_learn.h). */
 static int features(ts_learner *l, const double (*x)[3], uint32_t nf, const uint32_t *fr,
@@ -284,7 +289,10 @@ static int features(ts_learner *l, const double (*x)[3], uint32_t nf, const uint
     uint32_t i = fr[k];
     ts_learn_sample *s = &l->feat[k];
     memcpy(s->x0, x[i], sizeof s->x0);
-    ts_qstatic_node_force(q, x, i, s->f);
+    if (need & FEAT_F)
+      ts_qstatic_node_force(q, x, i, s->f);
+    else
+      memset(s->f, 0, sizeof s->f);
     for (int c = 0; c < 3; c++) s->g[c] = q->mass[i] * q->gravity[c];
     s->sheet = i / q->n_surf;
     memset(s->x1, 0, sizeof s->x1);
