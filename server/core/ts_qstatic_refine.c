@@ -71,6 +71,7 @@ void ts_qsrefine_destroy(ts_qsrefine *r) {
   free(r->spr);
   free(r->spr_tmp);
   free(r->bucket);
+  free(r->dens);
   free(r->free_nodes);
   free(r->active);
   free(r->R);
@@ -127,6 +128,13 @@ static uint32_t per_tri(const ts_qsrefine *r) {
   return 3 * r->n_sheets + 9 * slabs;
 }
 
+/* Stiffness volume densities of tissue triangle P (N/m per m^2 of surface,
+ * per spring of the kind: see the header) and mass per area per vertex. */
+typedef struct ts_qsrefine_densities {
+  double edge[TS_MAX_LAYERS + 1], mass[TS_MAX_LAYERS + 1];
+  double diag[TS_MAX_LAYERS], inter[TS_MAX_LAYERS];
+} densities;
+
 #define GROW(ptr, n)                                   \
   do {                                                 \
     void *np_ = realloc((ptr), sizeof *(ptr) * (n));   \
@@ -159,6 +167,7 @@ static int grow(ts_qsrefine *r, uint32_t nv, uint32_t nt) {
     GROW(r->tris, nt);
     GROW(r->tri_parent, nt);
     GROW(r->n_children, nt);
+    GROW(r->dens, nt);
     size_t ns = (size_t)nt * per_tri(r);
     if (ns > UINT32_MAX) return TS_EFULL;
     GROW(r->spr, ns);
@@ -242,12 +251,6 @@ static void add_unsplit(ts_qsrefine *r, const uint32_t T[3], uint32_t P) {
   }
 }
 
-/* Stiffness volume densities of tissue triangle P (N/m per m^2 of surface,
- * per spring of the kind: see the header) and mass per area per vertex. */
-typedef struct densities {
-  double edge[TS_MAX_LAYERS + 1], mass[TS_MAX_LAYERS + 1];
-  double diag[TS_MAX_LAYERS], inter[TS_MAX_LAYERS];
-} densities;
 
 static void tri_densities(const ts_qsrefine *r, uint32_t P, densities *d) {
   const ts_qstatic *q = r->q;
@@ -434,15 +437,16 @@ int ts_qsrefine_build(ts_qsrefine *r, double (*x)[3], const double point[3], dou
     goto out;
   }
   memset(r->mass, 0, sizeof *r->mass * r->n_nodes);
+  /* a split triangle's densities once for all its children (taken again
+   * per child, they made a patch-S build 1.9 ms instead of 1.6) */
+  for (uint32_t k = 0; k < nt0; k++)
+    if (r->n_children[k] > 1) tri_densities(r, reg->tris[k], &r->dens[k]);
   for (uint32_t k = 0; k < nt; k++) {
     uint32_t lp = r->tri_parent[k], P = reg->tris[lp];
-    if (r->n_children[lp] == 1) {
+    if (r->n_children[lp] == 1)
       add_unsplit(r, r->tris[k], P);
-    } else {
-      densities d;
-      tri_densities(r, P, &d);
-      add_child(r, r->tris[k], &d);
-    }
+    else
+      add_child(r, r->tris[k], &r->dens[lp]);
   }
   sort_springs(r);
   uint32_t m = 0;

@@ -165,6 +165,8 @@ typedef struct ts_qsrefine {
   uint32_t n_springs;
   ts_qsrefine_spring *spr_tmp; /* the sort's second buffer (cap_s) */
   uint32_t *bucket;       /* the sort's per copy node counts (cap_v * n_sheets + 1) */
+  struct ts_qsrefine_densities *dens; /* per region triangle that refinement split:
+                                         its densities (ts_qstatic_refine.c; cap_t) */
   uint32_t *free_nodes, n_free;
   uint32_t *active, n_active; /* springs with a free end */
   double (*R)[3];
