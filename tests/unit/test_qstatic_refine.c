@@ -147,6 +147,11 @@ static dedge *edges_of(const uint32_t (*t)[3], uint32_t n) {
   return e;
 }
 
+static int cmp_spring_key(const void *x, const void *y) {
+  uint64_t a = ((const ts_qsrefine_spring *)x)->key, b = ((const ts_qsrefine_spring *)y)->key;
+  return (a > b) - (a < b);
+}
+
 START_TEST(refined_mesh_is_sound) {
   fixture f;
   fixture_init(&f, 1);
@@ -271,6 +276,29 @@ START_TEST(refined_mesh_is_sound) {
   printf("  area %.9g vs %.9g m^2; longest edge in range %.4f mm (bound %.4f mm)\n", area, area0,
          worst * 1e3, d.max_edge * 1e3);
   ck_assert(fabs(area - area0) < 1e-12 * area0);
+
+  /* the springs sorted by their ends and merged (ts_qsrefine_build's two
+   * counting passes): every pair of nodes once, so the keys strictly
+   * increase, ends inside the copy, and each sheet's copy of every surface
+   * edge found among them by binary search (one pass alone, or a merge that
+   * missed equal keys, breaks the order) */
+  for (uint32_t k = 0; k < r->n_springs; k++) {
+    uint32_t a = (uint32_t)(r->spr[k].key >> 32), b = (uint32_t)r->spr[k].key;
+    ck_assert_uint_lt(a, b);
+    ck_assert_uint_lt(b, r->n_nodes);
+    ck_assert(r->spr[k].K > 0);
+    if (k) ck_assert(r->spr[k - 1].key < r->spr[k].key);
+  }
+  uint32_t n_found = 0;
+  for (uint32_t k = 0; k < 3 * r->nt; k++)
+    for (uint32_t s = 0; s < r->n_sheets; s++) {
+      uint32_t a = s * nv + e[k].a, b = s * nv + e[k].b;
+      ts_qsrefine_spring key = {.key = (uint64_t)(a < b ? a : b) << 32 | (a < b ? b : a)};
+      ck_assert_ptr_nonnull(bsearch(&key, r->spr, r->n_springs, sizeof *r->spr, cmp_spring_key));
+      n_found++;
+    }
+  printf("  %u springs, sorted and merged; %u sheet edges found among them\n", r->n_springs,
+         n_found);
   free(e);
   free(e0);
   free(t0);
