@@ -120,8 +120,8 @@
  * the tissue's own region, whose sweeps are spread2's: spread2r's features
  * are then spread2's first TS_LEARN_HOPS2R increments. Measured against the
  * refined solve (RMS / max, % of the displacement): patch-S 1.7 / 3.6
- * (test_learn_refined), liver 19 / 85 (bench_learn --quick), 18 x and 28 x
- * faster than the refined solve (ts_learn_refined.c).
+ * (test_learn_refined), liver 19 / 85 (bench_learn --quick), 27 to 29 x and
+ * 44 x faster than the refined solve (ts_learn_refined.c).
  *
  * Training: the moments A = (1/N) sum phi phi^T and c = (1/N) sum phi y are
  * accumulated once (phi the feature row, y the target), so the batch

@@ -19,8 +19,17 @@
  * 1.7 / 3.6 with 64 sweeps (H = 7; 128 sweeps: 0.05 / 0.05, 32 sweeps: 19 /
  * 17); liver (bench_learn --quick) 19 / 85. Cost: the sweeps on about twice
  * the tissue's nodes and springs; 64 of them against the solve's 2,377 on
- * patch-S made spread2r 18 x faster than the refined solve there (128
- * sweeps: 11 x), 28 x on the liver (bench_learn, load average 5 to 7).
+ * patch-S make spread2r 27 to 29 x faster than the refined solve there, 44 x
+ * on the liver (bench_learn --quick, load average 13 to 15). Of a patch-S
+ * application's 9 to 10 ms the sweeps take about 7.3 (0.11 ms each, as one
+ * of the solve's iterations), the copy's build 1.6 and the region 0.3; the
+ * build took 5.1 ms when the copy's springs were sorted by qsort, and
+ * spread2r was then 19 x and 31 x faster. Fewer sweeps lose far more in
+ * error than they gain in time (bench_learn's presses, RMS / max %, against
+ * 2.0 / 3.5 with these 64 and mu 0.9: 48 sweeps 6.3 / 5.8, 40 sweeps 11 /
+ * 7.2; with 64, mu 0.85 2.5 / 2.6, 0.93 3.2 / 6.3, 0.95 9.9 / 85; Nesterov's
+ * rising momentum k / (k + 3) up to 0.9: 2.4 / 2.3 with 64, 5.4 / 4.4 with
+ * 48). 128 sweeps: 11 x with the slower build.
  *
  * Divergence: the blocks are taken once, at the start state, as spread2's
  * are; on the liver, where the copy folds under the deeper presses (the
@@ -34,6 +43,13 @@
  * liver's figures high (not measured apart; with the second kind on every
  * interval, patch-S went from
  * 0.05 to 5.4 % RMS). l->n_refreshed counts them; patch-S had none.
+ * Measured apart on the liver (--quick: the 3 restarts are all in training,
+ * none in the held-out press): the held-out press's 1 mm intervals gave
+ * RMS / max 6.3 / 6.6, 6.1 / 5.5, 11 / 62 and 30 / 85 %; with 128 sweeps
+ * (kept at 1, 4, 8 ... 128) 2.4 / 4.4, 2.4 / 4.3, 9.0 / 62 and 16 / 53. So the
+ * deep intervals' worst nodes (0.62 mm off in the third) are not sweeps left
+ * unfinished: the solve settles the folding copy where sweeps from the
+ * start state do not lead.
  */
 #include <math.h>
 #include <stdlib.h>
