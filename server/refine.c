@@ -500,6 +500,15 @@ static void install(ts_session *se, struct ts_refine_req *q) {
                                   q->contact ? TS_FIT_POSED : 0, sim->dt, q->rest_fix, NULL);
     q->refitted = 1;
   }
+  /* a mass-spring session's refined tissue takes the tools' last poses
+   * from the one it replaces (ts_massspring_carry_tools; nt was prepared
+   * on the refinement thread, so no allocation here), so that its first
+   * step's friction sees a moving tool move as the unrefined tissue's
+   * would (without it the tool stands in that step and its friction holds
+   * the tissue back: 2.5 um against 0.5 um off the twin's step on the
+   * node the sphere drags, test_refine's async case with the daemon's
+   * default friction) */
+  if (!rc && !sim->xpbd) rc = ts_massspring_carry_tools(q->nt, sim->tissue);
   if (rc && !err[0]) snprintf(err, sizeof err, "cannot install the refinement: %s", ts_strerror(rc));
   if (rc) {
     q->hold_ms += (double)(uv_hrtime() - t0) * 1e-6;
