@@ -38,7 +38,8 @@
  * against mu_k times it (ts_ms_contact.c): these reactions, averaged over
  * the substeps, are the force on the tool. The tools' velocities for
  * friction come from their poses at consecutive steps (a tool's pose is
- * remembered by its index in `tools`; an inactive tool forgets it).
+ * remembered by its index in `tools`; an inactive tool forgets it; a
+ * tissue that replaces another takes them: ts_massspring_carry_tools).
  */
 #ifndef TS_MASSSPRING_H
 #define TS_MASSSPRING_H
@@ -114,6 +115,19 @@ int ts_massspring_energy(const ts_tissue *t, double *kinetic, double *potential)
  * and per node the added inertia (kg) into per_node (n_nodes doubles; NULL:
  * not wanted). Returns 0 or TS_EINVAL (NULL out, t not prepared). */
 int ts_massspring_local_mass(const ts_tissue *t, ts_local_mass *out, double *per_node);
+
+/* Gives tissue `to` the tools' last poses that tissue `from`'s step
+ * remembers (from NULL or never prepared: none, as a new tissue has), so
+ * that to's next step sees each tool's motion since from's last step, as
+ * from's next step would: the tools' velocities for friction and a thin
+ * mesh tool's sweep from its last pose (ts_ms_contact.c). For a tissue
+ * that replaces another between two steps (a live refinement's install,
+ * server/refine.c; the tools keep their indices): a new tissue's step
+ * knows no last pose and takes its first step's tools as standing, so a
+ * moving tool's friction then holds the tissue to a standing surface.
+ * Prepares `to` when it is not (the poses live in the step's data).
+ * Returns 0, TS_EINVAL (to NULL) or an error of ts_massspring_prepare. */
+int ts_massspring_carry_tools(ts_tissue *to, const ts_tissue *from);
 
 /* Advances the tissue by dt seconds with the given tools, in substeps of
  * h = dt / n, n the smallest count within TS_MASSSPRING_SAFETY of the

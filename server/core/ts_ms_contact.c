@@ -72,6 +72,12 @@
  * minus the anchors' reaction) holds for the tangential components too.
  * mu_static = 0 skips all of it (frictionless, the results of before).
  *
+ * The tools' last poses live in the step's data, by the caller's tool
+ * index; a tissue that replaces another between two steps (a live
+ * refinement's install) takes them over (ts_massspring_carry_tools), or its
+ * first step would take a moving tool as standing: friction then holds the
+ * tissue to a surface that does not move.
+ *
  * After a live refinement a node may carry a contact allowance (the
  * hand-over's depth times its weight, ts_handover.h): it touches the tool
  * shrunk by that much (its signed distance grows by the allowance), so that
@@ -538,4 +544,23 @@ void ts__ms_free(struct ts__ms *ms) {
 void ts__ms_clear_contacts(struct ts__ms *ms) {
   for (uint32_t k = 0; k < ms->n_clist; k++) ms->ctool[ms->clist[k]] = 0;
   ms->n_clist = 0;
+}
+
+int ts_massspring_carry_tools(ts_tissue *to, const ts_tissue *from) {
+  if (!to) return TS_EINVAL;
+  if (to == from) return 0;
+  if (!to->ms || to->ms->n_nodes != to->n_nodes || to->ms->n_springs != to->n_springs) {
+    int rc = ts_massspring_prepare(to);
+    if (rc) return rc;
+  }
+  struct ts__ms *ms = to->ms;
+  const struct ts__ms *om = from ? from->ms : NULL;
+  if (om) {
+    memcpy(ms->tl_pos, om->tl_pos, sizeof ms->tl_pos);
+    memcpy(ms->tl_quat, om->tl_quat, sizeof ms->tl_quat);
+    memcpy(ms->tl_seen, om->tl_seen, sizeof ms->tl_seen);
+  } else {
+    memset(ms->tl_seen, 0, sizeof ms->tl_seen);
+  }
+  return 0;
 }

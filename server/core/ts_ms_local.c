@@ -34,7 +34,14 @@
  * binds (the refined region's nodes, all at the floor, form a block whose
  * bound is above the unrefined tissue's scattered largest rows), the
  * substep comes back to within a substep or two of the unrefined one
- * rather than to it. Cost: 13 evaluations of the bound over the in-sheet
+ * rather than to it. Letting tau go below the floor on the same nodes
+ * (those above every row of the unrefined tissue, no other) would bring
+ * more of it back but costs more than the finer spacing explains:
+ * measured on patch-S's resolution (test_local_scale, tau down to a
+ * quarter of the floor), LEB 14 -> 13 substeps (13 unrefined) with 2.85
+ * instead of 2.19 times those nodes' mass, Loop 15 -> 14 only, with 3.02
+ * instead of 2.35 times (halving a sheet's spacing needs at most 3 times,
+ * the test's bound), so the floor stays. Cost: 13 evaluations of the bound over the in-sheet
  * springs (two Collatz-Wielandt runs each), about half again what
  * preparing the step costs anyway (patch-S refined by Loop: the prepare
  * 0.24 s of CPU without it, 0.39 s with it, on a machine loaded 9 on 2
