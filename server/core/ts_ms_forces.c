@@ -181,26 +181,34 @@ TS__CLONES static void spring_forces_all(const ts__soa *sp, uint32_t n_lin, uint
                                          const double (*x)[3], const double (*v)[3],
                                          double (*restrict xv)[8], double (*restrict f4)[4],
                                          double (*f)[3], double *bmax, double *bmin,
-                                         ts__strain *st) {
+                                         ts__strain *st, int zero) {
   for (uint32_t i = 0; i < n_nodes; i++) { /* the rows the gathers read */
     xv[i][0] = x[i][0], xv[i][1] = x[i][1], xv[i][2] = x[i][2], xv[i][3] = 0;
     xv[i][4] = v[i][0], xv[i][5] = v[i][1], xv[i][6] = v[i][2], xv[i][7] = 0;
-    f4[i][0] = f4[i][1] = f4[i][2] = f4[i][3] = 0;
   }
+  if (zero)
+    for (uint32_t i = 0; i < n_nodes; i++) f4[i][0] = f4[i][1] = f4[i][2] = f4[i][3] = 0;
   const uint32_t b1 = (n_lin + TS__BLK - 1) / TS__BLK, b2 = b1 + (n_one + TS__BLK - 1) / TS__BLK;
   spring_class(sp, 0, n_lin, (const double (*)[8])xv, f4, 0, bmax, bmin, st);
   spring_class(sp, n_lin, n_one, (const double (*)[8])xv, f4, 1, bmax + b1, bmin + b1, st);
   spring_class(sp, n_lin + n_one, n_two, (const double (*)[8])xv, f4, 2, bmax + b2, bmin + b2,
                st);
-  for (uint32_t i = 0; i < n_nodes; i++) f[i][0] = f4[i][0], f[i][1] = f4[i][1], f[i][2] = f4[i][2];
+  if (f)
+    for (uint32_t i = 0; i < n_nodes; i++) f[i][0] = f4[i][0], f[i][1] = f4[i][1], f[i][2] = f4[i][2];
 }
 
-void ts__ms_spring_forces(ts_tissue *t, struct ts__ms *ms) {
+/* f: where the forces go besides f4 (NULL: f4 alone). */
+static void spring_forces(ts_tissue *t, struct ts__ms *ms, double (*f)[3]) {
   ts__strain st = {0.0, 0.0, 0.0};
   spring_forces_all(&ms->soa, ms->n_lin, ms->n_one, ms->n_two, t->n_nodes,
-                    (const double (*)[3])t->x, (const double (*)[3])t->v, ms->xv, ms->f4, t->f,
-                    ms->blk_eps_max, ms->blk_eps_min, &st);
+                    (const double (*)[3])t->x, (const double (*)[3])t->v, ms->xv, ms->f4, f,
+                    ms->blk_eps_max, ms->blk_eps_min, &st, !ms->f4_zero);
+  ms->f4_zero = 0;
   ms->x_seen = st.x_max;
   ms->eps_max = st.eps_max;
   ms->eps_min = st.eps_min;
 }
+
+void ts__ms_spring_forces(ts_tissue *t, struct ts__ms *ms) { spring_forces(t, ms, t->f); }
+
+void ts__ms_spring_rows(ts_tissue *t, struct ts__ms *ms) { spring_forces(t, ms, NULL); }
