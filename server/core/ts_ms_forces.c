@@ -11,8 +11,11 @@
  * kept one array per field (ts__soa), so that the vector lanes load them
  * directly. Before the loops, each node's x and v are copied into one
  * 64-byte row (x, 0, v, 0: ms->xv) and its force is kept as a row of four
- * (ms->f4, copied to t->f after): O(nodes), and made five times over they
- * did not make the loop measurably slower.
+ * (ms->f4): O(nodes), and made five times over they did not make the loop
+ * measurably slower. In the step the integrator reads the force rows
+ * directly, copying them to t->f and clearing them for the next pass
+ * (ms->f4_zero; ts__ms_spring_rows); ts__ms_spring_forces, for the tests,
+ * still clears and copies here.
  * The loop runs over blocks of 16 springs: the gather reads a spring end as
  * two 4-wide loads of one cache line and forms, per spring, b - a, |b - a|^2
  * and (v_b - v_a).(b - a) (the same operations in the same order as the
@@ -66,6 +69,20 @@
  * the rows of the block after next (7 to 12 % slower), the lengths and dot
  * products as strided loads in the vector loop (5 % slower than forming
  * them in the gather).
+ * The force rows' copy to t->f and their clearing moved into the
+ * integrator (same results bit for bit): the force evaluation 15-85 us
+ * cheaper a pass on patch-S, the integrator 0-10 us dearer, the two 1-11 %
+ * cheaper, 3-4 % in most runs (two copies of the settled patch stepped alternately in one
+ * process, medians, load 9-17; ts_ms_integrate.c). Whole steps, main's
+ * build and this one alternated (tests/bench/run --quick
+ * mechanics:patch-S,patch-L, two rounds each, load 10-14): patch-S
+ * 104-106 million evaluations per second (2.21-2.48 times Bullet) before,
+ * 112-113 million (2.17-2.26) after; patch-L 83-95 million (4.66-5.19)
+ * before, 90-96 million (4.62-5.52) after; capped at one substep, patch-S
+ * 0.76-0.80 of a core at 1 kHz before, 0.73-0.75 after. What is left of the
+ * copies: the rows' fill from t->x and t->v, 22 us a pass on patch-S (3 %
+ * of a capped step), which the integrator could write instead once contact
+ * and strain limiting keep the rows of the nodes they move.
  */
 #include <math.h>
 #include <stdlib.h>
