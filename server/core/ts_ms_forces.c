@@ -75,11 +75,12 @@
  * cheaper, 3-4 % in most runs (two copies of the settled patch stepped alternately in one
  * process, medians, load 9-17; ts_ms_integrate.c). Whole steps, main's
  * build and this one alternated (tests/bench/run --quick
- * mechanics:patch-S,patch-L, two rounds each, load 10-14): patch-S
- * 104-106 million evaluations per second (2.21-2.48 times Bullet) before,
- * 112-113 million (2.17-2.26) after; patch-L 83-95 million (4.66-5.19)
- * before, 90-96 million (4.62-5.52) after; capped at one substep, patch-S
- * 0.76-0.80 of a core at 1 kHz before, 0.73-0.75 after. What is left of the
+ * mechanics:patch-S,patch-L, three rounds each, load 8-14): patch-S
+ * 104-110 million evaluations per second (2.21-2.48 times Bullet) before,
+ * 109-113 million (2.17-2.54) after; patch-L 83-95 million (4.66-5.28)
+ * before, 89-96 million (4.62-5.71) after; capped at one substep, patch-S
+ * 0.75-0.80 of a core at 1 kHz before, 0.73-0.78 after: a few per cent,
+ * within these runs' noise. What is left of the
  * copies: the rows' fill from t->x and t->v, 22 us a pass on patch-S (3 %
  * of a capped step), which the integrator could write instead once contact
  * and strain limiting keep the rows of the nodes they move.
