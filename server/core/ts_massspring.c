@@ -330,7 +330,7 @@ int ts_massspring_step(ts_tissue *t, double dt, ts_tool *tools, int n_tools,
   uint64_t counts[3] = {0, 0, 0};
   uint32_t fixes = 0;
   for (uint32_t k = 0; k < n; k++) {
-    ts__ms_spring_forces(t, ms);
+    ts__ms_spring_rows(t, ms); /* f4 only: the integrators copy it to t->f */
     if (ms->sms)
       ts__ms_integrate_sms(t, ms, h, taylor, pt, slot, counts);
     else

@@ -11,8 +11,11 @@
  * kept one array per field (ts__soa), so that the vector lanes load them
  * directly. Before the loops, each node's x and v are copied into one
  * 64-byte row (x, 0, v, 0: ms->xv) and its force is kept as a row of four
- * (ms->f4, copied to t->f after): O(nodes), and made five times over they
- * did not make the loop measurably slower.
+ * (ms->f4): O(nodes), and made five times over they did not make the loop
+ * measurably slower. In the step the integrator reads the force rows
+ * directly, copying them to t->f and clearing them for the next pass
+ * (ms->f4_zero; ts__ms_spring_rows); ts__ms_spring_forces, for the tests,
+ * still clears and copies here.
  * The loop runs over blocks of 16 springs: the gather reads a spring end as
  * two 4-wide loads of one cache line and forms, per spring, b - a, |b - a|^2
  * and (v_b - v_a).(b - a) (the same operations in the same order as the
@@ -66,6 +69,21 @@
  * the rows of the block after next (7 to 12 % slower), the lengths and dot
  * products as strided loads in the vector loop (5 % slower than forming
  * them in the gather).
+ * The force rows' copy to t->f and their clearing moved into the
+ * integrator (same results bit for bit): the force evaluation 15-85 us
+ * cheaper a pass on patch-S, the integrator 0-10 us dearer, the two 1-11 %
+ * cheaper, 3-4 % in most runs (two copies of the settled patch stepped alternately in one
+ * process, medians, load 9-17; ts_ms_integrate.c). Whole steps, main's
+ * build and this one alternated (tests/bench/run --quick
+ * mechanics:patch-S,patch-L, three rounds each, load 8-14): patch-S
+ * 104-110 million evaluations per second (2.21-2.48 times Bullet) before,
+ * 109-113 million (2.17-2.54) after; patch-L 83-95 million (4.66-5.28)
+ * before, 89-96 million (4.62-5.71) after; capped at one substep, patch-S
+ * 0.75-0.80 of a core at 1 kHz before, 0.73-0.78 after: a few per cent,
+ * within these runs' noise. What is left of the
+ * copies: the rows' fill from t->x and t->v, 22 us a pass on patch-S (3 %
+ * of a capped step), which the integrator could write instead once contact
+ * and strain limiting keep the rows of the nodes they move.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -181,26 +199,34 @@ TS__CLONES static void spring_forces_all(const ts__soa *sp, uint32_t n_lin, uint
                                          const double (*x)[3], const double (*v)[3],
                                          double (*restrict xv)[8], double (*restrict f4)[4],
                                          double (*f)[3], double *bmax, double *bmin,
-                                         ts__strain *st) {
+                                         ts__strain *st, int zero) {
   for (uint32_t i = 0; i < n_nodes; i++) { /* the rows the gathers read */
     xv[i][0] = x[i][0], xv[i][1] = x[i][1], xv[i][2] = x[i][2], xv[i][3] = 0;
     xv[i][4] = v[i][0], xv[i][5] = v[i][1], xv[i][6] = v[i][2], xv[i][7] = 0;
-    f4[i][0] = f4[i][1] = f4[i][2] = f4[i][3] = 0;
   }
+  if (zero)
+    for (uint32_t i = 0; i < n_nodes; i++) f4[i][0] = f4[i][1] = f4[i][2] = f4[i][3] = 0;
   const uint32_t b1 = (n_lin + TS__BLK - 1) / TS__BLK, b2 = b1 + (n_one + TS__BLK - 1) / TS__BLK;
   spring_class(sp, 0, n_lin, (const double (*)[8])xv, f4, 0, bmax, bmin, st);
   spring_class(sp, n_lin, n_one, (const double (*)[8])xv, f4, 1, bmax + b1, bmin + b1, st);
   spring_class(sp, n_lin + n_one, n_two, (const double (*)[8])xv, f4, 2, bmax + b2, bmin + b2,
                st);
-  for (uint32_t i = 0; i < n_nodes; i++) f[i][0] = f4[i][0], f[i][1] = f4[i][1], f[i][2] = f4[i][2];
+  if (f)
+    for (uint32_t i = 0; i < n_nodes; i++) f[i][0] = f4[i][0], f[i][1] = f4[i][1], f[i][2] = f4[i][2];
 }
 
-void ts__ms_spring_forces(ts_tissue *t, struct ts__ms *ms) {
+/* f: where the forces go besides f4 (NULL: f4 alone). */
+static void spring_forces(ts_tissue *t, struct ts__ms *ms, double (*f)[3]) {
   ts__strain st = {0.0, 0.0, 0.0};
   spring_forces_all(&ms->soa, ms->n_lin, ms->n_one, ms->n_two, t->n_nodes,
-                    (const double (*)[3])t->x, (const double (*)[3])t->v, ms->xv, ms->f4, t->f,
-                    ms->blk_eps_max, ms->blk_eps_min, &st);
+                    (const double (*)[3])t->x, (const double (*)[3])t->v, ms->xv, ms->f4, f,
+                    ms->blk_eps_max, ms->blk_eps_min, &st, !ms->f4_zero);
+  ms->f4_zero = 0;
   ms->x_seen = st.x_max;
   ms->eps_max = st.eps_max;
   ms->eps_min = st.eps_min;
 }
+
+void ts__ms_spring_forces(ts_tissue *t, struct ts__ms *ms) { spring_forces(t, ms, t->f); }
+
+void ts__ms_spring_rows(ts_tissue *t, struct ts__ms *ms) { spring_forces(t, ms, NULL); }

@@ -57,6 +57,29 @@
  * added mass reads inv_mass itself, as before (bit for bit, and a change of
  * inv_mass behind the step's back, which test_core makes to drive a chain
  * unstable, still acts on the inertia).
+ *
+ * Speed. Both integrators take the forces from the force loop's rows
+ * (ms->f4, ts_ms_forces.c) and copy each to t->f and clear it as they read
+ * it, which the force loop did in two passes of its own before. The step
+ * is memory work: patch-S's 10,000 nodes walk some 15 per-node arrays
+ * (positions, velocities, the two accelerations, x_prev, the forces, the
+ * masses and the column factors, the scratch an) in three passes, about
+ * 500 bytes a node, from the third-level cache. Measured with both the old
+ * and this integrator in one process, stepping two copies of the settled
+ * patch-S alternately (1 substep, medians of 400-600 calls, a shared 2-core
+ * box at load 9-17): the integrator 186-206 us before, 196-210 us after
+ * on Verlet nodes, 239-268 against 240-260 us on Beeman ones, the force
+ * loop 15-85 us cheaper, the two together 1-11 % cheaper (3-4 % in most
+ * runs). Tried and dropped, all bit for bit the same
+ * results: the columns a block at a time (32 to 1,024 columns, the solve,
+ * the reactions and the updates of a block with its accelerations in a
+ * first-level-cache scratch): 20-50 % slower, the S sheets times a dozen
+ * arrays being more streams at once than the prefetchers follow; the
+ * slot's constants (mass, factors, link masses) in one 64-byte row: no
+ * change; both branches computed and the verdict's chosen (no jump):
+ * 10-16 % slower on uniform branches, 4 % at 45 % Verlet; t->f written
+ * with non-temporal stores: no change. Multiplying by 1/6 and 1/3 instead
+ * of Beeman's divisions gave 6 % of the integrator, but rounds differently.
  */
 
 #include <math.h>
@@ -199,7 +222,7 @@ static inline void beeman_correct(ts_tissue *t, uint32_t i, const double an[3], 
  * branch. */
 void ts__ms_integrate(ts_tissue *t, struct ts__ms *ms, double h, int taylor, ts__ptool *pt,
                       const int8_t *slot, uint64_t counts[3]) {
-  const double (*f)[3] = (const double (*)[3])t->f;
+  double (*f4)[4] = ms->f4, (*f)[3] = t->f; /* the force loop's rows, to t->f */
   const double (*fe)[3] = (const double (*)[3])t->f_ext;
   const double (*fh)[3] = ms->fh, wh = ms->wh; /* the refinement's hand-over */
   const double *im = t->inv_mass, *iw = ms->dm_nodes ? ms->iw : im; /* see the top */
@@ -208,6 +231,8 @@ void ts__ms_integrate(ts_tissue *t, struct ts__ms *ms, double h, int taylor, ts_
   const double is = 1.0 / ms->inertia; /* inertia scaling: exactly 1 when off */
   double move2 = 0;
   for (uint32_t i = 0; i < t->n_nodes; i++) {
+    f[i][0] = f4[i][0], f[i][1] = f4[i][1], f[i][2] = f4[i][2]; /* as in integrate_sms */
+    f4[i][0] = f4[i][1] = f4[i][2] = f4[i][3] = 0;
     if (im[i] == 0) continue; /* anchored */
     /* m: the physical mass (gravity, drag); w: 1 / the inertia (local
      * scaling's added mass and the uniform scale included) */
@@ -228,6 +253,7 @@ void ts__ms_integrate(ts_tissue *t, struct ts__ms *ms, double h, int taylor, ts_
     counts[node_update(t, i, an, taylor, beeman, h)]++;
     move2 = TS__MAX(move2, moved2(t, i));
   }
+  ms->f4_zero = 1;
   ms->move2 = move2;
 }
 
@@ -253,7 +279,7 @@ integrate_sms(ts_tissue *t, struct ts__ms *ms, double h, int taylor, ts__ptool *
   const double *restrict im = t->inv_mass, *restrict iw = ms->dm_nodes ? ms->iw : im;
   const double *restrict mass = ms->mass, *restrict sl = ms->sl, *restrict sip = ms->sip,
                *restrict ob = ms->ob;
-  const double (*restrict f)[3] = (const double (*)[3])t->f;
+  double (*restrict f4)[4] = ms->f4, (*restrict f)[3] = t->f; /* the force loop's rows */
   const double (*restrict fe)[3] = (const double (*)[3])t->f_ext;
   const double (*restrict fh)[3] = ms->fh, wh = ms->wh; /* the refinement's hand-over */
   const double (*restrict v)[3] = (const double (*)[3])t->v;
@@ -262,6 +288,12 @@ integrate_sms(ts_tissue *t, struct ts__ms *ms, double h, int taylor, ts__ptool *
   /* inertia scaling: a = (s M~)^-1 F, the forces over s (exactly 1 when off) */
   const double is = 1.0 / ms->inertia, s2 = ms->inertia * ms->inertia;
   double (*restrict an)[3] = ms->an; /* by node */
+  /* every node has a slot (the map is a permutation, ts_tissue_columns): the
+   * pass below reads every row of f4 (copies it to t->f, clears it) */
+  const int whole = (uint64_t)nv * S == t->n_nodes;
+  if (!whole)
+    for (uint32_t i = 0; i < t->n_nodes; i++)
+      for (int c = 0; c < 3; c++) f[i][c] = f4[i][c];
   /* forces, and the forward sweep: a_s = F_s - l_s a_(s-1) (l_0 = 0; anchored
    * rows are zero) */
   for (uint32_t s = 0; s < S; s++) {
@@ -269,9 +301,12 @@ integrate_sms(ts_tissue *t, struct ts__ms *ms, double h, int taylor, ts__ptool *
     for (uint32_t k = k0; k < k0 + nv; k++) {
       const uint32_t i = NODE(k);
       const double m = mass[i], l = s > 0 ? sl[k] : 0.0, w = im[i];
-      const double F0 = (f[i][0] + fe[i][0] + wh * fh[i][0] + m * (g0 - drag * v[i][0])) * is;
-      const double F1 = (f[i][1] + fe[i][1] + wh * fh[i][1] + m * (g1 - drag * v[i][1])) * is;
-      const double F2 = (f[i][2] + fe[i][2] + wh * fh[i][2] + m * (g2 - drag * v[i][2])) * is;
+      const double fx = f4[i][0], fy = f4[i][1], fz = f4[i][2];
+      f[i][0] = fx, f[i][1] = fy, f[i][2] = fz; /* the copy the force loop made before */
+      if (whole) f4[i][0] = f4[i][1] = f4[i][2] = f4[i][3] = 0;
+      const double F0 = (fx + fe[i][0] + wh * fh[i][0] + m * (g0 - drag * v[i][0])) * is;
+      const double F1 = (fy + fe[i][1] + wh * fh[i][1] + m * (g1 - drag * v[i][1])) * is;
+      const double F2 = (fz + fe[i][2] + wh * fh[i][2] + m * (g2 - drag * v[i][2])) * is;
       double u0 = 0, u1 = 0, u2 = 0;
       if (l != 0) { /* l != 0 only below a free node (s > 0) */
         const double *up = an[NODE(k - nv)];
@@ -375,6 +410,7 @@ integrate_sms(ts_tissue *t, struct ts__ms *ms, double h, int taylor, ts__ptool *
       move2 = TS__MAX(move2, moved2(t, i));
     }
   }
+  if (whole) ms->f4_zero = 1;
   ms->move2 = move2;
 }
 #undef NODE

@@ -123,9 +123,11 @@ struct ts__ms {
   double (*an)[3]; /* per node scratch: accelerations of the substep */
   /* per node scratch of the force loop (ts_ms_forces.c), 64-byte aligned:
    * x and v packed as (x, 0, v, 0), so that a spring end is one cache
-   * line, and the forces as (f, 0), one vector each */
+   * line, and the forces as (f, 0), one vector each; f4_zero: 1 when the
+   * integrator left f4 all zero (it reads each row once and clears it) */
   double (*xv)[8];
   double (*f4)[4];
+  int f4_zero;
   double (*cn)[3]; /* per node: the tool's outward normal at its contact */
   uint8_t *ctool;  /* per node: 1 + the caller's index of the tool it touched
                       at the end of the last substep, 0 for none; during a
@@ -198,6 +200,11 @@ int ts__ms_build_hot(const ts_tissue *t, ts__hs *hs, uint32_t cnt[3], uint32_t *
  * extremes in ms (x_seen, eps_max, eps_min, and per block blk_eps_max,
  * blk_eps_min). */
 void ts__ms_spring_forces(ts_tissue *t, struct ts__ms *ms);
+
+/* The same into ms->f4 alone, which the step's integrators then read
+ * (ts__ms_integrate, ts__ms_integrate_sms: they copy it to t->f and clear
+ * it for the next pass, ms->f4_zero). */
+void ts__ms_spring_rows(ts_tissue *t, struct ts__ms *ms);
 
 /* ts_ms_bounds.c */
 
