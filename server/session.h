@@ -10,6 +10,7 @@
 #ifndef TS_SESSION_H
 #define TS_SESSION_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <uv.h>
 
@@ -89,6 +90,8 @@ typedef struct ts_session_sim {
   double frame_interval;     /* simulated s between published frames */
   double next_frame_time;
   uint64_t frame_seq;
+  uint64_t frames_unwanted;  /* frames due on the session's clock that no client was due
+                                (not made: the frames_wanted_us test of ts_session_step) */
   int behind;                /* fell behind real time since the last frame */
   int stalling;              /* in a stall episode (physics.c) */
   int stall_flag;            /* a step stalled since the last frame (physics.c) */
@@ -139,6 +142,11 @@ typedef struct ts_session {
   char controller_token[TS_MAX_TOOLS][33];
   int creator_key;           /* index of the server key that created it */
   ts_frame_ref *latest;  /* the newest frame (clients hold their own baselines) */
+  /* Shared, like mbox: the loop writes, the physics thread reads. The
+   * uv_hrtime microsecond from which one of the clients is due a frame
+   * (session.c's schedule; 0: at once, or no clients: every frame as
+   * before); a step before it quantizes no frame (ts_session_step). */
+  _Atomic uint64_t frames_wanted_us;
   uint64_t idle_since_ms;    /* when the last client left; 0 with clients */
   int ending;                /* removal requested */
   uint64_t frames_sent, frames_skipped, clients_dropped, clients_resynced, diverged_count;

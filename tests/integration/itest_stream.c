@@ -531,6 +531,74 @@ START_TEST(test_rates_follow_the_session) {
 }
 END_TEST
 
+/* Frames are made for the clients that are due one, not for the session's
+ * clock alone: a session at --frame-rate 1000 watched only by a 20 Hz
+ * observer quantizes a frame when the observer is next due (session.c,
+ * post_frames_wanted), not every step; a 1000 Hz observer that joins later
+ * gets every step's frame again. A 9 x 9 patch keeps the physics near real
+ * time (as in test_mixed_rates_share_the_chain, where the same 20 Hz
+ * observer's deltas span dozens of frames). Asserted, over 1.5 s each:
+ * the 20 Hz observer's frames are at most 4 sequence numbers apart on
+ * average (one frame per due point, two when a step's head start came
+ * before the loop's schedule; the daemon without the test makes one per
+ * step: about 50 apart, measured) and it still gets 90 % of its rate and
+ * no more than it (the bounds of test_rates_follow_the_session); the
+ * 1000 Hz observer's are at most 1.5 apart (every frame made reaches it;
+ * a burst of catch-up steps on a busy machine numbers none it skips). */
+START_TEST(test_frames_only_when_due) {
+  ts_dproc d;
+  char err[256];
+  const char *args[] = {"--patch-resolution", "9", "--frame-rate", "1000", NULL};
+  ck_assert_msg(ts_dproc_start(&d, args, err, sizeof err) == 0, "%s", err);
+  tc_client *ctl = tc_connect_key("127.0.0.1", d.tcp_port, "itest-due", TS_DPROC_KEY, 0, err,
+                                  sizeof err);
+  ck_assert_msg(ctl != NULL, "%s", err);
+  uint32_t sid, n;
+  ck_assert_int_eq(tc_create_session(ctl, "stomach-patch", &sid, &n, NULL), 0);
+  const uint32_t rate[2] = {20, 1000};
+  const double max_gap[2] = {4.0, 1.5};
+  tc_client *c[2];
+  rate_watch w[2];
+  memset(w, 0, sizeof w);
+  for (int i = 0; i < 2; i++) {
+    c[i] = tc_connect_key("127.0.0.1", d.tcp_port, "itest-due-obs", TS_DPROC_KEY, 0, err,
+                          sizeof err);
+    ck_assert_msg(c[i] != NULL, "%s", err);
+    tc_set_frame_cb(c[i], on_rate_frame, &w[i]);
+    tc_set_error_cb(c[i], on_error, NULL);
+    tc_join_params jp = {.session_id = sid, .role = TC_ROLE_OBSERVER, .frame_rate = rate[i]};
+    tc_joined jd;
+    ck_assert_int_eq(tc_join_ex(c[i], &jp, &jd), 0);
+    ck_assert_uint_eq(jd.frame_rate, rate[i]);
+    poll_all(c, i + 1, 300); /* past the keyframe */
+    memset(&w[i], 0, sizeof w[i]);
+    w[i].counting = 1;
+    poll_all(c, i + 1, 1500);
+    w[i].counting = 0;
+    ck_assert_uint_ge(w[i].frames, 10);
+    double win = (double)(w[i].last_us - w[i].first_us) * 1e-6, T = 1.0 / rate[i];
+    double gap = (double)(w[i].last_seq - w[i].first_seq) / (double)(w[i].frames - 1);
+    fprintf(stderr,
+            "itest_stream: %4u Hz observer alone%s: %llu frames in %.2f s, %.2f sequence "
+            "numbers apart\n",
+            rate[i], i ? " (beside the 20 Hz one)" : "", (unsigned long long)w[i].frames, win,
+            gap);
+    ck_assert_msg(gap <= max_gap[i], "%u Hz observer: frames %.2f sequence numbers apart",
+                  rate[i], gap);
+    if (i == 0) {
+      ck_assert_msg((double)w[i].frames >= 0.9 * (win / T + 1) &&
+                        (double)w[i].frames <= (win + 0.05) / T + 2,
+                    "20 Hz observer: %llu frames in %.2f s", (unsigned long long)w[i].frames,
+                    win);
+    }
+  }
+  for (int i = 0; i < 2; i++) tc_close(c[i]);
+  tc_close(ctl);
+  char why[256] = "";
+  ck_assert_msg(ts_dproc_stop(&d, 10000, why, sizeof why) == 0, "stop: %s", why);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("stream");
   TCase *tc = tcase_create("slow_reader");
@@ -544,6 +612,7 @@ int main(void) {
   TCase *tf = tcase_create("rates");
   tcase_set_timeout(tf, 120);
   tcase_add_test(tf, test_rates_follow_the_session);
+  tcase_add_test(tf, test_frames_only_when_due);
   suite_add_tcase(s, tf);
   return ts_dproc_run_suite(s);
 }
