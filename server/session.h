@@ -242,7 +242,8 @@ void ts_session_set_force_every(ts_session *se, uint32_t tool_id, uint32_t every
  * tool-max-speed), before its next step. */
 void ts_session_request_reset(ts_session *se);
 
-/* Physics thread: one step of dt; publishes a frame when one is due.
+/* Physics thread: one step of dt; publishes a frame when one is due on the
+ * session's clock and one of its clients is due one (frames_wanted_us).
  * Returns the frame to publish (or NULL), and sets *diverged when the step
  * diverged (a non-finite or runaway state, or one off the frames' grid):
  * the session then recovers by itself, the tissue back at rest and the
