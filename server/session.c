@@ -533,10 +533,7 @@ ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
    * reaches the loop a step's time after this test. The flags of frames
    * not made (behind, stalled) go with the next one. */
   uint64_t wanted_us = atomic_load_explicit(&se->frames_wanted_us, memory_order_relaxed);
-  if (wanted_us && uv_hrtime() / 1000 + sim->dt_ns / 1000 < wanted_us) {
-    sim->frames_unwanted++;
-    return NULL;
-  }
+  if (wanted_us && uv_hrtime() / 1000 + sim->dt_ns / 1000 < wanted_us) return NULL;
 
   ts_tissue *t = sim->tissue;
   ts_frame_ref *f = ts_frame_new(t->n_nodes);

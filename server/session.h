@@ -90,8 +90,6 @@ typedef struct ts_session_sim {
   double frame_interval;     /* simulated s between published frames */
   double next_frame_time;
   uint64_t frame_seq;
-  uint64_t frames_unwanted;  /* frames due on the session's clock that no client was due
-                                (not made: the frames_wanted_us test of ts_session_step) */
   int behind;                /* fell behind real time since the last frame */
   int stalling;              /* in a stall episode (physics.c) */
   int stall_flag;            /* a step stalled since the last frame (physics.c) */
