@@ -169,6 +169,16 @@ static void thread_main(void *arg) {
         done++;
         if (uv_hrtime() >= budget_end) break;
       }
+      /* the loop now, not after the thread's other sessions: a force
+       * waited for every later session's step (0.9 ms each on patch-S)
+       * before it left. Not after every step: a session catching up takes
+       * up to TS_MAX_CATCHUP steps back to back, whose forces are stale but
+       * for the last, and a wake per step cost a session at dt 20 us under
+       * TSan most of its frames (itest_faults) */
+      if (woke) {
+        ts_outbox_wake(&p->server->outbox);
+        woke = 0;
+      }
       uint64_t after = uv_hrtime();
       if (sim->next_step_ns + 5 * sim->dt_ns < after) {
         /* too far behind real time: drop the backlog, say so in frames */

@@ -104,6 +104,15 @@ void ts_server_end_session(ts_server *s, ts_session *se, const char *why) {
 
 static void drain_events(ts_server *s, ts_event *e) {
   uint64_t now = ts_now_ms(s);
+  /* Forces first: a controller's ToolForce is the latency-bound message
+   * (pose to force: 2 physics steps + 1 ms, issue 7), and a frame before
+   * it in the queue costs an encoding (q2's zstd, about 0.1 ms for a
+   * patch-S delta) per client due. Every session's removal comes after its
+   * last force (the physics thread pushes it once the session no longer
+   * steps), so the order per session is kept where it matters. */
+  for (ts_event *f = e; f; f = f->next)
+    if (f->kind == TS_EV_FORCE && !f->session->ending && !s->shutting_down)
+      ts_force_deliver(f->session, f->forces);
   while (e) {
     ts_event *next = e->next;
     ts_session *se = e->session;
@@ -114,8 +123,7 @@ static void drain_events(ts_server *s, ts_event *e) {
       else
         ts_session_on_frame(se, e->frame, now);
       break;
-    case TS_EV_FORCE:
-      if (!se->ending && !s->shutting_down) ts_force_deliver(se, e->forces);
+    case TS_EV_FORCE: /* delivered above */
       break;
     case TS_EV_DIVERGED:
       ts_log_warn("session %u diverged; the tissue was put back at rest and goes on", se->id);

@@ -10,6 +10,7 @@
 #ifndef TS_SESSION_H
 #define TS_SESSION_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <uv.h>
 
@@ -139,6 +140,11 @@ typedef struct ts_session {
   char controller_token[TS_MAX_TOOLS][33];
   int creator_key;           /* index of the server key that created it */
   ts_frame_ref *latest;  /* the newest frame (clients hold their own baselines) */
+  /* Shared, like mbox: the loop writes, the physics thread reads. The
+   * uv_hrtime microsecond from which one of the clients is due a frame
+   * (session.c's schedule; 0: at once, or no clients: every frame as
+   * before); a step before it quantizes no frame (ts_session_step). */
+  _Atomic uint64_t frames_wanted_us;
   uint64_t idle_since_ms;    /* when the last client left; 0 with clients */
   int ending;                /* removal requested */
   uint64_t frames_sent, frames_skipped, clients_dropped, clients_resynced, diverged_count;
@@ -234,7 +240,8 @@ void ts_session_set_force_every(ts_session *se, uint32_t tool_id, uint32_t every
  * tool-max-speed), before its next step. */
 void ts_session_request_reset(ts_session *se);
 
-/* Physics thread: one step of dt; publishes a frame when one is due.
+/* Physics thread: one step of dt; publishes a frame when one is due on the
+ * session's clock and one of its clients is due one (frames_wanted_us).
  * Returns the frame to publish (or NULL), and sets *diverged when the step
  * diverged (a non-finite or runaway state, or one off the frames' grid):
  * the session then recovers by itself, the tissue back at rest and the
