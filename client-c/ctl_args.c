@@ -173,10 +173,10 @@ int ctl_parse_args(int argc, char **argv, const char *default_cred, ctl_args *o)
   o->depth = 0.004;
   o->seconds = -1;
   o->radius = 0.005;
-  for (; i < argc; i++) {
+  while (i < argc) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-    int b = 0;
+    int b = 0, used = 2; /* the option and its value */
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
       return CTL_HELP;
     } else if (!strcmp(a, "--tissue") && !strcmp(cmd, "create") && v) {
@@ -195,7 +195,7 @@ int ctl_parse_args(int argc, char **argv, const char *default_cred, ctl_args *o)
       b = parse_num(o, a, v, 1e-6, 1000, &o->scale);
     } else if (!strcmp(a, "--leb") && !strcmp(cmd, "refine")) {
       o->leb = 1;
-      i--; /* no value */
+      used = 1; /* no value */
     } else if (!strcmp(a, "--triangles") && !strcmp(cmd, "refine") && v) {
       o->tris_s = v;
     } else if (!strcmp(a, "--ray") && !strcmp(cmd, "refine") && v) {
@@ -228,7 +228,7 @@ int ctl_parse_args(int argc, char **argv, const char *default_cred, ctl_args *o)
       return CTL_ERROR;
     }
     if (b) return CTL_ERROR;
-    i++;
+    i += used;
   }
   o->is_poke = !strcmp(cmd, "poke");
   o->is_watch = !strcmp(cmd, "watch");
