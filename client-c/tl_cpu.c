@@ -11,7 +11,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-/* The struct cpu_snap (tl_run.h) of either process. */
+/* CPU seconds (user + system) of this process. */
 static double self_cpu_s(void) {
   struct rusage ru;
   if (getrusage(RUSAGE_SELF, &ru)) return 0;

@@ -23,7 +23,7 @@ void tl_note_error(run *r, const char *fmt, ...) {
   va_end(ap);
 }
 
-
+/* What every client does with a frame, whatever its transport. */
 static void on_frame_common(client *c, uint64_t seq, int keyframe, double sim_time,
                             uint32_t flags, const tool_echo *tools, size_t n_tools,
                             size_t bytes) {

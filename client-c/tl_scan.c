@@ -61,7 +61,7 @@ static int pb_field(const uint8_t **p, const uint8_t *end, uint32_t *num, uint64
   return -1;
 }
 
-
+/* Envelope.frame's header fields (tl_scan.h). */
 int tl_scan_frame(const uint8_t *msg, size_t len, frame_head *h) {
   const uint8_t *p = msg, *end = msg + len, *fr = NULL, *sub;
   size_t frlen = 0, sublen;
