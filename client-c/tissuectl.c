@@ -3,7 +3,8 @@
  * protocol port, built on libtissueclient. Lists and creates sessions, runs a
  * scripted poke as a tool controller, watches a session as an observer, or
  * lists, exports, imports and deletes stored learned models, printing JSON
- * on stdout (messages go to stderr).
+ * on stdout (messages go to stderr). The command line is parsed in
+ * ctl_args.c.
  */
 #include <errno.h>
 #include <math.h>
@@ -14,127 +15,17 @@
 #include <time.h>
 
 #include "../server/core/ts_error.h"
+#include "ctl_args.h"
 #include "tissueclient.h"
-
-#define DEFAULT_HOST "127.0.0.1"
-#define DEFAULT_PORT 7070
-#define POSE_RATE_HZ 200.0
 
 static volatile sig_atomic_t interrupted;
 static void on_signal(int sig) { interrupted = sig; }
-
-static void usage(FILE *out) {
-  fprintf(out,
-          "usage: tissuectl [--host H] [--port P] [--timeout MS] [--key K | --token T]\n"
-          "                 <command> [options]\n"
-          "\n"
-          "Talks to a running tissued over its TCP protocol port (default %s:%d).\n"
-          "Output is one JSON object per line on stdout; errors go to stderr and give a\n"
-          "non-zero exit status.\n"
-          "\n"
-          "commands:\n"
-          "  sessions                  list the sessions, one per line\n"
-          "  create [--tissue NAME]    create a session (default tissue: stomach-patch);\n"
-          "                            prints {\"session_id\":N,...,\"observer_token\":..,\n"
-          "                            \"controller_tokens\":[..]} (the tokens that let\n"
-          "                            others watch or drive a tool without the key)\n"
-          "  create [--tissue NAME] --substeps N\n"
-          "                            a haptic-rate mass-spring session: at most N\n"
-          "                            (1..1000) substeps per step, the inertia scaled so\n"
-          "                            that the step stays stable (statics unchanged; a\n"
-          "                            moving tool feels a heavier tissue: README)\n"
-          "  create --mesh FILE [--scale S] [--name N] [--layers T1,T2,...]\n"
-          "                            upload a surface mesh (.obj, .stl or .ply, by\n"
-          "                            extension) and create a session of it: S converts\n"
-          "                            file units to metres (default 1; 0.01 for cm), the\n"
-          "                            layers are thicknesses in metres, outermost first\n"
-          "                            (default: the server's). The server keeps the file\n"
-          "                            and the tissue as N (default mesh-<hash>), so later\n"
-          "                            sessions need only 'create --tissue N'\n"
-          "  poke --session N [--depth M] [--seconds S] [--radius M] [--friction MUS,MUK]\n"
-          "                            join as a tool controller and drive a sphere\n"
-          "                            (radius default 0.005 m; Coulomb friction on the\n"
-          "                            tissue static MUS, kinetic MUK, 0 <= MUK <= MUS <= 2,\n"
-          "                            default the server's 0.1,0.05; 0,0: none) straight\n"
-          "                            down onto the patch centre: approach, press DEPTH\n"
-          "                            metres below the surface at y=0 (default 0.004),\n"
-          "                            hold, lift, over S seconds (default 3), sending poses\n"
-          "                            at %.0f Hz; prints per frame: seq, sim_time,\n"
-          "                            keyframe, bytes, vertices, changed (vertices in the\n"
-          "                            delta), max_disp_mm (largest displacement since the\n"
-          "                            first keyframe), force (N on the tool),\n"
-          "                            last_pose_seq, tool_y\n"
-          "  refine --session N [--leb] [--triangles I,J,...] [--ray OX,OY,OZ,DX,DY,DZ]\n"
-          "         [--range M] [--max-edge M]\n"
-          "                            refine the session's tissue while it runs (needs the\n"
-          "                            key): Loop (default) or longest-edge bisection on\n"
-          "                            the given outer-surface triangles (indices into the\n"
-          "                            keyframe topology), or on those within M metres\n"
-          "                            (default 0.005) of where the ray meets the surface\n"
-          "                            (default: straight down onto the patch centre);\n"
-          "                            prints {\"vertex_count\":..,\"new_vertices\":..,...}\n"
-          "  watch --session N [--seconds S] [--frame-rate F]\n"
-          "                            join as an observer and print per-frame statistics\n"
-          "                            and tool states for S seconds (default: until\n"
-          "                            interrupted)\n"
-          "  models list [--tissue NAME]\n"
-          "                            the stored learned models (of one tissue), one per\n"
-          "                            line: model_id, tissue, material, kind, version,\n"
-          "                            samples, loss (m^2), heldout_rmse, heldout_max (m),\n"
-          "                            created (unix s)\n"
-          "  models export ID          model ID's JSON document on stdout, the one\n"
-          "                            'tissuetool models export' writes\n"
-          "  models import FILE        store an exported document ('-' reads stdin) in\n"
-          "                            this daemon's database as a new version; a model\n"
-          "                            stored already (same tissue, material, kind and\n"
-          "                            theta) is not stored again; prints the stored\n"
-          "                            model's line. Its tissue must be known here\n"
-          "  models delete ID          delete model ID (sessions using it keep it)\n"
-          "                            The models commands need the server key.\n"
-          "\n"
-          "options:\n"
-          "  --host H        daemon address (default %s)\n"
-          "  --port P        daemon TCP port (default %d)\n"
-          "  --timeout MS    how long a request waits for its reply (default 10000)\n"
-          "  --key K         the server key (needed by create; opens every session);\n"
-          "                  default $TISSUED_SERVER_KEY\n"
-          "  --token T       a session token (from create) instead of the key: an\n"
-          "                  observer token for watch, a controller token for poke\n"
-          "  -h, --help      this text\n",
-          DEFAULT_HOST, DEFAULT_PORT, POSE_RATE_HZ, DEFAULT_HOST, DEFAULT_PORT);
-}
 
 static int die(const char *fmt, const char *a, const char *b) {
   fprintf(stderr, "tissuectl: ");
   fprintf(stderr, fmt, a, b);
   fputc('\n', stderr);
   return 1;
-}
-
-/* Strict number parsing: the whole string, finite, within [lo, hi]. */
-static int parse_num(const char *flag, const char *s, double lo, double hi, double *out) {
-  if (!s) return die("%s needs a value%s", flag, "");
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (errno || end == s || *end || !isfinite(v) || v < lo || v > hi) {
-    char range[96];
-    snprintf(range, sizeof range, " (expected a number in [%g, %g])", lo, hi);
-    fprintf(stderr, "tissuectl: bad value '%s' for %s%s\n", s, flag, range);
-    return 1;
-  }
-  *out = v;
-  return 0;
-}
-
-/* parse_num for whole numbers. */
-static int parse_int(const char *flag, const char *s, double lo, double hi, double *out) {
-  if (parse_num(flag, s, lo, hi, out)) return 1;
-  if (*out != floor(*out)) {
-    fprintf(stderr, "tissuectl: %s needs a whole number, not '%s'\n", flag, s);
-    return 1;
-  }
-  return 0;
 }
 
 static void json_str(FILE *o, const char *s) {
@@ -582,140 +473,14 @@ static int cmd_refine(tc_client *c, uint32_t session, int leb, const char *tris_
 /* ---- main ------------------------------------------------------------------------- */
 
 int main(int argc, char **argv) {
-  const char *host = DEFAULT_HOST;
-  const char *cred = getenv("TISSUED_SERVER_KEY");
-  double port = DEFAULT_PORT, timeout = 10000;
-  int i = 1;
-  for (; i < argc && argv[i][0] == '-'; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      usage(stdout);
-      return 0;
-    } else if (!strcmp(a, "--host") && i + 1 < argc) {
-      host = argv[++i];
-    } else if ((!strcmp(a, "--key") || !strcmp(a, "--token")) && i + 1 < argc) {
-      cred = argv[++i];
-    } else if (!strcmp(a, "--port")) {
-      if (parse_int(a, i + 1 < argc ? argv[++i] : NULL, 1, 65535, &port)) return 2;
-    } else if (!strcmp(a, "--timeout")) {
-      if (parse_num(a, i + 1 < argc ? argv[++i] : NULL, 1, 3600000, &timeout)) return 2;
-    } else {
-      fprintf(stderr, "tissuectl: unknown or incomplete option '%s' (see --help)\n", a);
-      return 2;
-    }
+  ctl_args o;
+  switch (ctl_parse_args(argc, argv, getenv("TISSUED_SERVER_KEY"), &o)) {
+  case CTL_RUN: break;
+  case CTL_HELP: ctl_usage(stdout); return 0;
+  case CTL_USAGE: ctl_usage(stderr); return 2;
+  default: fprintf(stderr, "tissuectl: %s\n", o.err); return 2;
   }
-  if (i >= argc) {
-    usage(stderr);
-    return 2;
-  }
-  const char *cmd = argv[i++];
-  const char *tissue = "stomach-patch";
-  const char *verb = NULL, *verb_arg = NULL, *model_tissue = NULL;
-  if (!strcmp(cmd, "models")) {
-    verb = i < argc ? argv[i++] : "list";
-    if (!strcmp(verb, "-h") || !strcmp(verb, "--help")) {
-      usage(stdout);
-      return 0;
-    }
-    if (strcmp(verb, "list") && strcmp(verb, "export") && strcmp(verb, "import") &&
-        strcmp(verb, "delete")) {
-      fprintf(stderr, "tissuectl: models: expected list, export ID, import FILE or delete ID\n");
-      return 2;
-    }
-    if (strcmp(verb, "list")) {
-      if (i >= argc) {
-        fprintf(stderr, "tissuectl: models %s needs %s\n", verb,
-                strcmp(verb, "import") ? "a model id" : "a file");
-        return 2;
-      }
-      verb_arg = argv[i++];
-    }
-  }
-  const char *mesh = NULL, *mesh_name = NULL, *layers_s = NULL;
-  double scale = 1, substeps = 0;
-  double session = -1, depth = 0.004, seconds = -1, radius = 0.005, rate = 0;
-  int leb = 0;
-  const char *tris_s = NULL, *ray_s = NULL;
-  double range = 0, max_edge = 0;
-  double mu[2];
-  int have_mu = 0;
-  for (; i < argc; i++) {
-    const char *a = argv[i];
-    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-    int bad = 0;
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      usage(stdout);
-      return 0;
-    } else if (!strcmp(a, "--tissue") && !strcmp(cmd, "create") && v) {
-      tissue = v;
-    } else if (!strcmp(a, "--tissue") && verb && !strcmp(verb, "list") && v) {
-      model_tissue = v;
-    } else if (!strcmp(a, "--mesh") && !strcmp(cmd, "create") && v) {
-      mesh = v;
-    } else if (!strcmp(a, "--name") && !strcmp(cmd, "create") && v) {
-      mesh_name = v;
-    } else if (!strcmp(a, "--layers") && !strcmp(cmd, "create") && v) {
-      layers_s = v;
-    } else if (!strcmp(a, "--substeps") && !strcmp(cmd, "create")) {
-      bad = parse_int(a, v, 1, 1000, &substeps);
-    } else if (!strcmp(a, "--scale") && !strcmp(cmd, "create")) {
-      bad = parse_num(a, v, 1e-6, 1000, &scale);
-    } else if (!strcmp(a, "--leb") && !strcmp(cmd, "refine")) {
-      leb = 1;
-      i--; /* no value */
-    } else if (!strcmp(a, "--triangles") && !strcmp(cmd, "refine") && v) {
-      tris_s = v;
-    } else if (!strcmp(a, "--ray") && !strcmp(cmd, "refine") && v) {
-      ray_s = v;
-    } else if (!strcmp(a, "--range") && !strcmp(cmd, "refine")) {
-      bad = parse_num(a, v, 0, 1, &range);
-    } else if (!strcmp(a, "--max-edge") && !strcmp(cmd, "refine")) {
-      bad = parse_num(a, v, 0, 1, &max_edge);
-    } else if (!strcmp(a, "--session") &&
-               (!strcmp(cmd, "poke") || !strcmp(cmd, "watch") || !strcmp(cmd, "refine"))) {
-      bad = parse_int(a, v, 1, 4294967295.0, &session);
-    } else if (!strcmp(a, "--depth") && !strcmp(cmd, "poke")) {
-      bad = parse_num(a, v, 0, 0.05, &depth);
-    } else if (!strcmp(a, "--radius") && !strcmp(cmd, "poke")) {
-      bad = parse_num(a, v, 0.0005, 0.05, &radius);
-    } else if (!strcmp(a, "--friction") && !strcmp(cmd, "poke")) {
-      int end = -1;
-      if (!v || sscanf(v, "%lf,%lf%n", &mu[0], &mu[1], &end) != 2 || v[end] != '\0' ||
-          !isfinite(mu[0]) || !isfinite(mu[1])) {
-        fprintf(stderr, "tissuectl: --friction needs MUS,MUK (two numbers), got '%s'\n",
-                v ? v : "");
-        return 2;
-      }
-      have_mu = 1;
-    } else if (!strcmp(a, "--seconds") && (!strcmp(cmd, "poke") || !strcmp(cmd, "watch"))) {
-      bad = parse_num(a, v, 0.01, 86400, &seconds);
-    } else if (!strcmp(a, "--frame-rate") && !strcmp(cmd, "watch")) {
-      bad = parse_int(a, v, 1, 1000, &rate);
-    } else {
-      fprintf(stderr, "tissuectl: unknown or incomplete option '%s' for '%s' (see --help)\n", a,
-              cmd);
-      return 2;
-    }
-    if (bad) return 2;
-    i++;
-  }
-  int is_poke = !strcmp(cmd, "poke"), is_watch = !strcmp(cmd, "watch");
-  int is_refine = !strcmp(cmd, "refine");
-  if (strcmp(cmd, "sessions") && strcmp(cmd, "create") && !is_poke && !is_watch && !verb &&
-      !is_refine) {
-    fprintf(stderr, "tissuectl: unknown command '%s' (see --help)\n", cmd);
-    return 2;
-  }
-  if ((is_poke || is_watch || is_refine) && session < 0) {
-    fprintf(stderr, "tissuectl: %s needs --session N\n", cmd);
-    return 2;
-  }
-  if (substeps > 0 && mesh) {
-    fprintf(stderr, "tissuectl: --substeps applies to create --tissue, not to a mesh upload\n");
-    return 2;
-  }
-  if (is_poke && seconds < 0) seconds = 3;
-  if (is_watch && seconds < 0) seconds = 0; /* until interrupted */
+  const char *cmd = o.cmd;
 
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
@@ -725,22 +490,22 @@ int main(int argc, char **argv) {
 
   char err[512];
   tc_client *c =
-      tc_connect_key(host, (int)port, "tissuectl", cred, (int)timeout, err, sizeof err);
-  if (!c) return die("cannot connect to %s: %s", host, err);
+      tc_connect_key(o.host, (int)o.port, "tissuectl", o.cred, (int)o.timeout, err, sizeof err);
+  if (!c) return die("cannot connect to %s: %s", o.host, err);
   int rc;
   if (!strcmp(cmd, "sessions"))
     rc = cmd_sessions(c);
-  else if (verb)
-    rc = cmd_models(c, verb, verb_arg, model_tissue);
-  else if (!strcmp(cmd, "create") && mesh)
-    rc = cmd_create_mesh(c, mesh, scale, mesh_name, layers_s);
+  else if (o.verb)
+    rc = cmd_models(c, o.verb, o.verb_arg, o.model_tissue);
+  else if (!strcmp(cmd, "create") && o.mesh)
+    rc = cmd_create_mesh(c, o.mesh, o.scale, o.mesh_name, o.layers_s);
   else if (!strcmp(cmd, "create"))
-    rc = cmd_create(c, tissue, (uint32_t)substeps);
-  else if (is_refine)
-    rc = cmd_refine(c, (uint32_t)session, leb, tris_s, ray_s, range, max_edge);
+    rc = cmd_create(c, o.tissue, (uint32_t)o.substeps);
+  else if (o.is_refine)
+    rc = cmd_refine(c, (uint32_t)o.session, o.leb, o.tris_s, o.ray_s, o.range, o.max_edge);
   else
-    rc = cmd_frames(c, (uint32_t)session, is_poke, seconds, radius, depth, (uint32_t)rate,
-                    have_mu ? mu : NULL);
+    rc = cmd_frames(c, (uint32_t)o.session, o.is_poke, o.seconds, o.radius, o.depth,
+                    (uint32_t)o.rate, o.have_mu ? o.mu : NULL);
   tc_close(c);
   return rc;
 }

@@ -9,9 +9,9 @@
  * command callable from a unit test with an argv and a temporary database.
  *
  * To add a command: write server/tool/cmd_<topic>.c, declare its function
- * here, and add one line to the table in tissuetool.c. The command sources
+ * here, and add one line to the table in tool_args.c. The command sources
  * are compiled into the ts_server library (server/CMakeLists.txt), the
- * table and main() into the tissuetool executable.
+ * table with them, main() alone into the tissuetool executable.
  */
 #ifndef TS_TOOL_COMMANDS_H
 #define TS_TOOL_COMMANDS_H

@@ -1,7 +1,7 @@
 /*
  * fuzz_client.c: fuzz target for libtissueclient's receive path: whatever a
- * hostile or broken server sends to a haptic client (client-c/tissueclient.c:
- * the length-prefixed framing, Envelope decoding, the HelloReply, the reply
+ * hostile or broken server sends to a haptic client (client-c/tissueclient.c
+ * and tc_frames.c: the length-prefixed framing, Envelope decoding, the HelloReply, the reply
  * of every request, frames with their topology, tools and q1/q2 payloads
  * applied to the client's copy of the tissue, force messages, Errors).
  *

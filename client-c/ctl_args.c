@@ -1,0 +1,252 @@
+/*
+ * ctl_args.c: tissuectl's command line (ctl_args.h): the usage text and the
+ * parse of the global options, the command and its options, with strict
+ * number bounds; every problem is a message, never a crash or a partial run.
+ */
+#include "ctl_args.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void ctl_usage(FILE *out) {
+  fprintf(out,
+          "usage: tissuectl [--host H] [--port P] [--timeout MS] [--key K | --token T]\n"
+          "                 <command> [options]\n"
+          "\n"
+          "Talks to a running tissued over its TCP protocol port (default %s:%d).\n"
+          "Output is one JSON object per line on stdout; errors go to stderr and give a\n"
+          "non-zero exit status.\n"
+          "\n"
+          "commands:\n"
+          "  sessions                  list the sessions, one per line\n"
+          "  create [--tissue NAME]    create a session (default tissue: stomach-patch);\n"
+          "                            prints {\"session_id\":N,...,\"observer_token\":..,\n"
+          "                            \"controller_tokens\":[..]} (the tokens that let\n"
+          "                            others watch or drive a tool without the key)\n"
+          "  create [--tissue NAME] --substeps N\n"
+          "                            a haptic-rate mass-spring session: at most N\n"
+          "                            (1..1000) substeps per step, the inertia scaled so\n"
+          "                            that the step stays stable (statics unchanged; a\n"
+          "                            moving tool feels a heavier tissue: README)\n"
+          "  create --mesh FILE [--scale S] [--name N] [--layers T1,T2,...]\n"
+          "                            upload a surface mesh (.obj, .stl or .ply, by\n"
+          "                            extension) and create a session of it: S converts\n"
+          "                            file units to metres (default 1; 0.01 for cm), the\n"
+          "                            layers are thicknesses in metres, outermost first\n"
+          "                            (default: the server's). The server keeps the file\n"
+          "                            and the tissue as N (default mesh-<hash>), so later\n"
+          "                            sessions need only 'create --tissue N'\n"
+          "  poke --session N [--depth M] [--seconds S] [--radius M] [--friction MUS,MUK]\n"
+          "                            join as a tool controller and drive a sphere\n"
+          "                            (radius default 0.005 m; Coulomb friction on the\n"
+          "                            tissue static MUS, kinetic MUK, 0 <= MUK <= MUS <= 2,\n"
+          "                            default the server's 0.1,0.05; 0,0: none) straight\n"
+          "                            down onto the patch centre: approach, press DEPTH\n"
+          "                            metres below the surface at y=0 (default 0.004),\n"
+          "                            hold, lift, over S seconds (default 3), sending poses\n"
+          "                            at %.0f Hz; prints per frame: seq, sim_time,\n"
+          "                            keyframe, bytes, vertices, changed (vertices in the\n"
+          "                            delta), max_disp_mm (largest displacement since the\n"
+          "                            first keyframe), force (N on the tool),\n"
+          "                            last_pose_seq, tool_y\n"
+          "  refine --session N [--leb] [--triangles I,J,...] [--ray OX,OY,OZ,DX,DY,DZ]\n"
+          "         [--range M] [--max-edge M]\n"
+          "                            refine the session's tissue while it runs (needs the\n"
+          "                            key): Loop (default) or longest-edge bisection on\n"
+          "                            the given outer-surface triangles (indices into the\n"
+          "                            keyframe topology), or on those within M metres\n"
+          "                            (default 0.005) of where the ray meets the surface\n"
+          "                            (default: straight down onto the patch centre);\n"
+          "                            prints {\"vertex_count\":..,\"new_vertices\":..,...}\n"
+          "  watch --session N [--seconds S] [--frame-rate F]\n"
+          "                            join as an observer and print per-frame statistics\n"
+          "                            and tool states for S seconds (default: until\n"
+          "                            interrupted)\n"
+          "  models list [--tissue NAME]\n"
+          "                            the stored learned models (of one tissue), one per\n"
+          "                            line: model_id, tissue, material, kind, version,\n"
+          "                            samples, loss (m^2), heldout_rmse, heldout_max (m),\n"
+          "                            created (unix s)\n"
+          "  models export ID          model ID's JSON document on stdout, the one\n"
+          "                            'tissuetool models export' writes\n"
+          "  models import FILE        store an exported document ('-' reads stdin) in\n"
+          "                            this daemon's database as a new version; a model\n"
+          "                            stored already (same tissue, material, kind and\n"
+          "                            theta) is not stored again; prints the stored\n"
+          "                            model's line. Its tissue must be known here\n"
+          "  models delete ID          delete model ID (sessions using it keep it)\n"
+          "                            The models commands need the server key.\n"
+          "\n"
+          "options:\n"
+          "  --host H        daemon address (default %s)\n"
+          "  --port P        daemon TCP port (default %d)\n"
+          "  --timeout MS    how long a request waits for its reply (default 10000)\n"
+          "  --key K         the server key (needed by create; opens every session);\n"
+          "                  default $TISSUED_SERVER_KEY\n"
+          "  --token T       a session token (from create) instead of the key: an\n"
+          "                  observer token for watch, a controller token for poke\n"
+          "  -h, --help      this text\n",
+          DEFAULT_HOST, DEFAULT_PORT, POSE_RATE_HZ, DEFAULT_HOST, DEFAULT_PORT);
+}
+
+static int bad(ctl_args *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int bad(ctl_args *a, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(a->err, sizeof a->err, fmt, ap);
+  va_end(ap);
+  return 1;
+}
+
+/* Strict number parsing: the whole string, finite, within [lo, hi]. */
+static int parse_num(ctl_args *a, const char *flag, const char *s, double lo, double hi,
+                     double *out) {
+  if (!s) return bad(a, "%s needs a value", flag);
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || end == s || *end || !isfinite(v) || v < lo || v > hi)
+    return bad(a, "bad value '%s' for %s (expected a number in [%g, %g])", s, flag, lo, hi);
+  *out = v;
+  return 0;
+}
+
+/* parse_num for whole numbers. */
+static int parse_int(ctl_args *a, const char *flag, const char *s, double lo, double hi,
+                     double *out) {
+  if (parse_num(a, flag, s, lo, hi, out)) return 1;
+  if (*out != floor(*out)) return bad(a, "%s needs a whole number, not '%s'", flag, s);
+  return 0;
+}
+
+int ctl_parse_args(int argc, char **argv, const char *default_cred, ctl_args *o) {
+  memset(o, 0, sizeof *o);
+  o->host = DEFAULT_HOST;
+  o->cred = default_cred;
+  o->port = DEFAULT_PORT;
+  o->timeout = 10000;
+  int i = 1;
+  for (; i < argc && argv[i][0] == '-'; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      return CTL_HELP;
+    } else if (!strcmp(a, "--host") && i + 1 < argc) {
+      o->host = argv[++i];
+    } else if ((!strcmp(a, "--key") || !strcmp(a, "--token")) && i + 1 < argc) {
+      o->cred = argv[++i];
+    } else if (!strcmp(a, "--port")) {
+      if (parse_int(o, a, i + 1 < argc ? argv[++i] : NULL, 1, 65535, &o->port)) return CTL_ERROR;
+    } else if (!strcmp(a, "--timeout")) {
+      if (parse_num(o, a, i + 1 < argc ? argv[++i] : NULL, 1, 3600000, &o->timeout))
+        return CTL_ERROR;
+    } else {
+      bad(o, "unknown or incomplete option '%s' (see --help)", a);
+      return CTL_ERROR;
+    }
+  }
+  if (i >= argc) return CTL_USAGE;
+  const char *cmd = o->cmd = argv[i++];
+  o->tissue = "stomach-patch";
+  if (!strcmp(cmd, "models")) {
+    const char *verb = o->verb = i < argc ? argv[i++] : "list";
+    if (!strcmp(verb, "-h") || !strcmp(verb, "--help")) return CTL_HELP;
+    if (strcmp(verb, "list") && strcmp(verb, "export") && strcmp(verb, "import") &&
+        strcmp(verb, "delete")) {
+      bad(o, "models: expected list, export ID, import FILE or delete ID");
+      return CTL_ERROR;
+    }
+    if (strcmp(verb, "list")) {
+      if (i >= argc) {
+        bad(o, "models %s needs %s", verb, strcmp(verb, "import") ? "a model id" : "a file");
+        return CTL_ERROR;
+      }
+      o->verb_arg = argv[i++];
+    }
+  }
+  const char *verb = o->verb;
+  o->scale = 1;
+  o->session = -1;
+  o->depth = 0.004;
+  o->seconds = -1;
+  o->radius = 0.005;
+  while (i < argc) {
+    const char *a = argv[i];
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    int b = 0, used = 2; /* the option and its value */
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      return CTL_HELP;
+    } else if (!strcmp(a, "--tissue") && !strcmp(cmd, "create") && v) {
+      o->tissue = v;
+    } else if (!strcmp(a, "--tissue") && verb && !strcmp(verb, "list") && v) {
+      o->model_tissue = v;
+    } else if (!strcmp(a, "--mesh") && !strcmp(cmd, "create") && v) {
+      o->mesh = v;
+    } else if (!strcmp(a, "--name") && !strcmp(cmd, "create") && v) {
+      o->mesh_name = v;
+    } else if (!strcmp(a, "--layers") && !strcmp(cmd, "create") && v) {
+      o->layers_s = v;
+    } else if (!strcmp(a, "--substeps") && !strcmp(cmd, "create")) {
+      b = parse_int(o, a, v, 1, 1000, &o->substeps);
+    } else if (!strcmp(a, "--scale") && !strcmp(cmd, "create")) {
+      b = parse_num(o, a, v, 1e-6, 1000, &o->scale);
+    } else if (!strcmp(a, "--leb") && !strcmp(cmd, "refine")) {
+      o->leb = 1;
+      used = 1; /* no value */
+    } else if (!strcmp(a, "--triangles") && !strcmp(cmd, "refine") && v) {
+      o->tris_s = v;
+    } else if (!strcmp(a, "--ray") && !strcmp(cmd, "refine") && v) {
+      o->ray_s = v;
+    } else if (!strcmp(a, "--range") && !strcmp(cmd, "refine")) {
+      b = parse_num(o, a, v, 0, 1, &o->range);
+    } else if (!strcmp(a, "--max-edge") && !strcmp(cmd, "refine")) {
+      b = parse_num(o, a, v, 0, 1, &o->max_edge);
+    } else if (!strcmp(a, "--session") &&
+               (!strcmp(cmd, "poke") || !strcmp(cmd, "watch") || !strcmp(cmd, "refine"))) {
+      b = parse_int(o, a, v, 1, 4294967295.0, &o->session);
+    } else if (!strcmp(a, "--depth") && !strcmp(cmd, "poke")) {
+      b = parse_num(o, a, v, 0, 0.05, &o->depth);
+    } else if (!strcmp(a, "--radius") && !strcmp(cmd, "poke")) {
+      b = parse_num(o, a, v, 0.0005, 0.05, &o->radius);
+    } else if (!strcmp(a, "--friction") && !strcmp(cmd, "poke")) {
+      int end = -1;
+      if (!v || sscanf(v, "%lf,%lf%n", &o->mu[0], &o->mu[1], &end) != 2 || v[end] != '\0' ||
+          !isfinite(o->mu[0]) || !isfinite(o->mu[1])) {
+        bad(o, "--friction needs MUS,MUK (two numbers), got '%s'", v ? v : "");
+        return CTL_ERROR;
+      }
+      o->have_mu = 1;
+    } else if (!strcmp(a, "--seconds") && (!strcmp(cmd, "poke") || !strcmp(cmd, "watch"))) {
+      b = parse_num(o, a, v, 0.01, 86400, &o->seconds);
+    } else if (!strcmp(a, "--frame-rate") && !strcmp(cmd, "watch")) {
+      b = parse_int(o, a, v, 1, 1000, &o->rate);
+    } else {
+      bad(o, "unknown or incomplete option '%s' for '%s' (see --help)", a, cmd);
+      return CTL_ERROR;
+    }
+    if (b) return CTL_ERROR;
+    i += used;
+  }
+  o->is_poke = !strcmp(cmd, "poke");
+  o->is_watch = !strcmp(cmd, "watch");
+  o->is_refine = !strcmp(cmd, "refine");
+  if (strcmp(cmd, "sessions") && strcmp(cmd, "create") && !o->is_poke && !o->is_watch && !verb &&
+      !o->is_refine) {
+    bad(o, "unknown command '%s' (see --help)", cmd);
+    return CTL_ERROR;
+  }
+  if ((o->is_poke || o->is_watch || o->is_refine) && o->session < 0) {
+    bad(o, "%s needs --session N", cmd);
+    return CTL_ERROR;
+  }
+  if (o->substeps > 0 && o->mesh) {
+    bad(o, "--substeps applies to create --tissue, not to a mesh upload");
+    return CTL_ERROR;
+  }
+  if (o->is_poke && o->seconds < 0) o->seconds = 3;
+  if (o->is_watch && o->seconds < 0) o->seconds = 0; /* until interrupted */
+  return CTL_RUN;
+}

@@ -1,0 +1,56 @@
+/*
+ * ctl_args.h: tissuectl's command line, parsed into a struct (ctl_args.c)
+ * before anything connects, so that the parse can be tested and fuzzed
+ * (tests/fuzz/fuzz_ctlargs.c) apart from main().
+ */
+#ifndef CTL_ARGS_H
+#define CTL_ARGS_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#define DEFAULT_HOST "127.0.0.1"
+#define DEFAULT_PORT 7070
+#define POSE_RATE_HZ 200.0
+
+/* What ctl_parse_args found. */
+enum {
+  CTL_RUN = 0,   /* a command to run, in the struct */
+  CTL_HELP = 1,  /* -h or --help: print the usage on stdout, exit 0 */
+  CTL_USAGE = 2, /* no command: print the usage on stderr, exit 2 */
+  CTL_ERROR = 3  /* a usage error, said in err: exit 2 */
+};
+
+typedef struct ctl_args {
+  const char *host, *cred;   /* cred: --key or --token, else the default given */
+  double port, timeout;      /* whole port 1..65535; timeout ms 1..3600000 */
+  const char *cmd;           /* sessions, create, poke, watch, refine or models */
+  int is_poke, is_watch, is_refine;
+  /* create */
+  const char *tissue;        /* default stomach-patch */
+  const char *mesh, *mesh_name, *layers_s;
+  double scale, substeps;    /* substeps 0: the daemon's choice */
+  /* models */
+  const char *verb;          /* list, export, import or delete; NULL for other commands */
+  const char *verb_arg;      /* the id or file of export, import, delete */
+  const char *model_tissue;  /* models list --tissue */
+  /* poke, watch, refine */
+  double session;            /* -1 when not given */
+  double depth, seconds, radius, rate;
+  int leb;
+  const char *tris_s, *ray_s;
+  double range, max_edge;
+  double mu[2];
+  int have_mu;
+  char err[1024];            /* the message of CTL_ERROR, without the "tissuectl: " */
+} ctl_args;
+
+/* tissuectl's usage text. */
+void ctl_usage(FILE *out);
+
+/* Parses argv[1..argc) (argv[0] is the program). Strings in *a point into
+ * argv or are constants; default_cred is $TISSUED_SERVER_KEY (may be NULL).
+ * Returns CTL_RUN, CTL_HELP, CTL_USAGE or CTL_ERROR. */
+int ctl_parse_args(int argc, char **argv, const char *default_cred, ctl_args *a);
+
+#endif

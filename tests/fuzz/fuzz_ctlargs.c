@@ -1,0 +1,125 @@
+/*
+ * fuzz_ctlargs.c: fuzz target for tissuectl's command line
+ * (client-c/ctl_args.c, ctl_parse_args): whatever a user or a script types
+ * after "tissuectl". ctl_args.c is compiled into the target (it needs only
+ * libc and libm).
+ *
+ * Input: the arguments, separated by NUL bytes (fuzz_argv.h: at most 64;
+ * each its own allocation). Seeds: tests/fuzz/corpus/ctlargs/.
+ *
+ * Checks, besides ASan/UBSan and the leak check: the result is one of
+ * CTL_RUN, CTL_HELP, CTL_USAGE, CTL_ERROR; an error says why in a
+ * terminated message; a command to run holds what main() relies on without
+ * checking again: a known command, the verb and its argument of models, a
+ * session id for poke, watch and refine that fits a uint32_t, every number
+ * whole where it must be and within the bounds --help states (port
+ * 1..65535, timeout 1..3600000 ms, depth 0..0.05 m, radius 0.0005..0.05 m,
+ * scale 1e-6..1000, substeps and frame rate 1..1000 or unset, range and
+ * max-edge 0..1, seconds 0.01..86400, 0 for watch until interrupted),
+ * friction finite, no --substeps with --mesh, and every string either the
+ * default or one of the arguments, read to its end.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../client-c/ctl_args.h"
+#include "fuzz_argv.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static volatile size_t sink;
+
+static void check_str(const fuzz_argv *a, const char *s, const char *dflt, int may_be_null) {
+  if (!s) {
+    if (!may_be_null) abort();
+    return;
+  }
+  /* (a default is compared by content: the same literal in another file
+   * need not have the same address) */
+  if (!(dflt && !strcmp(s, dflt)) && !fuzz_argv_owns(a, s, 0)) abort();
+  sink += strlen(s);
+}
+
+static void check_num(double v, double lo, double hi, int whole) {
+  if (!isfinite(v) || v < lo || v > hi) abort();
+  if (whole && v != floor(v)) abort();
+}
+
+static int is(const char *s, const char *t) { return s && strcmp(s, t) == 0; }
+
+static void check_run(const fuzz_argv *a, const ctl_args *o, const char *cred) {
+  const char *cmd = o->cmd;
+  check_str(a, cmd, NULL, 0);
+  if (!is(cmd, "sessions") && !is(cmd, "create") && !is(cmd, "poke") && !is(cmd, "watch") &&
+      !is(cmd, "refine") && !is(cmd, "models"))
+    abort();
+  check_str(a, o->host, DEFAULT_HOST, 0);
+  check_str(a, o->cred, cred, 1);
+  check_num(o->port, 1, 65535, 1);
+  check_num(o->timeout, 1, 3600000, 0);
+  if (o->is_poke != is(cmd, "poke") || o->is_watch != is(cmd, "watch") ||
+      o->is_refine != is(cmd, "refine"))
+    abort();
+  /* models: its verb, and an argument for all but list */
+  if (is(cmd, "models")) {
+    if (!is(o->verb, "list") && !is(o->verb, "export") && !is(o->verb, "import") &&
+        !is(o->verb, "delete"))
+      abort();
+    if (is(o->verb, "list") != (o->verb_arg == NULL)) abort();
+    check_str(a, o->verb_arg, NULL, 1);
+  } else if (o->verb || o->verb_arg || o->model_tissue) {
+    abort();
+  }
+  check_str(a, o->model_tissue, NULL, 1);
+  /* create */
+  check_str(a, o->tissue, "stomach-patch", 0);
+  check_str(a, o->mesh, NULL, 1);
+  check_str(a, o->mesh_name, NULL, 1);
+  check_str(a, o->layers_s, NULL, 1);
+  check_num(o->scale, 1e-6, 1000, 0);
+  if (o->substeps != 0) check_num(o->substeps, 1, 1000, 1);
+  if (o->substeps > 0 && o->mesh) abort();
+  /* poke, watch, refine */
+  if (o->is_poke || o->is_watch || o->is_refine)
+    check_num(o->session, 1, 4294967295.0, 1);
+  else if (o->session != -1)
+    abort();
+  check_num(o->depth, 0, 0.05, 0);
+  check_num(o->radius, 0.0005, 0.05, 0);
+  if (o->is_poke) check_num(o->seconds, 0.01, 86400, 0);
+  if (o->is_watch && o->seconds != 0) check_num(o->seconds, 0.01, 86400, 0);
+  if (o->rate != 0) check_num(o->rate, 1, 1000, 1);
+  check_num(o->range, 0, 1, 0);
+  check_num(o->max_edge, 0, 1, 0);
+  check_str(a, o->tris_s, NULL, 1);
+  check_str(a, o->ray_s, NULL, 1);
+  if (o->have_mu && (!isfinite(o->mu[0]) || !isfinite(o->mu[1]))) abort();
+  if (o->leb && !o->is_refine) abort();
+  /* what main() casts (the session id only for the commands that take it) */
+  if (o->is_poke || o->is_watch || o->is_refine) sink += (uint32_t)o->session;
+  sink += (uint32_t)o->substeps + (uint32_t)o->rate + (unsigned)o->port;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (size > 4096) return 0;
+  fuzz_argv a;
+  fuzz_argv_make(&a, "tissuectl", data, size);
+  static const char cred[] = "key-from-the-environment";
+  ctl_args o;
+  int rc = ctl_parse_args(a.argc, a.argv, size & 1 ? cred : NULL, &o);
+  switch (rc) {
+  case CTL_RUN: check_run(&a, &o, size & 1 ? cred : NULL); break;
+  case CTL_HELP: break;
+  case CTL_USAGE:
+    if (o.cmd) abort();
+    break;
+  case CTL_ERROR:
+    if (!o.err[0] || strnlen(o.err, sizeof o.err) >= sizeof o.err) abort();
+    break;
+  default: abort();
+  }
+  fuzz_argv_free(&a);
+  return 0;
+}
