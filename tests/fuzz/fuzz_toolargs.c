@@ -40,11 +40,17 @@ static const char *const names[] = {"db",     "direction", "layer",  "layers", "
                                     "region", "samples",   "scale",  "tissue"};
 #define N_NAMES ((int)(sizeof names / sizeof names[0]))
 
-/* 1 when -h or --help comes before any "--" in argv[1..argc). */
+/* 1 when -h or --help comes before any "--" in argv[1..argc) that ends the
+ * options; an option "--NAME" without "=" takes the next argument as its
+ * value, whatever it is ("--db -- -h" asks for help: "--" is the value).
+ * Only called after ts_tool_parse returned 1, so every option before the
+ * -h was known. */
 static int asks_help(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--")) return 0;
-    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return 1;
+    const char *a = argv[i];
+    if (!strcmp(a, "--")) return 0;
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) return 1;
+    if (a[0] == '-' && a[1] == '-' && !strchr(a, '=')) i++; /* its value */
   }
   return 0;
 }
