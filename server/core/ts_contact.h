@@ -206,8 +206,10 @@ double ts_contact_tool_sdf(const ts_posed_tool *tool, const double p[3], double 
  * is not NULL) of the triangles near the swept tool, and clears their
  * multipliers. Returns 0, TS_EFULL (candidates or triangles over capacity:
  * the first ones are kept, ws->dropped counts the rest), TS_EINVAL (NULL,
- * node count differs from the tree's), TS_EUNSUPPORTED (a mesh tool),
- * TS_ENAN or TS_EQUAT (bad poses). */
+ * node count differs from the tree's), TS_ENAN or TS_EQUAT (bad poses).
+ * Every tool kind is taken, mesh tools (TS_SHAPE_MESH) too: their
+ * candidates come from the same swept box, and the projection uses the
+ * mesh's signed distance (ts_contact_tool_sdf) and its triangle pass. */
 int ts_contact_begin(ts_contact_ws *ws, ts_posed_tool *tool, const ts_pose *from,
                      const ts_pose *to, const ts_aabb_tree *tree, const double *inv_mass,
                      const uint8_t *skip);

@@ -301,6 +301,7 @@ int ts_massspring_step(ts_tissue *t, double dt, ts_tool *tools, int n_tools,
     slot[i] = (int8_t)np;
     ts__ms_prepare_tool(&pt[np], &tools[i]);
     ts__ms_tool_motion(ms, &pt[np], i, dt);
+    ts__ms_tool_at(&pt[np], 0.0); /* a swept tool starts at its last pose */
     pt[np++].index = i;
   }
 
@@ -338,9 +339,15 @@ int ts_massspring_step(ts_tissue *t, double dt, ts_tool *tools, int n_tools,
     taylor = 0;
     if (ms->n_lim && ts__ms_limit_needed(ms)) fixes += ts__ms_limit_strain(t, ms, h);
     ts__ms_clear_contacts(ms);
-    /* the tools stand at their poses through the substeps; a thin mesh
-     * tool's triangle pass sweeps from the last pose in the first */
-    for (int j = 0; j < np; j++) ts__ms_contact(t, ms, &pt[j], k == 0);
+    /* a sphere or capsule that moved more than half its radius since the
+     * last step moves along its path, at the pose (k + 1) / n of the way
+     * (ts__ms_tool_at, TS__CORE_STEP); the other tools stand at their poses
+     * through the substeps, and a thin mesh tool's triangle pass sweeps
+     * from the last pose in the first */
+    for (int j = 0; j < np; j++) {
+      ts__ms_tool_at(&pt[j], (double)(k + 1) / n);
+      ts__ms_contact(t, ms, &pt[j], k == 0);
+    }
   }
   t->h_prev = h;
   ms->n_last = n;

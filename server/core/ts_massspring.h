@@ -36,7 +36,11 @@
  * pushing into the tool is cancelled, and friction holds them to the tool's
  * moving surface up to mu_s times that normal reaction or lets them slide
  * against mu_k times it (ts_ms_contact.c): these reactions, averaged over
- * the substeps, are the force on the tool. The tools' velocities for
+ * the substeps, are the force on the tool. A sphere or capsule that moved
+ * more than half its radius since the last step is swept: its core moves
+ * along its path over the substeps, so that a fast thin tool pushes the
+ * nodes ahead of it instead of jumping past them; slower ones stand at
+ * their pose through the step. The tools' velocities for
  * friction come from their poses at consecutive steps (a tool's pose is
  * remembered by its index in `tools`; an inactive tool forgets it; a
  * tissue that replaces another takes them: ts_massspring_carry_tools).

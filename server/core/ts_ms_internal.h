@@ -173,7 +173,9 @@ typedef struct ts__ptool {
   double omega[3];    /* and its angular velocity, rad/s */
   double from_pos[3]; /* the tool's pose at the last step (its pose now when none) */
   double from_q[4];   /* unit quaternion */
-  double travel;      /* mesh: bound of the distance any tool point moved since, m */
+  double travel;      /* bound of the distance any tool point moved since, m */
+  int swept;          /* sphere/capsule moving its core along its path over the
+                         substeps (ts__ms_tool_at), 0: standing at its pose */
 } ts__ptool;
 
 /* Strain extremes seen by a force evaluation. */
@@ -308,6 +310,12 @@ void ts__ms_prepare_tool(ts__ptool *p, ts_tool *tl);
  * of dt seconds from the pose ms remembers for caller index i (none
  * remembered: at rest), then remembers the tool's current pose. */
 void ts__ms_tool_motion(struct ts__ms *ms, ts__ptool *p, int i, double dt);
+
+/* A swept sphere or capsule (p->swept) at the pose the fraction s of the
+ * way from its last step's pose to this one (ts_pose_lerp; s >= 1: this
+ * step's pose exactly): its core segment and bounding centre. Others are
+ * left as they are. */
+void ts__ms_tool_at(ts__ptool *p, double s);
 
 /* Coulomb friction on node i held by tool p with normal reaction N > 0 (N)
  * along the outward normal n: a is the node's acceleration after the

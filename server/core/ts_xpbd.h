@@ -190,8 +190,8 @@ typedef struct ts_xpbd_tool {
  * vertices (ts_grasp_project) and then the contacts (ts_contact_project,
  * swept in the first sweep of the substep). Returns as ts_xpbd_step, plus
  * TS_EINVAL (a posed tool without tree or workspace, a workspace or tree
- * for another node count, n_posed < 0 or over 64), TS_EUNSUPPORTED (a mesh
- * tool), TS_ENAN / TS_EQUAT (a bad pose). Candidates over a workspace's
+ * for another node count, n_posed < 0 or over 64), TS_ENAN / TS_EQUAT (a
+ * bad pose); mesh tools are taken (ts_contact_begin). Candidates over a workspace's
  * capacity are counted in stats->contacts_dropped and ignored. No
  * allocation. */
 int ts_xpbd_step_posed(ts_xpbd *s, ts_tissue *t, double dt, ts_tool *tools, int n_tools,
