@@ -36,6 +36,7 @@ struct tc_client {
   char err[512];
   tc_tokens tokens;           /* of the last session created */
   int have_tokens;
+  tc_mesh_adjust adjust;      /* of the last session created (have_tokens) */
 
   tc_force_cb force_cb;
   void *force_ud;

@@ -35,9 +35,21 @@ static int create_session(tc_client *c, Tissued__V1__CreateSession *m, uint32_t 
   c->tokens.n_controller = (uint32_t)(sc->n_controller_tokens < TC_MAX_TOOL_TOKENS
                                           ? sc->n_controller_tokens
                                           : TC_MAX_TOOL_TOKENS);
+  memset(&c->adjust, 0, sizeof c->adjust);
+  c->adjust.moved_vertices = sc->moved_vertices;
+  c->adjust.max_move = sc->max_move;
+  c->adjust.thinned_vertices = sc->thinned_vertices;
+  c->adjust.min_depth_fraction = sc->min_depth_fraction;
+  snprintf(c->adjust.warning, sizeof c->adjust.warning, "%s", sc->warning ? sc->warning : "");
   c->have_tokens = 1;
   tissued__v1__envelope__free_unpacked(r, NULL);
   return 0;
+}
+
+int tc_session_adjust(const tc_client *c, tc_mesh_adjust *out) {
+  if (!c->have_tokens) return 0;
+  *out = c->adjust;
+  return 1;
 }
 
 int tc_session_tokens(const tc_client *c, tc_tokens *out) {

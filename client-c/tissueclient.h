@@ -199,6 +199,25 @@ int tc_create_session_substeps(tc_client *c, const char *builtin, int solver, ui
                                uint32_t *session_id, uint32_t *vertex_count,
                                uint32_t *triangle_count);
 
+/* What the daemon changed in a mesh tissue so that its layers do not fold,
+ * from the SessionCreated of the last session this client created (all
+ * zero and "" when the surface and layers were used as given, and for the
+ * built-in patch): surface vertices of small pleats moved (the largest move
+ * in metres, at most 1 mm), vertices offset less than the full depth and the
+ * least fraction of it kept (0.1 to 1; 0 when none was thinned), and the same
+ * in words. */
+typedef struct tc_mesh_adjust {
+  uint32_t moved_vertices;
+  double max_move;
+  uint32_t thinned_vertices;
+  double min_depth_fraction;
+  char warning[400];
+} tc_mesh_adjust;
+
+/* The mesh adjustments of the last session this client created: 1 and
+ * *out filled, or 0 when it created none. */
+int tc_session_adjust(const tc_client *c, tc_mesh_adjust *out);
+
 /* The tokens of the last session this client created: 1 and *out filled, or
  * 0 before any. */
 int tc_session_tokens(const tc_client *c, tc_tokens *out);

@@ -170,11 +170,24 @@ static void print_tokens(tc_client *c) {
   printf("]");
 }
 
+/* ,"moved_vertices":..,"warning":".." when the server changed the mesh
+ * tissue so that its layers do not fold (nothing otherwise) */
+static void print_adjust(tc_client *c) {
+  tc_mesh_adjust a;
+  if (!tc_session_adjust(c, &a) || (!a.moved_vertices && !a.thinned_vertices && !a.warning[0]))
+    return;
+  printf(",\"moved_vertices\":%u,\"max_move\":%.6g,\"thinned_vertices\":%u,"
+         "\"min_depth_fraction\":%.6g,\"warning\":",
+         a.moved_vertices, a.max_move, a.thinned_vertices, a.min_depth_fraction);
+  json_str(stdout, a.warning);
+}
+
 static int cmd_create(tc_client *c, const char *tissue, uint32_t substeps) {
   uint32_t id, nv, nt;
   if (tc_create_session_substeps(c, tissue, TC_SOLVER_DEFAULT, substeps, &id, &nv, &nt) != 0)
     return die("creating a session: %s%s", tc_last_error(c), "");
   printf("{\"session_id\":%u,\"vertex_count\":%u,\"triangle_count\":%u", id, nv, nt);
+  print_adjust(c);
   print_tokens(c);
   printf("}\n");
   return 0;
@@ -265,6 +278,7 @@ static int cmd_create_mesh(tc_client *c, const char *path, double scale, const c
   if (rc) return die("creating a session from %s: %s", path, tc_last_error(c));
   printf("{\"session_id\":%u,\"vertex_count\":%u,\"triangle_count\":%u,\"bytes\":%zu", id, nv,
          nt, len);
+  print_adjust(c);
   print_tokens(c);
   printf("}\n");
   return 0;

@@ -60,6 +60,11 @@ typedef struct create_job {
   char err[512];
   ts_session *session;
   ts_refine_src *refine_src; /* what build_mesh_tissue keeps for refinement (refine.c) */
+  /* what the extrusion changed so that the layers do not fold, for the
+   * SessionCreated (mesh tissues; zero and "" otherwise) */
+  uint32_t n_relaxed, n_thinned;
+  double max_relaxed, min_depth_kept;
+  char warning[400];
 } create_job;
 
 /* A layer whose LayerSpec names a material takes the stored fits of that
@@ -97,9 +102,13 @@ static int resolve_materials(create_job *j, ts_storage *st) {
  *     the same place (the tool rests above y = 0);
  *   - layers: each surface vertex is offset along its inward vertex normal
  *     once per layer (ts_extrude.h); with no LayerSpec the default stomach
- *     wall (mucosa 1.0, submucosa 1.5, muscularis 2.0 mm); a fold (an
- *     offset deeper than the local radius of a bulge) is refused with the
- *     first folded prism named, and the client is told to use thinner layers;
+ *     wall (mucosa 1.0, submucosa 1.5, muscularis 2.0 mm); where an offset
+ *     would fold (deeper than the local radius of a bulge, or a pleat with
+ *     no inward direction), pleat vertices are first moved by at most 1 mm
+ *     and the layers thinned there down to a tenth of their depth, and the
+ *     client is told so in its SessionCreated; only what
+ *     still folds is refused, with the first folded prism named and the
+ *     client told to use thinner layers;
  *   - anchors: an open surface is held by its boundary (every sheet's nodes
  *     under a boundary vertex, as the patch); a closed one rests on a support:
  *     every sheet's nodes under a surface vertex in the lowest 10 % of the
@@ -247,7 +256,15 @@ static int build_mesh_tissue(create_job *j, ts_tissue **out, uint32_t *nv, uint3
     snprintf(j->err, sizeof j->err, "extrusion failed: %s", msg[0] ? msg : ts_strerror(rc));
     goto out;
   }
-  if (strncmp(msg, "warning:", 8) == 0) ts_log_info("mesh for session '%s': %s", j->name, msg + 9);
+  /* the client hears of it too, in its SessionCreated (create_done) */
+  j->n_relaxed = e->n_relaxed;
+  j->max_relaxed = e->max_relaxed;
+  j->n_thinned = e->n_thinned;
+  j->min_depth_kept = e->min_depth_kept;
+  if (strncmp(msg, "warning:", 8) == 0) {
+    ts_log_info("mesh for session '%s': %s", j->name, msg + 9);
+    snprintf(j->warning, sizeof j->warning, "%s", msg + 9);
+  }
   anch = anchors(e);
   if (!anch) {
     rc = TS_ENOMEM;
@@ -547,6 +564,11 @@ static void create_done(ts_job *jb) {
     for (int i = 0; i < ntools; i++) ctl[i] = se->controller_token[i];
     r.n_controller_tokens = (size_t)ntools;
     r.controller_tokens = ctl;
+    r.moved_vertices = j->n_relaxed;
+    r.max_move = (float)j->max_relaxed;
+    r.thinned_vertices = j->n_thinned;
+    r.min_depth_fraction = j->n_thinned ? (float)j->min_depth_kept : 0.0f;
+    r.warning = j->warning;
     Envelope env = TISSUED__V1__ENVELOPE__INIT;
     env.request_id = j->rid;
     env.body_case = TISSUED__V1__ENVELOPE__BODY_SESSION_CREATED;

@@ -187,7 +187,8 @@ export class SessionsPanel {
     this._status('creating…');
     try {
       const created = await this.client.createSession(spec);
-      this._status('created session ' + created.sessionId + (created.name ? ' (' + created.name + ')' : ''));
+      this._status('created session ' + created.sessionId + (created.name ? ' (' + created.name + ')' : '') +
+        (created.warning ? ': ' + created.warning.trim() : ''));
       el.name.value = '';
       el.details.open = false;  // room for the tool and layer controls
       this.onCreated?.(created, spec);

@@ -204,12 +204,18 @@ START_TEST(test_meshes_and_models) {
   ck_assert_int_eq(lines(&o, v, 64), 1);
   double verts = jnum(v[0], "vertex_count");
   ck_assert(verts > 139 && jnum(v[0], "bytes") > 8000);
+  /* the default layers are thinned at the liver's creases (itest_mesh has
+   * the counts): said in the output, in numbers and in words */
+  double thinned = jnum(v[0], "thinned_vertices"), least = jnum(v[0], "min_depth_fraction");
+  ck_assert_msg(thinned > 0 && thinned < 139 && least >= 0.1 - 1e-6 && least < 1, "%s", v[0]);
+  ck_assert_msg(strstr(v[0], "\"warning\":\"") && strstr(v[0], "offset less"), "%s", v[0]);
 
   /* the stored tissue by name: same tissue, a second session */
   run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "create", "--tissue", "ctl-liver");
   ck_assert_msg(o.status == 0, "create --tissue: %s", o.err);
   ck_assert_int_eq(lines(&o, v, 64), 1);
   ck_assert(jnum(v[0], "vertex_count") == verts);
+  ck_assert(jnum(v[0], "thinned_vertices") == thinned); /* rebuilt the same way */
   run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "sessions");
   ck_assert_int_eq(lines(&o, v, 64), 2);
   for (int i = 0; i < 2; i++) ck_assert_ptr_nonnull(strstr(v[i], "\"tissue\":\"ctl-liver\""));

@@ -2,10 +2,14 @@
  * itest_mesh.c: sessions from uploaded meshes, end to end against a real
  * tissued and its real SQLite file, through libtissueclient over TCP.
  *   - The shared liver.obj (centimetres; ../shared/data/meshes/SOURCES.md)
- *     uploaded with the default stomach-wall layers (1 + 1.5 + 2 mm) folds
- *     at its creases: a clear TS_EMESH naming the fold. With one 0.5 mm
- *     layer it no longer folds and becomes a session (its creases sharper
- *     than 90 degrees are offset along the "most normal" direction).
+ *     uploaded with the default stomach-wall layers (1 + 1.5 + 2 mm) would
+ *     fold at its creases: the daemon thins the layers there (down to a
+ *     tenth of their depth) and makes a session of 4 sheets, and its
+ *     SessionCreated reports the thinned vertices and the least depth kept,
+ *     as the same extrusion run here gives them. With one 0.5 mm layer
+ *     it is thinned at 3 vertices only (also reported) and becomes a
+ *     session (its creases sharper than 90 degrees are offset along the
+ *     "most normal" direction).
  *   - spot.obj (closed, genus 0, 2930 vertices, 5856 triangles) at 0.1 m
  *     per unit with one 0.5 mm layer makes a session of 2 sheets x 2930
  *     nodes and 2 x 5856 render triangles (a closed surface has no side
@@ -29,6 +33,9 @@
 #include <time.h>
 
 #include "../../server/core/ts_error.h"
+#include "../../server/core/ts_extrude.h"
+#include "../../server/core/ts_mesh_io.h"
+#include "../../server/core/ts_tissue.h"
 #include "daemon_proc.h"
 #include "tissueclient.h"
 
@@ -92,6 +99,47 @@ static void end_session(uint32_t id) {
   tc_close(c);
 }
 
+/* The extrusion the daemon makes of an upload with its default layers, or
+ * with one layer of one_layer metres when that is not 0 (server/requests.c: placed with its bounding box centred in x and z and
+ * its top at y = 0, pleats relaxed by at most 1 mm, layers thinned to no
+ * less than a tenth), run here on the same bytes: the reference for what
+ * its SessionCreated reports. */
+static ts_extrusion *daemon_extrusion(const char *bytes, size_t len, double scale,
+                                      double one_layer) {
+  ts_mesh_import_opts o = ts_mesh_import_opts_default();
+  o.scale = scale;
+  ts_mesh *m = NULL;
+  char err[512] = "";
+  ck_assert_msg(ts_mesh_import(bytes, len, TS_MESH_OBJ, &o, &m, NULL, NULL, err, sizeof err) == 0,
+                "%s", err);
+  double lo[3], hi[3];
+  for (int a = 0; a < 3; a++) lo[a] = hi[a] = m->v[0][a];
+  for (uint32_t i = 1; i < m->n_verts; i++)
+    for (int a = 0; a < 3; a++) {
+      if (m->v[i][a] < lo[a]) lo[a] = m->v[i][a];
+      if (m->v[i][a] > hi[a]) hi[a] = m->v[i][a];
+    }
+  double shift[3] = {-(lo[0] + hi[0]) / 2, -hi[1], -(lo[2] + hi[2]) / 2};
+  for (uint32_t i = 0; i < m->n_verts; i++)
+    for (int a = 0; a < 3; a++) m->v[i][a] += shift[a];
+  ts_patch_def pd = ts_default_patch_def();
+  ts_extrude_def d;
+  memset(&d, 0, sizeof d);
+  d.n_layers = pd.n_layers;
+  d.mode = TS_EXTRUDE_NORMAL;
+  for (uint32_t l = 0; l < d.n_layers; l++) d.thickness[l] = pd.layers[l].thickness;
+  if (one_layer > 0) {
+    d.n_layers = 1;
+    d.thickness[0] = one_layer;
+  }
+  d.max_relax = 1e-3;
+  d.min_depth_fraction = 0.1;
+  ts_extrusion *e = NULL;
+  ck_assert_msg(ts_extrude(m, &d, &e, err, sizeof err) == 0, "%s", err);
+  ts_mesh_free(m);
+  return e;
+}
+
 static const tc_layer half_mm = {"capsule", 0.5e-3, NULL, {0, 0, 0}};
 /* the same with a fibre direction, which the stored layer spec keeps */
 static const tc_layer half_mm_fibre = {"capsule", 0.5e-3, NULL, {0, 0, 2}};
@@ -139,9 +187,32 @@ START_TEST(test_upload_meshes) {
   ck_assert_msg(rc == 0, "liver with the default layers: %s", tc_last_error(c));
   ck_assert_uint_eq(nv, 4 * 139);
   ck_assert_uint_eq(nt, 2 * 274); /* the outer and inner surfaces are drawn */
+  /* and says so: the same counts as the extrusion run here (exact), the
+   * least depth kept to float precision (it is a float on the wire), and
+   * the same in words */
+  ts_extrusion *ref = daemon_extrusion(obj, len, 0.01, 0);
+  tc_mesh_adjust adj;
+  ck_assert(tc_session_adjust(c, &adj));
+  printf("liver, default layers: %u moved (up to %.3g mm), %u thinned (least %.4g); "
+         "reference %u, %.3g mm, %u, %.4g; warning:%s\n",
+         adj.moved_vertices, adj.max_move * 1e3, adj.thinned_vertices, adj.min_depth_fraction,
+         ref->n_relaxed, ref->max_relaxed * 1e3, ref->n_thinned, ref->min_depth_kept, adj.warning);
+  /* 78 of 139 vertices thinned, down to the floor of 0.1, none moved */
+  ck_assert_uint_gt(ref->n_thinned, 0); /* else this checks nothing */
+  ck_assert_uint_eq(adj.thinned_vertices, ref->n_thinned);
+  ck_assert_uint_eq(adj.moved_vertices, ref->n_relaxed);
+  ck_assert_double_eq_tol(adj.min_depth_fraction, ref->min_depth_kept, 1e-6);
+  ck_assert_double_eq_tol(adj.max_move, ref->max_relaxed, 1e-9);
+  ck_assert_double_ge(adj.min_depth_fraction, 0.1 - 1e-6);
+  ck_assert_double_lt(adj.min_depth_fraction, 1);
+  char want[64];
+  snprintf(want, sizeof want, "%u of 139 vertices were offset less", ref->n_thinned);
+  ck_assert_msg(strstr(adj.warning, want) != NULL, "'%s' not in the warning: %s", want,
+                adj.warning);
+  ts_extrusion_free(ref);
   end_session(id);
 
-  /* a thinner layer does not fold; at the creases sharper than 90 degrees
+  /* a thinner layer folds (almost) nowhere; at the creases sharper than 90 degrees
    * the offset takes the "most normal" direction, so the liver (139 used
    * vertices, 274 triangles) becomes a session of 2 sheets */
   rc = tc_create_session_mesh(c, TC_MESH_OBJ, obj, len, 0.01, &half_mm, 1, "liver-half-mm", &id,
@@ -149,6 +220,20 @@ START_TEST(test_upload_meshes) {
   ck_assert_msg(rc == 0, "liver with one 0.5 mm layer: %s", tc_last_error(c));
   ck_assert_uint_eq(nv, 2 * 139);
   ck_assert_uint_eq(nt, 2 * 274);
+  /* a few vertices are still thinned at this depth (3), and reported as
+   * the extrusion run here gives them */
+  ref = daemon_extrusion(obj, len, 0.01, half_mm.thickness);
+  ck_assert(tc_session_adjust(c, &adj));
+  printf("liver, one 0.5 mm layer: %u moved, %u thinned (least %.4g)\n", adj.moved_vertices,
+         adj.thinned_vertices, adj.min_depth_fraction);
+  ck_assert_uint_lt(ref->n_thinned, 139 / 10); /* far fewer than at the full 4.5 mm */
+  ck_assert_uint_eq(adj.thinned_vertices, ref->n_thinned);
+  ck_assert_uint_eq(adj.moved_vertices, ref->n_relaxed);
+  if (ref->n_thinned)
+    ck_assert_double_eq_tol(adj.min_depth_fraction, ref->min_depth_kept, 1e-6);
+  else
+    ck_assert_double_eq(adj.min_depth_fraction, 0);
+  ts_extrusion_free(ref);
   end_session(id);
   free(obj);
 

@@ -7,7 +7,8 @@
  *   OBJ text: edges by vertex pair, union-find for components and boundary
  *   loops, signed volume by the divergence theorem), plus identities that
  *   must hold whatever the code does (closed manifold: E = 3F/2; open:
- *   2E = 3F + boundary edges).
+ *   2E = 3F + boundary edges). A mesh file added there (.obj, .stl, .ply)
+ *   without a line in SHARED below fails shared_meshes_listed by its name.
  * - The OBJ writer round-trips bit for bit.
  * - One mesh written by this file as binary STL, ASCII STL, ASCII PLY and
  *   binary little-endian PLY (with extra properties and elements to skip)
@@ -20,6 +21,7 @@
  * - Size limits are enforced.
  */
 #include <check.h>
+#include <dirent.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -275,6 +277,31 @@ START_TEST(shared_meshes_load) {
   ck_assert_uint_eq(m->n_tris, c->tris);
   ck_assert_uint_eq(info.polygons_split, 0);
   ts_mesh_free(m);
+}
+END_TEST
+
+/* Every mesh file in the shared folder has its case in SHARED, so a mesh
+ * added there is not silently left untested. */
+START_TEST(shared_meshes_listed) {
+  DIR *d = opendir(MESHES);
+  ck_assert_msg(d != NULL, "cannot open %s", MESHES);
+  char missing[1024] = "";
+  size_t n_mesh = 0;
+  for (struct dirent *de; (de = readdir(d));) {
+    if (ts_mesh_format_from_name(de->d_name) == TS_MESH_AUTO) continue; /* SOURCES.md, ... */
+    n_mesh++;
+    int found = 0;
+    for (size_t i = 0; i < sizeof SHARED / sizeof SHARED[0]; i++)
+      found |= strcmp(SHARED[i].file, de->d_name) == 0;
+    if (!found) {
+      size_t len = strlen(missing);
+      snprintf(missing + len, sizeof missing - len, " %s", de->d_name);
+    }
+  }
+  closedir(d);
+  ck_assert_msg(!missing[0], "meshes in %s with no case in SHARED:%s", MESHES, missing);
+  /* and every case names a file that is there */
+  ck_assert_uint_eq(n_mesh, sizeof SHARED / sizeof SHARED[0]);
 }
 END_TEST
 
@@ -966,6 +993,7 @@ static Suite *mesh_io_suite(void) {
   Suite *s = suite_create("mesh_io");
   TCase *tc = tcase_create("import");
   tcase_add_loop_test(tc, shared_meshes_load, 0, (int)(sizeof SHARED / sizeof SHARED[0]));
+  tcase_add_test(tc, shared_meshes_listed);
   tcase_add_test(tc, scale_option);
   tcase_add_test(tc, obj_round_trip);
   tcase_add_test(tc, formats_give_same_mesh);
