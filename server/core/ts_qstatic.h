@@ -31,6 +31,9 @@
  * is computed and x_i <- x_i + alpha R_i applied (a Jacobi sweep: all R from
  * the same positions), repeated until max_i |R_i| < tol or an iteration cap;
  * both and the iteration count are reported.
+ * f_ext is the caller's (N per node, may be NULL); the daemon's sessions and
+ * the learner pass none (the tool acts through the control points), and the
+ * refined solve (ts_qstatic_refine.h) has no such term.
  *
  * Local form: the region is found by breadth-first search over the outer
  * surface (sheet 0) from the contact point (ts_region.h); the region's

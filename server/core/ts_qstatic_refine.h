@@ -61,6 +61,19 @@
  * positions are written back; the new nodes are internal to the solve, and
  * the refined copy stays in the object for inspection until the next solve.
  *
+ * External force: none. The residual here is springs plus gravity; the
+ * plain solve's f_ext term (ts_qstatic.h) has no counterpart, so on the
+ * refined copy the tool acts through its control points only (the nodes it
+ * holds, and the new nodes between two of them). Why: no caller passes an
+ * external force (the sessions and the learner give f_ext = NULL to the
+ * plain solve too: the tool holds nodes, it does not push them), the learned
+ * models' features (initial position, internal force, gravity) have no
+ * external term to learn it from, and a per-node force on the tissue would
+ * need a rule to spread it over the copy's new nodes (as the masses are
+ * spread, by area) that no use asks for yet. A caller that needs a load on
+ * the tissue uses ts_qstatic_solve_region (tests/unit/test_qstatic_chain.c
+ * checks that term against a closed form).
+ *
  * Step: the equilibrium R = 0 and the stopping test do not depend on the
  * step, only the number of sweeps does, so each node takes its own:
  *
@@ -234,7 +247,8 @@ double ts_qsrefine_mean_edge(const ts_qstatic *q, const ts_tissue *t);
 
 /* The solve's residual at positions x instead of r->x (x and R have
  * r->n_nodes entries; the fixed and control nodes' R are summed too, not
- * meaningful): R = springs + gravity on every free node; returns max |R|
+ * meaningful): R = springs + gravity on every free node (no external
+ * force: see "External force" above); returns max |R|
  * over them (NaN propagates). The spread2r features sweep with it
  * (ts_learn_refined.c). */
 double ts_qsrefine_residual_at(const ts_qsrefine *r, const double (*x)[3], double (*R)[3]);
