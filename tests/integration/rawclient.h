@@ -25,8 +25,8 @@ typedef struct rc_conn {
   int eof;          /* the server closed the socket (EOF or reset) */
   int close_code;   /* WebSocket close code received, 0 = none */
   int pings;        /* WebSocket pings received */
-  uint8_t *in;      /* bytes read, not yet consumed */
-  size_t in_len, in_cap;
+  uint8_t *in;      /* bytes read; those from in_off on are not yet consumed */
+  size_t in_off, in_len, in_cap;
   uint64_t next_rid;
 } rc_conn;
 
