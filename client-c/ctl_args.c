@@ -66,10 +66,11 @@ void ctl_usage(FILE *out) {
           "                            (default 0.005) of where the ray meets the surface\n"
           "                            (default: straight down onto the patch centre);\n"
           "                            prints {\"vertex_count\":..,\"new_vertices\":..,...}\n"
-          "  watch --session N [--seconds S] [--frame-rate F]\n"
+          "  watch --session N [--seconds S] [--frames K] [--frame-rate F]\n"
           "                            join as an observer and print per-frame statistics\n"
-          "                            and tool states for S seconds (default: until\n"
-          "                            interrupted)\n"
+          "                            and tool states for S seconds or until K frames\n"
+          "                            (1..1000000000) came, whichever is first (default:\n"
+          "                            until interrupted)\n"
           "  models list [--tissue NAME]\n"
           "                            the stored learned models (of one tissue), one per\n"
           "                            line: model_id, tissue, material, kind, version,\n"
@@ -225,6 +226,8 @@ int ctl_parse_args(int argc, char **argv, const char *default_cred, ctl_args *o)
       o->have_mu = 1;
     } else if (!strcmp(a, "--seconds") && (!strcmp(cmd, "poke") || !strcmp(cmd, "watch"))) {
       b = parse_num(o, a, v, 0.01, 86400, &o->seconds);
+    } else if (!strcmp(a, "--frames") && !strcmp(cmd, "watch")) {
+      b = parse_int(o, a, v, 1, 1e9, &o->frames);
     } else if (!strcmp(a, "--frame-rate") && !strcmp(cmd, "watch")) {
       b = parse_int(o, a, v, 1, 1000, &o->rate);
     } else {

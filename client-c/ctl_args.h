@@ -37,6 +37,7 @@ typedef struct ctl_args {
   /* poke, watch, refine */
   double session;            /* -1 when not given */
   double depth, seconds, radius, rate;
+  double frames;             /* watch: stop after this many frames; 0 = no limit */
   int leb;
   const char *tris_s, *ray_s;
   double range, max_edge;

@@ -301,14 +301,15 @@ static double poke_height(double t, double T, double radius, double depth) {
   return ease(down, up, (t - 3 * q) / q);
 }
 
-static int run_frames(tc_client *c, stats *st, double seconds, int controller, double radius,
-                      double depth) {
+static int run_frames(tc_client *c, stats *st, double seconds, long max_frames, int controller,
+                      double radius, double depth) {
   const double quat[4] = {1, 0, 0, 0};
   double t0 = mono_s(), next_pose = t0;
   int rc = 0;
   while (!interrupted) {
     double now = mono_s();
     if (seconds > 0 && now - t0 >= seconds) break;
+    if (max_frames > 0 && st->frames >= max_frames) break;
     if (controller && now >= next_pose) {
       double pos[3] = {0, poke_height(now - t0, seconds, radius, depth), 0};
       if ((rc = tc_send_pose(c, st->tool_id, pos, quat, 0)) != 0) break;
@@ -329,7 +330,7 @@ static int run_frames(tc_client *c, stats *st, double seconds, int controller, d
 }
 
 static int cmd_frames(tc_client *c, uint32_t session, int controller, double seconds,
-                      double radius, double depth, uint32_t frame_rate, const double *mu) {
+                      long max_frames, double radius, double depth, uint32_t frame_rate, const double *mu) {
   stats st = {0};
   tc_set_frame_cb(c, on_frame, &st);
   tc_set_error_cb(c, on_error, &st);
@@ -353,7 +354,7 @@ static int cmd_frames(tc_client *c, uint32_t session, int controller, double sec
   else
     fprintf(stderr, "tissuectl: joined session %u as observer", j.session_id);
   fprintf(stderr, ": %u vertices, dt %g s, %u frames/s\n", j.vertex_count, j.dt, j.frame_rate);
-  int rc = run_frames(c, &st, seconds, controller, radius, depth);
+  int rc = run_frames(c, &st, seconds, max_frames, controller, radius, depth);
   fprintf(stderr, "tissuectl: %ld frames, largest displacement %.3f mm, %d server errors\n",
           st.frames, st.max_disp_mm, st.server_errors + st.protocol_errors);
   free(st.q0);
@@ -518,8 +519,8 @@ int main(int argc, char **argv) {
   else if (o.is_refine)
     rc = cmd_refine(c, (uint32_t)o.session, o.leb, o.tris_s, o.ray_s, o.range, o.max_edge);
   else
-    rc = cmd_frames(c, (uint32_t)o.session, o.is_poke, o.seconds, o.radius, o.depth,
-                    (uint32_t)o.rate, o.have_mu ? o.mu : NULL);
+    rc = cmd_frames(c, (uint32_t)o.session, o.is_poke, o.seconds, (long)o.frames, o.radius,
+                    o.depth, (uint32_t)o.rate, o.have_mu ? o.mu : NULL);
   tc_close(c);
   return rc;
 }

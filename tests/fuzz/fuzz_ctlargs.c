@@ -15,7 +15,8 @@
  * whole where it must be and within the bounds --help states (port
  * 1..65535, timeout 1..3600000 ms, depth 0..0.05 m, radius 0.0005..0.05 m,
  * scale 1e-6..1000, substeps and frame rate 1..1000 or unset, range and
- * max-edge 0..1, seconds 0.01..86400, 0 for watch until interrupted),
+ * max-edge 0..1, seconds 0.01..86400, 0 for watch until interrupted, frames
+ * 1..1e9 whole or unset, and only for watch),
  * friction finite, no --substeps with --mesh, and every string either the
  * default or one of the arguments, read to its end.
  */
@@ -91,6 +92,8 @@ static void check_run(const fuzz_argv *a, const ctl_args *o, const char *cred) {
   if (o->is_poke) check_num(o->seconds, 0.01, 86400, 0);
   if (o->is_watch && o->seconds != 0) check_num(o->seconds, 0.01, 86400, 0);
   if (o->rate != 0) check_num(o->rate, 1, 1000, 1);
+  if (o->frames != 0) check_num(o->frames, 1, 1e9, 1);
+  if (o->frames != 0 && !o->is_watch) abort();
   check_num(o->range, 0, 1, 0);
   check_num(o->max_edge, 0, 1, 0);
   check_str(a, o->tris_s, NULL, 1);

@@ -157,8 +157,10 @@ START_TEST(test_session_life) {
 
   /* an observer with the session's token sees the refined tissue's keyframe
    * (an idle session sends frames only as it changes, so the keyframe on
-   * joining is the one frame guaranteed) */
-  run_ctl(&o, "--port", port, "--token", observer, "watch", "--session", sid_s, "--seconds", "0.5");
+   * joining is the one frame guaranteed); it stops at that frame, with time
+   * to spare for a loaded machine (0.5 s once was not enough under ASan) */
+  run_ctl(&o, "--port", port, "--token", observer, "watch", "--session", sid_s, "--frames", "1",
+          "--seconds", "60");
   ck_assert_msg(o.status == 0, "watch: %s", o.err);
   n = lines(&o, v, 512);
   ck_assert_int_ge(n, 1);
