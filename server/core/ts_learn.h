@@ -324,6 +324,11 @@ typedef struct ts_learner {
                            the solve frees the region on the tissue's own mesh */
   ts_learn_model model; /* valid when learned */
   int learned;          /* 1: steps use the model */
+  const double (*f_ext)[3]; /* external force per node of q's tissue, N, in every
+                               solve (plain and refined); NULL: none. Not owned:
+                               the caller sets it (the quasi-static session: its
+                               tissue's t->f_ext). The models have no external
+                               term: a learned step answers as if it were zero */
   /* scratch */
   double (*x0)[3];
   uint32_t *ctrl;

@@ -196,6 +196,7 @@ int ts_cmd_learn(int argc, char **argv, FILE *out, FILE *err) {
     fprintf(err, "tissuetool learn: out of memory\n");
     goto done;
   }
+  l->f_ext = (const double(*)[3])c.t->f_ext; /* the tissue's loads, as the daemon's session */
   if (edge < 0) edge = ts_qsrefine_mean_edge(c.q, c.t); /* 0 without an outer surface */
   if (edge > 0 && (rc = ts_learner_set_refine(l, c.t, edge))) {
     fprintf(err, "tissuetool learn: refined solve: %s\n", ts_err_name(rc));
