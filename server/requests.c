@@ -447,10 +447,25 @@ static void stored_work(create_job *j, ts_storage *st) {
   ts_storage_mesh_free(&mesh);
 }
 
+/* The newest model of this kind when it is one of an unknown solve: the
+ * operator learns why the session did not start from it. */
+static void legacy_warning(const create_job *j, ts_storage *st, int64_t tid, ts_learn_kind k) {
+  ts_model_rec rec;
+  if (ts_storage_get_latest_model(st, tid, j->session->material, ts_learn_kind_name(k), &rec))
+    return;
+  if (rec.solve && strcmp(rec.solve, "unknown") == 0)
+    ts_log_warn("session '%s' does not start from stored %s model %lld: it was stored before "
+                "models recorded their solve, so it cannot be verified for this session's; "
+                "retrain it, or re-import it with its solve named",
+                j->name, rec.kind, (long long)rec.id);
+  ts_storage_model_free(&rec);
+}
+
 /* A quasi-static session starts with the newest model stored for its tissue
  * and material (the method's, else a richer one) that learned the session's
- * solve (or an unknown one: models stored before solves were recorded),
- * when there is one; a model of another solve is passed over. */
+ * solve, when there is one; a model of another solve is passed over, and so
+ * is one stored before solves were recorded (its solve cannot be verified:
+ * ts_learn.h), with a warning that names it. */
 static void load_model(create_job *j, ts_storage *st) {
   ts_session *se = j->session;
   ts_tissue_rec tr;
@@ -463,8 +478,10 @@ static void load_model(create_job *j, ts_storage *st) {
     if (ts_storage_get_latest_model_solve(
             st, tid, se->material, ts_learn_kind_name((ts_learn_kind)k),
             ts_learn_solve_name(sv.kind), sv.kind == TS_LEARN_SOLVE_REFINED ? sv.refine_edge : 0,
-            &rec))
+            &rec)) {
+      legacy_warning(j, st, tid, (ts_learn_kind)k);
       continue;
+    }
     ts_learn_model m;
     int rc = ts_learn_theta_decode((ts_learn_kind)k, se->sim.shortcut->q->n_sheets, rec.theta,
                                    rec.theta_bytes, &m);

@@ -444,6 +444,10 @@ static int import_model(ts_storage *st, const char *path, FILE *out, FILE *err) 
   rec.heldout_rmse = d->heldout_rmse;
   rec.heldout_max = d->heldout_max;
   rec.samples = d->samples;
+  /* the solve the document says it learned (as the daemon's import): stored
+   * as "unknown" it would run on no session */
+  rec.solve = ts_learn_solve_name(d->solve.kind);
+  rec.refine_edge = d->solve.kind == TS_LEARN_SOLVE_REFINED ? d->solve.refine_edge : 0;
   int64_t version = 0, id = ts_storage_put_model(st, &rec, &version);
   if (id <= 0) {
     fprintf(err, "tissuetool models: storing the model: %s\n", ts_storage_errmsg(st));

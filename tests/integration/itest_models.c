@@ -21,6 +21,11 @@
  *     session of another solve (a model said to have learned the plain solve
  *     in the default, refined, daemon); an
  *     unknown id is TS_ENOMODEL;
+ *   - a model stored before models recorded their solve (a row written with
+ *     sqlite as schema-2 code left it: solve 'unknown') is listed, exported
+ *     and deleted, but a new session does not start from it and
+ *     UseShortcut refuses it with TS_EMISMATCH naming the model and saying
+ *     to retrain or re-import it;
  *   - without the server key every model request is TS_EAUTH; a garbage
  *     document, one for an unknown tissue and one with an unknown kind get
  *     clear errors, and the daemon keeps answering.
@@ -29,6 +34,7 @@
  */
 #include <check.h>
 #include <math.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -536,6 +542,55 @@ START_TEST(test_models_over_the_protocol) {
   uint64_t rtt;
   ck_assert_int_eq(tc_ping(k, &rtt), 0);
   ck_assert(ts_dproc_alive(&d));
+
+  /* a model as code before schema 3 stored it: the imported model's row
+   * written again, next version, without the solve columns (they take
+   * their migration defaults, 'unknown' and 0), straight into the daemon's
+   * file; then the models that record their solve are deleted */
+  char dbfile[400];
+  snprintf(dbfile, sizeof dbfile, "%s/tissued.sqlite", data);
+  sqlite3 *db = NULL;
+  ck_assert_int_eq(sqlite3_open(dbfile, &db), SQLITE_OK);
+  sqlite3_busy_timeout(db, 10000);
+  char sql[600];
+  snprintf(sql, sizeof sql,
+           "INSERT INTO learned_models (tissue, material, kind, version, theta, loss, samples, "
+           "heldout_rmse, heldout_max) SELECT tissue, material, kind, version + 1, theta, loss, "
+           "samples, heldout_rmse, heldout_max FROM learned_models WHERE id = %lld",
+           (long long)imported);
+  char *sqlerr = NULL;
+  ck_assert_msg(sqlite3_exec(db, sql, NULL, NULL, &sqlerr) == SQLITE_OK, "%s", sqlerr);
+  ck_assert_int_eq(sqlite3_changes(db), 1);
+  const int64_t legacy = sqlite3_last_insert_rowid(db);
+  sqlite3_close(db);
+  ck_assert_int_eq(tc_delete_model(k, imported), 0);
+  ck_assert_int_eq(tc_delete_model(k, spread), 0);
+  ck_assert_int_eq(tc_list_models(k, NULL, &list, &n), 0); /* listed */
+  ck_assert_uint_eq(n, 1);
+  ck_assert_int_eq(list[0].model_id, legacy);
+  ck_assert_str_eq(list[0].material, material);
+  free(list);
+  char *ldoc2 = NULL; /* exported, saying its solve is unknown */
+  ck_assert_int_eq(tc_export_model(k, legacy, &ldoc2, NULL), 0);
+  ck_assert_msg(strstr(ldoc2, "\"unknown\"") != NULL, "%s", ldoc2);
+  free(ldoc2);
+  /* a new session of its tissue, material and kind does not start from it
+   * (it did before: an unknown solve matched any) */
+  uint32_t sid5 = create_qs(&c, &s, 0);
+  ck_assert_int_eq(rc_join(&c, sid5, 1, 0.005, 200, &tool, REPLY_MS), 0);
+  ck_assert_int_eq(learned_of(&c, sid5, &s), 0);
+  char lmsg[1500] = "";
+  ck_assert_int_eq(use_model(&c, sid5, 1, legacy, &s, lmsg, sizeof lmsg), TS_EMISMATCH);
+  printf("models: TS_EMISMATCH (unknown solve): %s\n", lmsg);
+  char lwant[64];
+  snprintf(lwant, sizeof lwant, "model %lld ", (long long)legacy);
+  ck_assert_msg(strstr(lmsg, lwant) && strstr(lmsg, "retrain") && strstr(lmsg, "re-import"),
+                "'%s'", lmsg);
+  ck_assert_int_eq(learned_of(&c, sid5, &s), 0);
+  ck_assert_int_eq(tc_delete_model(k, legacy), 0); /* deleted */
+  ck_assert_int_eq(tc_list_models(k, NULL, &list, &n), 0);
+  ck_assert_uint_eq(n, 0);
+  free(list);
 
   free(doc1);
   free(doc2);
