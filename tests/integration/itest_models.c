@@ -19,7 +19,10 @@
  *     session of another tissue (the shared liver.obj uploaded, quasi-static)
  *     naming both tissues, and a
  *     session of another solve (a model said to have learned the plain solve
- *     in the default, refined, daemon); an
+ *     in the default, refined, daemon); the offline tool (tissuetool models
+ *     import on the daemon's file) builds the uploaded liver as the daemon
+ *     does: it stores a liver model of the material the daemon's liver
+ *     session has and refuses one of the patch's, naming both; an
  *     unknown id is TS_ENOMODEL;
  *   - a model stored before models recorded their solve (a row written with
  *     sqlite as schema-2 code left it: solve 'unknown') is listed, exported
@@ -41,6 +44,7 @@
 #include <time.h>
 
 #include "../../server/core/ts_error.h"
+#include "binrun.h"
 #include "daemon_proc.h"
 #include "rawclient.h"
 #include "tissueclient.h"
@@ -457,6 +461,49 @@ START_TEST(test_models_over_the_protocol) {
   char *ldoc = malloc(lcap);
   ck_assert_ptr_nonnull(ldoc);
   replace(doc1, "\"stomach-patch\"", quoted, ldoc, lcap);
+  /* the offline tool on the daemon's file builds the catalogued liver as
+   * the daemon did (tissue_catalog.h): a liver model of the daemon's liver
+   * session's material is stored, one of the patch's refused naming both */
+  const char *tm = strstr(tn, "material '");
+  ck_assert_ptr_nonnull(tm);
+  tm += strlen("material '");
+  char liver_mat[600], qmat[620], qlmat[620];
+  snprintf(liver_mat, sizeof liver_mat, "%.*s", (int)(strrchr(tm, '\'') - tm), tm);
+  ck_assert_str_ne(liver_mat, material);
+  snprintf(qmat, sizeof qmat, "\"%s\"", material);
+  snprintf(qlmat, sizeof qlmat, "\"%s\"", liver_mat);
+  char *tdoc = malloc(lcap + sizeof qlmat);
+  ck_assert_ptr_nonnull(tdoc);
+  replace(ldoc, qmat, qlmat, tdoc, lcap + sizeof qlmat);
+  char dbfile_t[400], docfile[400];
+  snprintf(dbfile_t, sizeof dbfile_t, "%s/tissued.sqlite", data);
+  const char *toolbin = getenv("TISSUETOOL_BIN");
+  ck_assert_msg(toolbin && *toolbin, "TISSUETOOL_BIN is not set");
+  static ts_binrun tr; /* large buffers */
+  for (int pass = 0; pass < 2; pass++) {
+    snprintf(docfile, sizeof docfile, "%s/liver-%d.json", dir, pass);
+    FILE *df = fopen(docfile, "w");
+    ck_assert_ptr_nonnull(df);
+    fputs(pass == 0 ? tdoc : ldoc, df);
+    fclose(df);
+    const char *targs[] = {"models", "--db", dbfile_t, "import", docfile, NULL};
+    ts_binrun_v(&tr, toolbin, 120000, targs);
+    if (pass == 0) { /* the daemon's liver material: stored */
+      ck_assert_msg(tr.status == 0, "tissuetool import: %s", tr.err);
+      double tid = ts_binrun_jnum(tr.out, "id");
+      ck_assert(tid > 0);
+      printf("models: tissuetool stored a %s model of the daemon's liver material (%lld)\n",
+             liver_tissue, (long long)tid);
+      ck_assert_int_eq(tc_delete_model(k, (int64_t)tid), 0);
+    } else { /* the patch's material for the liver: refused */
+      ck_assert_int_eq(tr.status, 1);
+      printf("models: tissuetool refusal: %s", tr.err);
+      ck_assert_msg(strstr(tr.err, "another material of") && strstr(tr.err, liver_tissue) &&
+                        strstr(tr.err, material) && strstr(tr.err, liver_mat),
+                    "%s", tr.err);
+    }
+  }
+  free(tdoc);
   ck_assert_msg(tc_import_model(k, ldoc, &info) == 0, "%s", tc_last_error(k));
   const int64_t liver_id = info.model_id;
   ck_assert(liver_id > 0 && liver_id != imported);

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "patch_fixture.h"
 #include "ts_error.h"
 #include "ts_learn.h"
 #include "ts_qstatic.h"
@@ -72,16 +73,7 @@ static void fixture_free(fixture *f) {
 
 /* The outer-sheet node nearest (px, pz) at rest. */
 static uint32_t surface_node(const fixture *f, double px, double pz) {
-  uint32_t best = 0;
-  double bd = INFINITY;
-  for (uint32_t i = 0; i < f->t->nodes_per_sheet; i++) {
-    double dx = f->t->rest[i][0] - px, dz = f->t->rest[i][2] - pz;
-    if (dx * dx + dz * dz < bd) {
-      bd = dx * dx + dz * dz;
-      best = i;
-    }
-  }
-  return best;
+  return fx_surface_node(f->t, px, pz);
 }
 
 /* A press at the outer node c: the outer nodes within PRESS_RADIUS of it are

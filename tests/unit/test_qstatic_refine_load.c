@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "patch_fixture.h"
 #include "ts_error.h"
 #include "ts_qstatic.h"
 #include "ts_qstatic_refine.h"
@@ -67,20 +68,6 @@ static double dist(const double a[3], const double b[3]) {
               (a[2] - b[2]) * (a[2] - b[2]));
 }
 
-/* The outer-sheet node nearest (px, pz) at rest. */
-static uint32_t surface_node(const ts_tissue *t, double px, double pz) {
-  uint32_t best = 0;
-  double bd = INFINITY;
-  for (uint32_t i = 0; i < t->nodes_per_sheet; i++) {
-    double dx = t->rest[i][0] - px, dz = t->rest[i][2] - pz;
-    if (dx * dx + dz * dz < bd) {
-      bd = dx * dx + dz * dz;
-      best = i;
-    }
-  }
-  return best;
-}
-
 /* patch-S under gravity, a press of PRESS_DEPTH at the outer node nearest
  * (4, -3) mm and LOAD on the outer node 5 mm from it in x, along a slanted
  * direction (into the tissue and sideways, so that no axis is special). */
@@ -91,8 +78,8 @@ static void fixture_init(fixture *f) {
   ts_qstatic_params p = ts_qstatic_default_params(f->t);
   ck_assert_int_eq(ts_qstatic_create(f->t, &p, &f->q), 0);
   f->n = f->t->n_nodes;
-  f->c = surface_node(f->t, 0.004, -0.003);
-  f->load_node = surface_node(f->t, 0.009, -0.003);
+  f->c = fx_surface_node(f->t, 0.004, -0.003);
+  f->load_node = fx_surface_node(f->t, 0.009, -0.003);
   f->ctrl = malloc(sizeof *f->ctrl * f->n);
   f->pos = malloc(sizeof *f->pos * f->n);
   f->f_ext = calloc(f->n, sizeof *f->f_ext);
