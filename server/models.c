@@ -360,7 +360,10 @@ static void delete_work(model_job *j, ts_storage *st) {
 }
 
 /* 1 when stored model m (id) may run on the session's solve; else 0 and
- * a message naming both solves in err. */
+ * a message naming both solves in err. A model stored before the solve was
+ * recorded (schema 3: "unknown") runs on none: the session cannot verify
+ * that it learned its solve, and a model of the other solve settles
+ * differently (ts_learn.h); the message says how to get one that runs. */
 static int solve_fits(const ts_model_rec *m, ts_learn_solve session, char *err, size_t cap,
                       int64_t id, uint32_t session_id) {
   ts_learn_solve ms;
@@ -371,6 +374,16 @@ static int solve_fits(const ts_model_rec *m, ts_learn_solve session, char *err, 
   }
   if (ts_learn_solve_matches(ms, session)) return 1;
   char a[64], b[64];
+  if (ms.kind == TS_LEARN_SOLVE_UNKNOWN) {
+    ts_learn_solve_describe(session, b, sizeof b);
+    snprintf(err, cap,
+             "model %lld was stored before models recorded the solve they learned, so session "
+             "%u cannot verify that it learned its %s solve: retrain the model in a session, "
+             "or export it and re-import it with its \"solve\" (\"plain\", or \"refined\" "
+             "with \"refine_edge\") named",
+             (long long)id, session_id, b);
+    return 0;
+  }
   ts_learn_solve_describe(ms, a, sizeof a);
   ts_learn_solve_describe(session, b, sizeof b);
   snprintf(err, cap,

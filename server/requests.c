@@ -13,10 +13,6 @@
 
 #include "auth.h"
 #include "core/ts_error.h"
-#include "core/ts_extrude.h"
-#include "core/ts_massspring.h"
-#include "core/ts_material.h"
-#include "core/ts_mesh_check.h"
 #include "core/ts_mesh_io.h"
 #include "core/ts_refine.h"
 #include "log.h"
@@ -24,6 +20,7 @@
 #include "physics.h"
 #include "server.h"
 #include "shortcut.h"
+#include "tissue_catalog.h"
 #include "ts_layer_spec.h"
 #include "ts_storage.h"
 #include "worker.h"
@@ -68,56 +65,18 @@ typedef struct create_job {
 } create_job;
 
 /* A layer whose LayerSpec names a material takes the stored fits of that
- * name (axial and radial sigma = a*e^(b*eps)) as its laws; the shipped table
- * is stored under the name "default". A layer that names none keeps the
- * core's built-in law (ts_material_default_layers). */
+ * name as its laws (tissue_catalog.h). */
 static int resolve_materials(create_job *j, ts_storage *st) {
-  for (uint32_t i = 0; i < j->def.n_layers; i++) {
-    ts_layer *l = &j->def.layers[i];
-    if (!j->material[i][0]) continue; /* the built-in law of the layer */
-    ts_material ax, ra;
-    int rc = ts_materials_resolve(st, "stomach", l->name, "axial", j->material[i], &ax, j->err,
-                                  sizeof j->err);
-    if (!rc)
-      rc = ts_materials_resolve(st, "stomach", l->name, "radial", j->material[i], &ra, j->err,
-                                sizeof j->err);
-    if (rc) return rc;
-    if (ts_layer_set_law(l, TS_DIR_AXIAL, ax.a, ax.b) ||
-        ts_layer_set_law(l, TS_DIR_RADIAL, ra.a, ra.b)) {
-      snprintf(j->err, sizeof j->err, "the stored fit '%s' of layer %s is not usable", ax.name,
-               l->name);
-      return TS_EINVAL;
-    }
-  }
-  return 0;
+  return ts_catalog_resolve_materials(st, &j->def, j->material, j->err, sizeof j->err);
 }
 
 /* ---- tissues from meshes ---------------------------------------------------
  *
- * An uploaded surface becomes a tissue the way the built-in patch does
- * (ts_patch.c), with these choices:
- *   - placement: the mesh is moved (not rotated) so that its bounding box is
- *     centred on the origin in x and z and its highest point is at y = 0,
- *     the built-in patch's frame, so clients and tools see every tissue in
- *     the same place (the tool rests above y = 0);
- *   - layers: each surface vertex is offset along its inward vertex normal
- *     once per layer (ts_extrude.h); with no LayerSpec the default stomach
- *     wall (mucosa 1.0, submucosa 1.5, muscularis 2.0 mm); where an offset
- *     would fold (deeper than the local radius of a bulge, or a pleat with
- *     no inward direction), pleat vertices are first moved by at most 1 mm
- *     and the layers thinned there down to a tenth of their depth, and the
- *     client is told so in its SessionCreated; only what
- *     still folds is refused, with the first folded prism named and the
- *     client told to use thinner layers;
- *   - anchors: an open surface is held by its boundary (every sheet's nodes
- *     under a boundary vertex, as the patch); a closed one rests on a support:
- *     every sheet's nodes under a surface vertex in the lowest 10 % of the
- *     surface's height (y) are anchored;
- *   - gravity and drag as the patch (ts_default_patch_def).
- */
-#define TS__SUPPORT_FRACTION 0.10
-#define TS__MIN_EXTENT_LAYERS 4.0 /* the mesh must be this many total thicknesses across */
-#define TS__MAX_EXTENT 2.0        /* m: the largest organ a session may hold */
+ * An uploaded or catalogued surface becomes a tissue as
+ * core/ts_mesh_tissue.h says (placement, layers thinned where they would
+ * fold, anchors, gravity and drag), the same function tissuetool and the
+ * integration tests call; with no LayerSpec its layers are the default
+ * stomach wall (mucosa 1.0, submucosa 1.5, muscularis 2.0 mm). */
 
 static const char *format_name(int f) {
   return f == TS_MESH_STL ? "stl" : f == TS_MESH_PLY ? "ply" : "obj";
@@ -131,75 +90,6 @@ static void sha256_hex(const uint8_t *data, size_t len, char hex[65]) {
   for (unsigned i = 0; i < 32; i++) snprintf(hex + 2 * i, 3, "%02x", md[i]);
 }
 
-/* Bounding box centre in x, z to 0 and top to y = 0. */
-static void place(ts_mesh *m) {
-  double lo[3], hi[3];
-  for (int a = 0; a < 3; a++) lo[a] = hi[a] = m->v[0][a];
-  for (uint32_t i = 1; i < m->n_verts; i++)
-    for (int a = 0; a < 3; a++) {
-      if (m->v[i][a] < lo[a]) lo[a] = m->v[i][a];
-      if (m->v[i][a] > hi[a]) hi[a] = m->v[i][a];
-    }
-  double shift[3] = {-(lo[0] + hi[0]) / 2, -hi[1], -(lo[2] + hi[2]) / 2};
-  for (uint32_t i = 0; i < m->n_verts; i++)
-    for (int a = 0; a < 3; a++) m->v[i][a] += shift[a];
-}
-
-static double extent(const ts_mesh *m) {
-  double lo[3], hi[3], e = 0;
-  for (int a = 0; a < 3; a++) lo[a] = hi[a] = m->v[0][a];
-  for (uint32_t i = 1; i < m->n_verts; i++)
-    for (int a = 0; a < 3; a++) {
-      if (m->v[i][a] < lo[a]) lo[a] = m->v[i][a];
-      if (m->v[i][a] > hi[a]) hi[a] = m->v[i][a];
-    }
-  for (int a = 0; a < 3; a++)
-    if (hi[a] - lo[a] > e) e = hi[a] - lo[a];
-  return e;
-}
-
-/* The anchor flags of every node (n_sheets * nv), as described above. */
-static uint8_t *anchors(const ts_extrusion *e) {
-  uint32_t nv = e->nv, n = e->n_sheets * nv;
-  uint8_t *a = calloc(n, 1);
-  if (!a) return NULL;
-  int open = 0;
-  for (uint32_t j = 0; j < nv; j++) open |= e->boundary[j];
-  double ylo = e->x[0][1], yhi = e->x[0][1];
-  for (uint32_t j = 1; j < nv; j++) {
-    if (e->x[j][1] < ylo) ylo = e->x[j][1];
-    if (e->x[j][1] > yhi) yhi = e->x[j][1];
-  }
-  double cut = ylo + TS__SUPPORT_FRACTION * (yhi - ylo);
-  for (uint32_t j = 0; j < nv; j++) {
-    int held = open ? e->boundary[j] : e->x[j][1] <= cut;
-    for (uint32_t s = 0; s < e->n_sheets; s++) a[s * nv + j] = (uint8_t)held;
-  }
-  return a;
-}
-
-/* Names the first prism that ts_tissue_build refuses: ts_prism_check, the
- * one test of a sound prism the extrusion and the builder share. */
-static void name_twisted(const ts_extrusion *e, char *buf, size_t cap) {
-  snprintf(buf, cap, "a prism is degenerate");
-  for (uint32_t l = 0; l < e->n_layers; l++)
-    for (uint32_t i = 0; i < e->n_surface_tris; i++) {
-      const uint32_t *t = e->surface_tris[i];
-      double P[3][3], Q[3][3];
-      for (int k = 0; k < 3; k++)
-        for (int c = 0; c < 3; c++) {
-          P[k][c] = e->x[l * e->nv + t[k]][c];
-          Q[k][c] = e->x[(l + 1) * e->nv + t[k]][c];
-        }
-      double vol, jac;
-      if (ts_prism_check((const double(*)[3])P, (const double(*)[3])Q, &vol, &jac)) {
-        snprintf(buf, cap, "layer %u's prism under surface triangle %u (%u,%u,%u) is inverted",
-                 l, i, t[0], t[1], t[2]);
-        return;
-      }
-    }
-}
-
 /* Imports the file and builds the tissue of j's layers. *nv and *nt get the
  * imported surface's counts. Returns 0 or a ts_errno with j->err set. */
 static int build_mesh_tissue(create_job *j, ts_tissue **out, uint32_t *nv, uint32_t *nt) {
@@ -208,94 +98,31 @@ static int build_mesh_tissue(create_job *j, ts_tissue **out, uint32_t *nv, uint3
   o.max_bytes = j->max_bytes;
   o.max_tris = j->max_tris;
   o.max_verts = j->max_verts;
-  ts_mesh *m = NULL;
-  ts_extrusion *e = NULL;
-  uint8_t *anch = NULL;
-  char msg[400] = "";
-  int rc = ts_mesh_import(j->data, j->len, j->format, &o, &m, NULL, NULL, msg, sizeof msg);
-  if (rc) {
-    snprintf(j->err, sizeof j->err, "the %s mesh is refused: %s", format_name(j->format),
-             msg[0] ? msg : ts_strerror(rc));
-    return rc;
-  }
-  *nv = m->n_verts;
-  *nt = m->n_tris;
-  double total = 0;
-  ts_extrude_def d;
-  memset(&d, 0, sizeof d);
-  d.n_layers = j->def.n_layers;
-  d.mode = TS_EXTRUDE_NORMAL;
-  /* a scanned organ has creases and pleats that a full-depth offset would
-   * fold: undo pleats by moving vertices at most 1 mm, and thin the layers
-   * locally where they would fold, down to a tenth of their depth (both
-   * reported); what still folds is refused */
-  d.max_relax = 1e-3;
-  d.min_depth_fraction = 0.1;
-  for (uint32_t l = 0; l < d.n_layers; l++) total += d.thickness[l] = j->def.layers[l].thickness;
-  double ext = extent(m);
-  if (ext > TS__MAX_EXTENT || ext < TS__MIN_EXTENT_LAYERS * total) {
-    snprintf(j->err, sizeof j->err,
-             "the mesh is %.4g mm across after scaling by %g: %s (check the scale: file units "
-             "to metres, e.g. 0.01 for centimetres)",
-             ext * 1e3, j->scale,
-             ext > TS__MAX_EXTENT ? "larger than 2 m"
-                                  : "too small for its layers, which need at least four times "
-                                    "their total thickness");
-    rc = TS_ERANGE;
-    goto out;
-  }
-  place(m);
-  rc = ts_extrude(m, &d, &e, msg, sizeof msg);
-  if (rc == TS_EMESH) {
-    snprintf(j->err, sizeof j->err,
-             "layers of %.3g mm in all fold the surface (give thinner layers): %s", total * 1e3,
-             msg);
-    goto out;
-  }
-  if (rc) {
-    snprintf(j->err, sizeof j->err, "extrusion failed: %s", msg[0] ? msg : ts_strerror(rc));
-    goto out;
-  }
+  ts_mesh_tissue mt;
+  int rc = ts_mesh_tissue_build(j->data, j->len, j->format, &o, j->def.layers, j->def.n_layers,
+                                &mt, j->err, sizeof j->err);
+  if (rc) return rc;
+  *nv = mt.n_verts;
+  *nt = mt.n_tris;
   /* the client hears of it too, in its SessionCreated (create_done) */
-  j->n_relaxed = e->n_relaxed;
-  j->max_relaxed = e->max_relaxed;
-  j->n_thinned = e->n_thinned;
-  j->min_depth_kept = e->min_depth_kept;
-  if (strncmp(msg, "warning:", 8) == 0) {
-    ts_log_info("mesh for session '%s': %s", j->name, msg + 9);
-    snprintf(j->warning, sizeof j->warning, "%s", msg + 9);
+  j->n_relaxed = mt.e->n_relaxed;
+  j->max_relaxed = mt.e->max_relaxed;
+  j->n_thinned = mt.e->n_thinned;
+  j->min_depth_kept = mt.e->min_depth_kept;
+  if (mt.warning[0]) {
+    ts_log_info("mesh for session '%s': %s", j->name, mt.warning);
+    snprintf(j->warning, sizeof j->warning, "%s", mt.warning);
   }
-  anch = anchors(e);
-  if (!anch) {
-    rc = TS_ENOMEM;
-    snprintf(j->err, sizeof j->err, "out of memory");
-    goto out;
-  }
-  ts_patch_def pd = ts_default_patch_def();
-  rc = ts_tissue_build(e, j->def.layers, anch, pd.gravity, out);
-  if (rc == TS_EMESH) {
-    name_twisted(e, msg, sizeof msg);
-    snprintf(j->err, sizeof j->err,
-             "%s: a vertex normal leans over 90 degrees from a face at a sharp crease; smooth or "
-             "remesh the surface there",
-             msg);
-    goto out;
-  }
-  if (rc) {
-    snprintf(j->err, sizeof j->err, "cannot build the tissue: %s", ts_strerror(rc));
-    goto out;
-  }
-  (*out)->drag = pd.drag;
-  (*out)->stable_dt = ts_massspring_stable_dt(*out); /* with the drag */
   /* kept so the session can refine the tissue; without it the session runs
    * but refuses RefineRegion */
+  ts_patch_def pd = ts_default_patch_def();
   ts_refine_src_free(j->refine_src);
-  if (ts_refine_src_create(e, j->def.layers, anch, pd.gravity, &j->refine_src)) j->refine_src = NULL;
-out:
-  free(anch);
-  ts_extrusion_free(e);
-  ts_mesh_free(m);
-  return rc;
+  if (ts_refine_src_create(mt.e, j->def.layers, mt.anchors, pd.gravity, &j->refine_src))
+    j->refine_src = NULL;
+  *out = mt.t;
+  mt.t = NULL;
+  ts_mesh_tissue_free(&mt);
+  return 0;
 }
 
 /* A session holding tissue t (taken over, also on failure). */
@@ -370,87 +197,45 @@ static void upload_work(create_job *j, ts_storage *st) {
   j->rc = session_with_tissue(j, t, tname);
 }
 
-typedef struct names {
-  char text[400];
-  size_t len;
-} names;
-
-static int add_name(void *ud, const ts_tissue_rec *t) {
-  names *n = ud;
-  if (strcmp(t->kind, "mesh") != 0 || n->len >= sizeof n->text - 1) return 0;
-  int w = snprintf(n->text + n->len, sizeof n->text - n->len, ", %s", t->name);
-  if (w < 0 || (size_t)w >= sizeof n->text - n->len) {
-    n->len = sizeof n->text - 1; /* cut: the list is only a hint */
-    return 0;
-  }
-  n->len += (size_t)w;
-  return 0;
-}
-
 static void stored_work(create_job *j, ts_storage *st) {
-  ts_tissue_rec rec;
-  int rc = ts_storage_get_tissue(st, j->tissue_name, &rec);
-  if (rc == 0 && strcmp(rec.kind, "mesh") != 0) {
-    ts_storage_tissue_free(&rec);
-    rc = TS_ENOTISSUE;
-  }
-  if (rc) {
-    names n;
-    snprintf(n.text, sizeof n.text, "stomach-patch");
-    n.len = strlen(n.text);
-    j->rc = rc;
-    if (rc != TS_ENOTISSUE) {
-      snprintf(j->err, sizeof j->err, "cannot look up tissue '%s': %s", j->tissue_name,
-               ts_storage_errmsg(st));
-      return;
-    }
-    ts_storage_list_tissues(st, add_name, &n);
-    snprintf(j->err, sizeof j->err, "no tissue '%s' (available: %s)", j->tissue_name, n.text);
-    return;
-  }
-  ts_layer_spec ls;
-  char msg[200];
-  ts_mesh_rec mesh;
-  if ((rc = ts_layer_spec_parse(rec.layer_spec, &ls, msg, sizeof msg))) {
-    j->rc = TS_ESTORAGE;
-    snprintf(j->err, sizeof j->err, "stored tissue '%s' is damaged: %s", j->tissue_name, msg);
-  } else if ((rc = ts_storage_get_mesh(st, rec.mesh_hash, &mesh))) {
-    j->rc = rc == TS_ENOTISSUE ? TS_ESTORAGE : rc;
-    snprintf(j->err, sizeof j->err, "stored tissue '%s': %s", j->tissue_name,
-             ts_storage_errmsg(st));
-  }
-  ts_storage_tissue_free(&rec);
-  if (j->rc) return;
+  ts_catalog_tissue ct;
+  if ((j->rc = ts_catalog_load(st, j->tissue_name, &ct, j->err, sizeof j->err))) return;
   /* the layers as a CreateSession naming them would give (dispatch.c) */
-  ts_patch_def base = ts_default_patch_def();
-  j->def.n_layers = ls.n_layers;
-  for (uint32_t i = 0; i < ls.n_layers; i++) {
-    ts_layer *d = &j->def.layers[i];
-    *d = base.layers[i < base.n_layers ? i : base.n_layers - 1];
-    snprintf(d->name, sizeof d->name, "%s", ls.layers[i].name);
-    d->thickness = ls.layers[i].thickness;
-    memcpy(d->fibre, ls.layers[i].fibre, sizeof d->fibre);
-    snprintf(j->material[i], sizeof j->material[i], "%s", ls.layers[i].material);
-  }
-  j->scale = ls.scale;
-  j->format = strcmp(mesh.format, "stl") == 0   ? TS_MESH_STL
-              : strcmp(mesh.format, "ply") == 0 ? TS_MESH_PLY
-                                                : TS_MESH_OBJ;
-  j->data = (uint8_t *)mesh.bytes; /* borrowed until mesh is freed below */
-  j->len = mesh.n_bytes;
+  j->def.n_layers = ct.def.n_layers;
+  memcpy(j->def.layers, ct.def.layers, sizeof j->def.layers);
+  memcpy(j->material, ct.material, sizeof j->material);
+  j->scale = ct.scale;
+  j->format = ct.format;
+  j->data = (uint8_t *)ct.mesh.bytes; /* borrowed until ct is freed below */
+  j->len = ct.mesh.n_bytes;
   ts_tissue *t = NULL;
   uint32_t nv, nt;
   if (!(j->rc = resolve_materials(j, st)) && !(j->rc = build_mesh_tissue(j, &t, &nv, &nt)))
     j->rc = session_with_tissue(j, t, j->tissue_name);
   j->data = NULL;
   j->len = 0;
-  ts_storage_mesh_free(&mesh);
+  ts_catalog_free(&ct);
+}
+
+/* The newest model of this kind when it is one of an unknown solve: the
+ * operator learns why the session did not start from it. */
+static void legacy_warning(const create_job *j, ts_storage *st, int64_t tid, ts_learn_kind k) {
+  ts_model_rec rec;
+  if (ts_storage_get_latest_model(st, tid, j->session->material, ts_learn_kind_name(k), &rec))
+    return;
+  if (rec.solve && strcmp(rec.solve, "unknown") == 0)
+    ts_log_warn("session '%s' does not start from stored %s model %lld: it was stored before "
+                "models recorded their solve, so it cannot be verified for this session's; "
+                "retrain it, or re-import it with its solve named",
+                j->name, rec.kind, (long long)rec.id);
+  ts_storage_model_free(&rec);
 }
 
 /* A quasi-static session starts with the newest model stored for its tissue
  * and material (the method's, else a richer one) that learned the session's
- * solve (or an unknown one: models stored before solves were recorded),
- * when there is one; a model of another solve is passed over. */
+ * solve, when there is one; a model of another solve is passed over, and so
+ * is one stored before solves were recorded (its solve cannot be verified:
+ * ts_learn.h), with a warning that names it. */
 static void load_model(create_job *j, ts_storage *st) {
   ts_session *se = j->session;
   ts_tissue_rec tr;
@@ -463,8 +248,10 @@ static void load_model(create_job *j, ts_storage *st) {
     if (ts_storage_get_latest_model_solve(
             st, tid, se->material, ts_learn_kind_name((ts_learn_kind)k),
             ts_learn_solve_name(sv.kind), sv.kind == TS_LEARN_SOLVE_REFINED ? sv.refine_edge : 0,
-            &rec))
+            &rec)) {
+      legacy_warning(j, st, tid, (ts_learn_kind)k);
       continue;
+    }
     ts_learn_model m;
     int rc = ts_learn_theta_decode((ts_learn_kind)k, se->sim.shortcut->q->n_sheets, rec.theta,
                                    rec.theta_bytes, &m);

@@ -42,8 +42,8 @@ int ts_shortcut_create(ts_tissue *t, double interval, uint32_t sample_cap, ts_sh
      * nodes, 7 to 13 s of the worker beside a running session), this 615
      * (0.1 s), to the same tolerance */
     ts_qstatic_stats st;
-    rc = ts_qstatic_prepare(sc->q, t->x, NULL, NULL, 0, NULL, 0);
-    if (!rc) rc = ts_qstatic_relax_accel(sc->q, t->x, NULL, &st);
+    rc = ts_qstatic_prepare(sc->q, t->x, NULL, NULL, 0, (const double(*)[3])t->f_ext, 0);
+    if (!rc) rc = ts_qstatic_relax_accel(sc->q, t->x, (const double(*)[3])t->f_ext, &st);
   }
   if (!rc) {
     p->n = t->n_nodes;
@@ -100,17 +100,18 @@ int ts_shortcut_reset(ts_shortcut *sc, ts_tissue *t) {
 }
 
 /* The reaction on a tool holding the control points of the last interval:
- * each is in equilibrium between the tool, its springs and gravity, so the
- * tool carries the sum of spring and gravity forces on them, N. */
-static void reaction(const ts_shortcut *sc, const double (*x)[3], uint32_t n_ctrl,
-                     double f[3]) {
+ * each is in equilibrium between the tool, its springs, gravity and its
+ * external force, so the tool carries their sum on them, N. */
+static void reaction(const ts_shortcut *sc, const double (*x)[3], const double (*f_ext)[3],
+                     uint32_t n_ctrl, double f[3]) {
   f[0] = f[1] = f[2] = 0;
   const ts_qstatic *q = sc->q;
   for (uint32_t k = 0; k < n_ctrl; k++) {
     uint32_t i = sc->l->ctrl[k];
     double fi[3];
     ts_qstatic_node_force(q, x, i, fi);
-    for (int c = 0; c < 3; c++) f[c] += fi[c] + q->mass[i] * q->gravity[c];
+    for (int c = 0; c < 3; c++)
+      f[c] += fi[c] + q->mass[i] * q->gravity[c] + (f_ext ? f_ext[i][c] : 0);
   }
 }
 
@@ -184,6 +185,7 @@ int ts_shortcut_step(ts_shortcut *sc, ts_tissue *t, ts_tool *tools, int n, doubl
     sc->touching[i] = nc > 0;
     int learned = ts_shortcut_learned(sc);
     sc->l->learned = learned;
+    sc->l->f_ext = (const double(*)[3])t->f_ext; /* the tissue's loads, in every solve */
     ts_learn_step_stats ls;
     memset(&ls, 0, sizeof ls);
     int rc = ts_learner_step_controls(sc->l, t->x, sc->ctrl, (const double(*)[3])sc->ctrl_pos,
@@ -200,9 +202,10 @@ int ts_shortcut_step(ts_shortcut *sc, ts_tissue *t, ts_tool *tools, int n, doubl
       for (uint32_t k = 0; k < sc->q->n_free; k++) memcpy(t->x[fr[k]], sc->l->feat[k].x0, sizeof t->x[0]);
       if (sc->l->rq)
         rc = ts_qsrefine_solve_selected(sc->l->rq, t->x, cen, sc->l->range, sc->ctrl,
-                                        (const double(*)[3])sc->ctrl_pos, nc, &ls.qs);
+                                        (const double(*)[3])sc->ctrl_pos, nc,
+                                        (const double(*)[3])t->f_ext, &ls.qs);
       else
-        rc = ts_qstatic_relax(sc->q, t->x, NULL, &ls.qs);
+        rc = ts_qstatic_relax(sc->q, t->x, (const double(*)[3])t->f_ext, &ls.qs);
       sc->fallbacks++;
     }
     if (rc) return TS_EDIVERGED; /* non-finite state or input: the session stops */
@@ -212,7 +215,7 @@ int ts_shortcut_step(ts_shortcut *sc, ts_tissue *t, ts_tool *tools, int n, doubl
       if (!ls.qs.converged) sc->unconverged++;
       if (ls.qs.residual > sc->worst_residual) sc->worst_residual = ls.qs.residual;
     }
-    reaction(sc, (const double(*)[3])t->x, ls.n_ctrl, tool->force);
+    reaction(sc, (const double(*)[3])t->x, (const double(*)[3])t->f_ext, ls.n_ctrl, tool->force);
     tool->contacts = ls.n_ctrl;
     st->presses++;
     st->iterations += ls.qs.iterations;

@@ -143,7 +143,9 @@ int ts_storage_get_latest_model(ts_storage *s, int64_t tissue, const char *mater
                                 const char *kind, ts_model_rec *out);
 /* The highest version for (tissue, material, kind) that may run on the
  * given solve: learned on it ("refined": the same refine_edge within 1e-9
- * relative) or on an unknown one; solve "unknown" (or NULL) takes any.
+ * relative); a model of an unknown solve (stored before schema 3) never
+ * may, its solve cannot be verified (ts_learn.h). solve "unknown" (or NULL)
+ * takes any, as ts_storage_get_latest_model.
  * TS_ENOMODEL if none, TS_EINVAL for a bad solve. */
 int ts_storage_get_latest_model_solve(ts_storage *s, int64_t tissue, const char *material,
                                       const char *kind, const char *solve, double refine_edge,

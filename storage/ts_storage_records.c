@@ -48,8 +48,8 @@ const char *const ts__stmt_sql[TS__ST_COUNT] = {
      * the same edge within 1e-9 relative) or of an unknown one */
     [TS__ST_MODEL_LATEST_SOLVE] =
         "SELECT " MODEL_COLS " FROM learned_models WHERE tissue = ?1 AND material = ?2 "
-        "AND kind = ?3 AND (solve = 'unknown' OR (solve = ?4 AND (?4 = 'plain' OR "
-        "abs(refine_edge - ?5) <= 1e-9 * max(refine_edge, ?5)))) "
+        "AND kind = ?3 AND solve = ?4 AND (?4 = 'plain' OR "
+        "abs(refine_edge - ?5) <= 1e-9 * max(refine_edge, ?5)) "
         "ORDER BY version DESC LIMIT 1",
 };
 

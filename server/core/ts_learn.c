@@ -421,7 +421,7 @@ int ts_learn_solve_parse(const char *name, double refine_edge, ts_learn_solve *o
 }
 
 int ts_learn_solve_matches(ts_learn_solve model, ts_learn_solve session) {
-  if (model.kind == TS_LEARN_SOLVE_UNKNOWN || session.kind == TS_LEARN_SOLVE_UNKNOWN) return 1;
+  if (model.kind == TS_LEARN_SOLVE_UNKNOWN || session.kind == TS_LEARN_SOLVE_UNKNOWN) return 0;
   if (model.kind != session.kind) return 0;
   if (model.kind == TS_LEARN_SOLVE_PLAIN) return 1;
   double a = model.refine_edge, b = session.refine_edge;

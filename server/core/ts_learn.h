@@ -272,7 +272,10 @@ int ts_learn_theta_decode(ts_learn_kind kind, uint32_t n_sheets, const uint8_t *
  * (plain, `--qs-refine-edge 0`) or the region's refined copy with a given
  * longest edge; the two settle differently (test_learn_refined.c), so a
  * model is used only on the solve it learned. Models stored before this
- * was recorded read as unknown. */
+ * was recorded (schema 3) read as unknown: which solve they learned cannot
+ * be verified, so they run on none (they are still listed, exported and
+ * deleted; retraining or re-importing them with their solve named makes a
+ * model that runs). */
 typedef enum ts_learn_solve_kind {
   TS_LEARN_SOLVE_UNKNOWN = 0,
   TS_LEARN_SOLVE_PLAIN = 1,
@@ -289,9 +292,9 @@ const char *ts_learn_solve_name(ts_learn_solve_kind k);
 /* Parses a solve: name as above, refine_edge (m) > 0 for "refined" and 0
  * otherwise. Returns 0 or TS_EINVAL. */
 int ts_learn_solve_parse(const char *name, double refine_edge, ts_learn_solve *out);
-/* 1 when a model of solve `model` may run on solve `session`: either is
- * unknown, or both plain, or both refined with edges equal within 1e-9
- * relative (the automatic edge is recomputed from the same rest mesh). */
+/* 1 when a model of solve `model` may run on solve `session`: both plain,
+ * or both refined with edges equal within 1e-9 relative (the automatic edge
+ * is recomputed from the same rest mesh); 0 when either is unknown. */
 int ts_learn_solve_matches(ts_learn_solve model, ts_learn_solve session);
 /* A text for messages: "plain", "refined (edge 1.88 mm)", "unknown".
  * Returns the length (truncated to cap). */
@@ -324,6 +327,11 @@ typedef struct ts_learner {
                            the solve frees the region on the tissue's own mesh */
   ts_learn_model model; /* valid when learned */
   int learned;          /* 1: steps use the model */
+  const double (*f_ext)[3]; /* external force per node of q's tissue, N, in every
+                               solve (plain and refined); NULL: none. Not owned:
+                               the caller sets it (the quasi-static session: its
+                               tissue's t->f_ext). The models have no external
+                               term: a learned step answers as if it were zero */
   /* scratch */
   double (*x0)[3];
   uint32_t *ctrl;

@@ -93,13 +93,13 @@ int ts_learner_set_refine(ts_learner *l, const ts_tissue *t, double refine_edge)
  * relaxed, on the tissue's mesh or on the refined copy. */
 static int solve_interval(ts_learner *l, double (*x)[3], const double point[3], uint32_t nc,
                           ts_qstatic_stats *st) {
-  if (!l->rq) return ts_qstatic_relax(l->q, x, NULL, st);
+  if (!l->rq) return ts_qstatic_relax(l->q, x, l->f_ext, st);
   if (l->copy_built) { /* begin() built this interval's copy for spread2r */
     l->copy_built = 0;
     return ts_qsrefine_finish(l->rq, x, st);
   }
   return ts_qsrefine_solve_selected(l->rq, x, point, l->range, l->ctrl,
-                                    (const double(*)[3])l->ctrl_pos, nc, st);
+                                    (const double(*)[3])l->ctrl_pos, nc, l->f_ext, st);
 }
 
 ts_learn_solve ts_learner_solve(const ts_learner *l) {
@@ -334,13 +334,14 @@ static int begin(ts_learner *l, double (*x)[3], const double point[3], uint32_t 
     rc = ts_qstatic_select_region(l->q, (const double(*)[3])x, point, l->range);
     if (rc) return rc;
   }
-  rc = ts_qstatic_prepare(l->q, x, l->ctrl, (const double(*)[3])l->ctrl_pos, nc, NULL, l->local);
+  rc = ts_qstatic_prepare(l->q, x, l->ctrl, (const double(*)[3])l->ctrl_pos, nc, l->f_ext,
+                          l->local);
   if (rc) return rc;
   l->copy_built = 0;
   if (want_features && (need & FEAT_SPREAD2R) && l->rq) {
     /* the refined copy the solve will relax, built once for both */
     rc = ts_qsrefine_build(l->rq, x, point, l->range, l->ctrl, (const double(*)[3])l->ctrl_pos,
-                           nc);
+                           nc, l->f_ext);
     if (rc) return rc;
     l->copy_built = 1;
   }

@@ -31,9 +31,10 @@
  * is computed and x_i <- x_i + alpha R_i applied (a Jacobi sweep: all R from
  * the same positions), repeated until max_i |R_i| < tol or an iteration cap;
  * both and the iteration count are reported.
- * f_ext is the caller's (N per node, may be NULL); the daemon's sessions and
- * the learner pass none (the tool acts through the control points), and the
- * refined solve (ts_qstatic_refine.h) has no such term.
+ * f_ext is the caller's (N per node, may be NULL); the daemon's quasi-static
+ * session passes the tissue's t->f_ext through the learner (ts_learn.h:
+ * ts_learner.f_ext), and the refined solve (ts_qstatic_refine.h) has the
+ * same term.
  *
  * Local form: the region is found by breadth-first search over the outer
  * surface (sheet 0) from the contact point (ts_region.h); the region's

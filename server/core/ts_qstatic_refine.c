@@ -6,7 +6,7 @@
  * A solve: copy the region's surface triangles (local vertex numbers),
  * refine them (ts_leb_refine, rim frozen), lay the nodes out on every sheet
  * (new nodes at their parents' midpoints, in creation order), give each node
- * its role, gather the springs of every refined triangle as (pair, K)
+ * its role and external force (an original node its own, a new node none), gather the springs of every refined triangle as (pair, K)
  * entries, sort and merge them, then relax and write the original nodes
  * back. The per-triangle shares: an EDGE or SHEAR spring of a triangle that
  * is not split keeps K * A_tri / (area of the edge's triangles), an
@@ -78,6 +78,7 @@ void ts_qsrefine_destroy(ts_qsrefine *r) {
   free(r->step);
   free(r->kdiag);
   free(r->x_start);
+  free(r->fext);
   free(r);
 }
 
@@ -160,6 +161,7 @@ static int grow(ts_qsrefine *r, uint32_t nv, uint32_t nt) {
     GROW(r->step, nn);
     GROW(r->kdiag, nn);
     GROW(r->x_start, nn);
+    GROW(r->fext, nn);
     GROW(r->bucket, nn + 1);
     r->cap_v = c;
   }
@@ -323,7 +325,8 @@ static double ball_size(const double p[3], void *ud) {
 }
 
 int ts_qsrefine_build(ts_qsrefine *r, double (*x)[3], const double point[3], double range,
-                      const uint32_t *ctrl, const double (*ctrl_pos)[3], uint32_t n_ctrl) {
+                      const uint32_t *ctrl, const double (*ctrl_pos)[3], uint32_t n_ctrl,
+                      const double (*f_ext)[3]) {
   if (!r || !x || !point || (n_ctrl && (!ctrl || !ctrl_pos))) return TS_EINVAL;
   ts_qstatic *q = r->q;
   if (!isfinite(point[0]) || !isfinite(point[1]) || !isfinite(point[2]) || !isfinite(range))
@@ -342,6 +345,10 @@ int ts_qsrefine_build(ts_qsrefine *r, double (*x)[3], const double point[3], dou
       const double *p = x[s * ns + reg->verts[k]];
       if (!isfinite(p[0]) || !isfinite(p[1]) || !isfinite(p[2])) return TS_ENAN;
     }
+  /* every node's force, as ts_qstatic_prepare checks it */
+  for (uint32_t i = 0; f_ext && i < q->n_nodes; i++)
+    if (!isfinite(f_ext[i][0]) || !isfinite(f_ext[i][1]) || !isfinite(f_ext[i][2]))
+      return TS_ENAN;
   int rc = 0;
   for (uint32_t c = 0; c < n_ctrl && !rc; c++) {
     if (r->cmark[ctrl[c]]) rc = TS_EINVAL; /* repeated */
@@ -413,6 +420,10 @@ int ts_qsrefine_build(ts_qsrefine *r, double (*x)[3], const double point[3], dou
         uint32_t i = s * ns + r->vmap[v];
         memcpy(r->X[c], r->rest[i], sizeof r->X[c]);
         memcpy(r->x[c], x[i], sizeof r->x[c]);
+        if (f_ext)
+          memcpy(r->fext[c], f_ext[i], sizeof r->fext[c]);
+        else
+          memset(r->fext[c], 0, sizeof r->fext[c]);
         r->anchored[c] = !(q->mass[i] > 0);
         r->role[c] = r->cmark[i] ? TS_QS_CONTROL
                      : (r->anchored[c] || !r->in_range[v]) ? TS_QS_FIXED
@@ -423,6 +434,7 @@ int ts_qsrefine_build(ts_qsrefine *r, double (*x)[3], const double point[3], dou
           r->X[c][k] = 0.5 * (r->X[a][k] + r->X[b][k]);
           r->x[c][k] = 0.5 * (r->x[a][k] + r->x[b][k]);
         }
+        memset(r->fext[c], 0, sizeof r->fext[c]); /* the load stays on the tissue's nodes */
         r->anchored[c] = r->anchored[a] && r->anchored[b];
         r->role[c] = (r->role[a] == TS_QS_CONTROL && r->role[b] == TS_QS_CONTROL) ? TS_QS_CONTROL
                      : (r->anchored[c] || !r->in_range[v]) ? TS_QS_FIXED
@@ -516,7 +528,7 @@ double ts_qsrefine_residual_at(const ts_qsrefine *r, const double (*x)[3], doubl
   const double *g = r->q->gravity;
   for (uint32_t k = 0; k < r->n_free; k++) {
     uint32_t i = r->free_nodes[k];
-    for (int c = 0; c < 3; c++) R[i][c] = r->mass[i] * g[c];
+    for (int c = 0; c < 3; c++) R[i][c] = r->mass[i] * g[c] + r->fext[i][c];
   }
   for (uint32_t k = 0; k < r->n_active; k++) {
     const ts_qsrefine_spring *s = &r->spr[r->active[k]];
@@ -718,15 +730,16 @@ int ts_qsrefine_finish(ts_qsrefine *r, double (*x)[3], ts_qstatic_stats *stats) 
 
 int ts_qsrefine_solve_selected(ts_qsrefine *r, double (*x)[3], const double point[3], double range,
                                const uint32_t *ctrl, const double (*ctrl_pos)[3], uint32_t n_ctrl,
-                               ts_qstatic_stats *stats) {
-  int rc = ts_qsrefine_build(r, x, point, range, ctrl, ctrl_pos, n_ctrl);
+                               const double (*f_ext)[3], ts_qstatic_stats *stats) {
+  int rc = ts_qsrefine_build(r, x, point, range, ctrl, ctrl_pos, n_ctrl, f_ext);
   return rc ? rc : ts_qsrefine_finish(r, x, stats);
 }
 
 int ts_qsrefine_solve(ts_qsrefine *r, double (*x)[3], const double point[3], double range,
                       const uint32_t *ctrl, const double (*ctrl_pos)[3], uint32_t n_ctrl,
-                      ts_qstatic_stats *stats) {
+                      const double (*f_ext)[3], ts_qstatic_stats *stats) {
   if (!r || !x || !point) return TS_EINVAL;
   int rc = ts_qstatic_select_region(r->q, (const double(*)[3])x, point, range);
-  return rc ? rc : ts_qsrefine_solve_selected(r, x, point, range, ctrl, ctrl_pos, n_ctrl, stats);
+  return rc ? rc
+            : ts_qsrefine_solve_selected(r, x, point, range, ctrl, ctrl_pos, n_ctrl, f_ext, stats);
 }

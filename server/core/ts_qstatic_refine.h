@@ -61,18 +61,20 @@
  * positions are written back; the new nodes are internal to the solve, and
  * the refined copy stays in the object for inspection until the next solve.
  *
- * External force: none. The residual here is springs plus gravity; the
- * plain solve's f_ext term (ts_qstatic.h) has no counterpart, so on the
- * refined copy the tool acts through its control points only (the nodes it
- * holds, and the new nodes between two of them). Why: no caller passes an
- * external force (the sessions and the learner give f_ext = NULL to the
- * plain solve too: the tool holds nodes, it does not push them), the learned
- * models' features (initial position, internal force, gravity) have no
- * external term to learn it from, and a per-node force on the tissue would
- * need a rule to spread it over the copy's new nodes (as the masses are
- * spread, by area) that no use asks for yet. A caller that needs a load on
- * the tissue uses ts_qstatic_solve_region (tests/unit/test_qstatic_chain.c
- * checks that term against a closed form).
+ * External force: the residual is springs plus gravity plus the caller's
+ * per-node force f_ext (N per tissue node, may be NULL), as in the plain
+ * solve (ts_qstatic.h). An original node of the copy gets its tissue node's
+ * force and a new node none, so the total external force on the copy's free
+ * nodes is the tissue region's: a load stays on the node it was put on (a
+ * force is not a density to spread by area, as the masses are: the tissue's
+ * f_ext already says on which node it acts, and refinement only adds nodes
+ * between them). Non-finite f_ext on any tissue node is TS_ENAN, as in the
+ * plain solve. The daemon's quasi-static session passes the tissue's
+ * t->f_ext (shortcut.c); the learned models' features (initial position,
+ * internal force, gravity) have no external term, so a trained model
+ * answers as if f_ext were zero (tests/unit/test_qstatic_refine.c checks the
+ * term: force balance and the loaded node's response against the plain
+ * solve).
  *
  * Step: the equilibrium R = 0 and the stopping test do not depend on the
  * step, only the number of sweeps does, so each node takes its own:
@@ -186,6 +188,7 @@ typedef struct ts_qsrefine {
   double (*step)[9];      /* per free copy node: its step matrix, m/N (row-major) */
   double *kdiag;          /* per free copy node: D_i = its summed spring constants, N/m */
   double (*x_start)[3];   /* free nodes' start (per index into free_nodes), m */
+  double (*fext)[3];      /* per copy node: its external force, N (a new node: 0) */
   double alpha;           /* m/N in use (the global step) */
   uint32_t n_refresh;     /* times the last relaxation took the per-node steps */
   uint32_t n_outside;     /* new vertices left out by the second search */
@@ -205,13 +208,14 @@ void ts_qsrefine_destroy(ts_qsrefine *r);
  * ts_qsrefine_solve_selected. */
 int ts_qsrefine_solve(ts_qsrefine *r, double (*x)[3], const double point[3], double range,
                       const uint32_t *ctrl, const double (*ctrl_pos)[3], uint32_t n_ctrl,
-                      ts_qstatic_stats *stats);
+                      const double (*f_ext)[3], ts_qstatic_stats *stats);
 
 /* The refined solve on the region q selected last (with the same point and
  * range): x (the tissue's n_nodes positions, m) is the start; the n_ctrl
  * control nodes ctrl[] are set to ctrl_pos[] first (also outside the
- * region, as ts_qstatic_prepare does); on return the region's free original
- * nodes hold the solution. stats (may be NULL) gets the iterations, the
+ * region, as ts_qstatic_prepare does); f_ext (N per tissue node, may be
+ * NULL) is the external force (see "External force" above); on return the
+ * region's free original nodes hold the solution. stats (may be NULL) gets the iterations, the
  * final max |R| (N), convergence, and the copy's free node and active spring
  * counts. Returns 0 (also at the iteration cap: stats->converged),
  * TS_EINVAL (NULL, no region selected, a control index out of range or
@@ -221,13 +225,15 @@ int ts_qsrefine_solve(ts_qsrefine *r, double (*x)[3], const double point[3], dou
  * positions; x is then left as it was with the controls placed). */
 int ts_qsrefine_solve_selected(ts_qsrefine *r, double (*x)[3], const double point[3], double range,
                                const uint32_t *ctrl, const double (*ctrl_pos)[3], uint32_t n_ctrl,
-                               ts_qstatic_stats *stats);
+                               const double (*f_ext)[3], ts_qstatic_stats *stats);
 
-/* The copy's construction alone (refinement, nodes, roles, springs, masses),
- * as the first half of ts_qsrefine_solve_selected: controls are placed in x
- * and the copy's positions r->x set, nothing is relaxed. Returns as it. */
+/* The copy's construction alone (refinement, nodes, roles, springs, masses,
+ * external forces), as the first half of ts_qsrefine_solve_selected:
+ * controls are placed in x and the copy's positions r->x set, nothing is
+ * relaxed. Returns as it. */
 int ts_qsrefine_build(ts_qsrefine *r, double (*x)[3], const double point[3], double range,
-                      const uint32_t *ctrl, const double (*ctrl_pos)[3], uint32_t n_ctrl);
+                      const uint32_t *ctrl, const double (*ctrl_pos)[3], uint32_t n_ctrl,
+                      const double (*f_ext)[3]);
 
 /* Relaxes the copy's free nodes from r->x (as the second half of the solve,
  * without writing back). Returns 0 or TS_EDIVERGED. */
@@ -247,8 +253,8 @@ double ts_qsrefine_mean_edge(const ts_qstatic *q, const ts_tissue *t);
 
 /* The solve's residual at positions x instead of r->x (x and R have
  * r->n_nodes entries; the fixed and control nodes' R are summed too, not
- * meaningful): R = springs + gravity on every free node (no external
- * force: see "External force" above); returns max |R|
+ * meaningful): R = springs + gravity + the external force of the last
+ * build (see "External force" above) on every free node; returns max |R|
  * over them (NaN propagates). The spread2r features sweep with it
  * (ts_learn_refined.c). */
 double ts_qsrefine_residual_at(const ts_qsrefine *r, const double (*x)[3], double (*R)[3]);

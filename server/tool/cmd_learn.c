@@ -14,7 +14,8 @@
  *     stores the model and prints it as one JSON object.
  *   tissuetool models [--db PATH] [list | export ID | import FILE | delete ID]
  *     lists the stored models (JSON array), exports one as JSON, imports one
- *     (refused unless its tissue and material are the tissue's own), deletes.
+ *     (refused unless its tissue is the built-in patch or catalogued in the
+ *     database, and its material is that tissue's own), deletes.
  */
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -25,6 +26,7 @@
 
 #include "commands.h"
 #include "model_doc.h"
+#include "tissue_catalog.h"
 #include "tool_util.h"
 #include "ts_error.h"
 #include "ts_learn.h"
@@ -41,8 +43,10 @@
 #define LEARN_SPREAD 0.02   /* m: presses within this radius of the centre */
 #define EXPORT_FORMAT TS_MODEL_DOC_FORMAT
 
-/* The tissue a model is for: the built-in patch with its defaults, and the
- * solver on it. Only the built-in patch is known to the tool. */
+/* The tissue a model is for, and the solver on it: the built-in patch with
+ * its defaults, or (with a database) a catalogued mesh tissue built from
+ * its stored mesh and layers as a daemon session of it is
+ * (tissue_catalog.h), so that its material identity is the daemon's. */
 typedef struct learn_ctx {
   ts_tissue *t;
   ts_qstatic *q;
@@ -50,14 +54,32 @@ typedef struct learn_ctx {
   char material[1024];
 } learn_ctx;
 
-static int ctx_open(const char *cmd, const char *tissue, learn_ctx *c, FILE *err) {
+static int ctx_open(const char *cmd, const char *tissue, ts_storage *st, learn_ctx *c,
+                    FILE *err) {
   memset(c, 0, sizeof *c);
-  if (strcmp(tissue, LEARN_TISSUE) != 0) {
+  int rc = 0;
+  if (strcmp(tissue, LEARN_TISSUE) == 0) {
+    ts_patch_def d = ts_default_patch_def();
+    rc = ts_patch_create(&d, &c->t);
+  } else if (!st) {
     fprintf(err, "tissuetool %s: unknown tissue '%s' (known: %s)\n", cmd, tissue, LEARN_TISSUE);
     return 1;
+  } else {
+    ts_mesh_tissue mt;
+    char msg[600];
+    rc = ts_catalog_build(st, tissue, NULL, &mt, NULL, msg, sizeof msg);
+    if (rc == TS_ENOTISSUE) {
+      fprintf(err, "tissuetool %s: unknown tissue '%s': %s\n", cmd, tissue, msg);
+      return 1;
+    }
+    if (rc) {
+      fprintf(err, "tissuetool %s: cannot build %s: %s\n", cmd, tissue, msg);
+      return 1;
+    }
+    c->t = mt.t;
+    mt.t = NULL;
+    ts_mesh_tissue_free(&mt);
   }
-  ts_patch_def d = ts_default_patch_def();
-  int rc = ts_patch_create(&d, &c->t);
   if (!rc) {
     c->p = ts_qstatic_default_params(c->t);
     rc = ts_qstatic_create(c->t, &c->p, &c->q);
@@ -186,7 +208,7 @@ int ts_cmd_learn(int argc, char **argv, FILE *out, FILE *err) {
     }
   }
   learn_ctx c;
-  if (ctx_open("learn", tissue, &c, err)) return 1;
+  if (ctx_open("learn", tissue, NULL, &c, err)) return 1; /* presses suit the patch only */
   ts_storage *st = NULL;
   ts_learner *l = NULL;
   double(*x)[3] = malloc(sizeof *x * c.t->n_nodes);
@@ -196,6 +218,7 @@ int ts_cmd_learn(int argc, char **argv, FILE *out, FILE *err) {
     fprintf(err, "tissuetool learn: out of memory\n");
     goto done;
   }
+  l->f_ext = (const double(*)[3])c.t->f_ext; /* the tissue's loads, as the daemon's session */
   if (edge < 0) edge = ts_qsrefine_mean_edge(c.q, c.t); /* 0 without an outer surface */
   if (edge > 0 && (rc = ts_learner_set_refine(l, c.t, edge))) {
     fprintf(err, "tissuetool learn: refined solve: %s\n", ts_err_name(rc));
@@ -349,7 +372,9 @@ static void models_help(FILE *f) {
           "               \"" EXPORT_FORMAT "\": tissue, material, kind, version, theta, loss,\n"
           "               samples, heldout_rmse, heldout_max)\n"
           "  import FILE  stores an exported model as a new version; refused unless\n"
-          "               its tissue is known and its material is the tissue's own\n"
+          "               its tissue is known (the built-in patch, or a mesh tissue\n"
+          "               in the database, built as a daemon session of it is) and\n"
+          "               its material is the tissue's own\n"
           "  delete ID    deletes model ID\n"
           "\n"
           "Exit status: 0 done, 1 failed, 2 usage error.\n");
@@ -410,7 +435,7 @@ static int import_model(ts_storage *st, const char *path, FILE *out, FILE *err) 
   int status = 1;
   learn_ctx c;
   int have_ctx = 0;
-  if (ctx_open("models", d->tissue, &c, err)) goto done;
+  if (ctx_open("models", d->tissue, st, &c, err)) goto done;
   have_ctx = 1;
   if (strcmp(d->material, c.material) != 0) {
     fprintf(err, "tissuetool models: the model was trained for another material of %s:\n"
@@ -443,6 +468,10 @@ static int import_model(ts_storage *st, const char *path, FILE *out, FILE *err) 
   rec.heldout_rmse = d->heldout_rmse;
   rec.heldout_max = d->heldout_max;
   rec.samples = d->samples;
+  /* the solve the document says it learned (as the daemon's import): stored
+   * as "unknown" it would run on no session */
+  rec.solve = ts_learn_solve_name(d->solve.kind);
+  rec.refine_edge = d->solve.kind == TS_LEARN_SOLVE_REFINED ? d->solve.refine_edge : 0;
   int64_t version = 0, id = ts_storage_put_model(st, &rec, &version);
   if (id <= 0) {
     fprintf(err, "tissuetool models: storing the model: %s\n", ts_storage_errmsg(st));

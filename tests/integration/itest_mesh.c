@@ -35,6 +35,7 @@
 #include "../../server/core/ts_error.h"
 #include "../../server/core/ts_extrude.h"
 #include "../../server/core/ts_mesh_io.h"
+#include "../../server/core/ts_mesh_tissue.h"
 #include "../../server/core/ts_tissue.h"
 #include "daemon_proc.h"
 #include "tissueclient.h"
@@ -100,43 +101,28 @@ static void end_session(uint32_t id) {
 }
 
 /* The extrusion the daemon makes of an upload with its default layers, or
- * with one layer of one_layer metres when that is not 0 (server/requests.c: placed with its bounding box centred in x and z and
- * its top at y = 0, pleats relaxed by at most 1 mm, layers thinned to no
- * less than a tenth), run here on the same bytes: the reference for what
- * its SessionCreated reports. */
+ * with one layer of one_layer metres when that is not 0, by the function
+ * the daemon calls (core/ts_mesh_tissue.h: placed with its bounding box
+ * centred in x and z and its top at y = 0, pleats relaxed by at most 1 mm,
+ * layers thinned to no less than a tenth), run here on the same bytes: the
+ * reference for what its SessionCreated reports. */
 static ts_extrusion *daemon_extrusion(const char *bytes, size_t len, double scale,
                                       double one_layer) {
   ts_mesh_import_opts o = ts_mesh_import_opts_default();
   o.scale = scale;
-  ts_mesh *m = NULL;
-  char err[512] = "";
-  ck_assert_msg(ts_mesh_import(bytes, len, TS_MESH_OBJ, &o, &m, NULL, NULL, err, sizeof err) == 0,
-                "%s", err);
-  double lo[3], hi[3];
-  for (int a = 0; a < 3; a++) lo[a] = hi[a] = m->v[0][a];
-  for (uint32_t i = 1; i < m->n_verts; i++)
-    for (int a = 0; a < 3; a++) {
-      if (m->v[i][a] < lo[a]) lo[a] = m->v[i][a];
-      if (m->v[i][a] > hi[a]) hi[a] = m->v[i][a];
-    }
-  double shift[3] = {-(lo[0] + hi[0]) / 2, -hi[1], -(lo[2] + hi[2]) / 2};
-  for (uint32_t i = 0; i < m->n_verts; i++)
-    for (int a = 0; a < 3; a++) m->v[i][a] += shift[a];
   ts_patch_def pd = ts_default_patch_def();
-  ts_extrude_def d;
-  memset(&d, 0, sizeof d);
-  d.n_layers = pd.n_layers;
-  d.mode = TS_EXTRUDE_NORMAL;
-  for (uint32_t l = 0; l < d.n_layers; l++) d.thickness[l] = pd.layers[l].thickness;
+  double thickness[TS_MAX_LAYERS];
+  uint32_t n_layers = pd.n_layers;
+  for (uint32_t l = 0; l < n_layers; l++) thickness[l] = pd.layers[l].thickness;
   if (one_layer > 0) {
-    d.n_layers = 1;
-    d.thickness[0] = one_layer;
+    n_layers = 1;
+    thickness[0] = one_layer;
   }
-  d.max_relax = 1e-3;
-  d.min_depth_fraction = 0.1;
   ts_extrusion *e = NULL;
-  ck_assert_msg(ts_extrude(m, &d, &e, err, sizeof err) == 0, "%s", err);
-  ts_mesh_free(m);
+  char err[512] = "";
+  ck_assert_msg(ts_mesh_tissue_extrude((const uint8_t *)bytes, len, TS_MESH_OBJ, &o, thickness,
+                                       n_layers, &e, NULL, NULL, NULL, 0, err, sizeof err) == 0,
+                "%s", err);
   return e;
 }
 

@@ -19,8 +19,16 @@
  *     session of another tissue (the shared liver.obj uploaded, quasi-static)
  *     naming both tissues, and a
  *     session of another solve (a model said to have learned the plain solve
- *     in the default, refined, daemon); an
+ *     in the default, refined, daemon); the offline tool (tissuetool models
+ *     import on the daemon's file) builds the uploaded liver as the daemon
+ *     does: it stores a liver model of the material the daemon's liver
+ *     session has and refuses one of the patch's, naming both; an
  *     unknown id is TS_ENOMODEL;
+ *   - a model stored before models recorded their solve (a row written with
+ *     sqlite as schema-2 code left it: solve 'unknown') is listed, exported
+ *     and deleted, but a new session does not start from it and
+ *     UseShortcut refuses it with TS_EMISMATCH naming the model and saying
+ *     to retrain or re-import it;
  *   - without the server key every model request is TS_EAUTH; a garbage
  *     document, one for an unknown tissue and one with an unknown kind get
  *     clear errors, and the daemon keeps answering.
@@ -29,12 +37,14 @@
  */
 #include <check.h>
 #include <math.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "../../server/core/ts_error.h"
+#include "binrun.h"
 #include "daemon_proc.h"
 #include "rawclient.h"
 #include "tissueclient.h"
@@ -451,6 +461,49 @@ START_TEST(test_models_over_the_protocol) {
   char *ldoc = malloc(lcap);
   ck_assert_ptr_nonnull(ldoc);
   replace(doc1, "\"stomach-patch\"", quoted, ldoc, lcap);
+  /* the offline tool on the daemon's file builds the catalogued liver as
+   * the daemon did (tissue_catalog.h): a liver model of the daemon's liver
+   * session's material is stored, one of the patch's refused naming both */
+  const char *tm = strstr(tn, "material '");
+  ck_assert_ptr_nonnull(tm);
+  tm += strlen("material '");
+  char liver_mat[600], qmat[620], qlmat[620];
+  snprintf(liver_mat, sizeof liver_mat, "%.*s", (int)(strrchr(tm, '\'') - tm), tm);
+  ck_assert_str_ne(liver_mat, material);
+  snprintf(qmat, sizeof qmat, "\"%s\"", material);
+  snprintf(qlmat, sizeof qlmat, "\"%s\"", liver_mat);
+  char *tdoc = malloc(lcap + sizeof qlmat);
+  ck_assert_ptr_nonnull(tdoc);
+  replace(ldoc, qmat, qlmat, tdoc, lcap + sizeof qlmat);
+  char dbfile_t[400], docfile[400];
+  snprintf(dbfile_t, sizeof dbfile_t, "%s/tissued.sqlite", data);
+  const char *toolbin = getenv("TISSUETOOL_BIN");
+  ck_assert_msg(toolbin && *toolbin, "TISSUETOOL_BIN is not set");
+  static ts_binrun tr; /* large buffers */
+  for (int pass = 0; pass < 2; pass++) {
+    snprintf(docfile, sizeof docfile, "%s/liver-%d.json", dir, pass);
+    FILE *df = fopen(docfile, "w");
+    ck_assert_ptr_nonnull(df);
+    fputs(pass == 0 ? tdoc : ldoc, df);
+    fclose(df);
+    const char *targs[] = {"models", "--db", dbfile_t, "import", docfile, NULL};
+    ts_binrun_v(&tr, toolbin, 120000, targs);
+    if (pass == 0) { /* the daemon's liver material: stored */
+      ck_assert_msg(tr.status == 0, "tissuetool import: %s", tr.err);
+      double tid = ts_binrun_jnum(tr.out, "id");
+      ck_assert(tid > 0);
+      printf("models: tissuetool stored a %s model of the daemon's liver material (%lld)\n",
+             liver_tissue, (long long)tid);
+      ck_assert_int_eq(tc_delete_model(k, (int64_t)tid), 0);
+    } else { /* the patch's material for the liver: refused */
+      ck_assert_int_eq(tr.status, 1);
+      printf("models: tissuetool refusal: %s", tr.err);
+      ck_assert_msg(strstr(tr.err, "another material of") && strstr(tr.err, liver_tissue) &&
+                        strstr(tr.err, material) && strstr(tr.err, liver_mat),
+                    "%s", tr.err);
+    }
+  }
+  free(tdoc);
   ck_assert_msg(tc_import_model(k, ldoc, &info) == 0, "%s", tc_last_error(k));
   const int64_t liver_id = info.model_id;
   ck_assert(liver_id > 0 && liver_id != imported);
@@ -536,6 +589,55 @@ START_TEST(test_models_over_the_protocol) {
   uint64_t rtt;
   ck_assert_int_eq(tc_ping(k, &rtt), 0);
   ck_assert(ts_dproc_alive(&d));
+
+  /* a model as code before schema 3 stored it: the imported model's row
+   * written again, next version, without the solve columns (they take
+   * their migration defaults, 'unknown' and 0), straight into the daemon's
+   * file; then the models that record their solve are deleted */
+  char dbfile[400];
+  snprintf(dbfile, sizeof dbfile, "%s/tissued.sqlite", data);
+  sqlite3 *db = NULL;
+  ck_assert_int_eq(sqlite3_open(dbfile, &db), SQLITE_OK);
+  sqlite3_busy_timeout(db, 10000);
+  char sql[600];
+  snprintf(sql, sizeof sql,
+           "INSERT INTO learned_models (tissue, material, kind, version, theta, loss, samples, "
+           "heldout_rmse, heldout_max) SELECT tissue, material, kind, version + 1, theta, loss, "
+           "samples, heldout_rmse, heldout_max FROM learned_models WHERE id = %lld",
+           (long long)imported);
+  char *sqlerr = NULL;
+  ck_assert_msg(sqlite3_exec(db, sql, NULL, NULL, &sqlerr) == SQLITE_OK, "%s", sqlerr);
+  ck_assert_int_eq(sqlite3_changes(db), 1);
+  const int64_t legacy = sqlite3_last_insert_rowid(db);
+  sqlite3_close(db);
+  ck_assert_int_eq(tc_delete_model(k, imported), 0);
+  ck_assert_int_eq(tc_delete_model(k, spread), 0);
+  ck_assert_int_eq(tc_list_models(k, NULL, &list, &n), 0); /* listed */
+  ck_assert_uint_eq(n, 1);
+  ck_assert_int_eq(list[0].model_id, legacy);
+  ck_assert_str_eq(list[0].material, material);
+  free(list);
+  char *ldoc2 = NULL; /* exported, saying its solve is unknown */
+  ck_assert_int_eq(tc_export_model(k, legacy, &ldoc2, NULL), 0);
+  ck_assert_msg(strstr(ldoc2, "\"unknown\"") != NULL, "%s", ldoc2);
+  free(ldoc2);
+  /* a new session of its tissue, material and kind does not start from it
+   * (it did before: an unknown solve matched any) */
+  uint32_t sid5 = create_qs(&c, &s, 0);
+  ck_assert_int_eq(rc_join(&c, sid5, 1, 0.005, 200, &tool, REPLY_MS), 0);
+  ck_assert_int_eq(learned_of(&c, sid5, &s), 0);
+  char lmsg[1500] = "";
+  ck_assert_int_eq(use_model(&c, sid5, 1, legacy, &s, lmsg, sizeof lmsg), TS_EMISMATCH);
+  printf("models: TS_EMISMATCH (unknown solve): %s\n", lmsg);
+  char lwant[64];
+  snprintf(lwant, sizeof lwant, "model %lld ", (long long)legacy);
+  ck_assert_msg(strstr(lmsg, lwant) && strstr(lmsg, "retrain") && strstr(lmsg, "re-import"),
+                "'%s'", lmsg);
+  ck_assert_int_eq(learned_of(&c, sid5, &s), 0);
+  ck_assert_int_eq(tc_delete_model(k, legacy), 0); /* deleted */
+  ck_assert_int_eq(tc_list_models(k, NULL, &list, &n), 0);
+  ck_assert_uint_eq(n, 0);
+  free(list);
 
   free(doc1);
   free(doc2);

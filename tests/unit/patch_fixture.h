@@ -1,6 +1,7 @@
 /*
  * patch_fixture.h: small tissues and look-ups that several suites share:
- * the top-sheet node at the centre of a built patch, and the hanging chain
+ * the top-sheet node at the centre of a built patch or nearest a point, and
+ * the hanging chain
  * (a vertical line of springs under gravity) whose static deflection has a
  * closed form. Header-only, static inline; needs Check's ck_assert.
  */
@@ -21,6 +22,20 @@ static inline uint32_t fx_top_centre(const ts_tissue *t) {
   for (uint32_t j = 0; j < t->nodes_per_sheet; j++) {
     double d = hypot(t->rest[j][0], t->rest[j][2]);
     if (d < bd) bd = d, best = j;
+  }
+  return best;
+}
+
+/* The outer-sheet node nearest (px, pz) at rest (in x and z). */
+static inline uint32_t fx_surface_node(const ts_tissue *t, double px, double pz) {
+  uint32_t best = 0;
+  double bd = INFINITY;
+  for (uint32_t i = 0; i < t->nodes_per_sheet; i++) {
+    double dx = t->rest[i][0] - px, dz = t->rest[i][2] - pz;
+    if (dx * dx + dz * dz < bd) {
+      bd = dx * dx + dz * dz;
+      best = i;
+    }
   }
   return best;
 }

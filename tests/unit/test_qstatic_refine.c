@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "patch_fixture.h"
 #include "ts_error.h"
 #include "ts_learn.h"
 #include "ts_qstatic.h"
@@ -72,16 +73,7 @@ static void fixture_free(fixture *f) {
 
 /* The outer-sheet node nearest (px, pz) at rest. */
 static uint32_t surface_node(const fixture *f, double px, double pz) {
-  uint32_t best = 0;
-  double bd = INFINITY;
-  for (uint32_t i = 0; i < f->t->nodes_per_sheet; i++) {
-    double dx = f->t->rest[i][0] - px, dz = f->t->rest[i][2] - pz;
-    if (dx * dx + dz * dz < bd) {
-      bd = dx * dx + dz * dz;
-      best = i;
-    }
-  }
-  return best;
+  return fx_surface_node(f->t, px, pz);
 }
 
 /* A press at the outer node c: the outer nodes within PRESS_RADIUS of it are
@@ -162,7 +154,7 @@ START_TEST(refined_mesh_is_sound) {
   ts_qsrefine_def d = {.max_edge = h / 4};
   ts_qsrefine *r = NULL;
   ck_assert_int_eq(ts_qsrefine_create(f.q, f.t, &d, &r), 0);
-  ck_assert_int_eq(ts_qsrefine_build(r, f.x, f.x[c], range, NULL, NULL, 0), 0);
+  ck_assert_int_eq(ts_qsrefine_build(r, f.x, f.x[c], range, NULL, NULL, 0, NULL), 0);
   const ts_region *reg = f.q->region;
   printf("refined copy: %u region triangles, %u vertices -> %u triangles, %u vertices "
          "(max_edge %.3f mm = h/4, %u propagated bisections, %u new vertices out of range)\n",
@@ -326,7 +318,7 @@ START_TEST(unrefined_equals_region_solve) {
   ts_qsrefine_def d = {.max_edge = INFINITY, .step = TS_QSREFINE_STEP_GLOBAL};
   ts_qsrefine *r = NULL;
   ck_assert_int_eq(ts_qsrefine_create(f.q, f.t, &d, &r), 0);
-  ck_assert_int_eq(ts_qsrefine_solve(r, x2, point, range, ctrl, (const double(*)[3])pos, nc, &s2), 0);
+  ck_assert_int_eq(ts_qsrefine_solve(r, x2, point, range, ctrl, (const double(*)[3])pos, nc, NULL, &s2), 0);
   ck_assert(s1.converged && s2.converged);
   ck_assert_uint_eq(r->nv, r->nv0);
   ck_assert_uint_eq(s1.n_free, s2.n_free);
@@ -352,7 +344,7 @@ START_TEST(unrefined_equals_region_solve) {
   ts_qstatic_stats s3;
   ck_assert_int_eq(ts_qsrefine_create(f.q, f.t, &db, &rb), 0);
   ck_assert_int_eq(
-      ts_qsrefine_solve(rb, x3, point, range, ctrl, (const double(*)[3])pos, nc, &s3), 0);
+      ts_qsrefine_solve(rb, x3, point, range, ctrl, (const double(*)[3])pos, nc, NULL, &s3), 0);
   ck_assert(s3.converged);
   double worst_b = 0;
   for (uint32_t i = 0; i < n; i++) worst_b = fmax(worst_b, dist(f.x[i], x3[i]));
@@ -366,17 +358,17 @@ START_TEST(unrefined_equals_region_solve) {
   /* bad input */
   ts_qsrefine_def bad_step = {.max_edge = INFINITY, .step = (ts_qsrefine_step)3};
   ck_assert_int_eq(ts_qsrefine_create(f.q, f.t, &bad_step, &rb), TS_EINVAL);
-  ck_assert_int_eq(ts_qsrefine_solve(r, x2, point, -1, ctrl, (const double(*)[3])pos, nc, NULL), TS_EINVAL);
+  ck_assert_int_eq(ts_qsrefine_solve(r, x2, point, -1, ctrl, (const double(*)[3])pos, nc, NULL, NULL), TS_EINVAL);
   ctrl[1] = ctrl[0];
-  ck_assert_int_eq(ts_qsrefine_solve(r, x2, point, range, ctrl, (const double(*)[3])pos, nc, NULL), TS_EINVAL);
+  ck_assert_int_eq(ts_qsrefine_solve(r, x2, point, range, ctrl, (const double(*)[3])pos, nc, NULL, NULL), TS_EINVAL);
   ctrl[1] = n;
-  ck_assert_int_eq(ts_qsrefine_solve(r, x2, point, range, ctrl, (const double(*)[3])pos, nc, NULL), TS_EINVAL);
+  ck_assert_int_eq(ts_qsrefine_solve(r, x2, point, range, ctrl, (const double(*)[3])pos, nc, NULL, NULL), TS_EINVAL);
   pos[0][0] = NAN;
-  ck_assert_int_eq(ts_qsrefine_build(r, x2, point, range, ctrl, (const double(*)[3])pos, 1), TS_ENAN);
+  ck_assert_int_eq(ts_qsrefine_build(r, x2, point, range, ctrl, (const double(*)[3])pos, 1, NULL), TS_ENAN);
   ts_qsrefine_def tiny = {.max_edge = 1e-5, .max_verts = 500};
   ts_qsrefine *rt = NULL;
   ck_assert_int_eq(ts_qsrefine_create(f.q, f.t, &tiny, &rt), 0);
-  ck_assert_int_eq(ts_qsrefine_solve(rt, x2, point, range, NULL, NULL, 0, NULL), TS_EFULL);
+  ck_assert_int_eq(ts_qsrefine_solve(rt, x2, point, range, NULL, NULL, 0, NULL, NULL), TS_EFULL);
   ts_qsrefine_destroy(rt);
   ts_qsrefine_def bad = {.max_edge = -1};
   ck_assert_int_eq(ts_qsrefine_create(f.q, f.t, &bad, &rt), TS_EINVAL);
@@ -429,7 +421,7 @@ START_TEST(uniform_stretch_same_reaction) {
     ts_qsrefine_def d = {.max_edge = edges[k]};
     ts_qsrefine *r = NULL;
     ck_assert_int_eq(ts_qsrefine_create(f.q, f.t, &d, &r), 0);
-    ck_assert_int_eq(ts_qsrefine_build(r, f.x, f.x[c], range, NULL, NULL, 0), 0);
+    ck_assert_int_eq(ts_qsrefine_build(r, f.x, f.x[c], range, NULL, NULL, 0, NULL), 0);
     react[k][0] = stretch_reaction(r, f.x[c], eps, 0);
     react[k][1] = stretch_reaction(r, f.x[c], eps, 1);
     printf("uniform stretch %.0e, max_edge %.3f mm (%u surface vertices, %u springs): total "
@@ -469,7 +461,7 @@ START_TEST(press_converges_under_refinement) {
     ts_qsrefine *r = NULL;
     ck_assert_int_eq(ts_qsrefine_create(f.q, f.t, &d, &r), 0);
     ts_qstatic_stats st;
-    ck_assert_int_eq(ts_qsrefine_solve(r, f.x, point, range, ctrl, (const double(*)[3])pos, nc, &st), 0);
+    ck_assert_int_eq(ts_qsrefine_solve(r, f.x, point, range, ctrl, (const double(*)[3])pos, nc, NULL, &st), 0);
     ck_assert(st.converged);
     disp[k] = f.t->rest[under][1] - f.x[under][1];
     printf("press %.1f mm, max_edge %.3f mm: %u surface vertices, %u free nodes, %u iterations, "
@@ -519,7 +511,7 @@ START_TEST(per_node_step_same_solution) {
     ts_qsrefine *r = NULL;
     ck_assert_int_eq(ts_qsrefine_create(f.q, f.t, &d, &r), 0);
     ck_assert_int_eq(
-        ts_qsrefine_solve(r, xs[k], point, range, ctrl, (const double(*)[3])pos, nc, &st[k]), 0);
+        ts_qsrefine_solve(r, xs[k], point, range, ctrl, (const double(*)[3])pos, nc, NULL, &st[k]), 0);
     ck_assert(st[k].converged);
     if (k == 1) n_refresh = r->n_refresh;
     nv = r->nv;

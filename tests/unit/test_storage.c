@@ -435,7 +435,9 @@ END_TEST
 
 /* Schema 3: a model records the solve it learned; a database of schema 2
  * upgrades and its models read as "unknown"; the newest model that may run
- * on a solve is that solve's (or an unknown one), never another solve's. */
+ * on a solve is that solve's, never another solve's nor an unknown one
+ * (which solve it learned cannot be verified), though the unknown one is
+ * still read, listed and deleted. */
 START_TEST(test_model_solve_recorded_and_matched) {
   /* a schema-2 database with one model, as code before schema 3 left it */
   sqlite3 *db = NULL;
@@ -482,23 +484,28 @@ START_TEST(test_model_solve_recorded_and_matched) {
   m.refine_edge = 0;
   ck_assert_int_eq(ts_storage_put_model(s, &m, NULL), TS_EINVAL);
   /* the newest that matches: the refined solve of the same edge gets the
-   * refined model although the plain one is newer; another edge only the
-   * unknown one; the plain solve the plain one */
+   * refined model although the plain one is newer; another edge none (the
+   * unknown one is not offered); the plain solve the plain one */
   ck_assert_int_eq(
       ts_storage_get_latest_model_solve(s, 1, "m", "method", "refined", 0.00188, &r), 0);
   ck_assert_int_eq(r.id, refined);
   ts_storage_model_free(&r);
   ck_assert_int_eq(
-      ts_storage_get_latest_model_solve(s, 1, "m", "method", "refined", 0.0025, &r), 0);
-  ck_assert_int_eq(r.id, 1);
-  ts_storage_model_free(&r);
+      ts_storage_get_latest_model_solve(s, 1, "m", "method", "refined", 0.0025, &r),
+      TS_ENOMODEL);
   ck_assert_int_eq(ts_storage_get_latest_model_solve(s, 1, "m", "method", "plain", 0, &r), 0);
   ck_assert_int_eq(r.id, plain);
   ts_storage_model_free(&r);
-  ck_assert_int_eq(ts_storage_delete_model(s, 1), 0);
+  ck_assert_int_eq(ts_storage_delete_model(s, plain), 0);
+  ck_assert_int_eq(ts_storage_delete_model(s, refined), 0);
+  /* only the unknown model left: no solve is offered it; unasked, it is */
+  ck_assert_int_eq(ts_storage_get_latest_model_solve(s, 1, "m", "method", "plain", 0, &r),
+                   TS_ENOMODEL);
   ck_assert_int_eq(
-      ts_storage_get_latest_model_solve(s, 1, "m", "method", "refined", 0.0025, &r),
-      TS_ENOMODEL);
+      ts_storage_get_latest_model_solve(s, 1, "m", "method", "unknown", 0, &r), 0);
+  ck_assert_int_eq(r.id, 1);
+  ts_storage_model_free(&r);
+  ck_assert_int_eq(ts_storage_delete_model(s, 1), 0);
   /* the schema's CHECK holds behind the API too */
   ck_assert_str_eq(raw_query("SELECT count(*) FROM learned_models WHERE solve NOT IN "
                              "('plain', 'refined', 'unknown')"),

@@ -6,11 +6,16 @@
  * in a fresh temporary directory per test. The command is called as a
  * function with an argv, as test_materials.c calls the other commands.
  *
- * The offline tool builds only the built-in stomach patch ("stomach-patch"),
- * so a model of any other tissue is refused by name; a stomach-patch model
- * whose material is not the patch's own is refused naming both materials.
- * The same document with the patch's own material is stored (version 1):
- * the refusals come from the tissue and material, not from a malformed file.
+ * The offline tool builds the built-in stomach patch ("stomach-patch") and
+ * every mesh tissue catalogued in its database (its stored mesh and layers,
+ * as a daemon session of it: server/tissue_catalog.h), so a model of a
+ * tissue the database does not hold is refused by name; a model whose
+ * material is not its tissue's own is refused naming both materials. The
+ * same document with the tissue's own material is stored (version 1), with
+ * the solve the document names: the refusals come from the tissue and
+ * material, not from a malformed file. The liver case catalogues the shared
+ * liver.obj (10 mm per unit, the default stomach-wall layers, as
+ * itest_models uploads it) straight into the database.
  */
 #include <check.h>
 #include <stdio.h>
@@ -19,8 +24,12 @@
 #include <unistd.h>
 
 #include "../../server/tool/commands.h"
+#include "ts_layer_spec.h"
 #include "ts_learn.h"
+#include "ts_material.h"
+#include "ts_mesh_tissue.h"
 #include "ts_qstatic.h"
+#include "ts_storage.h"
 #include "ts_tissue.h"
 
 static char tmpdir[256];
@@ -74,7 +83,8 @@ static void write_doc(const char *tissue, const char *material) {
     fputc(*p, f);
   }
   fputs("\",\"kind\":\"method\",\"theta\":[1.0,0.5,1e-4],\"loss\":1e-9,\"samples\":100,"
-        "\"heldout_rmse\":1e-4,\"heldout_max\":3e-4}\n",
+        "\"heldout_rmse\":1e-4,\"heldout_max\":3e-4,\"solve\":\"refined\","
+        "\"refine_edge\":0.002}\n",
         f);
   fclose(f);
 }
@@ -103,6 +113,69 @@ static void patch_material(char *buf, size_t cap) {
   ts_qstatic_params p = ts_qstatic_default_params(t);
   ck_assert_uint_gt(ts_learn_material_id(t, &p, buf, cap), 0);
   ts_tissue_destroy(t);
+}
+
+/* The shared liver.obj's bytes (*len of them; free them). */
+static uint8_t *liver_bytes(size_t *len) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/data/meshes/liver.obj", TS_SHARED_DIR);
+  FILE *f = fopen(path, "rb");
+  ck_assert_msg(f != NULL, "cannot open %s", path);
+  ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
+  long n = ftell(f);
+  ck_assert(n > 0);
+  rewind(f);
+  uint8_t *b = malloc((size_t)n);
+  ck_assert_ptr_nonnull(b);
+  ck_assert_uint_eq(fread(b, 1, (size_t)n, f), (size_t)n);
+  fclose(f);
+  *len = (size_t)n;
+  return b;
+}
+
+/* Catalogues the liver as tissue "liver" in the tool's database (a mesh
+ * tissue: the bytes stored under a key of 64 hex digits, which the daemon
+ * takes from their SHA-256 and the catalog only looks up; the default
+ * layers with their built-in laws and fibres, as the daemon stores an
+ * upload without a LayerSpec, 0.01 m per unit) and returns its
+ * material identity, computed here from a tissue built by the function the
+ * daemon builds mesh tissues with (core/ts_mesh_tissue.h). */
+static void catalogue_liver(char *material, size_t cap) {
+  size_t len = 0;
+  uint8_t *obj = liver_bytes(&len);
+  ts_layer layers[TS_MAX_LAYERS];
+  uint32_t nl = ts_material_default_layers(layers);
+  ts_layer_spec ls;
+  memset(&ls, 0, sizeof ls);
+  ls.scale = 0.01;
+  ls.n_layers = nl;
+  for (uint32_t i = 0; i < nl; i++) {
+    snprintf(ls.layers[i].name, sizeof ls.layers[i].name, "%.*s", TS_LAYER_SPEC_NAME - 1,
+             layers[i].name);
+    ls.layers[i].thickness = layers[i].thickness;
+    memcpy(ls.layers[i].fibre, layers[i].fibre, sizeof ls.layers[i].fibre); /* as spec_text */
+  }
+  char spec[2048];
+  ck_assert_int_gt(ts_layer_spec_format(&ls, spec, sizeof spec), 0);
+  ts_storage *st = NULL;
+  char err[256];
+  ck_assert_msg(ts_storage_open(dbpath, &st, err, sizeof err) == 0, "%s", err);
+  ts_mesh_rec rec = {.hash = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+                     .format = "obj", .bytes = obj, .n_bytes = len, .vertex_count = 0,
+                     .triangle_count = 0};
+  ck_assert_int_gt(ts_storage_put_mesh_tissue(st, &rec, "liver", spec, NULL), 0);
+  ts_storage_close(st);
+  ts_mesh_import_opts o = ts_mesh_import_opts_default();
+  o.scale = 0.01;
+  ts_mesh_tissue mt;
+  char msg[600];
+  ck_assert_msg(ts_mesh_tissue_build(obj, len, TS_MESH_OBJ, &o, layers, nl, &mt, msg,
+                                     sizeof msg) == 0,
+                "%s", msg);
+  ts_qstatic_params p = ts_qstatic_default_params(mt.t);
+  ck_assert_uint_gt(ts_learn_material_id(mt.t, &p, material, cap), 0);
+  ts_mesh_tissue_free(&mt);
+  free(obj);
 }
 
 START_TEST(import_other_tissue_refused) {
@@ -142,12 +215,53 @@ START_TEST(import_other_material_refused) {
 }
 END_TEST
 
+START_TEST(import_liver_model) {
+  char liver[1024], patch[1024];
+  catalogue_liver(liver, sizeof liver);
+  patch_material(patch, sizeof patch);
+  /* the liver's springs give it another E, so its identity is its own */
+  ck_assert_str_ne(liver, patch);
+
+  /* a liver model of the patch's material: refused, naming both */
+  write_doc("liver", patch);
+  captured c = import_doc();
+  ck_assert_int_eq(c.status, 1);
+  ck_assert_str_eq(c.out, "");
+  printf("liver model of the patch's material: %s", c.err);
+  ck_assert_msg(strstr(c.err, "trained for another material of liver") && strstr(c.err, patch) &&
+                    strstr(c.err, liver),
+                "%s", c.err);
+  captured_free(&c);
+  ck_assert_int_eq(n_models(), 0);
+
+  /* the liver's own: stored, with the solve its document names */
+  write_doc("liver", liver);
+  c = import_doc();
+  ck_assert_msg(c.status == 0, "%s", c.err);
+  ck_assert_ptr_nonnull(strstr(c.out, "\"version\":1"));
+  captured_free(&c);
+  ck_assert_int_eq(n_models(), 1);
+  ts_storage *st = NULL;
+  char err[256];
+  ck_assert_msg(ts_storage_open(dbpath, &st, err, sizeof err) == 0, "%s", err);
+  ts_model_rec m;
+  ck_assert_int_eq(ts_storage_get_model(st, 1, &m), 0);
+  ck_assert_str_eq(m.material, liver);
+  ck_assert_str_eq(m.solve, "refined");
+  ck_assert(m.refine_edge == 0.002);
+  ts_storage_model_free(&m);
+  ts_storage_close(st);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("tool_models");
   TCase *c = tcase_create("import");
   tcase_add_checked_fixture(c, setup, teardown);
   tcase_add_test(c, import_other_tissue_refused);
   tcase_add_test(c, import_other_material_refused);
+  tcase_add_test(c, import_liver_model);
+  tcase_set_timeout(c, 120);
   suite_add_tcase(s, c);
   return s;
 }
