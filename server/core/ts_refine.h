@@ -80,6 +80,27 @@
  *     equilibrium by at most a few um per 1 ms step. An earlier hand-over
  *     still under way is taken into the new one.
  *
+ * LEB's "second search" (issue 4: "then the second search removes refined
+ * data that lies outside the model") has nothing to remove here. It belongs
+ * to the second method's local solve on a copy of the contact region
+ * (ts_qstatic_refine.h): the copy is the model there, the bisections that
+ * Rivara's propagation carries past its range make vertices the solve does
+ * not own, and the search leaves them out of it (held at their parents'
+ * midpoints with the rest of the tissue; n_outside). A live refinement has
+ * no copy: ts_leb_extrusion bisects the whole tissue's rest shape and
+ * ts_tissue_build rebuilds the whole tissue, so the model is the tissue.
+ * The propagation still reaches past the selection (measured: 8 of 50 new
+ * surface vertices off the 24 selected triangles of test_refine's pick on
+ * the default patch, 10 of 56 for 26 triangles, 5 of 84 on the liver's top
+ * region), but those vertices are midpoints of the rest surface's edges,
+ * so inside the model, and every node made there is a free, massed node of
+ * the running tissue, stepped and handed over as the others (test_refine's
+ * leb_outside_selection). Removing them would leave their neighbours'
+ * edges split on one side only (T-junctions), or take back the bisections
+ * that needed them, and with them the longest-edge rule's angle bound.
+ * (`tissuetool mesh refine --leb` has no region: it refines the whole
+ * surface to one bound, and the whole surface is its model.)
+ *
  * Keeping old indices breaks the sheet layout node (s, j) = s * nv + j: a
  * refined tissue has nodes_per_sheet = 0. What selective mass scaling
  * (ts_ms_sms.c) and XPBD's bending and volume constraints need is the

@@ -24,7 +24,9 @@
  * surface triangles the smoothing turns over. Loop's smoothing rules on a
  * live tissue (smooth_rest, not the live default): the rest shape is the
  * offline Loop's, and the mass-spring step after it is far outside the
- * bound even with the hand-over (ts_refine.h's figures). Refusals: empty selection,
+ * bound even with the hand-over (ts_refine.h's figures). LEB's propagation
+ * past the selection: its new vertices are nodes of the tissue like the
+ * others (no "second search" live, ts_refine.h). Refusals: empty selection,
  * index out of range, over the node limit, with the source left usable; a
  * prism inverted in the current shape refuses a refinement that rebuilds
  * it, not one elsewhere.
@@ -968,6 +970,71 @@ START_TEST(test_loop_smooth_rest) {
 }
 END_TEST
 
+/* LEB's propagation past the selection (ts_refine.h: why the live path has
+ * no "second search"): on the default patch at rest, the live LEB of the
+ * live cases' pick makes new surface vertices off the selected triangles
+ * (Rivara's propagation into their neighbours; measured 8 of 50), and each
+ * of them, like every new vertex, is the midpoint of its parents' rest
+ * positions in every sheet (on the rest shape: inside the model) and a
+ * free node of the refined tissue with its mass and springs, stepped as
+ * the others: nothing lies outside the model to remove. */
+START_TEST(test_leb_outside_selection) {
+  ts_patch_def d = ts_default_patch_def();
+  ts_tissue *t = NULL, *r = NULL;
+  ts_refine_src *src = NULL, *nsrc = NULL;
+  ck_assert_int_eq(ts_patch_create(&d, &t), 0);
+  ck_assert_int_eq(ts_refine_src_patch(&d, &src), 0);
+  uint32_t *sel = NULL, n = 0;
+  const double o[3] = {0.003, 0.05, 0.002}, dir[3] = {0, -1, 0};
+  ck_assert_int_eq(ts_refine_pick(src, t, o, dir, 0.005, &sel, &n, NULL), 0);
+  ts_refine_opts opts = {TS_REFINE_LEB, 0, 0, 0, 0, NULL, 0};
+  ts_refine_info info;
+  info.parents = NULL;
+  char err[256];
+  ck_assert_msg(ts_refine_run(src, t, sel, n, &opts, &r, &nsrc, &info, err, sizeof err) == 0, "%s", err);
+  const ts_extrusion *e = src->e, *e2 = nsrc->e;
+  ck_assert_uint_eq(e2->nv - e->nv, info.new_verts);
+  uint32_t *deg = calloc(r->n_nodes, sizeof *deg);
+  ck_assert_ptr_nonnull(deg);
+  for (uint32_t i = 0; i < r->n_springs; i++) deg[r->springs[i].a]++, deg[r->springs[i].b]++;
+  uint32_t off = 0;
+  for (uint32_t j = e->nv; j < e2->nv; j++) {
+    int on = 0;
+    /* 1e-9 m: on a selected triangle up to rounding (~1e-17 m); a vertex off
+       them is at least half an edge (1.7 mm) away */
+    for (uint32_t i = 0; i < n && !on; i++) {
+      const uint32_t *tr = e->surface_tris[sel[i]];
+      on = ts_point_triangle_distance(e2->x[j], e->x[tr[0]], e->x[tr[1]], e->x[tr[2]], NULL) <= 1e-9;
+    }
+    off += !on;
+    for (uint32_t sh = 0; sh < e2->n_sheets; sh++) {
+      const uint32_t k = sh * e2->nv + j, i = nsrc->node_of[k];
+      ck_assert_uint_ge(i, t->n_nodes);
+      const uint32_t *p = info.parents[i - t->n_nodes];
+      /* 1e-15 m: the midpoint's rounding on ~0.05 m coordinates */
+      for (int c = 0; c < 3; c++)
+        ck_assert(fabs(r->rest[i][c] - 0.5 * (r->rest[p[0]][c] + r->rest[p[1]][c])) < 1e-15);
+      ck_assert(r->inv_mass[i] > 0 && nsrc->mass[k] > 0);
+      /* at least its two half edges and its column's spring */
+      ck_assert_uint_ge(deg[i], 3);
+    }
+  }
+  printf("leb: %u triangles selected, %u new surface vertices, %u of them off the selected triangles\n",
+         info.selected, info.new_verts, off);
+  ck_assert_uint_gt(off, 0); /* the propagation does reach past the selection here */
+  /* and the refined tissue steps (the new nodes with the others) */
+  ck_assert_int_eq(ts_massspring_step(r, DT, NULL, 0, NULL), 0);
+  for (uint32_t i = 0; i < r->n_nodes; i++) ck_assert(isfinite(r->x[i][0] + r->x[i][1] + r->x[i][2]));
+  free(deg);
+  free(sel);
+  free(info.parents);
+  ts_tissue_destroy(r);
+  ts_tissue_destroy(t);
+  ts_refine_src_free(src);
+  ts_refine_src_free(nsrc);
+}
+END_TEST
+
 START_TEST(test_refusals) {
   ts_patch_def d = ts_default_patch_def();
   ts_tissue *t = NULL, *r = NULL;
@@ -1598,6 +1665,7 @@ static Suite *refine_suite(void) {
   tcase_add_test(tc, test_loop_smooth_rest);
   tcase_add_loop_test(tc, test_mesh_tool, 0, 2); /* 0 mass-spring, 1 XPBD */
   tcase_add_test(tc, test_liver_loop_prisms);
+  tcase_add_test(tc, test_leb_outside_selection);
   tcase_add_test(tc, test_refusals);
   tcase_add_test(tc, test_inverted_elsewhere);
   suite_add_tcase(s, tc);
