@@ -30,9 +30,11 @@
  *     puts the nodes, the old inner ones move 20 um (the liver: 0.32 and
  *     0.30 mm), and the new springs start 34-43 % off their rest lengths
  *     (two beyond the strain limit under a pressed sphere). Measured with
- *     the hand-over against an unrefined twin (test_refine's
- *     loop_smooth_rest; a pick of 24-27 triangles under the sphere, blend
- *     0.1-0.2 s), the first step after the refinement differs from the
+ *     the hand-over against an unrefined twin (test_refine's live cases
+ *     run with smooth_rest 1, the same press and twin with the liver as
+ *     bench_mesh builds it; test_refine's loop_smooth_rest keeps the
+ *     pressed mass-spring case; a pick of 24-27 triangles under the sphere,
+ *     blend 0.1-0.2 s), the first step after the refinement differs from the
  *     twin's (new nodes: from their interpolated positions' step) by
  *       mass-spring: the patch sagging 0.10-0.39 mm, a sphere pressed 3 mm
  *       in 0.31-0.41 mm, pressing on at 30 um a step 0.40 mm (twin 39
