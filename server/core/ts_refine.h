@@ -24,8 +24,9 @@
  *     as LEB does: smoothing moves the rest shape away from the current one
  *     by far more than the hand-over below absorbs in a mass-spring session.
  *     Loop's edge rule puts a new vertex 1/8 (c + d - a - b) off its edge's
- *     midpoint, and on the default patch's union jack the two opposite
- *     vertices of an axis edge lie a whole edge apart along it: the new
+ *     midpoint, and on the default patch's union jack both vertices
+ *     opposite an axis edge sit over the same end of it (an eighth of the
+ *     3.48 mm edge, along it): the new
  *     rest positions sit up to 0.44 mm off the midpoints where the state
  *     puts the nodes, the old inner ones move 20 um (the liver: 0.32 and
  *     0.30 mm), and the new springs start 34-43 % off their rest lengths

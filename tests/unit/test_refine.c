@@ -898,8 +898,9 @@ END_TEST
  * the figures ts_refine.h gives for keeping midpoints live: Loop's rules
  * move the old inner vertices' rest positions by up to 20 um and put the
  * new ones up to 0.44 mm off their parents' midpoints (the edge rule's 1/8
- * (c + d - a - b): on the patch's union jack the two opposite vertices of
- * an axis edge lie a whole edge apart along it), and with the hand-over the
+ * (c + d - a - b): on the patch's union jack both vertices opposite an axis
+ * edge sit over the same end of it, so that is an eighth of the 3.48 mm
+ * edge, along it), and with the hand-over the
  * mass-spring step after the refinement is still far outside the issue's
  * bound. */
 START_TEST(test_loop_smooth_rest) {
