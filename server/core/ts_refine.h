@@ -17,14 +17,52 @@
  *     of its parent edge's current ones (the linear interpolation of the
  *     state: nothing a client sees moves);
  *   - rest positions: LEB's midpoints; for Loop, either Loop's smoothing
- *     rules (smooth_rest) or Loop's topology with midpoints. Smoothing moves
- *     the rest positions of old vertices (up to 20 um on the patch) and the
- *     new ones off the midpoints while the current positions stay, and
- *     changes the prisms' volumes and so the node masses; the tissue then
- *     jumps towards the new rest shape (measured on the default patch at
- *     rest: 2.2 mm in the first 1 ms step). A live refinement therefore keeps
- *     the rest shape's geometry (midpoints), as LEB does; smooth_rest is for
- *     offline use;
+ *     rules (smooth_rest: the rest shape is then ts_loop_extrusion's with
+ *     TS_LOOP_SMOOTH of the same selection through every sheet, the offline
+ *     `tissuetool mesh subdivide --loop`) or Loop's topology with midpoints
+ *     (TS_LOOP_LINEAR). A live refinement (server/refine.c) uses midpoints,
+ *     as LEB does: smoothing moves the rest shape away from the current one
+ *     by far more than the hand-over below absorbs in a mass-spring session.
+ *     Loop's edge rule puts a new vertex 1/8 (c + d - a - b) off its edge's
+ *     midpoint, and on the default patch's union jack both vertices
+ *     opposite an axis edge sit over the same end of it (an eighth of the
+ *     3.48 mm edge, along it): the new
+ *     rest positions sit up to 0.44 mm off the midpoints where the state
+ *     puts the nodes, the old inner ones move 20 um (the liver: 0.32 and
+ *     0.30 mm), and the new springs start 34-43 % off their rest lengths
+ *     (two beyond the strain limit under a pressed sphere). Measured with
+ *     the hand-over against an unrefined twin (test_refine's live cases
+ *     run with smooth_rest 1, the same press and twin with the liver as
+ *     bench_mesh builds it; test_refine's loop_smooth_rest keeps the
+ *     pressed mass-spring case; a pick of 24-27 triangles under the sphere,
+ *     blend 0.1-0.2 s), the first step after the refinement differs from the
+ *     twin's (new nodes: from their interpolated positions' step) by
+ *       mass-spring: the patch sagging 0.10-0.39 mm, a sphere pressed 3 mm
+ *       in 0.31-0.41 mm, pressing on at 30 um a step 0.40 mm (twin 39
+ *       um), against the bound of 10 um plus the twin's motion (0.3 um
+ *       with midpoints); the node forces balance the finer network only at
+ *       the carried-over state, and that far from its rest shape the
+ *       balance does not last the step: the tissue runs to the smoothed
+ *       shape at up to 0.17 mm (sagging) and 0.67 mm (pressed) a step, 43
+ *       and 50 steps over the bound; the liver's top region (79 triangles,
+ *       the liver settling under gravity, no tool) makes the step diverge
+ *       (TS_EDIVERGED) within 8 steps, where midpoints stay within 0.2 um;
+ *       XPBD, whose hand-over keeps every spring's tension in its rest
+ *       length (ts_handover.h) and so takes the rest change in: 0.4-0.7 um
+ *       sagging, 1.7-2.0 um pressed, 12 um with the sphere pressing on
+ *       (twin 30 um), the liver under a sphere pressed 2 mm 16 um (twin 80
+ *       um, the same as with midpoints), all within the bound, and during
+ *       the blend no step more than 3.3 um (sagging: 0.44 mm at the
+ *       smoothstep's largest slope, 1.5 / T) or 5.6 um (pressed) beyond
+ *       the twin's; but a second refinement (LEB) 40 ms into that blend,
+ *       under the sphere, leaves the fit 21 um off and the first step 21
+ *       um off against 7.7 um of motion: over the bound. And on irregular
+ *       meshes the smoothing turns sliver triangles over (the liver's
+ *       1,000-triangle top region: 7 inverted prisms, which ts_refine_run
+ *       refuses).
+ *     So smooth_rest stays an option of the core (offline use, and a
+ *     measure for a future hand-over in rest lengths for the mass-spring
+ *     step), not the live default;
  *   - springs and render triangles are rebuilt for the whole tissue by
  *     ts_tissue_build (their constants depend on the volume shares of every
  *     prism around a spring, so a local patch-up would have to redo the same
@@ -46,6 +84,27 @@
  *     parents' midpoints, and the tissue then moves to the finer network's
  *     equilibrium by at most a few um per 1 ms step. An earlier hand-over
  *     still under way is taken into the new one.
+ *
+ * LEB's "second search" (issue 4: "then the second search removes refined
+ * data that lies outside the model") has nothing to remove here. It belongs
+ * to the second method's local solve on a copy of the contact region
+ * (ts_qstatic_refine.h): the copy is the model there, the bisections that
+ * Rivara's propagation carries past its range make vertices the solve does
+ * not own, and the search leaves them out of it (held at their parents'
+ * midpoints with the rest of the tissue; n_outside). A live refinement has
+ * no copy: ts_leb_extrusion bisects the whole tissue's rest shape and
+ * ts_tissue_build rebuilds the whole tissue, so the model is the tissue.
+ * The propagation still reaches past the selection (measured: 8 of 50 new
+ * surface vertices off the 24 selected triangles of test_refine's pick on
+ * the default patch, 10 of 56 for 26 triangles, 5 of 84 on the liver's top
+ * region), but those vertices are midpoints of the rest surface's edges,
+ * so inside the model, and every node made there is a free, massed node of
+ * the running tissue, stepped and handed over as the others (test_refine's
+ * leb_outside_selection). Removing them would leave their neighbours'
+ * edges split on one side only (T-junctions), or take back the bisections
+ * that needed them, and with them the longest-edge rule's angle bound.
+ * (`tissuetool mesh refine --leb` has no region: it refines the whole
+ * surface to one bound, and the whole surface is its model.)
  *
  * Keeping old indices breaks the sheet layout node (s, j) = s * nv + j: a
  * refined tissue has nodes_per_sheet = 0. What selective mass scaling
@@ -90,7 +149,7 @@ typedef struct ts_refine_opts {
   int smooth_rest;     /* LOOP: 1 = Loop's smoothing rules on the rest shape; 0 = Loop's
                           topology with new rest positions at edge midpoints and old ones
                           kept (TS_LOOP_LINEAR). See the top of this file for why a live
-                          session uses 0. */
+                          session uses 0 (measured figures there). */
   double blend_time;   /* the hand-over's blend time (ts_handover.h), s: 0 = the
                           default TS_HANDOVER_DEFAULT_TIME (0.2 s); < 0 = no hand-over
                           (the finer network's own forces at once: the tissue jumps to

@@ -21,7 +21,12 @@
  * instrument) pressed in, both solvers, XPBD on the tree-based contact
  * path. The liver refined by Loop: no inverted prism with midpoints (the
  * live path); with Loop's smoothing the inverted ones are bounded by the
- * surface triangles the smoothing turns over. Refusals: empty selection,
+ * surface triangles the smoothing turns over. Loop's smoothing rules on a
+ * live tissue (smooth_rest, not the live default): the rest shape is the
+ * offline Loop's, and the mass-spring step after it is far outside the
+ * bound even with the hand-over (ts_refine.h's figures). LEB's propagation
+ * past the selection: its new vertices are nodes of the tissue like the
+ * others (no "second search" live, ts_refine.h). Refusals: empty selection,
  * index out of range, over the node limit, with the source left usable; a
  * prism inverted in the current shape refuses a refinement that rebuilds
  * it, not one elsewhere.
@@ -884,33 +889,150 @@ START_TEST(test_install_plan) {
 }
 END_TEST
 
-/* Loop's smoothing rules on the rest shape (offline use): the same
- * topology checks, the state carried over, mass conserved; the tissue then
- * relaxes towards the smoothed rest shape (ts_refine.h says why a live
- * session does not use it). */
+/* Loop's smoothing rules on the rest shape (ts_refine_opts.smooth_rest,
+ * not a live session's default; ts_refine.h says why): the same topology
+ * checks, the state carried over, mass conserved (refine_and_check); the
+ * refined rest shape is the offline Loop of the same selection through all
+ * layers (ts_loop_extrusion, TS_LOOP_SMOOTH, as `tissuetool mesh subdivide
+ * --loop` does on a surface), node for node through the source's map; and
+ * the figures ts_refine.h gives for keeping midpoints live: Loop's rules
+ * move the old inner vertices' rest positions by up to 20 um and put the
+ * new ones up to 0.44 mm off their parents' midpoints (the edge rule's 1/8
+ * (c + d - a - b): on the patch's union jack both vertices opposite an axis
+ * edge sit over the same end of it, so that is an eighth of the 3.48 mm
+ * edge, along it), and with the hand-over the
+ * mass-spring step after the refinement is still far outside the issue's
+ * bound. */
 START_TEST(test_loop_smooth_rest) {
-  sim b;
-  sim_init(&b, 0);
+  sim a, b;
+  sim_init(&a, 0);
   ts_patch_def d = ts_default_patch_def();
   ts_refine_src *src = NULL;
   ck_assert_int_eq(ts_refine_src_patch(&d, &src), 0);
-  press(&b, 1);
-  uint32_t nsel = 0, n0 = b.t->n_nodes;
-  double(*rest0)[3] = malloc(sizeof *rest0 * n0);
-  ck_assert_ptr_nonnull(rest0);
+  press(&a, 1);
+  sim_clone(&b, &a);
+  /* the offline Loop of the selection refine_and_check makes (same pick) */
+  uint32_t *sel = NULL, n = 0;
+  const double o[3] = {0.003, 0.05, 0.002}, dir[3] = {0, -1, 0};
+  ck_assert_int_eq(ts_refine_pick(src, b.t, o, dir, 0.005, &sel, &n, NULL), 0);
+  ts_extrusion *off = NULL;
+  char err[256] = "";
+  ck_assert_msg(ts_loop_extrusion(src->e, sel, n, TS_LOOP_SMOOTH, &off, NULL, err, sizeof err) == 0, "%s", err);
+  free(sel);
+  uint32_t nsel = 0, n0 = b.t->n_nodes, (*par)[2] = NULL;
+  double(*rest0)[3] = snapshot(b.t);
   memcpy(rest0, b.t->rest, sizeof *rest0 * n0);
-  refine_and_check(&b, &src, TS_REFINE_LOOP, 1, 0, NULL, &nsel, NULL);
-  /* Loop's vertex rule moved the rest positions of the region's inner old
-     vertices (measured up to 20 um on the gently curved patch; more than
-     1 um asserted, the midpoint variant moves none) */
-  double moved = 0;
+  ts_tool tool = press_tool(0.003);
+  refine_and_check(&b, &src, TS_REFINE_LOOP, 1, BLEND, &tool, &nsel, &par);
+  /* 1e-12 m: the same stencils on the same rest coordinates (~0.05 m);
+     measured 0 (the same sums in the same order). With midpoints (smooth_rest
+     0) 0.44 mm: checked */
+  ck_assert_uint_eq(off->nv, src->e->nv);
+  ck_assert_uint_eq(off->n_sheets, src->e->n_sheets);
+  double doff = 0;
+  for (size_t k = 0; k < (size_t)off->n_sheets * off->nv; k++)
+    for (int c = 0; c < 3; c++) doff = fmax(doff, fabs(b.t->rest[src->node_of[k]][c] - off->x[k][c]));
+  ck_assert_msg(doff <= 1e-12, "live rest shape %.3g m off the offline Loop", doff);
+  double moved = 0, off_mid = 0;
   for (uint32_t i = 0; i < n0; i++)
     for (int c = 0; c < 3; c++) moved = fmax(moved, fabs(b.t->rest[i][c] - rest0[i][c]));
-  printf("loop with smoothed rest: old rest positions moved up to %.3g m\n", moved);
+  for (uint32_t i = n0; i < b.t->n_nodes; i++) {
+    double d2 = 0;
+    for (int c = 0; c < 3; c++) {
+      double e = b.t->rest[i][c] - 0.5 * (b.t->rest[par[i - n0][0]][c] + b.t->rest[par[i - n0][1]][c]);
+      d2 += e * e;
+    }
+    off_mid = fmax(off_mid, sqrt(d2));
+  }
+  /* the step after the refinement against the unrefined twin's */
+  double(*x0)[3] = snapshot(a.t), twin = 0;
+  step(&a, &tool);
+  const double jump = step_jump(&b, &a, (const double(*)[3])x0, (const uint32_t(*)[2])par, 1, &twin);
+  printf("loop with smoothed rest: rest %.3g m off the offline Loop; old rest positions moved up to %.3g m, "
+         "new ones up to %.3g m off the midpoints; mass-spring, sphere pressed 3 mm: first step differs by %.3g m "
+         "with the hand-over (twin moved %.3g m)\n", doff, moved, off_mid, jump, twin);
+  /* measured 19.5 um and 0.435 mm; 1 um and 0.2 mm asserted (the midpoint
+     variant moves neither) */
   ck_assert(moved > 1e-6);
+  ck_assert(off_mid > 2e-4);
+  /* The reason a live session keeps midpoints (ts_refine.h): measured 0.41
+     mm, the bound is 11 um here. Asserted over ten times the bound, so that
+     a hand-over that absorbs Loop's rest change makes this fail and the
+     default can be revisited (with midpoints the same step is 0.3 um off). */
+  ck_assert_msg(jump > 10 * (QUANTUM + twin), "first step %.3g m off: does the hand-over now absorb Loop's rules?",
+                jump);
+  free(x0);
+  free(par);
   free(rest0);
+  ts_extrusion_free(off);
   ts_refine_src_free(src);
+  sim_free(&a);
   sim_free(&b);
+}
+END_TEST
+
+/* LEB's propagation past the selection (ts_refine.h: why the live path has
+ * no "second search"): on the default patch at rest, the live LEB of the
+ * live cases' pick makes new surface vertices off the selected triangles
+ * (Rivara's propagation into their neighbours; measured 8 of 50), and each
+ * of them, like every new vertex, is the midpoint of its parents' rest
+ * positions in every sheet (on the rest shape: inside the model) and a
+ * free node of the refined tissue with its mass and springs, stepped as
+ * the others: nothing lies outside the model to remove. */
+START_TEST(test_leb_outside_selection) {
+  ts_patch_def d = ts_default_patch_def();
+  ts_tissue *t = NULL, *r = NULL;
+  ts_refine_src *src = NULL, *nsrc = NULL;
+  ck_assert_int_eq(ts_patch_create(&d, &t), 0);
+  ck_assert_int_eq(ts_refine_src_patch(&d, &src), 0);
+  uint32_t *sel = NULL, n = 0;
+  const double o[3] = {0.003, 0.05, 0.002}, dir[3] = {0, -1, 0};
+  ck_assert_int_eq(ts_refine_pick(src, t, o, dir, 0.005, &sel, &n, NULL), 0);
+  ts_refine_opts opts = {TS_REFINE_LEB, 0, 0, 0, 0, NULL, 0};
+  ts_refine_info info;
+  info.parents = NULL;
+  char err[256];
+  ck_assert_msg(ts_refine_run(src, t, sel, n, &opts, &r, &nsrc, &info, err, sizeof err) == 0, "%s", err);
+  const ts_extrusion *e = src->e, *e2 = nsrc->e;
+  ck_assert_uint_eq(e2->nv - e->nv, info.new_verts);
+  uint32_t *deg = calloc(r->n_nodes, sizeof *deg);
+  ck_assert_ptr_nonnull(deg);
+  for (uint32_t i = 0; i < r->n_springs; i++) deg[r->springs[i].a]++, deg[r->springs[i].b]++;
+  uint32_t off = 0;
+  for (uint32_t j = e->nv; j < e2->nv; j++) {
+    int on = 0;
+    /* 1e-9 m: on a selected triangle up to rounding (~1e-17 m); a vertex off
+       them is at least half an edge (1.7 mm) away */
+    for (uint32_t i = 0; i < n && !on; i++) {
+      const uint32_t *tr = e->surface_tris[sel[i]];
+      on = ts_point_triangle_distance(e2->x[j], e->x[tr[0]], e->x[tr[1]], e->x[tr[2]], NULL) <= 1e-9;
+    }
+    off += !on;
+    for (uint32_t sh = 0; sh < e2->n_sheets; sh++) {
+      const uint32_t k = sh * e2->nv + j, i = nsrc->node_of[k];
+      ck_assert_uint_ge(i, t->n_nodes);
+      const uint32_t *p = info.parents[i - t->n_nodes];
+      /* 1e-15 m: the midpoint's rounding on ~0.05 m coordinates */
+      for (int c = 0; c < 3; c++)
+        ck_assert(fabs(r->rest[i][c] - 0.5 * (r->rest[p[0]][c] + r->rest[p[1]][c])) < 1e-15);
+      ck_assert(r->inv_mass[i] > 0 && nsrc->mass[k] > 0);
+      /* at least its two half edges and its column's spring */
+      ck_assert_uint_ge(deg[i], 3);
+    }
+  }
+  printf("leb: %u triangles selected, %u new surface vertices, %u of them off the selected triangles\n",
+         info.selected, info.new_verts, off);
+  ck_assert_uint_gt(off, 0); /* the propagation does reach past the selection here */
+  /* and the refined tissue steps (the new nodes with the others) */
+  ck_assert_int_eq(ts_massspring_step(r, DT, NULL, 0, NULL), 0);
+  for (uint32_t i = 0; i < r->n_nodes; i++) ck_assert(isfinite(r->x[i][0] + r->x[i][1] + r->x[i][2]));
+  free(deg);
+  free(sel);
+  free(info.parents);
+  ts_tissue_destroy(r);
+  ts_tissue_destroy(t);
+  ts_refine_src_free(src);
+  ts_refine_src_free(nsrc);
 }
 END_TEST
 
@@ -1544,6 +1666,7 @@ static Suite *refine_suite(void) {
   tcase_add_test(tc, test_loop_smooth_rest);
   tcase_add_loop_test(tc, test_mesh_tool, 0, 2); /* 0 mass-spring, 1 XPBD */
   tcase_add_test(tc, test_liver_loop_prisms);
+  tcase_add_test(tc, test_leb_outside_selection);
   tcase_add_test(tc, test_refusals);
   tcase_add_test(tc, test_inverted_elsewhere);
   suite_add_tcase(s, tc);
