@@ -247,9 +247,10 @@ static int build_mesh_tissue(create_job *j, ts_tissue **out, uint32_t *nv, uint3
   place(m);
   rc = ts_extrude(m, &d, &e, msg, sizeof msg);
   if (rc == TS_EMESH) {
-    snprintf(j->err, sizeof j->err,
-             "layers of %.3g mm in all fold the surface (give thinner layers): %s", total * 1e3,
-             msg);
+    /* folded prisms, or sheets that cross (a part thinner than twice the
+     * depth even at the thinning's floor): the first named in msg */
+    snprintf(j->err, sizeof j->err, "layers of %.3g mm in all %s the surface (give thinner layers): %s",
+             total * 1e3, e && e->n_crossings && !e->n_inverted ? "cross inside" : "fold", msg);
     goto out;
   }
   if (rc) {
