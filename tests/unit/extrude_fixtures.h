@@ -99,7 +99,11 @@ static inline int fx_cmp_lo0(const void *a, const void *b) {
  * by another broad phase): every pair of e's render triangles (every
  * sheet and the side walls) with no column in common whose closed
  * triangles meet (ts_tri_tri_intersect), found by sorting their boxes
- * along x and sweeping. */
+ * along x and sweeping. Grazing pairs (a corner just on the other
+ * triangle) can go either way with the argument and corner order: on
+ * spot.obj with only the folds thinned this count is 49 where the check's
+ * (and an all-pairs loop in the check's order) is 52; on clean crossings
+ * and where nothing crosses the two agree exactly. */
 static inline uint32_t fx_count_crossings(const ts_extrusion *e) {
   const uint32_t n = e->n_tris, nv = e->nv;
   fx_box_item *b = malloc(sizeof *b * (n ? n : 1));
