@@ -32,6 +32,9 @@
 
 /* Contacts kept: the first is reported, the rest only counted. */
 #define TS__CROSS_KEEP 16
+/* Room for the pairs the thinning marks, before a second query is needed
+ * (the shared meshes cross at up to 282 pairs). */
+#define TS__CROSS_MARK 1024
 
 typedef struct cross_ctx {
   const uint32_t (*tris)[3]; /* the tree's triangles, over e's nodes */
@@ -161,7 +164,7 @@ int ts__extrusion_mark_crossings(const ts_extrusion *e, uint8_t *mark, uint32_t 
   *n_pairs = 0;
   const uint32_t nt = e->n_surface_tris;
   ts_contacts buf;
-  int rc = ts_contacts_init(&buf, TS__CROSS_KEEP);
+  int rc = ts_contacts_init(&buf, TS__CROSS_MARK);
   if (rc) return rc;
   uint32_t *walls = NULL;
   rc = find_crossings(e, 1, &buf, &walls);
