@@ -64,6 +64,7 @@ const hook = {
   toolShapes: () => [],         // the tools as drawn (toolshapes.js describe())
   tissueBuffers: () => null,    // {position, normal}: the tissue geometry's arrays
   render: () => null,           // the view's counts: {frames, drawn, renders, uploadMs, renderMs}
+  layerAt: () => null,          // (x, y): the layer drawn first there {name, distance, facing} (scene.js)
   cameraDistance: () => 0,      // m from the camera to the point it orbits
   touch: { presses: 0, gestures: 0 },  // one-finger presses, two-finger gestures
   gamepad: { pad: '', moves: 0 },      // the pad in use and the positions it sent
@@ -155,6 +156,7 @@ async function start() {
     hook.tissueBuffers = () => view.geometry &&
       { position: view.geometry.attributes.position.array, normal: view.geometry.attributes.normal.array };
     hook.render = () => ({ ...view.stats });
+    hook.layerAt = (x, y) => view.layerAt(x, y);
   }
 
   const { sessionId, role, token } = parseQuery();

@@ -241,6 +241,34 @@ export class TissueView {
     return this.raycaster.ray.intersectPlane(plane, p) ? p : null;
   }
 
+  /**
+   * The layer drawn first under canvas pixel (x, y) (client coordinates):
+   * the nearest tissue triangle whose layer is shown and not clipped by the
+   * cut-away plane, as {name, distance (m from the camera), facing (its
+   * winding faces the camera: seen from its outer side)}, or null. The test
+   * hook's layerAt: hiding a layer must show the next one's outer face.
+   */
+  layerAt(clientX, clientY) {
+    if (!this.mesh) return null;
+    const rect = this.canvas.getBoundingClientRect();
+    const ndc = new THREE.Vector2(
+      ((clientX - rect.left) / rect.width) * 2 - 1,
+      -((clientY - rect.top) / rect.height) * 2 + 1);
+    this.raycaster.setFromCamera(ndc, this.camera);
+    const hits = this.raycaster.intersectObject(this.mesh, false);
+    for (const h of hits) {
+      const m = this.mesh.material[h.face.materialIndex];
+      if (!m || !m.visible) continue;
+      if ((m.clippingPlanes || []).some((pl) => pl.distanceToPoint(h.point) < 0)) continue;
+      return {
+        name: this.layerNames[h.face.materialIndex],
+        distance: h.distance,
+        facing: h.face.normal.dot(this.raycaster.ray.direction) < 0,
+      };
+    }
+    return null;
+  }
+
   /** The ray from the camera through canvas pixel (x, y): {origin, direction} as {x, y, z}. */
   rayAt(clientX, clientY) {
     const rect = this.canvas.getBoundingClientRect();

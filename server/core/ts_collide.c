@@ -505,8 +505,9 @@ static int shares_point(const uint32_t *s, const uint32_t *t) {
   return 0;
 }
 
-int ts_collide_tissue_tissue(const ts_aabb_tree *A, const double (*xa)[3], const ts_aabb_tree *B,
-                             const double (*xb)[3], ts_contacts *buf, ts_collide_stats *stats) {
+static int tissue_pairs(const ts_aabb_tree *A, const double (*xa)[3], const ts_aabb_tree *B,
+                        const double (*xb)[3], ts_collide_skip_fn skip, void *ctx,
+                        ts_contacts *buf, ts_collide_stats *stats) {
   if (!A || !B || !buf || (!xa && A->n_tris) || (!xb && B->n_tris)) return TS_EINVAL;
   buf->n = buf->total = 0;
   ts_collide_stats st = {0, 0};
@@ -546,6 +547,7 @@ int ts_collide_tissue_tissue(const ts_aabb_tree *A, const double (*xa)[3], const
           uint32_t s = ka;
           ka = kb, kb = s;
         }
+        if (skip && skip(ctx, ka, kb)) continue;
       }
       double Ta[3][3], Tb[3][3];
       ts_hit h;
@@ -565,6 +567,16 @@ int ts_collide_tissue_tissue(const ts_aabb_tree *A, const double (*xa)[3], const
   }
   if (stats) *stats = st;
   return rc ? rc : finish(buf);
+}
+
+int ts_collide_tissue_tissue(const ts_aabb_tree *A, const double (*xa)[3], const ts_aabb_tree *B,
+                             const double (*xb)[3], ts_contacts *buf, ts_collide_stats *stats) {
+  return tissue_pairs(A, xa, B, xb, NULL, NULL, buf, stats);
+}
+
+int ts_collide_tissue_self(const ts_aabb_tree *A, const double (*x)[3], ts_collide_skip_fn skip,
+                           void *ctx, ts_contacts *buf, ts_collide_stats *stats) {
+  return tissue_pairs(A, x, A, x, skip, ctx, buf, stats);
 }
 
 /* ---- sweep ---- */

@@ -98,6 +98,18 @@ int ts_collide_tool_tool(ts_posed_tool *a, ts_posed_tool *b, ts_contacts *buf,
 int ts_collide_tissue_tissue(const ts_aabb_tree *a, const double (*xa)[3], const ts_aabb_tree *b,
                              const double (*xb)[3], ts_contacts *buf, ts_collide_stats *stats);
 
+/* Decides whether the pair of triangles ka < kb of a self query is left out
+ * (non-zero) or tested (0); ctx is the caller's. */
+typedef int (*ts_collide_skip_fn)(void *ctx, uint32_t ka, uint32_t kb);
+
+/* One tissue against itself (ts_collide_tissue_tissue with a == b), leaving
+ * out, besides the pairs that share a point, every pair skip (may be NULL)
+ * says to: the extrusion's crossing check (ts_extrude_cross.c) skips
+ * triangles of one column, which meet by construction. Returns as
+ * ts_collide_tissue_tissue. */
+int ts_collide_tissue_self(const ts_aabb_tree *a, const double (*x)[3], ts_collide_skip_fn skip,
+                           void *ctx, ts_contacts *buf, ts_collide_stats *stats);
+
 /* How far a triangle-mesh tool reaches through one tissue triangle T, both
  * in the tool's frame (the caller moves T there): of the tool triangles that
  * meet T (a descent of the tool's tree with T's box), the one whose part over

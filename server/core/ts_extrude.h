@@ -7,12 +7,18 @@
  * downward" for a flat patch). Every surface triangle swept from sheet s to
  * s+1 is a prism of layer s.
  *
- * The result also carries the render surface, grouped by layer: group 0 is
- * the outer sheet (surface winding) plus layer 0's side walls, group i layer
- * i's side walls, and the last group also the innermost sheet with reversed
- * winding; side walls close every open boundary edge, so each group renders
- * from the correct side. ts_tissue_build (ts_tissue.h) turns an extrusion
- * into a simulated tissue.
+ * The result also carries the render surface, grouped by layer: group i is
+ * layer i's top sheet (sheet i, in the surface's winding, so facing
+ * outwards: the first n_surface_tris triangles of the group, in surface
+ * order) and layer i's side walls, and the last group also the innermost
+ * sheet with reversed winding; side walls close every open boundary edge.
+ * So every group renders from the correct side, and hiding the layers above
+ * one shows its outer face. The outer sheet, the walls and the innermost
+ * sheet form the closed boundary of the solid; the inner top sheets (groups
+ * 1..N-1) lie inside it, each sharing its boundary edges with the walls
+ * above and below it. The render surface is (N+1) * n_surface_tris + 2 N
+ * (open boundary edges) triangles. ts_tissue_build (ts_tissue.h) turns an
+ * extrusion into a simulated tissue.
  */
 #ifndef TS_EXTRUDE_H
 #define TS_EXTRUDE_H
@@ -68,12 +74,27 @@ typedef struct ts_extrusion {
   uint32_t n_thinned;      /* vertices whose offset was shrunk (min_depth_fraction) */
   double min_depth_kept;   /* smallest fraction of the full depth kept at a vertex
                               (1 when none was thinned) */
+  uint32_t n_crossings;    /* pairs of sheet triangles with no column in common
+                              that intersect: sheets passing through each other
+                              (ts_extrude_cross.c); ts_extrude fills it */
+  uint32_t n_crossings_thinned; /* such pairs the thinning (min_depth_fraction) found
+                              and thinned away: the most found in one round */
+  uint32_t cross_sheet[2]; /* the first such pair found: the sheet of each (of a
+                              side wall: the layer it closes) */
+  uint32_t cross_tri[2];   /* and the surface triangle each lies over
+                              (UINT32_MAX: a side wall) */
+  double cross_point[3];   /* m: a point where they meet */
 } ts_extrusion;
 
 /* Extrudes `surface`. A prism turned inside out by offsetting a region too
  * far (ts_prism_check) is counted in n_inverted and, when any exist, the call
  * returns TS_EMESH with the first one named in err (the extrusion is still
- * returned so a tool can show it). With def->min_depth_fraction > 0 the
+ * returned so a tool can show it). When no prism is inverted, sheets that
+ * pass through each other elsewhere (a thin part offset deeper than half
+ * its thickness, opposite walls of a narrow fold) are counted in
+ * n_crossings, the first pair found in cross_*, and the call returns
+ * TS_EMESH naming it (extrusion returned as well): a tissue whose layers
+ * interpenetrate is physically wrong. With def->min_depth_fraction > 0 the
  * offset is first shrunk where it folds; when that was needed the call
  * returns 0 with a warning in err ("warning: ...": how many vertices, the
  * least fraction kept), as when def->max_relax moved vertices. A vertex with no direction pointing inwards from all
@@ -83,6 +104,12 @@ int ts_extrude(const ts_mesh *surface, const ts_extrude_def *def, ts_extrusion *
                size_t errcap);
 
 void ts_extrusion_free(ts_extrusion *e);
+
+/* 1 when render triangle k of e is one of the inner layers' top sheets
+ * (all three nodes on one sheet s, 0 < s < n_layers), which lie inside the
+ * solid; 0 for the solid's closed boundary (outer sheet, side walls,
+ * innermost sheet) and for k out of range. */
+int ts_extrusion_tri_inner(const ts_extrusion *e, uint32_t k);
 
 /* The validity test of one prism, shared by the extrusion and the tissue
  * builder (ts_extrude_prism.c says why this one): P is a triangle of a sheet

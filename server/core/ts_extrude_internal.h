@@ -27,6 +27,18 @@ int ts__extrusion_new(uint32_t n_layers, uint32_t nv, uint32_t nt, ts_extrusion 
  * inverted prism named in err); TS_ENOMEM. */
 int ts__extrusion_assemble(ts_extrusion *e, char *err, size_t errcap);
 
+/* Counts the pairs of e's sheet triangles that intersect with no column in
+ * common (ts_extrude_cross.c) into e->n_crossings and the first into
+ * e->cross_*, naming it in err when there are any (err untouched
+ * otherwise). Returns 0, TS_EINVAL, TS_ETOOBIG or TS_ENOMEM. */
+int ts__extrusion_count_crossings(ts_extrusion *e, char *err, size_t errcap);
+
+/* Sets mark[j] (nv flags, not cleared) for the surface vertices of both
+ * triangles of every crossing pair (as ts__extrusion_count_crossings finds
+ * them), *n_pairs their count: the columns the thinning shortens. Returns
+ * 0, TS_EINVAL, TS_ETOOBIG or TS_ENOMEM. */
+int ts__extrusion_mark_crossings(const ts_extrusion *e, uint8_t *mark, uint32_t *n_pairs);
+
 /* How much the prism P -> Q narrows with depth (ts_extrude_prism.c): the
  * smallest ratio, over its three corners and the depth z in [0, 1], of the
  * wedge's Jacobian at z to its value at the outer face (1 for a right

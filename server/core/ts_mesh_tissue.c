@@ -96,12 +96,17 @@ int ts_mesh_tissue_extrude(const uint8_t *data, size_t len, int format,
   rc = ts_extrude(m, &d, out, msg, sizeof msg);
   ts_mesh_free(m);
   if (rc == TS_EMESH) {
-    snprintf(err, errcap, "layers of %.3g mm in all fold the surface (give thinner layers): %s",
-             total * 1e3, msg);
-    return rc;
-  }
-  if (rc) {
+    /* folded prisms, or sheets that cross (a part thinner than twice the
+     * depth even at the thinning's floor): the first named in msg */
+    const ts_extrusion *e = *out;
+    snprintf(err, errcap, "layers of %.3g mm in all %s the surface (give thinner layers): %s",
+             total * 1e3, e && e->n_crossings && !e->n_inverted ? "cross inside" : "fold", msg);
+  } else if (rc) {
     snprintf(err, errcap, "extrusion failed: %s", msg[0] ? msg : ts_strerror(rc));
+  }
+  if (rc) { /* ts_extrude hands back the refused extrusion too: nothing on failure */
+    ts_extrusion_free(*out);
+    *out = NULL;
     return rc;
   }
   if (warning && wcap && strncmp(msg, "warning:", 8) == 0)

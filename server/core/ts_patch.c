@@ -13,9 +13,9 @@
  * patch has no preferred shear direction).
  *
  * The extrusion's render surface, counter-clockwise seen from outside: group
- * 0 (the first layer) holds the top sheet (facing +y) and the side walls of
- * layer 0, group i the side walls of layer i, and the last group also the
- * bottom sheet (facing -y), as ts_extrude.h specifies. Every node on the
+ * i (layer i) holds the layer's top sheet (sheet i, facing +y) and its side
+ * walls, and the last group also the bottom sheet (facing -y), as
+ * ts_extrude.h specifies. Every node on the
  * outer boundary ring of every sheet is anchored.
  */
 #include <math.h>
@@ -142,7 +142,7 @@ static int patch_extrusion(const ts_patch_def *d, ts_extrusion **out) {
   e->n_sheets = S;
   e->nv = nps;
   e->n_surface_tris = T;
-  e->n_tris = 2 * T + 8 * (res - 1) * L;
+  e->n_tris = (L + 1) * T + 8 * (res - 1) * L;
   e->n_groups = L;
   e->x = calloc((size_t)S * nps, sizeof *e->x);
   e->surface_tris = calloc(T, sizeof *e->surface_tris);
@@ -197,11 +197,10 @@ static int patch_extrusion(const ts_patch_def *d, ts_extrusion **out) {
   const double up[3] = {0, 1, 0}, down[3] = {0, -1, 0};
   for (uint32_t l = 0; l < L; l++) {
     uint32_t start = nt;
-    if (l == 0)
-      for (uint32_t i = 0; i < T; i++) {
-        const uint32_t *tr = e->surface_tris[i];
-        add_tri(e, &nt, tr[0], tr[1], tr[2], up);
-      }
+    for (uint32_t i = 0; i < T; i++) { /* the layer's top sheet */
+      const uint32_t *tr = e->surface_tris[i], b = l * nps;
+      add_tri(e, &nt, b + tr[0], b + tr[1], b + tr[2], up);
+    }
     add_walls(e, &nt, res, l);
     if (l == L - 1) {
       uint32_t b = L * nps;

@@ -145,11 +145,19 @@ static int src_matches(const ts_refine_src *s, const ts_tissue *t) {
 
 int ts_refine_surface_tri(const ts_refine_src *s, const ts_tissue *t, uint32_t tri, uint32_t *surf) {
   if (!src_matches(s, t) || !surf) return TS_EINVAL;
-  if (tri >= s->e->n_surface_tris || tri >= t->n_tris) return TS_EINVAL;
-  for (int k = 0; k < 3; k++)
-    if (t->tris[tri][k] != s->node_of[s->e->surface_tris[tri][k]]) return TS_EINVAL;
-  *surf = tri;
-  return 0;
+  const ts_extrusion *e = s->e;
+  if (tri >= t->n_tris) return TS_EINVAL;
+  /* render group g opens with layer g's top sheet (sheet g), in surface order */
+  uint32_t start = 0;
+  for (uint32_t g = 0; g < e->n_groups; start += e->group_tri_count[g++]) {
+    if (tri < start || tri - start >= e->n_surface_tris) continue;
+    uint32_t f = tri - start;
+    for (int k = 0; k < 3; k++)
+      if (t->tris[tri][k] != s->node_of[(size_t)g * e->nv + e->surface_tris[f][k]]) return TS_EINVAL;
+    *surf = f;
+    return 0;
+  }
+  return TS_EINVAL;
 }
 
 /* The outer surface at t's current positions (caller frees). */

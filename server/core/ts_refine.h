@@ -183,10 +183,12 @@ int ts_refine_src_patch(const ts_patch_def *def, ts_refine_src **out);
 /* Frees s; NULL is ignored. */
 void ts_refine_src_free(ts_refine_src *s);
 
-/* The surface triangle of render triangle `tri` of t (t's render surface
- * starts with the outer sheet's triangles in surface order). Returns 0 and
- * *surf; TS_EINVAL when tri is out of range or not an outer-sheet triangle
- * (a side wall or the inner sheet). */
+/* The surface triangle of render triangle `tri` of t (each render group
+ * opens with its layer's top sheet in surface order, the outer sheet
+ * first): a pick on any layer's top sheet (the one a client sees when the
+ * layers above are hidden) selects the column under it. Returns 0 and
+ * *surf; TS_EINVAL when tri is out of range or not a top-sheet triangle (a
+ * side wall or the innermost sheet). */
 int ts_refine_surface_tri(const ts_refine_src *s, const ts_tissue *t, uint32_t tri, uint32_t *surf);
 
 /* A selection by ray pick: the first outer-surface triangle that the ray

@@ -47,10 +47,15 @@ static void mesh_help(FILE *f) {
           "             edge lengths and the smallest angle.\n"
           "  extrude    offsets the surface once per layer (thicknesses T in metres),\n"
           "             along the inward angle-weighted vertex normals or along\n"
-          "             --direction, and writes the layered solid's render surface\n"
-          "             (outer sheet, side walls, inner sheet). Inverted prisms (an\n"
-          "             offset deeper than the local curvature allows) are reported and\n"
-          "             make the exit status 1; the file is still written.\n"
+          "             --direction, and writes the layered solid's closed boundary\n"
+          "             (outer sheet, side walls, inner sheet; a session also renders\n"
+          "             every inner layer's top sheet, counted in render_triangles).\n"
+          "             Inverted prisms (an offset deeper than the local curvature\n"
+          "             allows) and, when there are none, crossings (sheets passing\n"
+          "             through each other: a thin part offset deeper than half its\n"
+          "             thickness; the count and the first pair's sheets, surface\n"
+          "             triangles and point in metres) are reported and make the exit\n"
+          "             status 1; the file is still written.\n"
           "  subdivide  Loop subdivision: the whole mesh --levels times (default 1), or\n"
           "             once on the triangles listed in --region (0-based indices),\n"
           "             refined conformingly.\n"
@@ -256,23 +261,31 @@ static int mesh_info(int argc, char **argv, FILE *out, FILE *err) {
   return rc ? 1 : 0;
 }
 
-/* The render surface of e as a plain mesh (nodes no render triangle uses,
- * inside the inner sheets, left out). */
+/* The closed boundary of e's layered solid as a plain mesh: the render
+ * surface without the inner layers' top sheets (ts_extrusion_tri_inner),
+ * nodes no such triangle uses left out, so the file is a closed surface
+ * that `mesh info` can check. */
 static int render_mesh(const ts_extrusion *e, ts_mesh **out) {
-  uint32_t nn = e->n_sheets * e->nv, nv = 0;
+  uint32_t nn = e->n_sheets * e->nv, nv = 0, nt = 0;
   uint32_t *map = malloc(sizeof *map * nn);
   if (!map) return TS_ENOMEM;
   for (uint32_t i = 0; i < nn; i++) map[i] = UINT32_MAX;
-  for (uint32_t f = 0; f < e->n_tris; f++)
+  for (uint32_t f = 0; f < e->n_tris; f++) {
+    if (ts_extrusion_tri_inner(e, f)) continue;
+    nt++;
     for (int k = 0; k < 3; k++) map[e->tris[f][k]] = 0;
+  }
   for (uint32_t i = 0; i < nn; i++)
     if (map[i] == 0) map[i] = nv++;
-  int rc = ts_mesh_alloc(nv, e->n_tris, out);
+  int rc = ts_mesh_alloc(nv, nt, out);
   if (!rc) {
     for (uint32_t i = 0; i < nn; i++)
       if (map[i] != UINT32_MAX) memcpy((*out)->v[map[i]], e->x[i], sizeof e->x[i]);
-    for (uint32_t f = 0; f < e->n_tris; f++)
-      for (int k = 0; k < 3; k++) (*out)->t[f][k] = map[e->tris[f][k]];
+    for (uint32_t f = 0, g = 0; f < e->n_tris; f++)
+      if (!ts_extrusion_tri_inner(e, f)) {
+        for (int k = 0; k < 3; k++) (*out)->t[g][k] = map[e->tris[f][k]];
+        g++;
+      }
   }
   free(map);
   return rc;
@@ -338,7 +351,14 @@ static int mesh_extrude(int argc, char **argv, FILE *out, FILE *err) {
           e->n_sheets, e->nv, e->n_sheets * e->nv, e->n_layers * e->n_surface_tris);
   fprintf(out, "\"render_triangles\":%u,\"group_triangles\":[", e->n_tris);
   for (uint32_t g = 0; g < e->n_groups; g++) fprintf(out, "%s%u", g ? "," : "", e->group_tri_count[g]);
-  fprintf(out, "],\"inverted_prisms\":%u,\"render\":{", e->n_inverted);
+  fprintf(out, "],\"inverted_prisms\":%u,\"crossings\":%u,", e->n_inverted, e->n_crossings);
+  if (e->n_crossings)
+    fprintf(out,
+            "\"first_crossing\":{\"sheets\":[%u,%u],\"surface_triangles\":[%u,%u],"
+            "\"point\":[%.9g,%.9g,%.9g]},",
+            e->cross_sheet[0], e->cross_sheet[1], e->cross_tri[0], e->cross_tri[1], e->cross_point[0],
+            e->cross_point[1], e->cross_point[2]);
+  fprintf(out, "\"render\":{");
   print_mesh_members(out, r);
   fprintf(out, "}}\n");
   if (rc) fprintf(err, "tissuetool %s: %s\n", argv[0], msg);

@@ -64,8 +64,9 @@ static const char *shared_dir(void) {
  * a millimetre: the extrusion may move pleat vertices by up to
  * TS__LIVER_RELAX and thin the layers where they would fold down to
  * TS__LIVER_MIN_DEPTH of their depth (ts_extrude.h; at the time of writing
- * two vertices move by 0.28 mm and 1068 of 2194 keep less than the full
- * depth, the least 0.107 of it; bench_mesh prints these counts). The mesh is a closed surface, so
+ * two vertices move by 0.28 mm and 1198 of 2194 keep less than the full
+ * depth, the least 0.107 of it, 130 of them where the innermost sheet would
+ * cross itself; bench_mesh prints these counts). The mesh is a closed surface, so
  * something has to hold it: it rests on a support, every node (of every
  * sheet) within TS__LIVER_SUPPORT of its lowest point being anchored. */
 #define TS__LIVER_SUPPORT 0.005 /* m */

@@ -4,7 +4,8 @@
 // grasper, closes it with the G key while the mouse presses it into the
 // tissue and sees the force plot fill; a second browser context opens the
 // watch link and the first page counts two participants; hiding the mucosa
-// changes the hook and the pixels; a click with the lesion marker armed
+// and then the submucosa shows the next layer's outer face each time (the
+// hook's pick and the pixels); a click with the lesion marker armed
 // refines the region under it and both pages draw the finer tissue; the
 // tissue is reset and the session ended
 // from the session controls, which the observer sees. No page may log a
@@ -155,31 +156,61 @@ test('a classroom session: create, grasp, watch, layers, reset, end', async () =
   await waitHook(page, () => window.tissued.watchers === 2, null, 'two participants in the first page');
   assert.equal(await page.textContent('#st-watchers'), '2');
 
-  // Hide the mucosa: the hook and the pixels change.
+  // Hide the mucosa, then the submucosa: each time the next layer's own
+  // outer face is drawn (every layer's render group holds its top sheet),
+  // by the hook's pick and by the pixels.
   const names = (await hook(page)).layers.map((l) => l.name);
   assert.deepEqual(names.slice(0, 3), ['mucosa', 'submucosa', 'muscularis']);
   await page.mouse.move(cx + 300, cy + 300);  // the tool away from the middle
   await sleep(800);
+  // picked left of the middle, off the grasp's spot
+  const layerAt = () => page.evaluate(([x, y]) => window.tissued.layerAt(x, y), [cx - 100, cy]);
+  const seen0 = await layerAt();
+  assert.equal(seen0?.name, 'mucosa', `the middle shows ${JSON.stringify(seen0)}`);
+  assert.ok(seen0.facing, 'the mucosa seen from its outer side');
   const shotShown = await page.screenshot({ path: path.join(dir, 'classroom-layers-all.png') });
-  await page.focus('input[data-layer="mucosa"]');
-  await page.keyboard.press('Space');
-  await waitHook(page, () => window.tissued.layers.find((l) => l.name === 'mucosa')?.visible === false, null,
-    'the mucosa hidden');
-  await sleep(500);
+  const hideLayer = async (name) => {
+    await page.focus(`input[data-layer="${name}"]`);
+    await page.keyboard.press('Space');
+    await waitHook(page, (n) => window.tissued.layers.find((l) => l.name === n)?.visible === false, name,
+      `the ${name} hidden`);
+    await sleep(500);
+  };
+  await hideLayer('mucosa');
+  const seen1 = await layerAt();
   const shotHidden = await page.screenshot({ path: path.join(dir, 'classroom-layers-no-mucosa.png') });
-  const a = decodePng(shotShown), b = decodePng(shotHidden);
+  await hideLayer('submucosa');
+  const seen2 = await layerAt();
+  const shotHidden2 = await page.screenshot({ path: path.join(dir, 'classroom-layers-no-submucosa.png') });
+  // The next layer's top sheet, seen from outside, 1 mm (the mucosa) and
+  // 2.5 mm deeper along the view ray (which is tilted: the distance grows by
+  // at least the thickness; asserted from 0.9 of it, for the curvature and
+  // the thinning of a layer near the rim).
+  assert.equal(seen1?.name, 'submucosa', `without the mucosa the middle shows ${JSON.stringify(seen1)}`);
+  assert.ok(seen1.facing, 'the submucosa seen from its outer side');
+  assert.ok(seen1.distance - seen0.distance > 0.9e-3, `the submucosa ${((seen1.distance - seen0.distance) * 1e3).toFixed(2)} mm deeper`);
+  assert.equal(seen2?.name, 'muscularis', `without the submucosa the middle shows ${JSON.stringify(seen2)}`);
+  assert.ok(seen2.facing, 'the muscularis seen from its outer side');
+  assert.ok(seen2.distance - seen0.distance > 0.9 * 2.5e-3, 'the muscularis 2.5 mm deeper');
+  const a = decodePng(shotShown), b = decodePng(shotHidden), c2 = decodePng(shotHidden2);
   const middle = { x: cx - 120, y: cy - 60, w: 240, h: 120 };
   const changed = changedFraction(a, b, middle);
   const [r0, g0] = meanColour(a, middle);
   const [r1, g1] = meanColour(b, middle);
-  // The pinkish mucosa (0xe89a9a) on top gives way to the deep red
-  // muscularis (0x9e2a2b) under it: most middle pixels change and lose
-  // green (by ~80 of 255 when lit as in the screenshots; asserted 30).
+  const [r2, g2] = meanColour(c2, middle);
+  // The pinkish mucosa (0xe89a9a) gives way to the pale yellow submucosa
+  // (0xf2e2b0: green 226 against 154) and that to the deep red muscularis
+  // (0x9e2a2b, green 42): the middle gains green, then loses it below the
+  // mucosa's (by ~70 and ~100 of 255 when lit as in the screenshots;
+  // asserted 30 each).
   assert.ok(changed > 0.3, `hiding the mucosa changes ${(changed * 100).toFixed(1)} % of the middle`);
-  assert.ok(g1 < g0 - 30, `the middle turns from pink to deep red: rg ${[r0, g0].map(Math.round)} -> ${[r1, g1].map(Math.round)}`);
-  await page.focus('input[data-layer="mucosa"]');
-  await page.keyboard.press('Space');
-  await waitHook(page, () => window.tissued.layers.every((l) => l.visible), null, 'the mucosa shown again');
+  assert.ok(g1 > g0 + 30, `the middle turns from pink to pale yellow: rg ${[r0, g0].map(Math.round)} -> ${[r1, g1].map(Math.round)}`);
+  assert.ok(g2 < g0 - 30, `then deep red: rg ${[r1, g1].map(Math.round)} -> ${[r2, g2].map(Math.round)}`);
+  for (const name of ['submucosa', 'mucosa']) {
+    await page.focus(`input[data-layer="${name}"]`);
+    await page.keyboard.press('Space');
+  }
+  await waitHook(page, () => window.tissued.layers.every((l) => l.visible), null, 'the layers shown again');
 
   // Reset the tissue from the keyboard; the server acknowledges it. Before
   // the lesion: the grasp above can leave mucosa prisms under the jaws
@@ -233,7 +264,8 @@ test('a classroom session: create, grasp, watch, layers, reset, end', async () =
   assert.deepEqual(problems, [], 'console errors');
   fs.writeFileSync(path.join(dir, 'classroom-summary.json'), JSON.stringify({
     sessionId: created.sessionId, plot: held.plot, force: held.force, latencyMs: held.latencyMs,
-    fps: held.fps, layerChanged: changed, rgBefore: [r0, g0], rgAfter: [r1, g1],
+    fps: held.fps, layerChanged: changed, rgBefore: [r0, g0], rgAfter: [r1, g1], rgMuscularis: [r2, g2],
+    layersSeen: [seen0, seen1, seen2],
     lesion: { before: v0, ...marked.last },
   }, null, 2));
 });

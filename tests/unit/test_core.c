@@ -125,10 +125,10 @@ static void check_topology(uint32_t res, uint32_t L) {
   /* render surface: groups, counts, indices, no degenerate triangle */
   uint32_t sheet_tris = 2 * (res - 1) * (res - 1), wall_tris = 8 * (res - 1);
   ck_assert_uint_eq(t->n_render_groups, L);
-  ck_assert_uint_eq(t->n_tris, 2 * sheet_tris + L * wall_tris);
+  ck_assert_uint_eq(t->n_tris, (L + 1) * sheet_tris + L * wall_tris);
   uint32_t sum = 0;
-  for (uint32_t g = 0; g < L; g++) {
-    uint32_t want = wall_tris + (g == 0 ? sheet_tris : 0) + (g == L - 1 ? sheet_tris : 0);
+  for (uint32_t g = 0; g < L; g++) { /* every layer's top sheet and walls, the bottom last */
+    uint32_t want = sheet_tris + wall_tris + (g == L - 1 ? sheet_tris : 0);
     ck_assert_uint_eq(t->layer_tri_count[g], want);
     ck_assert_str_eq(t->render_group_name[g], t->layers[g].name);
     sum += t->layer_tri_count[g];
@@ -208,35 +208,52 @@ END_TEST
  * enclosed volume, positive when the triangles face outwards. */
 START_TEST(test_patch_surface_closed_and_outward) {
   ts_tissue *t = make_patch(24, 3);
-  uint64_t *dir = malloc(sizeof *dir * 3 * t->n_tris);
-  for (uint32_t i = 0; i < t->n_tris; i++)
+  const uint32_t nps0 = t->nodes_per_sheet;
+  /* the solid's boundary: without the inner layers' top sheets (all three
+   * nodes on sheet 1 or 2), which lie inside it */
+  uint32_t nh = 0;
+  uint32_t(*hull)[3] = malloc(sizeof *hull * t->n_tris);
+  for (uint32_t i = 0; i < t->n_tris; i++) {
+    uint32_t s0 = t->tris[i][0] / nps0;
+    int inner = s0 > 0 && s0 < 3 && t->tris[i][1] / nps0 == s0 && t->tris[i][2] / nps0 == s0;
+    if (!inner) memcpy(hull[nh++], t->tris[i], sizeof *hull);
+  }
+  ck_assert_uint_eq(nh, t->n_tris - 2 * 2 * 23 * 23);
+  uint64_t *dir = malloc(sizeof *dir * 3 * nh);
+  for (uint32_t i = 0; i < nh; i++)
     for (int k = 0; k < 3; k++)
-      dir[3 * i + k] = (uint64_t)t->tris[i][k] << 32 | t->tris[i][(k + 1) % 3];
-  qsort(dir, 3 * (size_t)t->n_tris, sizeof *dir, cmp_u64);
-  for (size_t i = 0; i < 3 * (size_t)t->n_tris; i++) {
+      dir[3 * i + k] = (uint64_t)hull[i][k] << 32 | hull[i][(k + 1) % 3];
+  qsort(dir, 3 * (size_t)nh, sizeof *dir, cmp_u64);
+  for (size_t i = 0; i < 3 * (size_t)nh; i++) {
     if (i > 0) ck_assert(dir[i] != dir[i - 1]); /* each directed edge once */
     uint64_t rev = (dir[i] & 0xffffffffu) << 32 | dir[i] >> 32;
-    ck_assert_ptr_nonnull(bsearch(&rev, dir, 3 * (size_t)t->n_tris, sizeof *dir, cmp_u64));
+    ck_assert_ptr_nonnull(bsearch(&rev, dir, 3 * (size_t)nh, sizeof *dir, cmp_u64));
   }
   free(dir);
   double vol = 0;
-  for (uint32_t i = 0; i < t->n_tris; i++) {
-    const double *a = t->rest[t->tris[i][0]], *b = t->rest[t->tris[i][1]],
-                 *c = t->rest[t->tris[i][2]];
+  for (uint32_t i = 0; i < nh; i++) {
+    const double *a = t->rest[hull[i][0]], *b = t->rest[hull[i][1]], *c = t->rest[hull[i][2]];
     vol += (a[0] * (b[1] * c[2] - b[2] * c[1]) - a[1] * (b[0] * c[2] - b[2] * c[0]) +
             a[2] * (b[0] * c[1] - b[1] * c[0])) / 6.0;
   }
+  free(hull);
   /* an 80 mm square, 4.5 mm thick, give or take the dome's curvature */
   double flat = 0.08 * 0.08 * 4.5e-3;
   ck_assert_msg(vol > 0.97 * flat && vol < 1.03 * flat, "volume %.6g m^3", vol);
-  /* the top sheet faces +y, the bottom sheet -y */
-  uint32_t nps = t->nodes_per_sheet, T = 2 * 23 * 23;
+  /* every layer's top sheet faces +y (each layer renders from outside when
+   * the ones above it are hidden), the bottom sheet -y */
+  uint32_t nps = t->nodes_per_sheet, T = 2 * 23 * 23, start = 0;
   for (uint32_t i = 0; i < t->n_tris; i++) {
     const uint32_t *tr = t->tris[i];
     double n[3];
     tri_normal(t, tr, n);
-    if (tr[0] < nps && tr[1] < nps && tr[2] < nps) ck_assert(n[1] > 0);
-    if (tr[0] >= 3 * nps && tr[1] >= 3 * nps && tr[2] >= 3 * nps) ck_assert(n[1] < 0);
+    uint32_t s0 = tr[0] / nps;
+    if (tr[1] / nps == s0 && tr[2] / nps == s0) ck_assert(s0 < 3 ? n[1] > 0 : n[1] < 0);
+  }
+  for (uint32_t g = 0; g < 3; g++) { /* group g opens with sheet g's T triangles */
+    for (uint32_t i = start; i < start + T; i++)
+      for (int k = 0; k < 3; k++) ck_assert_uint_eq(t->tris[i][k] / nps, g);
+    start += t->layer_tri_count[g];
   }
   /* the top sheet's triangles lead group 0, the bottom's close the last */
   for (uint32_t i = 0; i < T; i++)

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "extrude_fixtures.h"
 #include "mesh_fixtures.h"
 #include "ts_error.h"
 #include "ts_extrude.h"
@@ -36,16 +37,6 @@ static ts_extrude_def layers3(double t0, double t1, double t2) {
   d.thickness[2] = t2;
   d.mode = TS_EXTRUDE_NORMAL;
   return d;
-}
-
-/* The render surface of an extrusion as a mesh check. */
-static ts_meshtopo_report check_render(const ts_extrusion *e, const char *what) {
-  return fx_check_mesh((const double(*)[3])e->x, e->n_sheets * e->nv, (const uint32_t(*)[3])e->tris,
-                       e->n_tris, what);
-}
-
-static double render_volume(const ts_extrusion *e) {
-  return fx_volume_pts((const double(*)[3])e->x, (const uint32_t(*)[3])e->tris, e->n_tris);
 }
 
 static uint32_t count_boundary_edges(const ts_mesh *m) {
@@ -86,26 +77,28 @@ START_TEST(test_flat_patch_direction) {
   uint32_t T = m->n_tris, B = 4 * (res - 1);
   ck_assert_uint_eq(count_boundary_edges(m), B);
   ck_assert_uint_eq(e->n_surface_tris, T);
-  ck_assert_uint_eq(e->n_tris, 2 * T + 2 * B * 3);
+  ck_assert_uint_eq(e->n_tris, 4 * T + 2 * B * 3);
   ck_assert_uint_eq(e->n_groups, 3);
   ck_assert_uint_eq(e->group_tri_count[0], T + 2 * B);
-  ck_assert_uint_eq(e->group_tri_count[1], 2 * B);
-  ck_assert_uint_eq(e->group_tri_count[2], 2 * B + T);
+  ck_assert_uint_eq(e->group_tri_count[1], T + 2 * B);
+  ck_assert_uint_eq(e->group_tri_count[2], T + 2 * B + T);
+  fx_check_layer_tops(e, 0.999, NULL); /* flat: every top faces +y exactly */
+  ck_assert_uint_eq(e->n_crossings, 0);
   uint32_t nb = 0;
   for (uint32_t j = 0; j < e->nv; j++) nb += e->boundary[j];
   ck_assert_uint_eq(nb, B);
 
-  ts_meshtopo_report r = check_render(e, "flat patch render surface");
+  ts_meshtopo_report r = fx_check_hull(e, "flat patch render surface");
   ck_assert_uint_eq(r.n_boundary_edges, 0);
   ck_assert_int_eq(r.euler, 2);
   ck_assert_int_eq(r.genus, 0);
   ck_assert_uint_eq(r.n_components, 1);
   /* outward winding everywhere: the divergence-theorem volume is the slab's
    * (rounding of ~1e3 terms of size 1e-11 m^3: relative 1e-9 is ample) */
-  ck_assert_double_eq_tol(render_volume(e), size * size * 4.5e-3, 1e-9 * size * size * 4.5e-3);
+  ck_assert_double_eq_tol(fx_hull_volume(e), size * size * 4.5e-3, 1e-9 * size * size * 4.5e-3);
 
-  /* each group renders from the correct side: top faces +y, bottom -y,
-   * walls away from the patch's vertical axis */
+  /* each group renders from the correct side: its layer's top faces +y,
+   * the bottom -y, walls away from the patch's vertical axis */
   uint32_t k = 0;
   for (uint32_t g = 0; g < 3; g++)
     for (uint32_t i = 0; i < e->group_tri_count[g]; i++, k++) {
@@ -113,10 +106,11 @@ START_TEST(test_flat_patch_direction) {
       double u[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]}, w[3] = {c[0] - a[0], c[1] - a[1], c[2] - a[2]};
       double n[3] = {u[1] * w[2] - u[2] * w[1], u[2] * w[0] - u[0] * w[2], u[0] * w[1] - u[1] * w[0]};
       double cen[3] = {(a[0] + b[0] + c[0]) / 3, (a[1] + b[1] + c[1]) / 3, (a[2] + b[2] + c[2]) / 3};
-      int top = g == 0 && i < T, bottom = g == 2 && i >= 2 * B;
-      if (top)
+      int top = i < T, bottom = g == 2 && i >= T + 2 * B;
+      if (top) {
         ck_assert(n[1] > 0 && fabs(n[0]) < 1e-18 && fabs(n[2]) < 1e-18);
-      else if (bottom)
+        ck_assert_double_eq_tol(cen[1], -(g > 0 ? 1e-3 : 0) - (g > 1 ? 1.5e-3 : 0), 1e-15);
+      } else if (bottom)
         ck_assert(n[1] < 0 && fabs(n[0]) < 1e-18 && fabs(n[2]) < 1e-18);
       else {
         ck_assert(fabs(n[1]) < 1e-18);
@@ -149,14 +143,15 @@ START_TEST(test_cube_angle_weighted) {
       double sign = m->v[j][k] > 0 ? 1 : -1;
       ck_assert_double_eq_tol(e->x[8 + j][k], m->v[j][k] - sign * t / sqrt(3.0), 1e-16);
     }
-  ts_meshtopo_report r = check_render(e, "cube render surface");
+  ts_meshtopo_report r = fx_check_hull(e, "cube render surface");
   ck_assert_uint_eq(r.n_boundary_edges, 0);
   ck_assert_uint_eq(r.n_components, 2);
   ck_assert_int_eq(r.euler, 4);
   double si = s - 2 * t / sqrt(3.0);
-  ck_assert_double_eq_tol(render_volume(e), s * s * s - si * si * si, 1e-12 * s * s * s);
+  ck_assert_double_eq_tol(fx_hull_volume(e), s * s * s - si * si * si, 1e-12 * s * s * s);
   ck_assert_uint_eq(e->n_groups, 1);
   ck_assert_uint_eq(e->group_tri_count[0], 24);
+  fx_check_layer_tops(e, 0.577, NULL); /* the corners' directions: cosine 1/sqrt(3) = 0.5774 to a face */
   ts_extrusion_free(e);
   ts_mesh_free(m);
 }
@@ -190,15 +185,25 @@ START_TEST(test_icosahedron_sheets) {
       ck_assert_double_eq_tol(cosang, 1.0, 1e-12);
     }
   }
-  ts_meshtopo_report r = check_render(e, "icosahedron render surface");
+  ts_meshtopo_report r = fx_check_hull(e, "icosahedron render surface");
   ck_assert_uint_eq(r.n_components, 2);
   ck_assert_int_eq(r.euler, 4);
-  ck_assert_uint_eq(e->n_tris, 40);
+  ck_assert_uint_eq(e->n_tris, 80);
   ck_assert_uint_eq(e->group_tri_count[0], 20);
-  ck_assert_uint_eq(e->group_tri_count[1], 0);
-  ck_assert_uint_eq(e->group_tri_count[2], 20);
+  ck_assert_uint_eq(e->group_tri_count[1], 20);
+  ck_assert_uint_eq(e->group_tri_count[2], 40);
   double want = ico_volume(R) - ico_volume(R - 4.5e-3);
-  ck_assert_double_eq_tol(render_volume(e), want, 1e-10 * want);
+  ck_assert_double_eq_tol(fx_hull_volume(e), want, 1e-10 * want);
+  /* each layer's top sheet is the icosahedron at its depth, wound outwards:
+   * it encloses that icosahedron's volume, positive (the radial offsets
+   * meet the faces at cos 0.795, the inradius over the circumradius) */
+  double vol[3];
+  fx_check_layer_tops(e, 0.79, vol);
+  const double top_depth[3] = {0, 1e-3, 2.5e-3};
+  for (int g = 0; g < 3; g++) {
+    double v = ico_volume(R - top_depth[g]);
+    ck_assert_double_eq_tol(vol[g], v, 1e-10 * v);
+  }
   ts_extrusion_free(e);
   ts_mesh_free(m);
 }
@@ -240,7 +245,7 @@ START_TEST(test_inverted_prisms_reported) {
   d = layers3(2e-3, 2e-3, 2e-3);
   ck_assert_int_eq(ts_extrude(dome, &d, &e, err, sizeof err), 0);
   ck_assert_uint_eq(e->n_inverted, 0);
-  check_render(e, "dome render surface");
+  fx_check_hull(e, "dome render surface");
   ts_extrusion_free(e);
 
   /* a direction pointing out of the surface grows the layers outwards:
@@ -275,10 +280,10 @@ START_TEST(test_curved_patch_normals) {
       ck_assert((q[1] - p[1]) / depth > 0.9); /* the corners' slope: cos = 0.936 */
     }
   }
-  ts_meshtopo_report r = check_render(e, "curved patch render surface");
+  ts_meshtopo_report r = fx_check_hull(e, "curved patch render surface");
   ck_assert_int_eq(r.euler, 2);
   ck_assert_uint_eq(r.n_boundary_edges, 0);
-  double A = fx_area(m), V = render_volume(e);
+  double A = fx_area(m), V = fx_hull_volume(e);
   ck_assert(V < A * d_all);
   ck_assert(V > A * d_all * (1 - d_all / R));
   ts_extrusion_free(e);
@@ -352,7 +357,7 @@ START_TEST(test_liver_extrusion) {
     ck_assert_ptr_nonnull(e);
     ck_assert_uint_eq(e->n_relaxed, i == 0 ? 2 : 0);
     ck_assert_double_le(e->max_relaxed, 1e-3);
-    ck_assert_int_eq(rc, e->n_inverted ? TS_EMESH : 0);
+    ck_assert_int_eq(rc, e->n_inverted || e->n_crossings ? TS_EMESH : 0);
     uint32_t sure, possible;
     count_folds(e, &sure, &possible);
     printf("extrusion of %s by 1 + 1.5 + 2 mm: %u of %u prisms inverted (sampling: %u sure, %u possible)\n",
@@ -361,11 +366,11 @@ START_TEST(test_liver_extrusion) {
     ck_assert_uint_le(e->n_inverted, possible);
     ck_assert_uint_gt(sure, 0);
     ck_assert_uint_lt(e->n_inverted, 3 * m->n_tris / 10); /* creases and thin parts, not the whole organ */
-    ts_meshtopo_report r = check_render(e, names[i]);
+    ts_meshtopo_report r = fx_check_hull(e, names[i]);
     ck_assert_int_eq(r.euler, 4);
     ck_assert_uint_eq(r.n_components, 2);
     ck_assert_uint_eq(r.n_boundary_edges, 0);
-    ck_assert_uint_eq(e->n_tris, 2 * m->n_tris);
+    ck_assert_uint_eq(e->n_tris, 4 * m->n_tris); /* closed: every layer's top sheet and the innermost */
     ts_extrusion_free(e);
 
     /* a thin layer: 0.2 mm */
@@ -378,11 +383,145 @@ START_TEST(test_liver_extrusion) {
     count_folds(e, &sure, &possible);
     ck_assert_uint_ge(e->n_inverted, sure);
     ck_assert_uint_le(e->n_inverted, possible);
-    ck_assert_int_eq(rc, e->n_inverted ? TS_EMESH : 0);
+    ck_assert_int_eq(rc, e->n_inverted || e->n_crossings ? TS_EMESH : 0);
     printf("extrusion of %s by 0.2 mm: %u of %u prisms inverted\n", names[i], e->n_inverted, m->n_tris);
     ts_extrusion_free(e);
     ts_mesh_free(m);
   }
+}
+END_TEST
+
+/* Sheets that cross away from any inverted prism: the two big faces of a
+ * slab 20 x 20 mm as an open surface of two flat components, wound
+ * outwards (the bottom at y = -1 mm facing -y, the top facing +y and tilted
+ * to y = 1 mm + x / 20, so the gap grows from 1.5 mm at x = -10 mm to 2.5
+ * mm at x = 10 mm), no rim to fold. Offset inwards, each face's sheets are
+ * planes parallel to it and every prism is a right prism, but a sheet of
+ * one face at depth a and one of the other at depth b meet where the gap is
+ * about a + b (the top's sheets lean by 1/20):
+ *   - 0.5 + 0.7 mm: sheets at 1.2 mm meet where the gap is 2.4 mm (x = 8
+ *     mm), a 0.5 mm one the other's 1.2 mm one at 1.7 mm (x = -6 mm):
+ *     refused as a crossing (TS_EMESH, no prism inverted), located inside
+ *     the slab between a triangle over the top and one over the bottom;
+ *   - 0.3 + 0.4 mm: 1.4 mm at most, under the least gap: nothing crosses. */
+START_TEST(test_slab_faces_crossing) {
+  const double len[3] = {0.02, 0.002, 0.02};
+  const uint32_t cells[3] = {20, 2, 20};
+  ts_mesh *box = fx_box(len, cells);
+  (void)len;
+  uint8_t *keep = calloc(box->n_tris, 1);
+  for (uint32_t f = 0; f < box->n_tris; f++) {
+    const uint32_t *tr = box->t[f];
+    keep[f] = fabs(box->v[tr[0]][1] - box->v[tr[1]][1]) < 1e-12 && fabs(box->v[tr[0]][1] - box->v[tr[2]][1]) < 1e-12;
+  }
+  ts_mesh *m = fx_keep_tris(box, keep);
+  free(keep);
+  for (uint32_t j = 0; j < m->n_verts; j++)
+    if (m->v[j][1] > 0) m->v[j][1] += m->v[j][0] / 20;
+  ck_assert_uint_eq(m->n_tris, 2 * 2 * 20 * 20);
+  ts_meshtopo_report in = fx_check(m, "slab faces");
+  ck_assert_uint_eq(in.n_components, 2);
+  ts_extrude_def d;
+  memset(&d, 0, sizeof d);
+  d.n_layers = 2;
+  d.thickness[0] = 0.5e-3;
+  d.thickness[1] = 0.7e-3;
+  ts_extrusion *e = NULL;
+  char err[512];
+  ck_assert_int_eq(ts_extrude(m, &d, &e, err, sizeof err), TS_EMESH);
+  ck_assert_ptr_nonnull(e);
+  printf("slab faces 1.5 to 2.5 mm apart, 1.2 mm deep: %u crossing pairs, first sheets %u/%u over surface "
+         "triangles %u/%u at (%.3f, %.3f, %.3f) mm\n",
+         e->n_crossings, e->cross_sheet[0], e->cross_sheet[1], e->cross_tri[0], e->cross_tri[1],
+         e->cross_point[0] * 1e3, e->cross_point[1] * 1e3, e->cross_point[2] * 1e3);
+  ck_assert_msg(e->n_inverted == 0, "%s", err);
+  ck_assert_uint_gt(e->n_crossings, 20); /* two lines across the 20 mm faces, 1 mm cells */
+  ck_assert_double_le(fabs(e->cross_point[0]), 0.01);
+  ck_assert_double_le(fabs(e->cross_point[2]), 0.01);
+  ck_assert_double_le(fabs(e->cross_point[1]), 1.5e-3); /* between the faces */
+  /* sheets 1 (at 0.5 mm) and 2 (at 1.2 mm) reach the other face's, or a
+   * side wall (its layer 0 or 1) does where the gap is least; at least one
+   * of the pair is a sheet's triangle, and two sheet triangles lie over
+   * opposite faces */
+  double yc[2] = {0, 0};
+  int n_sheet_tris = 0;
+  for (int i = 0; i < 2; i++) {
+    if (e->cross_tri[i] == UINT32_MAX) {
+      ck_assert_uint_le(e->cross_sheet[i], 1);
+      continue;
+    }
+    n_sheet_tris++;
+    ck_assert_uint_ge(e->cross_sheet[i], 1);
+    ck_assert_uint_le(e->cross_sheet[i], 2);
+    const uint32_t *tr = e->surface_tris[e->cross_tri[i]];
+    yc[i] = (m->v[tr[0]][1] + m->v[tr[1]][1] + m->v[tr[2]][1]) / 3;
+  }
+  ck_assert_int_ge(n_sheet_tris, 1);
+  if (n_sheet_tris == 2) ck_assert(yc[0] * yc[1] < 0);
+  ck_assert_msg(strstr(err, "sheets cross") && strstr(err, "crossing triangle pairs in all"), "%s", err);
+  ck_assert_uint_eq(fx_count_crossings(e), e->n_crossings); /* the AABB x AABB query finds them all */
+  fx_check_layer_tops(e, 0.99, NULL);
+  ts_extrusion_free(e);
+
+  d.thickness[0] = 0.3e-3;
+  d.thickness[1] = 0.4e-3; /* 0.7 mm */
+  int rc = ts_extrude(m, &d, &e, err, sizeof err);
+  ck_assert_msg(rc == 0, "%s", err);
+  ck_assert_uint_eq(e->n_crossings, 0);
+  ck_assert_uint_eq(fx_count_crossings(e), 0);
+  ck_assert_uint_eq(e->n_inverted, 0);
+  ts_extrusion_free(e);
+  ts_mesh_free(m);
+  ts_mesh_free(box);
+}
+END_TEST
+
+/* The closed slab 20 x 2 x 20 mm extruded 3 mm deep (1 + 2 mm). Without
+ * thinning its rims fold first: inverted prisms, reported as such. With the
+ * daemon's thinning (floor 0.1) the folding rims are thinned and then the
+ * crossing faces: the crossings found are reported in the warning
+ * (n_crossings_thinned, hundreds of pairs), none is left, and the middle
+ * of each face keeps less than half the slab's thickness. */
+START_TEST(test_thin_slab_thinned) {
+  const double len[3] = {0.02, 0.002, 0.02};
+  const uint32_t cells[3] = {20, 2, 20};
+  ts_mesh *m = fx_box(len, cells);
+  ts_meshtopo_report in = fx_check(m, "slab");
+  ck_assert_int_eq(in.euler, 2);
+  ck_assert_double_eq_tol(fx_volume_pts((const double(*)[3])m->v, (const uint32_t(*)[3])m->t, m->n_tris),
+                          0.02 * 0.002 * 0.02, 1e-12);
+  ts_extrude_def d;
+  memset(&d, 0, sizeof d);
+  d.n_layers = 2;
+  d.thickness[0] = 1e-3;
+  d.thickness[1] = 2e-3;
+  ts_extrusion *e = NULL;
+  char err[512];
+  ck_assert_int_eq(ts_extrude(m, &d, &e, err, sizeof err), TS_EMESH);
+  ck_assert_uint_gt(e->n_inverted, 0);
+  ck_assert_msg(strstr(err, "inverted") != NULL, "%s", err);
+  ts_extrusion_free(e);
+
+  d.min_depth_fraction = 0.1;
+  int rc = ts_extrude(m, &d, &e, err, sizeof err);
+  ck_assert_msg(rc == 0, "%s", err);
+  ck_assert_uint_eq(e->n_crossings, 0);
+  ck_assert_uint_eq(e->n_inverted, 0);
+  ck_assert_uint_gt(e->n_crossings_thinned, 100);
+  ck_assert_uint_eq(fx_count_crossings(e), 0);
+  ck_assert_msg(strstr(err, "warning") && strstr(err, "crossed at up to"), "%s", err);
+  double centre_depth = 0;
+  for (uint32_t j = 0; j < e->nv; j++)
+    if (fabs(m->v[j][0]) < 1e-9 && fabs(m->v[j][2]) < 1e-9)
+      centre_depth = fmax(centre_depth, fx_dist(e->x[j], e->x[2 * (size_t)e->nv + j]));
+  printf("slab 3 mm deep, thinned: %u crossing pairs thinned away, %u vertices thinned, least %.3f; depth at "
+         "the faces' centres %.3f mm\n",
+         e->n_crossings_thinned, e->n_thinned, e->min_depth_kept, centre_depth * 1e3);
+  ck_assert_double_ge(centre_depth, 0.1 * 3e-3 - 1e-12);
+  ck_assert_double_lt(centre_depth, 1e-3);
+  fx_check_layer_tops(e, 0.0, NULL);
+  ts_extrusion_free(e);
+  ts_mesh_free(m);
 }
 END_TEST
 
@@ -465,6 +604,8 @@ static Suite *extrude_suite(void) {
   tcase_add_test(tc, test_inverted_prisms_reported);
   tcase_add_test(tc, test_curved_patch_normals);
   tcase_add_test(tc, test_liver_extrusion);
+  tcase_add_test(tc, test_slab_faces_crossing);
+  tcase_add_test(tc, test_thin_slab_thinned);
   tcase_add_test(tc, test_bad_input);
   suite_add_tcase(s, tc);
   return s;

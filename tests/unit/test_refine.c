@@ -149,16 +149,34 @@ static int cmp(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-/* The render surface is closed, consistently wound and 2-manifold (every
+/* The render surface less the inner layers' top sheets (the solid's
+ * boundary) is closed, consistently wound and 2-manifold (every
  * directed edge once, its reverse once), no triangle degenerate at the
  * current positions; returns V - E + F over the used vertices. */
 static long check_surface(const ts_tissue *t) {
-  size_t ne = 3 * (size_t)t->n_tris;
+  /* the solid's boundary: the inner layers' top sheets (every node on one
+   * sheet s, 0 < s < n_sheets - 1) lie inside it and are left out */
+  uint32_t *sheet = malloc(sizeof *sheet * t->n_nodes);
+  ck_assert_ptr_nonnull(sheet);
+  for (uint32_t i = 0; i < t->n_nodes; i++) sheet[i] = t->nodes_per_sheet ? i / t->nodes_per_sheet : 0;
+  if (t->column_node)
+    for (uint32_t s = 0; s < t->n_sheets; s++)
+      for (uint32_t j = 0; j < t->n_columns; j++) sheet[t->column_node[s * t->n_columns + j]] = s;
+  uint32_t nh = 0;
+  uint32_t(*hull)[3] = malloc(sizeof *hull * t->n_tris);
+  ck_assert_ptr_nonnull(hull);
+  for (uint32_t i = 0; i < t->n_tris; i++) {
+    uint32_t s0 = sheet[t->tris[i][0]];
+    if (s0 > 0 && s0 + 1 < t->n_sheets && sheet[t->tris[i][1]] == s0 && sheet[t->tris[i][2]] == s0) continue;
+    memcpy(hull[nh++], t->tris[i], sizeof *hull);
+  }
+  free(sheet);
+  size_t ne = 3 * (size_t)nh;
   uint64_t *dir = malloc(sizeof *dir * ne);
   uint8_t *used = calloc(t->n_nodes, 1);
   ck_assert(dir && used);
-  for (uint32_t i = 0; i < t->n_tris; i++) {
-    const uint32_t *tr = t->tris[i];
+  for (uint32_t i = 0; i < nh; i++) {
+    const uint32_t *tr = hull[i];
     double u[3], v[3], n[3];
     for (int c = 0; c < 3; c++) {
       u[c] = t->x[tr[1]][c] - t->x[tr[0]][c];
@@ -186,7 +204,8 @@ static long check_surface(const ts_tissue *t) {
   for (uint32_t i = 0; i < t->n_nodes; i++) V += used[i];
   free(dir);
   free(used);
-  return V - (long)(ne / 2) + (long)t->n_tris;
+  free(hull);
+  return V - (long)(ne / 2) + (long)nh;
 }
 
 /* Every prism valid at rest and in the current shape. */
@@ -1056,9 +1075,13 @@ START_TEST(test_refusals) {
   ck_assert_int_eq(ts_refine_run(src, t, sel, 2, &o, &r, &nsrc, NULL, err, sizeof err), TS_EINVAL);
   ck_assert_ptr_null(r);
   ck_assert_ptr_null(nsrc);
-  /* render triangles: the outer sheet maps, a side wall or the bottom does not */
+  /* render triangles: every layer's top sheet maps (the outer sheet, and
+   * the submucosa's opening group 1, seen when the mucosa is hidden), a
+   * side wall or the bottom does not */
   uint32_t st = 0;
   ck_assert_int_eq(ts_refine_surface_tri(src, t, 5, &st), 0);
+  ck_assert_uint_eq(st, 5);
+  ck_assert_int_eq(ts_refine_surface_tri(src, t, t->layer_tri_count[0] + 5, &st), 0);
   ck_assert_uint_eq(st, 5);
   ck_assert_int_eq(ts_refine_surface_tri(src, t, src->e->n_surface_tris, &st), TS_EINVAL);
   ck_assert_int_eq(ts_refine_surface_tri(src, t, t->n_tris - 1, &st), TS_EINVAL);

@@ -40,6 +40,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "extrude_fixtures.h"
 #include "mesh_fixtures.h"
 #include "ts_error.h"
 #include "ts_extrude.h"
@@ -605,11 +606,11 @@ START_TEST(test_loop_extrusion_layers) {
         ck_assert_double_eq_tol(r->x[s * r->nv + j][2], r->x[j][2], 1e-15);
       }
     }
-    ts_meshtopo_report rep = fx_check_mesh((const double(*)[3])r->x, r->n_sheets * r->nv,
-                                           (const uint32_t(*)[3])r->tris, r->n_tris, "refined slab");
+    ts_meshtopo_report rep = fx_check_hull(r, "refined slab");
     ck_assert_int_eq(rep.euler, 2);
     ck_assert_uint_eq(rep.n_boundary_edges, 0);
-    double vol = fx_volume_pts((const double(*)[3])r->x, (const uint32_t(*)[3])r->tris, r->n_tris);
+    fx_check_layer_tops(r, 0.999, NULL); /* every layer's top sheet rebuilt, facing +y */
+    double vol = fx_hull_volume(r);
     ck_assert_double_eq_tol(vol, size * size * 4.5e-3, 1e-9 * size * size * 4.5e-3);
     fx_check_mesh((const double(*)[3])r->x, r->nv, (const uint32_t(*)[3])r->surface_tris, r->n_surface_tris,
                   "refined surface");
@@ -629,9 +630,11 @@ START_TEST(test_loop_extrusion_layers) {
   ck_assert_int_eq(ts_loop_extrusion(e, NULL, 0, TS_LOOP_SMOOTH, &r, NULL, err, sizeof err), 0);
   ck_assert_uint_eq(r->nv, 42);
   ck_assert_uint_eq(r->n_inverted, 0);
-  ts_meshtopo_report rep = fx_check_mesh((const double(*)[3])r->x, r->n_sheets * r->nv,
-                                         (const uint32_t(*)[3])r->tris, r->n_tris, "refined shell");
+  ts_meshtopo_report rep = fx_check_hull(r, "refined shell");
   ck_assert_int_eq(rep.euler, 4);
+  double vol[3];
+  fx_check_layer_tops(r, 0.7, vol); /* a subdivided icosahedron's vertex directions: near radial */
+  for (int l = 0; l < 3; l++) ck_assert_double_gt(vol[l], 0);
   ts_extrusion_free(r);
   ts_extrusion_free(e);
   ts_mesh_free(ico);
@@ -967,9 +970,9 @@ START_TEST(test_leb_local) {
       const double *a = er->x[s * er->nv + r->parents[i][0]], *c = er->x[s * er->nv + r->parents[i][1]];
       for (int k = 0; k < 3; k++) ck_assert_double_eq(x[k], 0.5 * (a[k] + c[k]));
     }
-  rep = fx_check_mesh((const double(*)[3])er->x, er->n_sheets * er->nv, (const uint32_t(*)[3])er->tris,
-                      er->n_tris, "refined patch slab");
+  rep = fx_check_hull(er, "refined patch slab");
   ck_assert_int_eq(rep.euler, 2);
+  fx_check_layer_tops(er, 0.9, NULL);
   ck_assert_uint_eq(rep.n_boundary_edges, 0);
   ck_assert_uint_eq(er->n_inverted, 0);
   ts_extrusion_free(e);
