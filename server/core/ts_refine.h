@@ -98,7 +98,15 @@ typedef struct ts_refine_opts {
   const ts_tool *tools; /* the tools of the step (n_tools, NULL for none; inactive ones
                           ignored): new nodes inside one get a contact allowance */
   int n_tools;
+  int rebuild;         /* how the springs are made: TS_REFINE_REBUILD_LOCAL (0, the
+                          default: the changed ones computed, the rest copied),
+                          TS_REFINE_REBUILD_FULL (the whole tissue built again: the
+                          reference; the result is the same to the bit) or
+                          TS_REFINE_REBUILD_NARROW (for the tests only: the local
+                          rebuild with its ring one prism too narrow, which is wrong) */
 } ts_refine_opts;
+
+enum { TS_REFINE_REBUILD_LOCAL = 0, TS_REFINE_REBUILD_FULL = 1, TS_REFINE_REBUILD_NARROW = 2 };
 
 typedef struct ts_refine_info {
   uint32_t selected;   /* distinct surface triangles selected */
@@ -107,6 +115,10 @@ typedef struct ts_refine_info {
   uint32_t n_nodes;    /* after refinement */
   uint32_t n_tris;     /* render triangles after refinement */
   uint32_t (*parents)[2]; /* when not NULL on input to ts_refine_run... see there */
+  uint32_t n_springs;  /* springs after refinement */
+  uint32_t springs_computed; /* of them computed anew (all of them when built whole) */
+  uint32_t prisms_computed;  /* prisms whose volume shares were computed (all when whole) */
+  int local;           /* 1: the springs were rebuilt locally; 0: whole */
 } ts_refine_info;
 
 /* A source from an extrusion (copied), its layers (e->n_layers), the anchor
