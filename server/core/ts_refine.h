@@ -25,11 +25,24 @@
  *     rest: 2.2 mm in the first 1 ms step). A live refinement therefore keeps
  *     the rest shape's geometry (midpoints), as LEB does; smooth_rest is for
  *     offline use;
- *   - springs and render triangles are rebuilt for the whole tissue by
- *     ts_tissue_build (their constants depend on the volume shares of every
- *     prism around a spring, so a local patch-up would have to redo the same
- *     sums on the region's ring; rebuilding all is one pass, exact, and costs
- *     a few milliseconds for the default patch), then renumbered;
+ *   - springs are rebuilt locally (ts_refine_springs.c), equal to the
+ *     whole build (ts_tissue_build on the refined extrusion, renumbered) to
+ *     the bit and in its order: a spring with an end on a changed surface
+ *     vertex (new, moved, or a corner of a triangle the refinement made or
+ *     removed) is computed by the builder's own code from the volume shares
+ *     of the ring of prisms around the changed vertices, which it redoes;
+ *     every other spring is copied from t through the node map. Local: the
+ *     ring's prism shares (about a tenth of the prisms for a 5 mm region on
+ *     the liver) and those springs' constants; linear passes over the whole
+ *     tissue: the node masses (kept as before: the total is rescaled), the
+ *     sorted edge list and the springs' order, the copy, the render
+ *     triangles and the step's preparation (ts_massspring_prepare sorts the
+ *     hot rows, and XPBD's ts_xpbd_build colours its constraints, from the
+ *     springs: their constants follow; both stay whole passes). When t's
+ *     springs are not the builder's for the source (a hand-made tissue),
+ *     or with opts.rebuild = TS_REFINE_REBUILD_FULL, the whole tissue is
+ *     built again. Measured (tests/bench/run --quick mesh: refine_rebuild_*
+ *     lines): see README's refinement paragraph;
  *   - masses: density times a sixth of the prisms' volumes per node
  *     (ts_tissue_build's rule), scaled so the total (anchored nodes
  *     included) is the one before; anchored nodes stay anchored, and a new

@@ -117,7 +117,10 @@
  *                      as a refined tissue was stepped before it had one),
  *                      the substeps of the last step of each, and the
  *                      local scaling's added inertia (nodes, per cent of
- *                      their mass and of the tissue's).
+ *                      their mass and of the tissue's);
+ *   refine_rebuild_loop_s, refine_rebuild_leb_s   the refinement's springs
+ *                      rebuilt locally against the whole build, on the same
+ *                      region at rest (bench_mesh_rebuild.c says what).
  */
 #include <math.h>
 #include <pthread.h>
@@ -127,6 +130,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_mesh_rebuild.h"
 #include "bench_report.h"
 #include "bench_scenario.h"
 #include "ts_error.h"
@@ -753,6 +757,7 @@ static int time_refined_steps(const char *name, ts_tissue *t, const ts_extrusion
     fprintf(stderr, "bench_mesh: %s: ts_refine_pick: %s\n", name, ts_err_name(rc));
     goto out;
   }
+  if (ts_bench_mesh_rebuild(name, t, src, sel, ns, n->refines)) goto out;
   uint32_t sub0 = 0;
   const double base = time_steps(t, n->ms_steps, &sub0);
   if (base < 0) goto out;
