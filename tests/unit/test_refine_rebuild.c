@@ -6,7 +6,8 @@
  * the refined extrusion, TS_REFINE_REBUILD_FULL) exactly.
  *
  * Cases: the default patch refined by Loop and by longest-edge bisection on
- * a region at its centre and on one touching its anchored rim; a tissue
+ * a region at its centre and on one touching its anchored rim; Loop with
+ * its smoothing rules on the rest shape (old vertices move); a tissue
  * refined twice (each chain local or whole throughout); the liver. Each
  * compares, bit for bit (no tolerance: the local path runs the builder's own
  * arithmetic on the same numbers in the same order, so any difference is a
@@ -287,8 +288,8 @@ END_TEST
 
 /* The liver (tests/bench's scenario: liver-smooth.obj in cm, the default
  * three layers extruded inward with pleat relaxation up to 1 mm and layers
- * down to 0.1 of their depth), no anchors; a 5 mm region at its top, by
- * Loop. _i: 0 Loop, 1 LEB. */
+ * down to 0.1 of their depth), no anchors; a 5 mm region at its top.
+ * _i: 0 Loop (with the hand-over), 1 LEB. */
 START_TEST(test_liver) {
   char path[1024], msg[512] = "";
   snprintf(path, sizeof path, "%s/data/meshes/liver-smooth.obj", TS_SHARED_DIR);
