@@ -16,6 +16,7 @@
 #include "ts_leb.h"
 #include "ts_loop.h"
 #include "ts_massspring.h"
+#include "ts_material.h"
 #include "ts_meshtopo.h"
 #include "ts_refine_springs.h"
 #include "ts_region.h"
@@ -323,6 +324,8 @@ static int refined_springs(const ts_refine_src *s, const ts_tissue *t, const ts_
   *out = NULL;
   *n = 0;
   int rc = 1;
+  for (uint32_t l = 0; l < e2->n_layers; l++) /* as ts_tissue_build refuses them */
+    if (ts_layer_validate(&s->layers[l])) return TS_EINVAL;
   if (how != TS_REFINE_REBUILD_FULL) {
     ts__refine_springs_in in = {s->e, t, e2, map2, s->layers, anch2, mb, how == TS_REFINE_REBUILD_NARROW ? 0 : 1};
     ts__refine_springs_out o;
