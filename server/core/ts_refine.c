@@ -16,7 +16,9 @@
 #include "ts_leb.h"
 #include "ts_loop.h"
 #include "ts_massspring.h"
+#include "ts_material.h"
 #include "ts_meshtopo.h"
+#include "ts_refine_springs.h"
 #include "ts_region.h"
 
 /* ---- the source ---- */
@@ -318,6 +320,63 @@ done:
   return out;
 }
 
+/* The refined tissue's springs (tissue nodes, ts_tissue_build's order),
+ * malloc'd into *out: rebuilt locally (ts_refine_springs.c) or, for
+ * TS_REFINE_REBUILD_FULL or when t's springs are not the builder's, by
+ * ts_tissue_build on e2, renumbered. mb: e2's node masses by the builder's
+ * rule (node_masses, before the scaling to the old total: the dampers read
+ * these, as ts_tissue_build's do). info (may be NULL) gets the counts. */
+static int refined_springs(const ts_refine_src *s, const ts_tissue *t, const ts_extrusion *e2, const uint32_t *map2,
+                           const uint8_t *anch2, const double *mb, int how, ts_spring **out, uint32_t *n,
+                           ts_refine_info *info) {
+  *out = NULL;
+  *n = 0;
+  int rc = 1;
+  for (uint32_t l = 0; l < e2->n_layers; l++) /* as ts_tissue_build refuses them */
+    if (ts_layer_validate(&s->layers[l])) return TS_EINVAL;
+  if (how != TS_REFINE_REBUILD_FULL) {
+    ts__refine_springs_in in = {s->e, t, e2, map2, s->layers, anch2, mb, how == TS_REFINE_REBUILD_NARROW ? 0 : 1};
+    ts__refine_springs_out o;
+    rc = ts__refine_springs(&in, &o);
+    if (!rc) {
+      *out = o.springs;
+      *n = o.n;
+      if (info) {
+        info->n_springs = o.n;
+        info->springs_computed = o.computed;
+        info->prisms_computed = o.prisms;
+        info->local = 1;
+      }
+    }
+    if (rc <= 0) return rc; /* 1: t's springs are not the builder's; build whole */
+  }
+  /* the whole build */
+  ts_tissue *nt = NULL;
+  rc = ts_tissue_build(e2, s->layers, anch2, s->gravity, &nt);
+  if (rc) return rc;
+  *out = malloc(sizeof **out * (nt->n_springs ? nt->n_springs : 1));
+  if (!*out) {
+    ts_tissue_destroy(nt);
+    return TS_ENOMEM;
+  }
+  for (uint32_t i = 0; i < nt->n_springs; i++) {
+    ts_spring sp = nt->springs[i];
+    uint32_t a = map2[sp.a], b = map2[sp.b];
+    sp.a = a < b ? a : b;
+    sp.b = a < b ? b : a;
+    (*out)[i] = sp;
+  }
+  *n = nt->n_springs;
+  if (info) {
+    info->n_springs = nt->n_springs;
+    info->springs_computed = nt->n_springs;
+    info->prisms_computed = e2->n_layers * e2->n_surface_tris;
+    info->local = 0;
+  }
+  ts_tissue_destroy(nt);
+  return 0;
+}
+
 static void errf(char *err, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void errf(char *err, size_t cap, const char *fmt, ...) {
   if (!err || !cap) return;
@@ -335,7 +394,8 @@ int ts_refine_run(const ts_refine_src *s, const ts_tissue *t, const uint32_t *se
   *out = NULL;
   *src_out = NULL;
   if (!o || (o->method != TS_REFINE_LOOP && o->method != TS_REFINE_LEB) || !isfinite(o->max_edge) ||
-      o->max_edge < 0 || !isfinite(o->blend_time) || o->n_tools < 0 || (o->n_tools > 0 && !o->tools)) {
+      o->max_edge < 0 || !isfinite(o->blend_time) || o->n_tools < 0 || (o->n_tools > 0 && !o->tools) ||
+      o->rebuild < TS_REFINE_REBUILD_LOCAL || o->rebuild > TS_REFINE_REBUILD_NARROW) {
     errf(err, errcap, "bad refinement options");
     return TS_EINVAL;
   }
@@ -360,11 +420,11 @@ int ts_refine_run(const ts_refine_src *s, const ts_tissue *t, const uint32_t *se
   ts_extrusion *e2 = NULL;
   ts_loop_plan *plan = NULL;
   ts_leb_result *leb = NULL;
-  ts_tissue *nt = NULL, *ft = NULL;
+  ts_tissue *ft = NULL;
   uint8_t *flag = calloc(e->n_surface_tris, 1), *anch2 = NULL, *rebuilt = NULL;
   uint32_t *dsel = malloc(sizeof *dsel * n_sel), *map2 = NULL, *ext2 = NULL;
   uint32_t(*tpar)[2] = NULL;
-  double *mass2 = NULL;
+  double *mass2 = NULL, *massb = NULL;
   uint32_t nd = 0;
   if (!flag || !dsel) {
     rc = TS_ENOMEM;
@@ -435,7 +495,8 @@ int ts_refine_run(const ts_refine_src *s, const ts_tissue *t, const uint32_t *se
   map2 = malloc(sizeof *map2 * N2);
   ext2 = malloc(sizeof *ext2 * N2);
   mass2 = malloc(sizeof *mass2 * N2);
-  if (!anch2 || !map2 || !ext2 || !mass2) {
+  massb = malloc(sizeof *massb * N2);
+  if (!anch2 || !map2 || !ext2 || !mass2 || !massb) {
     rc = TS_ENOMEM;
     goto done;
   }
@@ -466,29 +527,32 @@ int ts_refine_run(const ts_refine_src *s, const ts_tissue *t, const uint32_t *se
     rc = TS_EMESH;
     goto done;
   }
+  memcpy(massb, mass2, sizeof *massb * N2);
   for (uint32_t k = 0; k < N2; k++) mass2[k] *= m_old / m_new;
 
-  rc = ts_tissue_build(e2, s->layers, anch2, s->gravity, &nt);
+  /* springs: the changed ones computed, the rest copied from t (or the
+   * whole tissue built again); ts_refine_springs.c */
+  ts_spring *sp = NULL;
+  uint32_t nsp = 0;
+  rc = refined_springs(s, t, e2, map2, anch2, massb, o->rebuild, &sp, &nsp, info);
   if (rc) {
-    errf(err, errcap, "cannot build the refined tissue: %s", ts_strerror(rc));
+    errf(err, errcap, "cannot build the refined tissue's springs: %s", ts_strerror(rc));
     goto done;
   }
-  rc = ts_tissue_alloc(N2, nt->n_springs, nt->n_tris, &ft);
-  if (rc) goto done;
-
-  /* renumber: springs, triangles, rest positions, masses */
-  for (uint32_t i = 0; i < nt->n_springs; i++) {
-    ts_spring sp = nt->springs[i];
-    uint32_t a = map2[sp.a], b = map2[sp.b];
-    sp.a = a < b ? a : b;
-    sp.b = a < b ? b : a;
-    ft->springs[i] = sp;
+  rc = ts_tissue_alloc(N2, nsp, e2->n_tris, &ft);
+  if (rc) {
+    free(sp);
+    goto done;
   }
-  for (uint32_t i = 0; i < nt->n_tris; i++)
-    for (int k = 0; k < 3; k++) ft->tris[i][k] = map2[nt->tris[i][k]];
+  memcpy(ft->springs, sp, sizeof *sp * nsp);
+  free(sp);
+
+  /* triangles, rest positions, masses in the tissue's numbering */
+  for (uint32_t i = 0; i < e2->n_tris; i++)
+    for (int k = 0; k < 3; k++) ft->tris[i][k] = map2[e2->tris[i][k]];
   for (uint32_t k = 0; k < N2; k++) {
     uint32_t i = map2[k];
-    memcpy(ft->rest[i], nt->rest[k], sizeof ft->rest[i]);
+    memcpy(ft->rest[i], e2->x[k], sizeof ft->rest[i]);
     ft->inv_mass[i] = !anch2[k] && mass2[k] > 0 ? 1.0 / mass2[k] : 0.0;
   }
 
@@ -537,11 +601,15 @@ int ts_refine_run(const ts_refine_src *s, const ts_tissue *t, const uint32_t *se
     }
 
   /* the rest of the tissue */
-  ft->n_layers = nt->n_layers;
-  memcpy(ft->layers, nt->layers, sizeof ft->layers);
-  memcpy(ft->layer_tri_count, nt->layer_tri_count, sizeof ft->layer_tri_count);
-  ft->n_render_groups = nt->n_render_groups;
-  memcpy(ft->render_group_name, nt->render_group_name, sizeof ft->render_group_name);
+  ft->n_layers = e2->n_layers; /* as ts_tissue_build sets them */
+  for (uint32_t l = 0; l < e2->n_layers; l++) {
+    ft->layers[l] = s->layers[l];
+    ft->layers[l].young = s->layers[l].axial.a * s->layers[l].axial.b;
+    ft->layer_tri_count[l] = e2->group_tri_count[l];
+    memcpy(ft->render_group_name[l], s->layers[l].name, TS_NAME_MAX);
+    ft->render_group_name[l][TS_NAME_MAX - 1] = 0;
+  }
+  ft->n_render_groups = e2->n_layers;
   ft->n_sheets = S;
   int identity = 1;
   for (uint32_t k = 0; k < N2 && identity; k++) identity = map2[k] == k;
@@ -622,7 +690,6 @@ int ts_refine_run(const ts_refine_src *s, const ts_tissue *t, const uint32_t *se
 done:
   if (rc && err && errcap && !err[0]) errf(err, errcap, "refinement failed: %s", ts_strerror(rc));
   ts_tissue_destroy(ft);
-  ts_tissue_destroy(nt);
   ts_extrusion_free(e2);
   ts_loop_plan_free(plan);
   ts_leb_result_free(leb);
@@ -633,6 +700,7 @@ done:
   free(map2);
   free(ext2);
   free(mass2);
+  free(massb);
   free(tpar);
   return rc;
 }

@@ -63,11 +63,24 @@
  *     So smooth_rest stays an option of the core (offline use, and a
  *     measure for a future hand-over in rest lengths for the mass-spring
  *     step), not the live default;
- *   - springs and render triangles are rebuilt for the whole tissue by
- *     ts_tissue_build (their constants depend on the volume shares of every
- *     prism around a spring, so a local patch-up would have to redo the same
- *     sums on the region's ring; rebuilding all is one pass, exact, and costs
- *     a few milliseconds for the default patch), then renumbered;
+ *   - springs are rebuilt locally (ts_refine_springs.c), equal to the
+ *     whole build (ts_tissue_build on the refined extrusion, renumbered) to
+ *     the bit and in its order: a spring with an end on a changed surface
+ *     vertex (new, moved, or a corner of a triangle the refinement made or
+ *     removed) is computed by the builder's own code from the volume shares
+ *     of the ring of prisms around the changed vertices, which it redoes;
+ *     every other spring is copied from t through the node map. Local: the
+ *     ring's prism shares (about a tenth of the prisms for a 5 mm region on
+ *     the liver) and those springs' constants; linear passes over the whole
+ *     tissue: the node masses (kept as before: the total is rescaled), the
+ *     sorted edge list and the springs' order, the copy, the render
+ *     triangles and the step's preparation (ts_massspring_prepare sorts the
+ *     hot rows, and XPBD's ts_xpbd_build colours its constraints, from the
+ *     springs: their constants follow; both stay whole passes). When t's
+ *     springs are not the builder's for the source (a hand-made tissue),
+ *     or with opts.rebuild = TS_REFINE_REBUILD_FULL, the whole tissue is
+ *     built again. Measured (tests/bench/run --quick mesh: refine_rebuild_*
+ *     lines): see README's refinement paragraph;
  *   - masses: density times a sixth of the prisms' volumes per node
  *     (ts_tissue_build's rule), scaled so the total (anchored nodes
  *     included) is the one before; anchored nodes stay anchored, and a new
@@ -157,7 +170,15 @@ typedef struct ts_refine_opts {
   const ts_tool *tools; /* the tools of the step (n_tools, NULL for none; inactive ones
                           ignored): new nodes inside one get a contact allowance */
   int n_tools;
+  int rebuild;         /* how the springs are made: TS_REFINE_REBUILD_LOCAL (0, the
+                          default: the changed ones computed, the rest copied),
+                          TS_REFINE_REBUILD_FULL (the whole tissue built again: the
+                          reference; the result is the same to the bit) or
+                          TS_REFINE_REBUILD_NARROW (for the tests only: the local
+                          rebuild with its ring one prism too narrow, which is wrong) */
 } ts_refine_opts;
+
+enum { TS_REFINE_REBUILD_LOCAL = 0, TS_REFINE_REBUILD_FULL = 1, TS_REFINE_REBUILD_NARROW = 2 };
 
 typedef struct ts_refine_info {
   uint32_t selected;   /* distinct surface triangles selected */
@@ -166,6 +187,10 @@ typedef struct ts_refine_info {
   uint32_t n_nodes;    /* after refinement */
   uint32_t n_tris;     /* render triangles after refinement */
   uint32_t (*parents)[2]; /* when not NULL on input to ts_refine_run... see there */
+  uint32_t n_springs;  /* springs after refinement */
+  uint32_t springs_computed; /* of them computed anew (all of them when built whole) */
+  uint32_t prisms_computed;  /* prisms whose volume shares were computed (all when whole) */
+  int local;           /* 1: the springs were rebuilt locally; 0: whole */
 } ts_refine_info;
 
 /* A source from an extrusion (copied), its layers (e->n_layers), the anchor

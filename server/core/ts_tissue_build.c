@@ -87,6 +87,7 @@
 #include "ts_extrude.h"
 #include "ts_massspring.h"
 #include "ts_material.h"
+#include "ts_tissue_build_internal.h"
 
 /* Largest tissue built: 4 Mi nodes. */
 #define TS__BUILD_MAX_NODES (1u << 22)
@@ -110,7 +111,7 @@ static double dot3(const double a[3], const double b[3]) {
 }
 static double norm3(const double a[3]) { return sqrt(dot3(a, a)); }
 
-static int cmp_u64(const void *a, const void *b) {
+int ts__cmp_u64(const void *a, const void *b) {
   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
   return x < y ? -1 : x > y;
 }
@@ -213,18 +214,10 @@ static void inplane_fit(const double cs[3][2], const double R[5], double V[3]) {
 
 /* ---- one prism's shares ---- */
 
-typedef struct prism_share {
-  double volume;  /* v, m^3 */
-  double face[3]; /* in-plane edge k (vertices k, k+1): V for top and bottom
-                     face together (each takes half) */
-  double vert;    /* the three INTERLAYER springs together */
-  double diag[3][2]; /* the side diagonals of edge k: P[k]-Q[k+1], P[k+1]-Q[k] */
-} prism_share;
-
 /* P: top nodes, Q: bottom nodes (triangle order). Returns -1 for a prism
  * ts_prism_check refuses (the same test the extrusion counts inverted
  * prisms with, so an extrusion without any builds). */
-static int prism_shares(const double P[3][3], const double Q[3][3], prism_share *o) {
+int ts__prism_shares(const double P[3][3], const double Q[3][3], ts__prism_share *o) {
   double v;
   if (ts_prism_check(P, Q, &v, NULL)) return -1;
   o->volume = v;
@@ -317,23 +310,20 @@ static int prism_shares(const double P[3][3], const double Q[3][3], prism_share 
   return 0;
 }
 
+void ts__build_add_prism(const uint32_t tr[3], const uint32_t te[3], const ts__prism_share *ps,
+                         double *face_l, double *diag_l, double *vert_l) {
+  for (int k = 0; k < 3; k++) {
+    size_t ei = te[k];
+    face_l[2 * ei + 0] += 0.5 * ps->face[k];
+    face_l[2 * ei + 1] += 0.5 * ps->face[k];
+    int a_slot = tr[k] < tr[(k + 1) % 3] ? 0 : 1; /* P[k]-Q[k+1] is (l, lo)-(l+1, hi) */
+    diag_l[2 * ei + a_slot] += ps->diag[k][0];
+    diag_l[2 * ei + !a_slot] += ps->diag[k][1];
+    vert_l[tr[k]] += ps->vert / 3.0;
+  }
+}
+
 /* ---- spring assembly ---- */
-
-typedef struct contrib {
-  uint32_t layer;
-  double volume; /* m^3 */
-} contrib;
-
-typedef struct spring_sink {
-  ts_spring *s;
-  uint32_t n, cap;
-  const double (*x)[3];
-  const double (*normal)[3]; /* per surface vertex: the extrusion direction */
-  uint32_t nv;
-  const ts_layer *layers;
-  const double *mass;
-  const uint8_t *free_node;
-} spring_sink;
 
 /* The terms one layer's share gives a spring of direction dir (length L). */
 static int layer_terms(const ts_layer *ly, double V, double L, const double dir[3],
@@ -353,15 +343,15 @@ static int layer_terms(const ts_layer *ly, double V, double L, const double dir[
   return n;
 }
 
-static double reduced_mass(const spring_sink *sk, uint32_t a, uint32_t b) {
+static double reduced_mass(const ts__spring_sink *sk, uint32_t a, uint32_t b) {
   int fa = sk->free_node[a], fb = sk->free_node[b];
   double ma = sk->mass[a], mb = sk->mass[b];
   return fa && fb ? ma * mb / (ma + mb) : fa ? ma : fb ? mb : 0.0;
 }
 
 /* Emits the spring(s) between nodes a and b made of the given shares. */
-static int emit(spring_sink *sk, uint32_t a, uint32_t b, const contrib *cb, int ncb,
-                uint8_t kind) {
+int ts__build_emit(ts__spring_sink *sk, uint32_t a, uint32_t b, const ts__contrib *cb, int ncb,
+                   uint8_t kind) {
   double dir[3];
   sub3(sk->x[b], sk->x[a], dir);
   double L = norm3(dir);
@@ -500,7 +490,7 @@ int ts_tissue_build(const ts_extrusion *e, const ts_layer *layers, const uint8_t
       uint32_t p = e->surface_tris[i][k], q = e->surface_tris[i][(k + 1) % 3];
       keys[3 * (size_t)i + k] = p < q ? (uint64_t)p << 32 | q : (uint64_t)q << 32 | p;
     }
-  qsort(keys, 3 * (size_t)NT, sizeof *keys, cmp_u64);
+  qsort(keys, 3 * (size_t)NT, sizeof *keys, ts__cmp_u64);
   uint32_t E = 0;
   for (size_t i = 0; i < 3 * (size_t)NT; i++)
     if (i == 0 || keys[i] != keys[E - 1]) keys[E++] = keys[i];
@@ -508,7 +498,7 @@ int ts_tissue_build(const ts_extrusion *e, const ts_layer *layers, const uint8_t
     for (int k = 0; k < 3; k++) {
       uint32_t p = e->surface_tris[i][k], q = e->surface_tris[i][(k + 1) % 3];
       uint64_t key = p < q ? (uint64_t)p << 32 | q : (uint64_t)q << 32 | p;
-      const uint64_t *hit = bsearch(&key, keys, E, sizeof *keys, cmp_u64);
+      const uint64_t *hit = bsearch(&key, keys, E, sizeof *keys, ts__cmp_u64);
       tri_edge[i][k] = (uint32_t)(hit - keys);
     }
 
@@ -538,8 +528,8 @@ int ts_tissue_build(const ts_extrusion *e, const ts_layer *layers, const uint8_t
         memcpy(P[k], x[l * nv + tr[k]], sizeof P[k]);
         memcpy(Q[k], x[(l + 1) * nv + tr[k]], sizeof Q[k]);
       }
-      prism_share ps;
-      if (prism_shares((const double (*)[3])P, (const double (*)[3])Q, &ps)) {
+      ts__prism_share ps;
+      if (ts__prism_shares((const double (*)[3])P, (const double (*)[3])Q, &ps)) {
         rc = TS_EMESH;
         goto done;
       }
@@ -547,14 +537,9 @@ int ts_tissue_build(const ts_extrusion *e, const ts_layer *layers, const uint8_t
       for (int k = 0; k < 3; k++) {
         mass[l * nv + tr[k]] += dm;
         mass[(l + 1) * nv + tr[k]] += dm;
-        size_t ei = (size_t)l * E + tri_edge[i][k];
-        face[2 * ei + 0] += 0.5 * ps.face[k];
-        face[2 * ei + 1] += 0.5 * ps.face[k];
-        int a_slot = tr[k] < tr[(k + 1) % 3] ? 0 : 1; /* P[k]-Q[k+1] is (l, lo)-(l+1, hi) */
-        diag[2 * ei + a_slot] += ps.diag[k][0];
-        diag[2 * ei + !a_slot] += ps.diag[k][1];
-        vert[(size_t)l * nv + tr[k]] += ps.vert / 3.0;
       }
+      ts__build_add_prism(tr, tri_edge[i], &ps, face + 2 * (size_t)l * E, diag + 2 * (size_t)l * E,
+                          vert + (size_t)l * nv);
     }
   }
   for (uint32_t i = 0; i < n_nodes; i++)
@@ -571,18 +556,18 @@ int ts_tissue_build(const ts_extrusion *e, const ts_layer *layers, const uint8_t
     rc = TS_ENOMEM;
     goto done;
   }
-  spring_sink sk = {springs, 0, (uint32_t)cap64, x, (const double (*)[3])normal, nv,
+  ts__spring_sink sk = {springs, 0, (uint32_t)cap64, x, (const double (*)[3])normal, nv,
                     layers, mass, free_node};
   for (uint32_t s = 0; s < S; s++) {
     for (uint32_t ei = 0; ei < E; ei++) {
       uint32_t p = (uint32_t)(keys[ei] >> 32), q = (uint32_t)keys[ei];
-      contrib cb[2];
+      ts__contrib cb[2];
       int n = 0;
       if (s > 0 && face[2 * ((size_t)(s - 1) * E + ei) + 1] > 0)
-        cb[n++] = (contrib){s - 1, face[2 * ((size_t)(s - 1) * E + ei) + 1]};
+        cb[n++] = (ts__contrib){s - 1, face[2 * ((size_t)(s - 1) * E + ei) + 1]};
       if (s < L && face[2 * ((size_t)s * E + ei) + 0] > 0)
-        cb[n++] = (contrib){s, face[2 * ((size_t)s * E + ei) + 0]};
-      if (n && emit(&sk, s * nv + p, s * nv + q, cb, n, TS_SPRING_EDGE)) {
+        cb[n++] = (ts__contrib){s, face[2 * ((size_t)s * E + ei) + 0]};
+      if (n && ts__build_emit(&sk, s * nv + p, s * nv + q, cb, n, TS_SPRING_EDGE)) {
         rc = TS_EMESH;
         goto done;
       }
@@ -591,8 +576,8 @@ int ts_tissue_build(const ts_extrusion *e, const ts_layer *layers, const uint8_t
     for (uint32_t j = 0; j < nv; j++) {
       double V = vert[(size_t)s * nv + j];
       if (!(V > 0)) continue; /* a vertex of no triangle */
-      contrib cb = {s, V};
-      if (emit(&sk, s * nv + j, (s + 1) * nv + j, &cb, 1, TS_SPRING_INTERLAYER)) {
+      ts__contrib cb = {s, V};
+      if (ts__build_emit(&sk, s * nv + j, (s + 1) * nv + j, &cb, 1, TS_SPRING_INTERLAYER)) {
         rc = TS_EMESH;
         goto done;
       }
@@ -603,8 +588,8 @@ int ts_tissue_build(const ts_extrusion *e, const ts_layer *layers, const uint8_t
         double V = diag[2 * ((size_t)s * E + ei) + fl];
         if (!(V > 0)) continue;
         uint32_t a = s * nv + (fl ? q : p), b = (s + 1) * nv + (fl ? p : q);
-        contrib cb = {s, V};
-        if (emit(&sk, a, b, &cb, 1, TS_SPRING_SHEAR)) {
+        ts__contrib cb = {s, V};
+        if (ts__build_emit(&sk, a, b, &cb, 1, TS_SPRING_SHEAR)) {
           rc = TS_EMESH;
           goto done;
         }

@@ -117,7 +117,10 @@
  *                      as a refined tissue was stepped before it had one),
  *                      the substeps of the last step of each, and the
  *                      local scaling's added inertia (nodes, per cent of
- *                      their mass and of the tissue's).
+ *                      their mass and of the tissue's);
+ *   refine_rebuild_loop_s, refine_rebuild_leb_s   the refinement's springs
+ *                      rebuilt locally against the whole build, on the same
+ *                      region at rest (bench_mesh_rebuild.c says what).
  */
 #include <math.h>
 #include <pthread.h>
@@ -127,6 +130,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_mesh_rebuild.h"
 #include "bench_report.h"
 #include "bench_scenario.h"
 #include "ts_error.h"
@@ -333,7 +337,7 @@ static int time_refine(const char *name, ts_tissue *t, const ts_extrusion *ex, c
     fprintf(stderr, "bench_mesh: %s: ts_refine_pick: %s\n", name, ts_err_name(rc));
     goto out;
   }
-  ts_refine_opts opts = {TS_REFINE_LOOP, 0, 0, 0, 0, &tool, 1};
+  ts_refine_opts opts = {TS_REFINE_LOOP, 0, 0, 0, 0, &tool, 1, 0};
   double ms_s = 0, xp_s = 0, fit_s = 0, fit_err = 0, whole_s = 0, whole_err = 0;
   uint32_t new_nodes = 0, n_after = 0, trials = 0, fit_nodes = 0, whole_trials = 0;
   char err[256];
@@ -450,7 +454,7 @@ typedef struct live_job {
 static void live_work(live_job *j) {
   double w0 = wall_s();
   char err[256];
-  ts_refine_opts o = {TS_REFINE_LOOP, 0, 0, 0, 0, &j->tool, 1};
+  ts_refine_opts o = {TS_REFINE_LOOP, 0, 0, 0, 0, &j->tool, 1, 0};
   j->info.parents = NULL;
   j->rc = ts_refine_run(j->src, j->snap, j->sel, j->ns, &o, &j->nt, &j->nsrc, &j->info, err, sizeof err);
   if (!j->rc) {
@@ -753,11 +757,12 @@ static int time_refined_steps(const char *name, ts_tissue *t, const ts_extrusion
     fprintf(stderr, "bench_mesh: %s: ts_refine_pick: %s\n", name, ts_err_name(rc));
     goto out;
   }
+  if (ts_bench_mesh_rebuild(name, t, src, sel, ns, n->refines)) goto out;
   uint32_t sub0 = 0;
   const double base = time_steps(t, n->ms_steps, &sub0);
   if (base < 0) goto out;
   for (int method = TS_REFINE_LOOP; method <= TS_REFINE_LEB; method++) {
-    ts_refine_opts opts = {method, 0, 0, 0, -1.0, NULL, 0};
+    ts_refine_opts opts = {method, 0, 0, 0, -1.0, NULL, 0, 0};
     ts_tissue *r = NULL;
     ts_refine_src *rs = NULL;
     char err[256];

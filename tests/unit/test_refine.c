@@ -275,7 +275,7 @@ static uint32_t refine_and_check(sim *s, ts_refine_src **srcp, int method, int s
   ck_assert_int_eq(ts_refine_pick(src, t, o, d, 0.005, &sel, &n, NULL), 0);
   ck_assert_uint_gt(n, 4);
   double total = ts_refine_total_mass(src);
-  ts_refine_opts opts = {method, 0, 0, smooth, blend, tool, tool ? 1 : 0};
+  ts_refine_opts opts = {method, 0, 0, smooth, blend, tool, tool ? 1 : 0, 0};
   ts_tissue *r = NULL;
   ts_refine_info info;
   info.parents = NULL;
@@ -657,7 +657,7 @@ START_TEST(test_async_moving_tool) {
   uint32_t *sel = NULL, n = 0;
   const double o[3] = {0.003, 0.05, 0.002}, d[3] = {0, -1, 0};
   ck_assert_int_eq(ts_refine_pick(src, snap, o, d, 0.005, &sel, &n, NULL), 0);
-  ts_refine_opts opts = {TS_REFINE_LOOP, 0, 0, 0, BLEND, &tool_snap, 1};
+  ts_refine_opts opts = {TS_REFINE_LOOP, 0, 0, 0, BLEND, &tool_snap, 1, 0};
   ts_refine_info info;
   info.parents = NULL;
   char err[256];
@@ -772,7 +772,7 @@ START_TEST(test_async_moving_tool) {
     ts_refine_src *ns2 = NULL;
     ts_refine_info info2;
     info2.parents = NULL;
-    ts_refine_opts o2 = {TS_REFINE_LOOP, 0, 0, 0, BLEND, &tool_now, 1};
+    ts_refine_opts o2 = {TS_REFINE_LOOP, 0, 0, 0, BLEND, &tool_now, 1, 0};
     ck_assert_int_eq(ts_refine_run(src, a.t, sel, n, &o2, &ri, &ns2, &info2, err, sizeof err), 0);
     ck_assert_uint_eq(ri->n_nodes, r->n_nodes);
     ck_assert(memcmp(info2.parents, par, sizeof *par * (r->n_nodes - a.t->n_nodes)) == 0);
@@ -1062,7 +1062,7 @@ START_TEST(test_refusals) {
   ck_assert_int_eq(ts_patch_create(&d, &t), 0);
   ck_assert_int_eq(ts_refine_src_patch(&d, &src), 0);
   char err[256];
-  ts_refine_opts o = {TS_REFINE_LOOP, 0, 0, 0, 0, NULL, 0};
+  ts_refine_opts o = {TS_REFINE_LOOP, 0, 0, 0, 0, NULL, 0, 0};
   uint32_t sel[2] = {10, 11};
   ck_assert_int_eq(ts_refine_run(src, t, sel, 0, &o, &r, &nsrc, NULL, err, sizeof err), TS_EINVAL);
   ck_assert(strstr(err, "empty") != NULL);
@@ -1178,7 +1178,7 @@ START_TEST(test_inverted_elsewhere) {
   }
   ck_assert(sqrt(dmax) > 0.01); /* m: several triangles away (the patch's are ~3 mm) */
   char err[256];
-  ts_refine_opts o = {TS_REFINE_LOOP, 0, 0, 0, 0, NULL, 0};
+  ts_refine_opts o = {TS_REFINE_LOOP, 0, 0, 0, 0, NULL, 0, 0};
   invert_at(src, t, far);
   ts_refine_info info;
   info.parents = NULL;
@@ -1339,7 +1339,7 @@ START_TEST(test_mesh_tool) {
     uint32_t *sel = NULL, ns = 0;
     const double o[3] = {0.0021, 0.05, -0.0013}, d[3] = {0, -1, 0};
     ck_assert_int_eq(ts_refine_pick(src, m->s.t, o, d, 0.004, &sel, &ns, NULL), 0);
-    ts_refine_opts opts = {TS_REFINE_LOOP, 0, 0, 0, k ? -1 : BLEND, &tool, 1};
+    ts_refine_opts opts = {TS_REFINE_LOOP, 0, 0, 0, k ? -1 : BLEND, &tool, 1, 0};
     ts_refine_info info;
     info.parents = NULL;
     ts_tissue *r = NULL;
@@ -1637,7 +1637,7 @@ START_TEST(test_handover_local) {
   uint32_t *sel = NULL, n = 0;
   const double o[3] = {0.003, 0.05, 0.002}, d[3] = {0, -1, 0};
   ck_assert_int_eq(ts_refine_pick(src, a.t, o, d, 0.005, &sel, &n, NULL), 0);
-  ts_refine_opts opts = {TS_REFINE_LOOP, 0, 0, 0, BLEND, NULL, 0};
+  ts_refine_opts opts = {TS_REFINE_LOOP, 0, 0, 0, BLEND, NULL, 0, 0};
   ts_refine_info info;
   info.parents = NULL;
   char err[256];
