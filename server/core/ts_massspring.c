@@ -341,12 +341,13 @@ int ts_massspring_step(ts_tissue *t, double dt, ts_tool *tools, int n_tools,
     ts__ms_clear_contacts(ms);
     /* a sphere or capsule that moved more than half its radius since the
      * last step moves along its path, at the pose (k + 1) / n of the way
-     * (ts__ms_tool_at, TS__CORE_STEP); the other tools stand at their poses
-     * through the substeps, and a thin mesh tool's triangle pass sweeps
-     * from the last pose in the first */
+     * (ts__ms_tool_at, TS__CORE_STEP), its triangle pass swept from the
+     * substep's last pose; the other tools stand at their poses through
+     * the substeps, and their triangle pass sweeps from the last pose in
+     * the first */
     for (int j = 0; j < np; j++) {
       ts__ms_tool_at(&pt[j], (double)(k + 1) / n);
-      ts__ms_contact(t, ms, &pt[j], k == 0);
+      ts__ms_contact(t, ms, &pt[j], k == 0 || pt[j].swept);
     }
   }
   t->h_prev = h;
