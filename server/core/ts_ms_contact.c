@@ -35,13 +35,17 @@
  * direction, and the rest (no kick, the reaction, the skin) is the
  * primitives'. A mesh part thinner than the tissue's triangles (the dental
  * instrument's 2.6 x 0.4 mm spatula on 3.5 mm triangles) slips between the
- * nodes, so mesh tools (with thin_pass, ts_obb_tree.h) also take a
- * triangle pass after the nodes (ts__ms_thin_pass below, the XPBD contact's
- * pass of ts_contact.h; the triangles near the tool from an AABB tree of
- * the surface, swept from the last pose in a step's first substep): a
- * surface triangle pierced from its outer side (ts_collide_mesh_pierce)
- * with no corner on the tool is moved by the point-triangle constraint
- * until the tool reaches a quarter of its thickness behind it, and its
+ * nodes, and so does a sphere or capsule thinner than the node spacing (0.5
+ * or 1 mm on patch-S's 1.6 mm), so mesh tools (with thin_pass,
+ * ts_obb_tree.h), spheres and capsules (unless ts_tool.thin_off) also take
+ * a triangle pass after the nodes (ts__ms_thin_pass below, the XPBD
+ * contact's pass of ts_contact.h; the triangles near the tool from an AABB
+ * tree of the surface, swept from the last pose in a step's first substep,
+ * or with a swept sphere's or capsule's core in every substep): a surface
+ * triangle pierced from its outer side (ts_collide_mesh_pierce; a
+ * primitive's core on its outer side) with no corner on a mesh tool is
+ * moved by the point-triangle constraint until the tool reaches a quarter
+ * of its thickness (a primitive: of its diameter) behind it, and its
  * corners are marked like projected nodes, so the next substep's reaction
  * holds them and reaches the tool's force.
  *
@@ -104,9 +108,10 @@
  * (a 2 mm capsule at 2 m/s, its radius a step, went through patch-S:
  * test_contact's test_no_tunnelling_patch_massspring). A slower tool stands
  * at its pose, as before (its node is never past half the radius in), so
- * its results are unchanged. The sweep does not help a tool thinner than
- * the node spacing: with no triangle pass for spheres and capsules, a 0.5
- * or 1 mm capsule slips between patch-S's 1.6 mm nodes at any speed. */
+ * its results are unchanged. The sweep alone does not help a tool thinner
+ * than the node spacing: a 0.5 or 1 mm capsule slipped between patch-S's
+ * 1.6 mm nodes at any speed; the triangle pass (ts__ms_thin_pass, swept
+ * with the core: triangles_swept) stops them (test_ms_thin). */
 #define TS__CORE_STEP 0.5
 
 int ts__ms_valid_tool(const ts_tool *tl) {
@@ -332,13 +337,18 @@ static void mark_node(struct ts__ms *ms, const ts__ptool *p, uint32_t i, const d
  * triangles_swept); "on or in the tool" is at the node projection's pose
  * (the step's, or a swept sphere or capsule's pose of the sweep).
  *
- * A sphere or capsule thicker than the tissue's triangles never moves a
- * triangle here: a point of a triangle lies within its longest edge over
- * sqrt(3) of a corner, and the distance from the core changes no faster
- * than the distance itself, so a point half the radius inside with every
- * corner outside takes an edge of at least 0.87 of the radius (4.3 mm for
- * a 5 mm sphere, against patch-S's 1.6 to 2.3 mm edges): the node
- * projection alone acts, as it did before the pass.
+ * A sphere's or capsule's triangle may have corners in the tool (held by
+ * the node projection, unlike a mesh's): a 1 mm capsule lying between
+ * patch-S's rows holds their nodes 0.82 mm from its core, and driven at
+ * 0.5 m/s it pushed them aside and went through until the triangle
+ * between them was pushed too. A sphere or capsule thicker than the
+ * tissue's triangles still never moves one: a point of a triangle lies
+ * within its longest edge over sqrt(3) of a corner, and the distance from
+ * the core changes by no more than the distance moved, so a point half the
+ * radius inside with every corner on or outside the surface (the node
+ * projection's work, before the pass) takes an edge of at least 0.87 of the
+ * radius (4.3 mm for a 5 mm sphere, against patch-S's 1.6 to 2.3 mm
+ * edges): the node projection alone acts, as it did before the pass.
  *
  * Which triangles. Only those whose box meets the world box of the tool
  * (a mesh's root OBB, a primitive's core grown by its radius; grown by the

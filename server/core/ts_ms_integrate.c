@@ -103,8 +103,9 @@
  * tip as origin would add (at_pos - pos) x f, a moment of the tool's own
  * travel: a sphere's normals all pass through its centre, so its
  * frictionless torque about it is zero at every pose, and measured from
- * the final centre a 1 mm sphere swept sideways at 0.5 m/s through the
- * pressed patch felt ~1e-5 N m (test_ms_thin's test_swept_torque). */
+ * the final centre a 0.8 mm sphere swept sideways at 0.5 m/s through the
+ * pressed patch felt up to 0.54 |F| r (4.8e-6 N m on 0.025 N;
+ * test_ms_thin's test_swept_torque, now 2.5e-16 |F| r). */
 static inline void add_reaction(ts__ptool *p, const double at[3], const double f[3]) {
   double r[3];
   for (int c = 0; c < 3; c++) {
