@@ -354,6 +354,14 @@ uint32_t ts__ms_thin_pass(ts_tissue *t, struct ts__ms *ms, const ts__ptool *p,
                           const double R[3][3], const double o[3], double depth_cap, int move,
                           int use_tree);
 
+/* The longest edge of t's surface triangles (m; 0 with none). */
+double ts__ms_longest_edge(const ts_tissue *t);
+
+/* 1 when sphere or capsule p's triangle pass can move a triangle of a
+ * surface whose longest edge is `edge` (m) at the step's start, 0 when p is
+ * too thick for it (ts_ms_contact.c): the step then skips the pass. */
+int ts__ms_thin_can_act(const ts__ptool *p, double edge);
+
 /* Frees the step's private data (NULL: nothing). */
 void ts__ms_free(struct ts__ms *ms);
 

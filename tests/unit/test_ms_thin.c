@@ -230,7 +230,11 @@ END_TEST
 /* A 5 mm sphere (thicker than the triangles: the pass never moves one,
  * ts_ms_contact.c) pressed 2 mm into patch-S with friction (0.4 / 0.3),
  * slid 2 mm along x and lifted away at 0.5 m/s (swept): every position,
- * force and torque bit for bit as with the pass off. */
+ * force and torque bit for bit as with the pass off. The step skips its
+ * pass (ts__ms_thin_can_act: patch-S's edges are too short for it to act),
+ * so the pass itself is also run at every step's end on the pressed
+ * tissue (a scan of every triangle, the sphere at its pose): it must mark
+ * and move nothing. */
 START_TEST(test_thick_unchanged) {
   ts_tissue *tt[2] = {patch_s(), patch_s()};
   uint32_t c[4];
@@ -254,6 +258,12 @@ START_TEST(test_thick_unchanged) {
       ck_assert_int_eq(ts_massspring_step(tt[s], DT, &tl[s], 1, NULL), 0);
     }
     contacts = tl[0].contacts > contacts ? tl[0].contacts : contacts;
+    ts__ptool p;
+    ts__ms_prepare_tool(&p, &tl[0]);
+    p.index = 0;
+    ck_assert_int_eq(ts__ms_thin_can_act(&p, ts__ms_longest_edge(tt[0])), 0);
+    ck_assert_ptr_nonnull(tt[0]->ms);
+    ck_assert_uint_eq(ts__ms_thin_pass(tt[0], tt[0]->ms, &p, (const double (*)[3])p.R, tl[0].pos, 0, 1, 0), 0);
     ck_assert_msg(memcmp(tt[0]->x, tt[1]->x, sizeof *tt[0]->x * tt[0]->n_nodes) == 0, "step %d", i);
     ck_assert(memcmp(tl[0].force, tl[1].force, sizeof tl[0].force) == 0);
     ck_assert(memcmp(tl[0].torque, tl[1].torque, sizeof tl[0].torque) == 0);
