@@ -414,20 +414,6 @@ static int prim_pierce(const ts__ptool *p, const double a[3], const double b[3],
   return ts_collide_barycentric(X, hit->point, bc);
 }
 
-/* The signed distance of x from sphere or capsule p at the node
- * projection's pose (its core a + u ab), as the projection measures it. */
-static double prim_sd(const ts__ptool *p, const double x[3]) {
-  double ap[3] = {x[0] - p->a[0], x[1] - p->a[1], x[2] - p->a[2]};
-  double u = (ap[0] * p->ab[0] + ap[1] * p->ab[1] + ap[2] * p->ab[2]) * p->inv_len2;
-  u = u < 0 ? 0 : u > 1 ? 1 : u;
-  double d2 = 0;
-  for (int k = 0; k < 3; k++) {
-    const double d = x[k] - (p->a[k] + u * p->ab[k]);
-    d2 += d * d;
-  }
-  return sqrt(d2) - p->r;
-}
-
 /* How much the surface's longest edge may grow within a step for the
  * skip of ts__ms_thin_can_act to hold: half again. (A step that stretches
  * an edge by half is one that diverges.) */
@@ -524,11 +510,12 @@ uint32_t ts__ms_thin_pass(ts_tissue *t, struct ts__ms *ms, const ts__ptool *p,
     double tal = 0; /* the corners' largest contact allowance, as for a node */
     for (int q = 0; depth && q < 3; q++) tal = fmax(tal, ms->wh * depth[c[q]]);
     if (!(hit.depth > quarter + tal - p->skin)) continue;
-    int held = 0; /* a corner on or in a mesh tool: the node projection's */
+    /* a corner on or in a mesh tool: the node projection's (a sphere's or
+     * capsule's triangle is pushed with its held corners: see above) */
+    int held = 0;
     for (int q = 0; tr && q < 3 && !held; q++) {
       double nn[3];
-      const double sd = tr ? mesh_sdf(p, t->x[c[q]], nn) : prim_sd(p, t->x[c[q]]);
-      held = sd + (depth ? ms->wh * depth[c[q]] : 0.0) < p->skin;
+      held = mesh_sdf(p, t->x[c[q]], nn) + (depth ? ms->wh * depth[c[q]] : 0.0) < p->skin;
     }
     if (held || pierced != 1) continue; /* 2: a degenerate triangle */
     const double *n = hit.normal;
