@@ -289,6 +289,7 @@ int ts_massspring_step(ts_tissue *t, double dt, ts_tool *tools, int n_tools,
   double h = dt / n;
 
   int8_t slot[TS__MAX_STEP_TOOLS]; /* caller's index -> pt[] (-1: inactive or absent) */
+  double edge = -1; /* the surface's longest edge, when a sphere's or capsule's pass asks */
   memset(slot, -1, sizeof slot);
   for (int i = 0; i < n_tools; i++) {
     tools[i].force[0] = tools[i].force[1] = tools[i].force[2] = 0;
@@ -300,6 +301,10 @@ int ts_massspring_step(ts_tissue *t, double dt, ts_tool *tools, int n_tools,
     }
     slot[i] = (int8_t)np;
     ts__ms_prepare_tool(&pt[np], &tools[i]);
+    if (pt[np].thin) { /* a sphere's or capsule's triangle pass, where it can act */
+      if (edge < 0) edge = ts__ms_longest_edge(t);
+      pt[np].thin = ts__ms_thin_can_act(&pt[np], edge);
+    }
     ts__ms_tool_motion(ms, &pt[np], i, dt);
     ts__ms_tool_at(&pt[np], 0.0); /* a swept tool starts at its last pose */
     pt[np++].index = i;
@@ -341,12 +346,13 @@ int ts_massspring_step(ts_tissue *t, double dt, ts_tool *tools, int n_tools,
     ts__ms_clear_contacts(ms);
     /* a sphere or capsule that moved more than half its radius since the
      * last step moves along its path, at the pose (k + 1) / n of the way
-     * (ts__ms_tool_at, TS__CORE_STEP); the other tools stand at their poses
-     * through the substeps, and a thin mesh tool's triangle pass sweeps
-     * from the last pose in the first */
+     * (ts__ms_tool_at, TS__CORE_STEP), its triangle pass swept from the
+     * substep's last pose; the other tools stand at their poses through
+     * the substeps, and their triangle pass sweeps from the last pose in
+     * the first */
     for (int j = 0; j < np; j++) {
       ts__ms_tool_at(&pt[j], (double)(k + 1) / n);
-      ts__ms_contact(t, ms, &pt[j], k == 0);
+      ts__ms_contact(t, ms, &pt[j], k == 0 || pt[j].swept);
     }
   }
   t->h_prev = h;

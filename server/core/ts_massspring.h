@@ -40,7 +40,11 @@
  * more than half its radius since the last step is swept: its core moves
  * along its path over the substeps, so that a fast thin tool pushes the
  * nodes ahead of it instead of jumping past them; slower ones stand at
- * their pose through the step. The tools' velocities for
+ * their pose through the step. A tool thinner than the node spacing (a
+ * thin mesh part, a sphere or capsule of 0.5 or 1 mm on 1.6 mm nodes) also
+ * pushes the surface triangles it pierces between their nodes (the
+ * triangle pass; ts_tool.thin_off turns it off for a sphere or capsule).
+ * The tools' velocities for
  * friction come from their poses at consecutive steps (a tool's pose is
  * remembered by its index in `tools`; an inactive tool forgets it; a
  * tissue that replaces another takes them: ts_massspring_carry_tools).

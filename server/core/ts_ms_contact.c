@@ -35,13 +35,17 @@
  * direction, and the rest (no kick, the reaction, the skin) is the
  * primitives'. A mesh part thinner than the tissue's triangles (the dental
  * instrument's 2.6 x 0.4 mm spatula on 3.5 mm triangles) slips between the
- * nodes, so mesh tools (with thin_pass, ts_obb_tree.h) also take a
- * triangle pass after the nodes (ts__ms_thin_pass below, the XPBD contact's
- * pass of ts_contact.h; the triangles near the tool from an AABB tree of
- * the surface, swept from the last pose in a step's first substep): a
- * surface triangle pierced from its outer side (ts_collide_mesh_pierce)
- * with no corner on the tool is moved by the point-triangle constraint
- * until the tool reaches a quarter of its thickness behind it, and its
+ * nodes, and so does a sphere or capsule thinner than the node spacing (0.5
+ * or 1 mm on patch-S's 1.6 mm), so mesh tools (with thin_pass,
+ * ts_obb_tree.h), spheres and capsules (unless ts_tool.thin_off) also take
+ * a triangle pass after the nodes (ts__ms_thin_pass below, the XPBD
+ * contact's pass of ts_contact.h; the triangles near the tool from an AABB
+ * tree of the surface, swept from the last pose in a step's first substep,
+ * or with a swept sphere's or capsule's core in every substep): a surface
+ * triangle pierced from its outer side (ts_collide_mesh_pierce; a
+ * primitive's core on its outer side) with no corner on a mesh tool is
+ * moved by the point-triangle constraint until the tool reaches a quarter
+ * of its thickness (a primitive: of its diameter) behind it, and its
  * corners are marked like projected nodes, so the next substep's reaction
  * holds them and reaches the tool's force.
  *
@@ -104,9 +108,10 @@
  * (a 2 mm capsule at 2 m/s, its radius a step, went through patch-S:
  * test_contact's test_no_tunnelling_patch_massspring). A slower tool stands
  * at its pose, as before (its node is never past half the radius in), so
- * its results are unchanged. The sweep does not help a tool thinner than
- * the node spacing: with no triangle pass for spheres and capsules, a 0.5
- * or 1 mm capsule slips between patch-S's 1.6 mm nodes at any speed. */
+ * its results are unchanged. The sweep alone does not help a tool thinner
+ * than the node spacing: a 0.5 or 1 mm capsule slipped between patch-S's
+ * 1.6 mm nodes at any speed; the triangle pass (ts__ms_thin_pass, swept
+ * with the core: triangles_swept) stops them (test_ms_thin). */
 #define TS__CORE_STEP 0.5
 
 int ts__ms_valid_tool(const ts_tool *tl) {
@@ -143,17 +148,22 @@ void ts__ms_prepare_tool(ts__ptool *p, ts_tool *tl) {
   p->muk = tl->mu_kinetic;
   p->skin = tl->radius * TS__SKIN;
   double br = tl->radius * (1.0 + TS__SKIN) + 0.5 * sqrt(l2);
+  /* the rotation of the (normalised) quaternion (a capsule's axis is its
+   * second column, as ts_tool_segment has it); a mesh tree's points lie
+   * within `reach` of the tool's origin, pos */
+  double w = tl->quat[0], x = tl->quat[1], y = tl->quat[2], z = tl->quat[3];
+  double n2 = w * w + x * x + y * y + z * z;
+  if (!(n2 > 0)) w = 1, x = y = z = 0, n2 = 1;
+  double q = 2.0 / n2;
+  double R[3][3] = {{1 - q * (y * y + z * z), q * (x * y - w * z), q * (x * z + w * y)},
+                    {q * (x * y + w * z), 1 - q * (x * x + z * z), q * (y * z - w * x)},
+                    {q * (x * z - w * y), q * (y * z + w * x), 1 - q * (x * x + y * y)}};
+  memcpy(p->R, R, sizeof R);
+  memcpy(p->at_R, R, sizeof R);
+  memcpy(p->at_pos, tl->pos, sizeof p->at_pos);
+  p->at_s0 = p->at_s = 1.0;
+  p->thin = tl->kind != TS_TOOL_MESH && !tl->thin_off;
   if (tl->kind == TS_TOOL_MESH) {
-    /* the rotation of the (normalised) quaternion; the tree's points lie
-     * within `reach` of the tool's origin, pos */
-    double w = tl->quat[0], x = tl->quat[1], y = tl->quat[2], z = tl->quat[3];
-    double n2 = w * w + x * x + y * y + z * z;
-    if (!(n2 > 0)) w = 1, x = y = z = 0, n2 = 1;
-    double q = 2.0 / n2;
-    double R[3][3] = {{1 - q * (y * y + z * z), q * (x * y - w * z), q * (x * z + w * y)},
-                      {q * (x * y + w * z), 1 - q * (x * x + z * z), q * (y * z - w * x)},
-                      {q * (x * z - w * y), q * (y * z + w * x), 1 - q * (x * x + y * y)}};
-    memcpy(p->R, R, sizeof R);
     p->mesh = tl->shape;
     p->skin = tl->shape->reach * TS__SKIN;
     memcpy(p->bc, tl->pos, sizeof p->bc);
@@ -199,21 +209,35 @@ void ts__ms_tool_motion(struct ts__ms *ms, ts__ptool *p, int i, double dt) {
   ms->tl_seen[i] = 1;
 }
 
+/* The pose of p's tool the fraction s (0..1) of the way from its last
+ * step's pose to this one (ts_pose_lerp). */
+static void pose_at(const ts__ptool *p, double s, ts_pose *ps) {
+  ts_pose a = {.jaw = 0}, b = {.jaw = 0};
+  memcpy(a.p, p->from_pos, sizeof a.p);
+  memcpy(a.q, p->from_q, sizeof a.q);
+  memcpy(b.p, p->tool->pos, sizeof b.p);
+  const double *q = p->tool->quat;
+  double n2 = 0;
+  for (int k = 0; k < 4; k++) n2 += q[k] * q[k];
+  for (int k = 0; k < 4; k++) b.q[k] = n2 > 0 ? q[k] / sqrt(n2) : (k == 0);
+  ts_pose_lerp(&a, &b, s, ps);
+}
+
 void ts__ms_tool_at(ts__ptool *p, double s) {
   if (!p->swept) return;
   ts_tool at = *p->tool;
+  p->at_s0 = p->at_s;
+  p->at_s = s < 0 ? 0 : s < 1 ? s : 1;
   if (s < 1) {
-    ts_pose a = {.jaw = 0}, b = {.jaw = 0}, ps;
-    memcpy(a.p, p->from_pos, sizeof a.p);
-    memcpy(a.q, p->from_q, sizeof a.q);
-    memcpy(b.p, at.pos, sizeof b.p);
-    double n2 = 0;
-    for (int k = 0; k < 4; k++) n2 += at.quat[k] * at.quat[k];
-    for (int k = 0; k < 4; k++) b.q[k] = n2 > 0 ? at.quat[k] / sqrt(n2) : (k == 0);
-    ts_pose_lerp(&a, &b, s < 0 ? 0 : s, &ps);
+    ts_pose ps;
+    pose_at(p, s < 0 ? 0 : s, &ps);
     memcpy(at.pos, ps.p, sizeof at.pos);
     memcpy(at.quat, ps.q, sizeof at.quat);
+    ts_quat_to_mat(ps.q, p->at_R);
+  } else {
+    memcpy(p->at_R, p->R, sizeof p->at_R);
   }
+  memcpy(p->at_pos, at.pos, sizeof p->at_pos);
   double b[3];
   ts_tool_segment(&at, p->a, b);
   for (int i = 0; i < 3; i++) {
@@ -224,7 +248,10 @@ void ts__ms_tool_at(ts__ptool *p, double s) {
 
 int ts__ms_friction(const ts_tissue *t, uint32_t i, const ts__ptool *p, const double n[3],
                     double N, const double a[3], double g, double h, double f[3]) {
-  const double *x = t->x[i], *xp = t->x_prev[i], *o = p->tool->pos, *w = p->omega;
+  /* the tool's surface velocity at x about its origin at the pose the
+   * contact was taken at (a swept tool's pose of the sweep, at_pos): the
+   * final origin would add w x (pos - at_pos) to it */
+  const double *x = t->x[i], *xp = t->x_prev[i], *o = p->at_pos, *w = p->omega;
   const double r[3] = {x[0] - o[0], x[1] - o[1], x[2] - o[2]};
   const double vs[3] = {p->vel[0] + w[1] * r[2] - w[2] * r[1],
                         p->vel[1] + w[2] * r[0] - w[0] * r[2],
@@ -289,12 +316,15 @@ static void mark_node(struct ts__ms *ms, const ts__ptool *p, uint32_t i, const d
   memcpy(ms->cn[i], n, sizeof ms->cn[i]);
 }
 
-/* The triangle pass of a mesh tool (as the XPBD contact's, ts_contact.h):
- * a surface triangle that the tool pierced from its outer side
- * (ts_collide_mesh_pierce, at most the tool's thickness deep) more than a
- * quarter of the thickness, with no corner on or in the tool (those the
- * node projection holds), is moved until the tool's deepest point over it
- * is that quarter behind its plane: the corners by the point-triangle
+/* The triangle pass of a tool (as the XPBD contact's, ts_contact.h): a
+ * surface triangle that the tool pierced from its outer side (a mesh:
+ * ts_collide_mesh_pierce, at most the tool's thickness deep; a sphere or
+ * capsule: prim_pierce, its core on the triangle's outer side) more than a
+ * quarter of the thickness (a primitive's: its diameter), with no corner on
+ * or in the tool (those the node projection holds), is moved until the
+ * tool's deepest point over it is that quarter behind its plane (a
+ * primitive's: the triangle's closest point to the core half the radius
+ * inside, moved along the normal from the core): the corners by the point-triangle
  * constraint, corner c by w_c b_c s along the push direction n (w the
  * inverse masses, b the barycentric coordinates of the crossing point, s =
  * (depth - quarter) / sum(w b^2)), each without a kick as a projected node.
@@ -304,11 +334,25 @@ static void mark_node(struct ts__ms *ms, const ts__ptool *p, uint32_t i, const d
  * within the skin of the quarter is marked without a move. move 0: marks
  * only (the step's revalidation at the new pose). The tool stands at
  * rotation R and origin o for the pierce (a pose of the sweep, see
- * mesh_triangles_swept); "on or in the tool" is at the step's pose, the
- * node projection's.
+ * triangles_swept); "on or in the tool" is at the node projection's pose
+ * (the step's, or a swept sphere or capsule's pose of the sweep).
  *
- * Which triangles. Only those whose box meets the world box of the tool's
- * root OBB (grown by the skin) can be pierced. The surface's AABB tree
+ * A sphere's or capsule's triangle may have corners in the tool (held by
+ * the node projection, unlike a mesh's): a 1 mm capsule lying between
+ * patch-S's rows holds their nodes 0.82 mm from its core, and driven at
+ * 0.5 m/s it pushed them aside and went through until the triangle
+ * between them was pushed too. A sphere or capsule thicker than the
+ * tissue's triangles still never moves one: a point of a triangle lies
+ * within its longest edge over sqrt(3) of a corner, and the distance from
+ * the core changes by no more than the distance moved, so a point half the
+ * radius inside with every corner on or outside the surface (the node
+ * projection's work, before the pass) takes an edge of at least 0.87 of the
+ * radius (4.3 mm for a 5 mm sphere, against patch-S's 1.6 to 2.3 mm
+ * edges): the node projection alone acts, as it did before the pass.
+ *
+ * Which triangles. Only those whose box meets the world box of the tool
+ * (a mesh's root OBB, a primitive's core grown by its radius; grown by the
+ * skin) can be pierced. The surface's AABB tree
  * (ts_aabb_tree.h, the XPBD contact's kind; fat leaf boxes, so refitting
  * for the substep's positions is one comparison per surface node and a
  * short walk up for the nodes that escaped) gives the triangles near that
@@ -345,22 +389,96 @@ static ts_aabb_tree *surface_tree(const ts_tissue *t, struct ts__ms *ms) {
   return ts_aabb_tree_refit(ms->tree, (const double (*)[3])t->x) >= 0 ? ms->tree : NULL;
 }
 
+/* A primitive's pierce of world triangle X (the triangle pass's, for a
+ * sphere or capsule with its core [a, b] and radius r): the contact of the
+ * primitive with X (ts_contact_capsule_triangle, the XPBD pass's: point =
+ * the closest point of X to the core, normal from the core to it, depth = r
+ * minus their distance; the core meeting X: X's inward normal, r plus the
+ * core's reach behind X's plane), taken when the core is on X's outer side
+ * (the normal goes into the tissue: X's inward normal . normal > 0; a core
+ * past X's plane is through X, or came from inside, and its normal would
+ * pull X through to its far side) and the depth at most max_depth. bc gets
+ * the point's barycentric coordinates in X. Returns 1, or 0 for none (also
+ * for a degenerate X, whose normal is not known). */
+static int prim_pierce(const ts__ptool *p, const double a[3], const double b[3],
+                       const double X[3][3], double max_depth, ts_hit *hit, double bc[3]) {
+  const int got = p->tool->kind == TS_TOOL_CAPSULE ? ts_contact_capsule_triangle(a, b, p->r, X, hit)
+                                                   : ts_contact_sphere_triangle(a, p->r, X, hit);
+  if (!got || !(hit->depth <= max_depth)) return 0;
+  double e1[3], e2[3], nin[3];
+  for (int k = 0; k < 3; k++) e1[k] = X[1][k] - X[0][k], e2[k] = X[2][k] - X[0][k];
+  nin[0] = e2[1] * e1[2] - e2[2] * e1[1]; /* -(e1 x e2): inward, not normalised */
+  nin[1] = e2[2] * e1[0] - e2[0] * e1[2];
+  nin[2] = e2[0] * e1[1] - e2[1] * e1[0];
+  if (!(nin[0] * hit->normal[0] + nin[1] * hit->normal[1] + nin[2] * hit->normal[2] > 0)) return 0;
+  return ts_collide_barycentric(X, hit->point, bc);
+}
+
+/* How much the surface's longest edge may grow within a step for the
+ * skip of ts__ms_thin_can_act to hold: half again. (A step that stretches
+ * an edge by half is one that diverges.) */
+#define TS__THIN_EDGE_GROWTH 1.5
+
+double ts__ms_longest_edge(const ts_tissue *t) {
+  double m2 = 0;
+  for (uint32_t f = 0; f < t->n_tris; f++) {
+    const uint32_t *c = t->tris[f];
+    for (int k = 0; k < 3; k++) {
+      const double *a = t->x[c[k]], *b = t->x[c[(k + 1) % 3]];
+      const double dx = a[0] - b[0], dy = a[1] - b[1], dz = a[2] - b[2];
+      m2 = fmax(m2, dx * dx + dy * dy + dz * dz);
+    }
+  }
+  return sqrt(m2);
+}
+
+/* The pass moves a triangle only with a point more than half the radius
+ * (less the skin) inside while its corners are on or outside the surface
+ * (below): that takes an edge of sqrt(3) (1/2 - TS__SKIN) r at least. With
+ * the step's longest edge grown by TS__THIN_EDGE_GROWTH short of that, the
+ * pass cannot act and is skipped: running it costs a refit of the
+ * surface's tree in every substep (measured on patch-S sagging under
+ * gravity with a 5 mm sphere above it: 28 % of the step), where the node
+ * projection does all the work. */
+int ts__ms_thin_can_act(const ts__ptool *p, double edge) {
+  return TS__THIN_EDGE_GROWTH * edge >= sqrt(3.0) * (0.5 - TS__SKIN) * p->r;
+}
+
+/* The thickness the triangle pass measures against: a mesh's thinnest
+ * part, a primitive's diameter. */
+static double thin_thickness(const ts__ptool *p) {
+  return p->mesh ? p->mesh->thickness : 2.0 * p->r;
+}
+
 uint32_t ts__ms_thin_pass(ts_tissue *t, struct ts__ms *ms, const ts__ptool *p,
                           const double R[3][3], const double o[3], double depth_cap, int move,
                           int use_tree) {
   const ts_obb_tree *tr = p->mesh;
-  const double cap = depth_cap > 0 ? depth_cap : tr->thickness > 0 ? tr->thickness : tr->reach;
-  const double quarter = 0.25 * tr->thickness;
-  /* the root box's world bounds, grown by the skin */
-  const ts_obb *rb = &tr->nodes[0].box;
-  double lo[3], hi[3];
-  for (int k = 0; k < 3; k++) {
-    double c = o[k], e = p->skin;
-    for (int j = 0; j < 3; j++) {
-      c += R[k][j] * rb->c[j];
-      e += rb->e[j] * fabs(R[k][0] * rb->r[j][0] + R[k][1] * rb->r[j][1] + R[k][2] * rb->r[j][2]);
+  const double thick = thin_thickness(p);
+  const double cap = depth_cap > 0 ? depth_cap : thick > 0 ? thick : tr->reach;
+  const double quarter = 0.25 * thick;
+  /* the tool's world bounds, grown by the skin: a mesh's root box; a
+   * primitive's core from o (along R's second column for a capsule) grown
+   * by the radius */
+  double lo[3], hi[3], ca[3] = {0, 0, 0}, cb[3] = {0, 0, 0};
+  if (tr) {
+    const ts_obb *rb = &tr->nodes[0].box;
+    for (int k = 0; k < 3; k++) {
+      double c = o[k], e = p->skin;
+      for (int j = 0; j < 3; j++) {
+        c += R[k][j] * rb->c[j];
+        e += rb->e[j] * fabs(R[k][0] * rb->r[j][0] + R[k][1] * rb->r[j][1] + R[k][2] * rb->r[j][2]);
+      }
+      lo[k] = c - e, hi[k] = c + e;
     }
-    lo[k] = c - e, hi[k] = c + e;
+  } else {
+    const double len = p->tool->kind == TS_TOOL_CAPSULE ? p->tool->length : 0.0;
+    for (int k = 0; k < 3; k++) {
+      ca[k] = o[k];
+      cb[k] = o[k] + len * R[k][1];
+      lo[k] = fmin(ca[k], cb[k]) - p->r - p->skin;
+      hi[k] = fmax(ca[k], cb[k]) + p->r + p->skin;
+    }
   }
   const ts_aabb_tree *tree = use_tree ? surface_tree(t, ms) : NULL;
   uint32_t nc = t->n_tris;
@@ -386,13 +504,16 @@ uint32_t ts__ms_thin_pass(ts_tissue *t, struct ts__ms *ms, const ts__ptool *p,
                             {t->x[c[2]][0], t->x[c[2]][1], t->x[c[2]][2]}};
     ts_hit hit;
     double bc[3]; /* the crossing point's barycentric coordinates, clamped into X */
-    const int pierced = ts_collide_mesh_pierce_posed(tr, R, o, X, cap, &hit, bc);
+    const int pierced = tr ? ts_collide_mesh_pierce_posed(tr, R, o, X, cap, &hit, bc)
+                           : prim_pierce(p, ca, cb, X, cap, &hit, bc);
     if (!pierced) continue;
     double tal = 0; /* the corners' largest contact allowance, as for a node */
     for (int q = 0; depth && q < 3; q++) tal = fmax(tal, ms->wh * depth[c[q]]);
     if (!(hit.depth > quarter + tal - p->skin)) continue;
-    int held = 0; /* a corner on or in the tool: the node projection's */
-    for (int q = 0; q < 3 && !held; q++) {
+    /* a corner on or in a mesh tool: the node projection's (a sphere's or
+     * capsule's triangle is pushed with its held corners: see above) */
+    int held = 0;
+    for (int q = 0; tr && q < 3 && !held; q++) {
       double nn[3];
       held = mesh_sdf(p, t->x[c[q]], nn) + (depth ? ms->wh * depth[c[q]] : 0.0) < p->skin;
     }
@@ -420,55 +541,56 @@ uint32_t ts__ms_thin_pass(ts_tissue *t, struct ts__ms *ms, const ts__ptool *p,
 #define TS__THIN_STEP 0.5       /* of the thickness: the tool's move between two poses */
 #define TS__THIN_NEAR 0.05      /* of the thickness: slack of a sweep pose's depth bound */
 
-/* The triangle pass of mesh tool p, swept (sweep nonzero and the tree's
- * thin_sweep) from the last step's pose to this one: first at the poses
- * j / m, j = 1..m-1, m the least count that moves no tool point more than
- * half the tool's thickness from one pose to the next (at most
- * TS__THIN_SWEEP_MAX), interpolated by ts_pose_lerp, then at this step's
- * pose. The pass's depth bound (the thickness) sees a triangle only while
- * the tool is less than its thickness through it: a tool that moved
- * farther than that between two passes (in the first substep of a step
- * the tool jumps to its new pose) went through unseen. At each pose the
- * tool is at most the pass's quarter, one move (half) and the 1 % of its
- * slack behind a triangle it met at the pose before, so the triangle is
- * seen and pushed ahead of it on the side it came from. A sweep pose takes
- * a pierce only up to the quarter, two moves and 5 % of the thickness deep
- * (the tissue may have moved as much as the tool since the last pass);
- * deeper, the tool was through the triangle before this step (a side
- * triangle the blade passed long ago), and the pass leaves it as it would
- * without the sweep. A tool slower than half its thickness a step takes
- * the pass at its pose only, as without the sweep: pushes at a pose
- * between, with no springs acting before the next, turn a triangle about
- * the crossing point, and a slow press then ends less steadily. Returns the
- * corners marked at this step's pose. */
-static uint32_t mesh_triangles_swept(ts_tissue *t, struct ts__ms *ms, const ts__ptool *p,
-                                     int sweep) {
-  const ts_obb_tree *tr = p->mesh;
-  const double quarter = 0.25 * tr->thickness, per = TS__THIN_STEP * tr->thickness;
+/* The triangle pass of tool p, swept (sweep nonzero, and for a mesh its
+ * tree's thin_sweep) over the fractions s0..s1 of its way from the last
+ * step's pose to this one: first at the poses s0 + (s1 - s0) j / m, j =
+ * 1..m-1, m the least count that moves no tool point more than half the
+ * tool's thickness from one pose to the next (at most TS__THIN_SWEEP_MAX),
+ * interpolated by ts_pose_lerp, then at the pose of the node projection
+ * (at_R, at_pos). A mesh tool and a standing sphere or capsule sweep from
+ * the last step's pose (s0 0, s1 1) in a step's first substep, and a swept
+ * sphere or capsule (ts__ms_tool_at) from its last pose of the sweep to
+ * this one in every substep. The pass's depth bound (the thickness) sees a
+ * triangle only while the tool is less than its thickness through it: a
+ * tool that moved farther than that between two passes (in the first
+ * substep of a step the tool jumps to its new pose) went through unseen.
+ * At each pose the tool is at most the pass's quarter, one move (half)
+ * and the 1 % of its slack behind a triangle it met at the pose before, so
+ * the triangle is seen and pushed ahead of it on the side it came from. A
+ * sweep pose takes a pierce only up to the quarter, two moves and 5 % of
+ * the thickness deep (the tissue may have moved as much as the tool since
+ * the last pass); deeper, the tool was through the triangle before this
+ * step (a side triangle the blade passed long ago), and the pass leaves it
+ * as it would without the sweep. A tool slower than half its thickness a
+ * pass takes the pass at its pose only, as without the sweep: pushes at a
+ * pose between, with no springs acting before the next, turn a triangle
+ * about the crossing point, and a slow press then ends less steadily. (A
+ * standing sphere or capsule moves at most half its radius, a quarter of
+ * its thickness, in a step, so it never sweeps here: the core's sweep
+ * takes over before.) Returns the corners marked at the projection's
+ * pose. */
+static uint32_t triangles_swept(ts_tissue *t, struct ts__ms *ms, const ts__ptool *p, int sweep,
+                                double s0, double s1) {
+  const double thick = thin_thickness(p);
+  const double quarter = 0.25 * thick, per = TS__THIN_STEP * thick;
+  const double travel = p->travel * (s1 - s0);
   double m = 1;
-  if (sweep && tr->thin_sweep) m = per > 0 ? ceil(p->travel / per) : TS__THIN_SWEEP_MAX;
+  if (sweep && (!p->mesh || p->mesh->thin_sweep))
+    m = per > 0 ? ceil(travel / per) : TS__THIN_SWEEP_MAX;
   if (!(m >= 1)) m = 1;
   if (m > TS__THIN_SWEEP_MAX) m = TS__THIN_SWEEP_MAX;
   const uint32_t nm = (uint32_t)m;
   if (nm > 1) {
-    const double near =
-        fmin(tr->thickness, quarter + 2.0 * p->travel / nm + TS__THIN_NEAR * tr->thickness);
-    ts_pose a = {.jaw = 0}, b = {.jaw = 0};
-    memcpy(a.p, p->from_pos, sizeof a.p);
-    memcpy(a.q, p->from_q, sizeof a.q);
-    memcpy(b.p, p->tool->pos, sizeof b.p);
-    const double *q = p->tool->quat;
-    const double qn = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
-    for (int k = 0; k < 4; k++) b.q[k] = qn > 0 ? q[k] / qn : (k == 0); /* as p->R */
+    const double near = fmin(thick, quarter + 2.0 * travel / nm + TS__THIN_NEAR * thick);
     for (uint32_t j = 1; j < nm; j++) {
       ts_pose ps;
-      ts_pose_lerp(&a, &b, (double)j / nm, &ps);
+      pose_at(p, s0 + (s1 - s0) * ((double)j / nm), &ps);
       double R[3][3];
       ts_quat_to_mat(ps.q, R);
       (void)ts__ms_thin_pass(t, ms, p, (const double (*)[3])R, ps.p, near, 1, 1);
     }
   }
-  return ts__ms_thin_pass(t, ms, p, (const double (*)[3])p->R, p->tool->pos, 0, 1, 1);
+  return ts__ms_thin_pass(t, ms, p, (const double (*)[3])p->at_R, p->at_pos, 0, 1, 1);
 }
 
 /* Projects the free nodes inside tool p onto its surface and marks them
@@ -526,7 +648,9 @@ void ts__ms_contact(ts_tissue *t, struct ts__ms *ms, ts__ptool *p, int sweep) {
     mark_node(ms, p, i, n);
     hits++;
   }
-  if (p->mesh && p->mesh->thin_pass) hits += mesh_triangles_swept(t, ms, p, sweep);
+  if (p->mesh ? p->mesh->thin_pass : p->thin)
+    hits += p->swept ? triangles_swept(t, ms, p, sweep, p->at_s0, p->at_s)
+                     : triangles_swept(t, ms, p, sweep, 0.0, 1.0);
   if (hits > p->contacts) p->contacts = hits; /* the most in any substep of the step */
 }
 
@@ -567,11 +691,14 @@ void ts__ms_revalidate_contacts(const ts_tissue *t, struct ts__ms *ms, const ts_
       ms->ctool[i] = 0;
   }
   ms->n_clist = kept;
-  /* the triangles a mesh tool rests on at its new pose, marked again */
-  for (int i = 0; i < TS__MAX_STEP_TOOLS; i++)
-    if (slot[i] >= 0 && pt[slot[i]].mesh && pt[slot[i]].mesh->thin_pass)
-      ts__ms_thin_pass((ts_tissue *)t, ms, &pt[slot[i]], (const double (*)[3])pt[slot[i]].R,
-                       pt[slot[i]].tool->pos, 0, 0, 1); /* move 0: t is only read */
+  /* the triangles a tool rests on at its new pose (a swept one's first pose
+   * of the sweep), marked again */
+  for (int i = 0; i < TS__MAX_STEP_TOOLS; i++) {
+    const ts__ptool *p = slot[i] >= 0 ? &pt[slot[i]] : NULL;
+    if (p && (p->mesh ? p->mesh->thin_pass : p->thin))
+      ts__ms_thin_pass((ts_tissue *)t, ms, p, (const double (*)[3])p->at_R, p->at_pos, 0, 0,
+                       1); /* move 0: t is only read */
+  }
 }
 
 void ts__ms_free(struct ts__ms *ms) {

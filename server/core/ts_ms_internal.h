@@ -176,6 +176,12 @@ typedef struct ts__ptool {
   double travel;      /* bound of the distance any tool point moved since, m */
   int swept;          /* sphere/capsule moving its core along its path over the
                          substeps (ts__ms_tool_at), 0: standing at its pose */
+  double at_pos[3];   /* the tool's origin (tip) at the pose its contacts are taken
+                         at: the pose of the sweep for a swept tool, pos otherwise */
+  double at_R[3][3];  /* and its rotation there (R when standing) */
+  double at_s0, at_s; /* a swept tool: the fractions of the step's way of its last
+                         pose and of this one (the triangle pass sweeps between) */
+  int thin;           /* sphere/capsule: the triangle pass on (ts_tool.thin_off 0) */
 } ts__ptool;
 
 /* Strain extremes seen by a force evaluation. */
@@ -328,14 +334,18 @@ void ts__ms_tool_at(ts__ptool *p, double s);
 int ts__ms_friction(const ts_tissue *t, uint32_t i, const ts__ptool *p, const double n[3],
                     double N, const double a[3], double g, double h, double f[3]);
 
-/* Projects the free nodes inside tool p onto its surface and marks them;
- * sweep nonzero: a thin mesh tool's triangle pass also sweeps the tool
- * from its last step's pose (the first substep of a step). */
+/* Projects the free nodes inside tool p onto its surface and marks them,
+ * then takes the tool's triangle pass (thin mesh tools, spheres and
+ * capsules); sweep nonzero: the pass also sweeps the tool from the pose of
+ * the last pass (the last step's pose in the first substep of a step; a
+ * swept sphere or capsule's last pose of the sweep in every substep). */
 void ts__ms_contact(ts_tissue *t, struct ts__ms *ms, ts__ptool *p, int sweep);
 
-/* The triangle pass of mesh tool p (ts_ms_contact.c) with the tool at
- * rotation R (tool frame to world) and origin o, taking pierces up to
- * depth_cap deep (m; 0: the tool's thickness): move 0 marks only. use_tree
+/* The triangle pass of tool p (ts_ms_contact.c: a mesh, a sphere or a
+ * capsule) with the tool at rotation R (tool frame to world) and origin o
+ * (a capsule's core runs from o along R's second column), taking pierces up
+ * to depth_cap deep (m; 0: the tool's thickness, a primitive's diameter):
+ * move 0 marks only. use_tree
  * nonzero takes the triangles from ms's AABB tree of the surface (made or
  * refitted here; the scan when it cannot be made), 0 scans every triangle:
  * both give the same positions and marks (tests, benchmarks). Returns the
@@ -343,6 +353,14 @@ void ts__ms_contact(ts_tissue *t, struct ts__ms *ms, ts__ptool *p, int sweep);
 uint32_t ts__ms_thin_pass(ts_tissue *t, struct ts__ms *ms, const ts__ptool *p,
                           const double R[3][3], const double o[3], double depth_cap, int move,
                           int use_tree);
+
+/* The longest edge of t's surface triangles (m; 0 with none). */
+double ts__ms_longest_edge(const ts_tissue *t);
+
+/* 1 when sphere or capsule p's triangle pass can move a triangle of a
+ * surface whose longest edge is `edge` (m) at the step's start, 0 when p is
+ * too thick for it (ts_ms_contact.c): the step then skips the pass. */
+int ts__ms_thin_can_act(const ts__ptool *p, double edge);
 
 /* Frees the step's private data (NULL: nothing). */
 void ts__ms_free(struct ts__ms *ms);

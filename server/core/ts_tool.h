@@ -34,6 +34,9 @@ typedef struct ts_tool {
   double mu_static;    /* Coulomb friction of the tool on tissue: static */
   double mu_kinetic;   /* and kinetic coefficient; 0 <= mu_kinetic <= mu_static
                           <= TS_TOOL_MU_MAX (0, 0: frictionless) */
+  int thin_off;        /* sphere or capsule in a mass-spring step: nonzero skips its
+                          triangle pass (ts_ms_contact.c; 0, on, is the default: the
+                          tests compare with it off) */
 } ts_tool;
 
 /* Largest friction coefficient a tool may have (above any measured for
