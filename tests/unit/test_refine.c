@@ -1007,7 +1007,7 @@ START_TEST(test_leb_outside_selection) {
   uint32_t *sel = NULL, n = 0;
   const double o[3] = {0.003, 0.05, 0.002}, dir[3] = {0, -1, 0};
   ck_assert_int_eq(ts_refine_pick(src, t, o, dir, 0.005, &sel, &n, NULL), 0);
-  ts_refine_opts opts = {TS_REFINE_LEB, 0, 0, 0, 0, NULL, 0};
+  ts_refine_opts opts = {TS_REFINE_LEB, 0, 0, 0, 0, NULL, 0, 0};
   ts_refine_info info;
   info.parents = NULL;
   char err[256];
