@@ -154,4 +154,12 @@ int ts_massspring_carry_tools(ts_tissue *to, const ts_tissue *from);
 int ts_massspring_step(ts_tissue *t, double dt, ts_tool *tools, int n_tools,
                        ts_step_stats *stats);
 
+/* The nodes that the jaws of the caller's tool index `tool` hold after t's
+ * last step (ts_ms_grasp.c), in *node, and their coordinates in the tool's
+ * frame (m; a held node is at R(quat) local + pos) in *local; both may be
+ * NULL. Returns their count, 0 for a tool that holds nothing, is no jaws
+ * or is out of range. */
+uint32_t ts_massspring_grasped(const ts_tissue *t, int tool, const uint32_t **node,
+                               const double (**local)[3]);
+
 #endif

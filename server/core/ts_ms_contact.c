@@ -110,7 +110,8 @@
 #define TS__CORE_STEP 0.5
 
 int ts__ms_valid_tool(const ts_tool *tl) {
-  if (tl->kind != TS_TOOL_SPHERE && tl->kind != TS_TOOL_CAPSULE && tl->kind != TS_TOOL_MESH)
+  if (tl->kind != TS_TOOL_SPHERE && tl->kind != TS_TOOL_CAPSULE && tl->kind != TS_TOOL_MESH &&
+      tl->kind != TS_TOOL_JAWS)
     return TS_EINVAL;
   if (tl->kind == TS_TOOL_MESH &&
       (!tl->shape || tl->shape->kind != TS_SHAPE_MESH || !isfinite(tl->shape->reach)))
@@ -122,6 +123,9 @@ int ts__ms_valid_tool(const ts_tool *tl) {
   if (!isfinite(tl->radius) || !isfinite(tl->length)) return TS_ENAN;
   if (tl->kind != TS_TOOL_MESH && (!(tl->radius > 0) || tl->radius > 1.0)) return TS_EINVAL;
   if (tl->kind == TS_TOOL_CAPSULE && (tl->length < 0 || tl->length > 10.0)) return TS_EINVAL;
+  /* jaws: length 0 takes the default jaw length (ts_obb_tree.h) */
+  if (tl->kind == TS_TOOL_JAWS && (tl->length < 0 || tl->length > 1.0)) return TS_EINVAL;
+  if (tl->kind == TS_TOOL_JAWS && !isfinite(tl->jaw)) return TS_ENAN;
   if (!isfinite(tl->mu_static) || !isfinite(tl->mu_kinetic)) return TS_ENAN;
   return ts_tool_friction_valid(tl->mu_static, tl->mu_kinetic);
 }
@@ -192,7 +196,7 @@ void ts__ms_tool_motion(struct ts__ms *ms, ts__ptool *p, int i, double dt) {
      * nothing) */
     const double reach = p->mesh ? p->mesh->reach : tl->kind == TS_TOOL_CAPSULE ? tl->length : 0.0;
     p->travel = hypot(hypot(p->vel[0], p->vel[1]), p->vel[2]) * dt + ang * reach;
-    p->swept = !p->mesh && p->travel > TS__CORE_STEP * p->r;
+    p->swept = !p->mesh && tl->kind != TS_TOOL_JAWS && p->travel > TS__CORE_STEP * p->r;
   }
   memcpy(ms->tl_pos[i], tl->pos, sizeof ms->tl_pos[i]);
   memcpy(ms->tl_quat[i], q, sizeof ms->tl_quat[i]);
@@ -323,8 +327,9 @@ static int cmp_u32(const void *a, const void *b) {
 
 /* ms's tree of t's surface and the query's scratch, made when missing or
  * when t's topology is not the tree's, refitted for t->x. Returns the tree,
- * or NULL (the caller scans). */
-static ts_aabb_tree *surface_tree(const ts_tissue *t, struct ts__ms *ms) {
+ * or NULL (the caller scans). The jaws' grasp takes its candidates from it
+ * too (ts_ms_grasp.c). */
+ts_aabb_tree *ts__ms_surface_tree(const ts_tissue *t, struct ts__ms *ms) {
   if (ms->tree && (ms->tree->n_points != t->n_nodes || ms->tree->n_tris != t->n_tris)) {
     ts_aabb_tree_destroy(ms->tree);
     free(ms->tri_buf);
@@ -362,7 +367,7 @@ uint32_t ts__ms_thin_pass(ts_tissue *t, struct ts__ms *ms, const ts__ptool *p,
     }
     lo[k] = c - e, hi[k] = c + e;
   }
-  const ts_aabb_tree *tree = use_tree ? surface_tree(t, ms) : NULL;
+  const ts_aabb_tree *tree = use_tree ? ts__ms_surface_tree(t, ms) : NULL;
   uint32_t nc = t->n_tris;
   if (tree) {
     double ql[3], qh[3];
@@ -474,6 +479,7 @@ static uint32_t mesh_triangles_swept(ts_tissue *t, struct ts__ms *ms, const ts__
 /* Projects the free nodes inside tool p onto its surface and marks them
  * (normal, tool) for the next substep's reaction. */
 void ts__ms_contact(ts_tissue *t, struct ts__ms *ms, ts__ptool *p, int sweep) {
+  if (p->tool->kind == TS_TOOL_JAWS) return; /* they only grasp (ts_ms_grasp.c) */
   double (*x)[3] = t->x, (*v)[3] = t->v;
   const double *im = t->inv_mass;
   uint32_t hits = 0;
@@ -578,6 +584,7 @@ void ts__ms_free(struct ts__ms *ms) {
   if (!ms) return;
   ts_aabb_tree_destroy(ms->tree);
   free(ms->tri_buf);
+  for (int i = 0; i < TS__MAX_STEP_TOOLS; i++) ts__ms_grasp_free(ms->grasp[i]);
   free(ms);
 }
 
