@@ -160,7 +160,7 @@ int ts__ms_grasp_begin(ts_tissue *t, struct ts__ms *ms, ts__ptool *p, int i) {
   memcpy(from.p, p->from_pos, sizeof from.p);
   memcpy(from.q, p->from_q, sizeof from.q);
   memcpy(to.p, tl->pos, sizeof to.p);
-  memcpy(to.q, tl->quat, sizeof to.q);
+  memcpy(to.q, ms->tl_quat[i], sizeof to.q); /* normalised (a zero one: the identity) */
   from.jaw = to.jaw = tl->jaw;
   ts_aabb_tree *tree = ts__ms_surface_tree(t, ms);
   if (!tree) {
@@ -188,7 +188,7 @@ void ts__ms_grasp_place(ts_tissue *t, const struct ts__ms *ms, ts__ptool *p, dou
   memcpy(a.p, p->from_pos, sizeof a.p);
   memcpy(a.q, p->from_q, sizeof a.q);
   memcpy(b.p, tl->pos, sizeof b.p);
-  memcpy(b.q, tl->quat, sizeof b.q);
+  memcpy(b.q, ms->tl_quat[p->index], sizeof b.q); /* normalised, as ts__ms_tool_motion left it */
   a.jaw = b.jaw = tl->jaw;
   ts_pose_lerp(&a, &b, s > 1 ? 1 : s, &ps);
   double R[3][3];

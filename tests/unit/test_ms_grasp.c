@@ -19,7 +19,8 @@
  *     -2.25 N against -0.112 N);
  *   - opened, the jaws hold nothing and, the tool gone, the centre sinks back
  *     to within 5 % of its lift in 0.8 s.
- * Then bad jaws (negative length, NaN opening) are refused.
+ * Then bad jaws (negative length, NaN opening) are refused, and a zero
+ * quaternion is the identity.
  */
 #include <check.h>
 #include <math.h>
@@ -198,7 +199,7 @@ START_TEST(test_grasp_pull_lumped) { grasp_and_pull(1); }
 END_TEST
 
 /* Bad jaws change nothing and are refused: a negative length (TS_EINVAL),
- * a NaN opening (TS_ENAN). */
+ * a NaN opening (TS_ENAN); a zero quaternion steps (the identity). */
 START_TEST(test_bad_jaws) {
   ts_patch_def pd = ts_default_patch_def();
   pd.resolution = 9;
@@ -213,6 +214,8 @@ START_TEST(test_bad_jaws) {
   ck_assert_int_eq(ts_massspring_step(t, DT, &tl, 1, &st), TS_ENAN);
   ck_assert_int_eq((int)t->steps, 0);
   tl.jaw = 0.5;
+  ck_assert_int_eq(ts_massspring_step(t, DT, &tl, 1, &st), 0);
+  tl.quat[0] = 0; /* a zero quaternion is the identity, as for the other tools */
   ck_assert_int_eq(ts_massspring_step(t, DT, &tl, 1, &st), 0);
   ck_assert_uint_eq(ts_massspring_grasped(t, 5, NULL, NULL), 0);
   ck_assert_uint_eq(ts_massspring_grasped(t, -1, NULL, NULL), 0);
