@@ -45,11 +45,12 @@
  * remembered by its index in `tools`; an inactive tool forgets it; a
  * tissue that replaces another takes them: ts_massspring_carry_tools).
  *
- * Grasper jaws (TS_TOOL_JAWS; ts_ms_grasp.c) take no contact: they hold
- * the nodes that ts_grasp.h's rule picks as they close (within reach of a
- * jaw), placing them in the jaws' frame after every substep, moving with
- * the tool, until they open; the force those nodes hold back (springs,
- * dampers, gravity, drag, external) is the tool's force. Their grasp is
+ * Grasper jaws (TS_TOOL_JAWS; ts_ms_grasp.c) push the tissue as the other
+ * tools (by the nearer jaw box's signed distance), and hold the nodes that
+ * ts_grasp.h's rule picks as they close (within reach of a jaw), placing
+ * them in the jaws' frame after every substep, moving with the tool, until
+ * they open; the force those nodes hold back (springs, dampers, gravity,
+ * drag, external) is part of the tool's force. Their grasp is
  * kept by the tool's index in `tools` (made at the first step that sees
  * the jaws there, so that step allocates), let go when the tool is
  * inactive, not jaws, or the tissue restarts (a reset), and lost with a

@@ -27,7 +27,10 @@
  * the next; the step's force still has its push). A node inside two tools
  * belongs to the last.
  *
- * Tools are spheres, capsules (the distance from the core segment) and
+ * Tools are spheres, capsules (the distance from the core segment),
+ * grasper jaws (TS_TOOL_JAWS: the nearer jaw box's signed distance,
+ * ts_contact_tool_sdf, with the jaws placed by ts_ms_grasp.c, which also
+ * keeps the nodes they hold out of their contact) and
  * triangle meshes (TS_TOOL_MESH, issue 5): a mesh's signed distance and
  * outward direction come from its OBB tree (ts_obb_tree_mesh_sdf: the
  * closest point by the tree, the sign by the angle-weighted pseudonormal),
@@ -90,6 +93,7 @@
 #include <string.h>
 
 #include "ts_collide.h"
+#include "ts_contact.h"
 #include "ts_error.h"
 #include "ts_material.h"
 #include "ts_ms_internal.h"
@@ -479,7 +483,7 @@ static uint32_t mesh_triangles_swept(ts_tissue *t, struct ts__ms *ms, const ts__
 /* Projects the free nodes inside tool p onto its surface and marks them
  * (normal, tool) for the next substep's reaction. */
 void ts__ms_contact(ts_tissue *t, struct ts__ms *ms, ts__ptool *p, int sweep) {
-  if (p->tool->kind == TS_TOOL_JAWS) return; /* they only grasp (ts_ms_grasp.c) */
+  if (p->tool->kind == TS_TOOL_JAWS && !p->jaws) return; /* not placed (ts_ms_grasp.c) */
   double (*x)[3] = t->x, (*v)[3] = t->v;
   const double *im = t->inv_mass;
   uint32_t hits = 0;
@@ -487,9 +491,12 @@ void ts__ms_contact(ts_tissue *t, struct ts__ms *ms, ts__ptool *p, int sweep) {
   for (uint32_t i = 0; i < t->n_nodes; i++) {
     double ex = x[i][0] - p->bc[0], ey = x[i][1] - p->bc[1], ez = x[i][2] - p->bc[2];
     if (!(ex * ex + ey * ey + ez * ez < p->br2) || im[i] == 0) continue;
+    if (p->held && p->held[i]) continue; /* the jaws carry it */
     /* signed distance sd from the tool and its outward direction n */
     double n[3] = {0, 1, 0}, sd;
-    if (p->mesh) {
+    if (p->jaws) {
+      sd = ts_contact_tool_sdf(p->jaws, x[i], n); /* of the nearer jaw box */
+    } else if (p->mesh) {
       sd = mesh_sdf(p, x[i], n);
     } else {
       double ap[3] = {x[i][0] - p->a[0], x[i][1] - p->a[1], x[i][2] - p->a[2]};
@@ -550,7 +557,11 @@ void ts__ms_revalidate_contacts(const ts_tissue *t, struct ts__ms *ms, const ts_
       const ts__ptool *p = &pt[j];
       const double allow = ms->depth ? ms->wh * ms->depth[i] : 0.0;
       double n[3];
-      if (p->mesh) {
+      if (p->held && p->held[i]) {
+        keep = 0; /* held by the jaws now: no contact reaction */
+      } else if (p->jaws) {
+        keep = ts_contact_tool_sdf(p->jaws, t->x[i], n) + allow < p->skin;
+      } else if (p->mesh) {
         keep = mesh_sdf(p, t->x[i], n) + allow < p->skin;
       } else {
         double ap[3] = {t->x[i][0] - p->a[0], t->x[i][1] - p->a[1], t->x[i][2] - p->a[2]};

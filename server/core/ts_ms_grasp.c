@@ -22,9 +22,15 @@
  * (x - p) (ts__ms_tool_motion's, constant over the step), and Verlet's
  * previous position x - v h, so that either branch continues from a state
  * that moves with the jaws. Let go, it keeps that velocity and history: it
- * is free again from the next substep on. Held nodes are never marked by
- * a contact (the jaws take no contact in mass-spring sessions: open jaws
- * pass through the tissue, see ts_massspring.h).
+ * is free again from the next substep on.
+ *
+ * Contact. Otherwise the jaws push the tissue as any tool
+ * (ts_ms_contact.c): a free node inside a jaw box is projected out by the
+ * jaws' signed distance (ts_contact_tool_sdf, of the nearer box) at this
+ * step's pose and opening, with the reaction and friction of the other
+ * tools; the nodes the jaws hold are not in their contact, and a node they
+ * take loses its contact mark (its force goes to the tool through the
+ * grasp instead).
  *
  * Force. What the jaws hold back is the rest of the node's force: the
  * tissue's springs and dampers on it (t->f of the substep, at its start),
@@ -177,6 +183,16 @@ int ts__ms_grasp_begin(ts_tissue *t, struct ts__ms *ms, ts__ptool *p, int i) {
   rc = ts_grasp_update(&mg->g, &mg->pt, &mg->ws, (const double (*)[3])t->x);
   if (rc < 0 && rc != TS_EFULL) return rc;
   find_slots(t, ms, mg);
+  /* the jaws' contact (ts_ms_contact.c) at this step's pose; the nodes
+   * they hold are not its */
+  rc = ts_posed_tool_set_pose(&mg->pt, &to);
+  if (rc) return rc;
+  p->jaws = &mg->pt;
+  p->held = ts_grasp_held(&mg->g);
+  memcpy(p->bc, tl->pos, sizeof p->bc);
+  p->skin = mg->otree->reach * TS__SKIN;
+  const double br = mg->otree->reach + p->skin;
+  p->br2 = br * br;
   return 0;
 }
 

@@ -180,7 +180,10 @@ typedef struct ts__ptool {
   double travel;      /* bound of the distance any tool point moved since, m */
   int swept;          /* sphere/capsule moving its core along its path over the
                          substeps (ts__ms_tool_at), 0: standing at its pose */
-  struct ts__msgrasp *grasp; /* jaws: their grasp (no contact), else NULL */
+  struct ts__msgrasp *grasp; /* jaws: their grasp, else NULL */
+  const struct ts_posed_tool *jaws; /* jaws: placed at this step's pose (their
+                                       contact's signed distance), else NULL */
+  const uint8_t *held; /* jaws: per node, 1 while they hold it (no contact) */
 } ts__ptool;
 
 /* Strain extremes seen by a force evaluation. */
