@@ -14,8 +14,10 @@
  * are its place on the jaws as they close.
  *
  * A held node is kinematic. The integrator updates it as any free node
- * (its remembered accelerations are then those of the forces at its place,
- * so Beeman's history is ready when it is let go), and after each substep
+ * (with lumped masses its remembered accelerations are then those of the
+ * forces at its place, so Beeman's history is ready when it is let go;
+ * with the scaled mass matrix they are zero, the constraint below, as for
+ * a node the jaws carry at a steady speed), and after each substep
  * (after strain limiting) it is put at R l + p for the tool's pose the
  * fraction (k + 1) / n of the way from its last step's pose to this one
  * (ts_pose_lerp), with the tool's rigid velocity there, v = v_tool + w x
@@ -56,7 +58,9 @@
  * Memory: a jaws tool's tree, placed copy, candidate workspace and grasp
  * are made at the first step that sees it (and again when its shape
  * changes), and freed with the step's data; steps after that allocate
- * nothing.
+ * nothing. Each step with active jaws refits the surface tree for the
+ * candidates (ts_aabb_tree_refit: only what left its fat box), which a
+ * step without jaws (or thin mesh tools) does not do.
  */
 #include <math.h>
 #include <stdlib.h>
