@@ -170,7 +170,7 @@ void ts__ms_prepare_tool(ts__ptool *p, ts_tool *tl) {
   memcpy(p->at_R, R, sizeof R);
   memcpy(p->at_pos, tl->pos, sizeof p->at_pos);
   p->at_s0 = p->at_s = 1.0;
-  p->thin = tl->kind != TS_TOOL_MESH && !tl->thin_off;
+  p->thin = (tl->kind == TS_TOOL_SPHERE || tl->kind == TS_TOOL_CAPSULE) && !tl->thin_off;
   if (tl->kind == TS_TOOL_MESH) {
     p->mesh = tl->shape;
     p->skin = tl->shape->reach * TS__SKIN;
