@@ -21,6 +21,24 @@
  * node as its interpolated position, within the codec quantum plus what the
  * twin's motion explains; in the LIVER_STEPS steps after it no node moves
  * more than the quantum plus the twin's largest move in the same step.
+ * The liver creeps down under gravity at about g / drag (65 um a step)
+ * long after it is built, so that bound would pass a refinement without
+ * the hand-over too (50 um off in the first step, measured); the first
+ * step is therefore also held to the quantum alone (measured 8.1 um with
+ * the hand-over). Measured: 79 triangles selected, 8,776 -> 9,304 nodes,
+ * no local mass scaling needed (the liver's slivers already set its
+ * substep: 118 substeps a step at rest), steps 2-30 at most 5.4 um over
+ * the twin's largest move.
+ * Open (not asserted here, it fails): refined at once when a fast press
+ * stops (2 mm in 30 steps, 67 um a step, then held), the refined tissue
+ * runs away within a few steps: up to 1.6 mm a step frictionless, 0.96 mm
+ * with the default friction (the twin 80 um), its springs at the strain
+ * limit and its substeps going from 286 to 526; the new nodes under the
+ * sphere then carry hand-over forces of 0.02 N (8,000 times their weight),
+ * against 1e-4 N after a 5-step hold, when the bound holds (13 um in the
+ * first step, 0.2 um over the twin's after it). Without the hand-over's
+ * node force nothing runs away (0.2 mm off in the first step, then within
+ * 65 um of the twin's moves).
  */
 #include <check.h>
 #include <math.h>
@@ -185,12 +203,18 @@ START_TEST(test_liver_pressed_massspring) {
   const double jump = max_move(r, (const double(*)[3])ip, n1);
   printf("  first step after the install differs by %.3g m (the twin moved %.3g m)\n", jump, moved);
   ck_assert_msg(jump < QUANTUM + moved, "the first step differs by %.3g m (twin moved %.3g m)", jump, moved);
+  /* the issue's bound is loose here: the liver still creeps down under
+     gravity at about g / drag (65 um a step), which it allows on top of
+     the quantum, and a refinement without the hand-over stays within it
+     (50 um off, measured). The hand-over's own share, the difference from
+     the twin, within the quantum alone: measured 7.4 um */
+  ck_assert_msg(jump < QUANTUM, "the first step differs by %.3g m from the twin's", jump);
   free(ip);
   free(x0);
 
   /* the next steps: no node moves more than the quantum plus the twin's
      largest move */
-  double worst = -1, worst_mb = 0;
+  double worst = -1, worst_mb = 0, node_worst = 0;
   int worst_k = 0;
   for (int k = 2; k <= LIVER_STEPS; k++) {
     double(*xa)[3] = positions(a), (*xr)[3] = positions(r);
@@ -198,6 +222,8 @@ START_TEST(test_liver_pressed_massspring) {
     step(r, tools);
     const double ma = max_move(a, (const double(*)[3])xa, n0), mr = max_move(r, (const double(*)[3])xr, n1);
     if (mr - ma > worst) worst = mr - ma, worst_k = k, worst_mb = mr;
+    for (uint32_t i = 0; i < n0; i++) /* each old node's step against the twin's */
+      for (int c = 0; c < 3; c++) node_worst = fmax(node_worst, fabs((r->x[i][c] - xr[i][c]) - (a->x[i][c] - xa[i][c])));
     ck_assert_msg(mr < QUANTUM + ma, "step %d after the install moved a node %.3g m (twin %.3g m)", k, mr, ma);
     free(xa);
     free(xr);
@@ -205,8 +231,9 @@ START_TEST(test_liver_pressed_massspring) {
   double dmax = 0;
   for (uint32_t i = 0; i < n0; i++)
     for (int c = 0; c < 3; c++) dmax = fmax(dmax, fabs(a->x[i][c] - r->x[i][c]));
-  printf("  steps 2-%d: largest move over the twin's %.3g m (step %d, %.3g m); old nodes %.3g m from the twin\n",
-         LIVER_STEPS, worst, worst_k, worst_mb, dmax);
+  printf("  steps 2-%d: largest move over the twin's %.3g m (step %d, %.3g m); an old node's step off the twin's by "
+         "up to %.3g m; old nodes %.3g m from the twin\n",
+         LIVER_STEPS, worst, worst_k, worst_mb, node_worst, dmax);
   free(sel);
   free(info.parents);
   ts_refine_src_free(src);
