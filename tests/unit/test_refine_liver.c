@@ -27,8 +27,11 @@
  * step is therefore also held to the quantum alone (measured 8.1 um with
  * the hand-over). Measured: 79 triangles selected, 8,776 -> 9,304 nodes,
  * no local mass scaling needed (the liver's slivers already set its
- * substep: 118 substeps a step at rest), steps 2-30 at most 5.4 um over
- * the twin's largest move.
+ * substep: 118 substeps a step at rest), steps 2-10 at most 0.5 um over
+ * the twin's largest move (steps 2-30: 5.4 um), each old node's step
+ * within 23 um of the twin's. The first step's 8.1 um needs the 20-step
+ * hold: refined after 10, it is 21.7 um off the twin's (within the issue's
+ * bound, not the quantum alone).
  * Open (not asserted here, it fails): refined at once when a fast press
  * stops (2 mm in 30 steps, 67 um a step, then held), the refined tissue
  * runs away within a few steps: up to 1.6 mm a step frictionless, 0.96 mm
@@ -67,7 +70,7 @@
 #define PRESS_STEPS 40      /* 2 mm in 40 steps: 50 um a step, 5 % of the daemon's 1 m/s */
 #define HOLD_STEPS 20       /* held before the snapshot */
 #define ASYNC_STEPS 2       /* the twin's steps between the snapshot and the install */
-#define LIVER_STEPS 30      /* checked after the install */
+#define LIVER_STEPS 10      /* checked after the install */
 #define DEPTH 0.002         /* m */
 #define RADIUS 0.005        /* m: the daemon's default tool */
 
@@ -247,7 +250,7 @@ END_TEST
 static Suite *refine_liver_suite(void) {
   Suite *s = suite_create("refine_liver");
   TCase *tc = tcase_create("liver");
-  tcase_set_timeout(tc, 120);
+  tcase_set_timeout(tc, 300); /* 120 liver steps of 0.1-0.3 s of CPU each; more under the sanitizers */
   tcase_add_test(tc, test_liver_pressed_massspring);
   suite_add_tcase(s, tc);
   return s;
