@@ -144,7 +144,7 @@ void ts_config_defaults(ts_config *c) {
   c->physics_threads = 0;
   c->dt = 0.001;
   c->frame_rate = 60;
-  c->patch_resolution = 17;
+  c->patch_resolution = TS_DEFAULT_PATCH_RESOLUTION;
   c->max_message = 16u << 20;
   c->soft_output_limit = 1u << 20;
   c->hard_output_limit = 8u << 20;

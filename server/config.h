@@ -6,6 +6,13 @@
 #ifndef TS_CONFIG_H
 #define TS_CONFIG_H
 
+/* The built-in patch's resolution when none is configured: nodes along an
+ * edge of each sheet. tissuetool builds the patch with it too, so that a
+ * model it trains or imports has a daemon's material identity (which
+ * depends on the mesh: the resolution core's own default, 24, gives
+ * another). */
+#define TS_DEFAULT_PATCH_RESOLUTION 17
+
 #include <stddef.h>
 
 typedef struct ts_config {

@@ -428,9 +428,9 @@ static void on_join(ts_conn *c, uint64_t rid, const Tissued__V1__JoinSession *m)
                       (int)m->tool->kind);
         return;
       }
-      if (kind == TS_TOOL_JAWS && !se->sim.contact) {
+      if (kind == TS_TOOL_JAWS && se->sim.shortcut) {
         ts_send_error(c, rid, TS_EUNSUPPORTED,
-                      "grasper jaws need a session with the XPBD solver (CreateSession.solver)");
+                      "grasper jaws need a dynamic session (the mass-spring or XPBD solver)");
         return;
       }
       if (kind == TS_TOOL_JAWS && length != 0 && (length < 0.002 || length > 0.05)) {

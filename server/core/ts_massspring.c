@@ -235,6 +235,11 @@ int ts_massspring_prepare(ts_tissue *t) {
     free(blk);
     return TS_ENOMEM;
   }
+  if (t->ms && t->ms->n_nodes == n) /* the same nodes: the jaws keep what they hold */
+    for (int i = 0; i < TS__MAX_STEP_TOOLS; i++) {
+      ms->grasp[i] = t->ms->grasp[i];
+      t->ms->grasp[i] = NULL;
+    }
   ts__ms_free(t->ms);
   t->ms = ms;
   t->stable_dt = ts__ms_step_bound(ms->w2, ms->g + TS__MAX(t->drag, 0.0), 1.0);
@@ -295,6 +300,7 @@ int ts_massspring_step(ts_tissue *t, double dt, ts_tool *tools, int n_tools,
     tools[i].force[0] = tools[i].force[1] = tools[i].force[2] = 0;
     tools[i].torque[0] = tools[i].torque[1] = tools[i].torque[2] = 0;
     tools[i].contacts = 0;
+    if (!tools[i].active || tools[i].kind != TS_TOOL_JAWS) ts__ms_grasp_release(ms->grasp[i]);
     if (!tools[i].active) {
       ms->tl_seen[i] = 0;
       continue;
@@ -307,7 +313,12 @@ int ts_massspring_step(ts_tissue *t, double dt, ts_tool *tools, int n_tools,
     }
     ts__ms_tool_motion(ms, &pt[np], i, dt);
     ts__ms_tool_at(&pt[np], 0.0); /* a swept tool starts at its last pose */
-    pt[np++].index = i;
+    pt[np].index = i;
+    if (tools[i].kind == TS_TOOL_JAWS) {
+      int rc = ts__ms_grasp_begin(t, ms, &pt[np], i);
+      if (rc) return rc;
+    }
+    np++;
   }
 
   int taylor = 0;
@@ -343,6 +354,8 @@ int ts_massspring_step(ts_tissue *t, double dt, ts_tool *tools, int n_tools,
       ts__ms_integrate(t, ms, h, taylor, pt, slot, counts);
     taylor = 0;
     if (ms->n_lim && ts__ms_limit_needed(ms)) fixes += ts__ms_limit_strain(t, ms, h);
+    /* the nodes the jaws hold, moved with them (ts_ms_grasp.c) */
+    for (int j = 0; j < np; j++) ts__ms_grasp_place(t, ms, &pt[j], (double)(k + 1) / n, h);
     ts__ms_clear_contacts(ms);
     /* a sphere or capsule that moved more than half its radius since the
      * last step moves along its path, at the pose (k + 1) / n of the way
@@ -412,8 +425,8 @@ int ts_massspring_step(ts_tissue *t, double dt, ts_tool *tools, int n_tools,
       pt[j].tool->force[k] = pt[j].force[k] / n;
       pt[j].tool->torque[k] = pt[j].torque[k] / n;
     }
-    pt[j].tool->contacts = pt[j].contacts;
-    contacts += pt[j].contacts;
+    pt[j].tool->contacts = pt[j].contacts + ts__ms_grasp_held(pt[j].grasp);
+    contacts += pt[j].tool->contacts;
   }
   if (stats) {
     stats->contacts = contacts;

@@ -48,6 +48,17 @@
  * friction come from their poses at consecutive steps (a tool's pose is
  * remembered by its index in `tools`; an inactive tool forgets it; a
  * tissue that replaces another takes them: ts_massspring_carry_tools).
+ *
+ * Grasper jaws (TS_TOOL_JAWS; ts_ms_grasp.c) push the tissue as the other
+ * tools (by the nearer jaw box's signed distance), and hold the nodes that
+ * ts_grasp.h's rule picks as they close (within reach of a jaw), placing
+ * them in the jaws' frame after every substep, moving with the tool, until
+ * they open; the force those nodes hold back (springs, dampers, gravity,
+ * drag, external) is part of the tool's force. Their grasp is
+ * kept by the tool's index in `tools` (made at the first step that sees
+ * the jaws there, so that step allocates), let go when the tool is
+ * inactive, not jaws, or the tissue restarts (a reset), and lost with a
+ * replaced tissue (a live refinement's install), as XPBD's.
  */
 #ifndef TS_MASSSPRING_H
 #define TS_MASSSPRING_H
@@ -152,10 +163,19 @@ int ts_massspring_carry_tools(ts_tissue *to, const ts_tissue *from);
  * springs, a negative threshold, ...), TS_ENAN (a NaN or infinite dt, tool
  * coordinate or external force) or TS_ERANGE (dt needing over a million
  * substeps). Tools: up to 64; inactive ones are ignored, the force and
- * contacts of every one are overwritten. After the step t->f holds the
- * spring and damper forces of the last substep. No allocation, except the
- * first step of a tissue that was never prepared. */
+ * contacts of every one are overwritten (jaws: contacts = nodes held).
+ * After the step t->f holds the spring and damper forces of the last
+ * substep. No allocation, except the first step of a tissue that was never
+ * prepared and the first step that sees jaws at an index (TS_ENOMEM). */
 int ts_massspring_step(ts_tissue *t, double dt, ts_tool *tools, int n_tools,
                        ts_step_stats *stats);
+
+/* The nodes that the jaws of the caller's tool index `tool` hold after t's
+ * last step (ts_ms_grasp.c), in *node, and their coordinates in the tool's
+ * frame (m; a held node is at R(quat) local + pos) in *local; both may be
+ * NULL. Returns their count, 0 for a tool that holds nothing, is no jaws
+ * or is out of range. */
+uint32_t ts_massspring_grasped(const ts_tissue *t, int tool, const uint32_t **node,
+                               const double (**local)[3]);
 
 #endif

@@ -27,7 +27,10 @@
  * the next; the step's force still has its push). A node inside two tools
  * belongs to the last.
  *
- * Tools are spheres, capsules (the distance from the core segment) and
+ * Tools are spheres, capsules (the distance from the core segment),
+ * grasper jaws (TS_TOOL_JAWS: the nearer jaw box's signed distance,
+ * ts_contact_tool_sdf, with the jaws placed by ts_ms_grasp.c, which also
+ * keeps the nodes they hold out of their contact) and
  * triangle meshes (TS_TOOL_MESH, issue 5): a mesh's signed distance and
  * outward direction come from its OBB tree (ts_obb_tree_mesh_sdf: the
  * closest point by the tree, the sign by the angle-weighted pseudonormal),
@@ -94,6 +97,7 @@
 #include <string.h>
 
 #include "ts_collide.h"
+#include "ts_contact.h"
 #include "ts_error.h"
 #include "ts_material.h"
 #include "ts_ms_internal.h"
@@ -115,7 +119,8 @@
 #define TS__CORE_STEP 0.5
 
 int ts__ms_valid_tool(const ts_tool *tl) {
-  if (tl->kind != TS_TOOL_SPHERE && tl->kind != TS_TOOL_CAPSULE && tl->kind != TS_TOOL_MESH)
+  if (tl->kind != TS_TOOL_SPHERE && tl->kind != TS_TOOL_CAPSULE && tl->kind != TS_TOOL_MESH &&
+      tl->kind != TS_TOOL_JAWS)
     return TS_EINVAL;
   if (tl->kind == TS_TOOL_MESH &&
       (!tl->shape || tl->shape->kind != TS_SHAPE_MESH || !isfinite(tl->shape->reach)))
@@ -127,6 +132,9 @@ int ts__ms_valid_tool(const ts_tool *tl) {
   if (!isfinite(tl->radius) || !isfinite(tl->length)) return TS_ENAN;
   if (tl->kind != TS_TOOL_MESH && (!(tl->radius > 0) || tl->radius > 1.0)) return TS_EINVAL;
   if (tl->kind == TS_TOOL_CAPSULE && (tl->length < 0 || tl->length > 10.0)) return TS_EINVAL;
+  /* jaws: length 0 takes the default jaw length (ts_obb_tree.h) */
+  if (tl->kind == TS_TOOL_JAWS && (tl->length < 0 || tl->length > 1.0)) return TS_EINVAL;
+  if (tl->kind == TS_TOOL_JAWS && !isfinite(tl->jaw)) return TS_ENAN;
   if (!isfinite(tl->mu_static) || !isfinite(tl->mu_kinetic)) return TS_ENAN;
   return ts_tool_friction_valid(tl->mu_static, tl->mu_kinetic);
 }
@@ -162,7 +170,7 @@ void ts__ms_prepare_tool(ts__ptool *p, ts_tool *tl) {
   memcpy(p->at_R, R, sizeof R);
   memcpy(p->at_pos, tl->pos, sizeof p->at_pos);
   p->at_s0 = p->at_s = 1.0;
-  p->thin = tl->kind != TS_TOOL_MESH && !tl->thin_off;
+  p->thin = (tl->kind == TS_TOOL_SPHERE || tl->kind == TS_TOOL_CAPSULE) && !tl->thin_off;
   if (tl->kind == TS_TOOL_MESH) {
     p->mesh = tl->shape;
     p->skin = tl->shape->reach * TS__SKIN;
@@ -202,7 +210,7 @@ void ts__ms_tool_motion(struct ts__ms *ms, ts__ptool *p, int i, double dt) {
      * nothing) */
     const double reach = p->mesh ? p->mesh->reach : tl->kind == TS_TOOL_CAPSULE ? tl->length : 0.0;
     p->travel = hypot(hypot(p->vel[0], p->vel[1]), p->vel[2]) * dt + ang * reach;
-    p->swept = !p->mesh && p->travel > TS__CORE_STEP * p->r;
+    p->swept = !p->mesh && tl->kind != TS_TOOL_JAWS && p->travel > TS__CORE_STEP * p->r;
   }
   memcpy(ms->tl_pos[i], tl->pos, sizeof ms->tl_pos[i]);
   memcpy(ms->tl_quat[i], q, sizeof ms->tl_quat[i]);
@@ -367,8 +375,9 @@ static int cmp_u32(const void *a, const void *b) {
 
 /* ms's tree of t's surface and the query's scratch, made when missing or
  * when t's topology is not the tree's, refitted for t->x. Returns the tree,
- * or NULL (the caller scans). */
-static ts_aabb_tree *surface_tree(const ts_tissue *t, struct ts__ms *ms) {
+ * or NULL (the caller scans). The jaws' grasp takes its candidates from it
+ * too (ts_ms_grasp.c). */
+ts_aabb_tree *ts__ms_surface_tree(const ts_tissue *t, struct ts__ms *ms) {
   const uint32_t nct = ts_tissue_n_contact_tris(t);
   if (ms->tree && (ms->tree->n_points != t->n_nodes || ms->tree->n_tris != nct)) {
     ts_aabb_tree_destroy(ms->tree);
@@ -482,7 +491,7 @@ uint32_t ts__ms_thin_pass(ts_tissue *t, struct ts__ms *ms, const ts__ptool *p,
       hi[k] = fmax(ca[k], cb[k]) + p->r + p->skin;
     }
   }
-  const ts_aabb_tree *tree = use_tree ? surface_tree(t, ms) : NULL;
+  const ts_aabb_tree *tree = use_tree ? ts__ms_surface_tree(t, ms) : NULL;
   const uint32_t(*tris)[3] = (const uint32_t(*)[3])ts_tissue_contact_tris(t);
   uint32_t nc = ts_tissue_n_contact_tris(t);
   if (tree) {
@@ -599,6 +608,7 @@ static uint32_t triangles_swept(ts_tissue *t, struct ts__ms *ms, const ts__ptool
 /* Projects the free nodes inside tool p onto its surface and marks them
  * (normal, tool) for the next substep's reaction. */
 void ts__ms_contact(ts_tissue *t, struct ts__ms *ms, ts__ptool *p, int sweep) {
+  if (p->tool->kind == TS_TOOL_JAWS && !p->jaws) return; /* not placed (ts_ms_grasp.c) */
   double (*x)[3] = t->x, (*v)[3] = t->v;
   const double *im = t->inv_mass;
   uint32_t hits = 0;
@@ -606,9 +616,12 @@ void ts__ms_contact(ts_tissue *t, struct ts__ms *ms, ts__ptool *p, int sweep) {
   for (uint32_t i = 0; i < t->n_nodes; i++) {
     double ex = x[i][0] - p->bc[0], ey = x[i][1] - p->bc[1], ez = x[i][2] - p->bc[2];
     if (!(ex * ex + ey * ey + ez * ez < p->br2) || im[i] == 0) continue;
+    if (p->held && p->held[i]) continue; /* the jaws carry it */
     /* signed distance sd from the tool and its outward direction n */
     double n[3] = {0, 1, 0}, sd;
-    if (p->mesh) {
+    if (p->jaws) {
+      sd = ts_contact_tool_sdf(p->jaws, x[i], n); /* of the nearer jaw box */
+    } else if (p->mesh) {
       sd = mesh_sdf(p, x[i], n);
     } else {
       double ap[3] = {x[i][0] - p->a[0], x[i][1] - p->a[1], x[i][2] - p->a[2]};
@@ -671,7 +684,11 @@ void ts__ms_revalidate_contacts(const ts_tissue *t, struct ts__ms *ms, const ts_
       const ts__ptool *p = &pt[j];
       const double allow = ms->depth ? ms->wh * ms->depth[i] : 0.0;
       double n[3];
-      if (p->mesh) {
+      if (p->held && p->held[i]) {
+        keep = 0; /* held by the jaws now: no contact reaction */
+      } else if (p->jaws) {
+        keep = ts_contact_tool_sdf(p->jaws, t->x[i], n) + allow < p->skin;
+      } else if (p->mesh) {
         keep = mesh_sdf(p, t->x[i], n) + allow < p->skin;
       } else {
         double ap[3] = {t->x[i][0] - p->a[0], t->x[i][1] - p->a[1], t->x[i][2] - p->a[2]};
@@ -708,6 +725,7 @@ void ts__ms_free(struct ts__ms *ms) {
   if (!ms) return;
   ts_aabb_tree_destroy(ms->tree);
   free(ms->tri_buf);
+  for (int i = 0; i < TS__MAX_STEP_TOOLS; i++) ts__ms_grasp_free(ms->grasp[i]);
   free(ms);
 }
 

@@ -394,6 +394,40 @@ integrate_sms(ts_tissue *t, struct ts__ms *ms, double h, int taylor, ts__ptool *
       hold_history(t, ic, n);
     }
   }
+  /* nodes the jaws hold (ts_ms_grasp.c): the force lambda on held node c
+   * that makes its acceleration zero, a += (M~^-1 e_c) lambda with lambda =
+   * -a_c / (M~^-1)_cc per axis, so that its column's free nodes move as
+   * next to a node the jaws carry (the placement after the substep gives
+   * the held node the jaws' motion), not as next to a free one */
+  for (int q = 0; q < TS__MAX_STEP_TOOLS; q++) {
+    if (slot[q] < 0 || !pt[slot[q]].grasp) continue;
+    const uint32_t *hk;
+    const uint32_t nh = ts__ms_grasp_slots(pt[slot[q]].grasp, &hk);
+    for (uint32_t m = 0; m < nh; m++) {
+      const uint32_t j = hk[m] % nv, sc = hk[m] / nv, ic = NODE(hk[m]);
+      if (sc >= S || !(im[ic] > 0)) continue;
+      double col[TS_MAX_LAYERS + 1]; /* M~^-1 e_c over the column, as above */
+      for (uint32_t s = 0; s < S; s++) {
+        uint32_t r = s * nv + j;
+        col[s] = (s == sc) ? 1.0 : 0.0;
+        if (s > 0 && sl[r] != 0) col[s] -= sl[r] * col[s - 1];
+      }
+      for (uint32_t s = S; s-- > 0;) {
+        uint32_t r = s * nv + j;
+        if (!(im[NODE(r)] > 0)) {
+          col[s] = 0;
+          continue;
+        }
+        double o = s + 1 < S ? ob[r] : 0.0;
+        col[s] = (col[s] - (o != 0 ? o * col[s + 1] : 0.0)) * sip[r];
+      }
+      if (!(col[sc] > 0)) continue;
+      double lam[3];
+      for (int c = 0; c < 3; c++) lam[c] = -an[ic][c] / col[sc];
+      for (uint32_t s = 0; s < S; s++)
+        for (int c = 0; c < 3; c++) an[NODE(s * nv + j)][c] += lam[c] * col[s];
+    }
+  }
   double move2 = 0;
   for (uint32_t s = 0; s < S; s++) {
     for (uint32_t k = s * nv; k < (s + 1) * nv; k++) {

@@ -13,6 +13,7 @@
  *   ts_ms_sms.c        selective mass scaling;
  *   ts_ms_local.c      local mass scaling of a refined region;
  *   ts_ms_contact.c    tool contact;
+ *   ts_ms_grasp.c      grasper jaws holding nodes;
  *   ts_ms_energy.c     the energies.
  */
 #ifndef TS_MS_INTERNAL_H
@@ -152,6 +153,9 @@ struct ts__ms {
    * and the query's scratch of one entry per triangle */
   ts_aabb_tree *tree;
   uint32_t *tri_buf;
+  /* the jaws tools' grasps (ts_ms_grasp.c), by the caller's index; NULL
+   * until a step sees jaws there */
+  struct ts__msgrasp *grasp[TS__MAX_STEP_TOOLS];
 };
 
 /* A tool as one step sees it (prepared once per step). */
@@ -182,6 +186,10 @@ typedef struct ts__ptool {
   double at_s0, at_s; /* a swept tool: the fractions of the step's way of its last
                          pose and of this one (the triangle pass sweeps between) */
   int thin;           /* sphere/capsule: the triangle pass on (ts_tool.thin_off 0) */
+  struct ts__msgrasp *grasp; /* jaws: their grasp, else NULL */
+  const struct ts_posed_tool *jaws; /* jaws: placed at this step's pose (their
+                                       contact's signed distance), else NULL */
+  const uint8_t *held; /* jaws: per node, 1 while they hold it (no contact) */
 } ts__ptool;
 
 /* Strain extremes seen by a force evaluation. */
@@ -361,6 +369,37 @@ double ts__ms_longest_edge(const ts_tissue *t);
  * surface whose longest edge is `edge` (m) at the step's start, 0 when p is
  * too thick for it (ts_ms_contact.c): the step then skips the pass. */
 int ts__ms_thin_can_act(const ts__ptool *p, double edge);
+
+/* ms's AABB tree of t's surface (and the query's scratch ms->tri_buf),
+ * made when missing or when t's topology is not the tree's, else refitted
+ * for t->x. NULL when it cannot be made (no surface, out of memory). */
+ts_aabb_tree *ts__ms_surface_tree(const ts_tissue *t, struct ts__ms *ms);
+
+/* ts_ms_grasp.c */
+
+/* The grasp of jaws tool p (the caller's index i) for this step: made in ms
+ * when missing or when the tool's shape changed (TS_ENOMEM possible), let
+ * go at a start or reset, then ts_grasp_update with the step's candidates
+ * at the tool's last pose and this step's opening. Sets p->grasp. Call
+ * after ts__ms_tool_motion. Returns 0 or an error. */
+int ts__ms_grasp_begin(ts_tissue *t, struct ts__ms *ms, ts__ptool *p, int i);
+
+/* After a substep of h seconds: the nodes p's jaws hold put at their places
+ * for the tool's pose the fraction s of the way from its last step's pose,
+ * moving with it (velocity, Verlet's previous position), and the force
+ * they hold back added to p->force, p->torque. */
+void ts__ms_grasp_place(ts_tissue *t, const struct ts__ms *ms, ts__ptool *p, double s, double h);
+
+/* The held nodes' slots in the scaled mass matrix's column order (slot k =
+ * sheet * nv + column; ms->col), set by ts__ms_grasp_begin when the step
+ * scales masses; returns their count (0 without scaling) and the array in
+ * *out. */
+uint32_t ts__ms_grasp_slots(const struct ts__msgrasp *mg, const uint32_t **out);
+
+/* Lets go (NULL: nothing); the count held (NULL: 0); frees (NULL: nothing). */
+void ts__ms_grasp_release(struct ts__msgrasp *mg);
+uint32_t ts__ms_grasp_held(const struct ts__msgrasp *mg);
+void ts__ms_grasp_free(struct ts__msgrasp *mg);
 
 /* Frees the step's private data (NULL: nothing). */
 void ts__ms_free(struct ts__ms *ms);

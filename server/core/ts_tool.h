@@ -10,11 +10,12 @@
 
 #include <stdint.h>
 
-/* Jaws (a grasper: ts_obb_tree.h's TS_SHAPE_JAWS, `length` the jaw length)
- * and meshes (TS_SHAPE_MESH, `shape` the tree) need the tree-based contact
- * path (ts_xpbd_step_posed) for jaws; the mass-spring step projects nodes
- * out of meshes by the tree's signed distance (ts_ms_contact.c) and takes
- * no jaws. */
+/* Jaws (a grasper: ts_obb_tree.h's TS_SHAPE_JAWS, `length` the jaw length,
+ * 0 for the default) and meshes (TS_SHAPE_MESH, `shape` the tree): the XPBD
+ * solver takes both on its tree-based contact path (ts_xpbd_step_posed);
+ * the mass-spring step projects nodes out of meshes and jaws by their
+ * signed distance (ts_ms_contact.c) and lets the jaws grasp
+ * (ts_ms_grasp.c). */
 enum { TS_TOOL_SPHERE = 0, TS_TOOL_CAPSULE = 1, TS_TOOL_JAWS = 2, TS_TOOL_MESH = 3 };
 
 struct ts_obb_tree;

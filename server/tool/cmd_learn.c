@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "config.h"
 #include "model_doc.h"
 #include "tissue_catalog.h"
 #include "tool_util.h"
@@ -54,12 +55,13 @@ typedef struct learn_ctx {
   char material[1024];
 } learn_ctx;
 
-static int ctx_open(const char *cmd, const char *tissue, ts_storage *st, learn_ctx *c,
-                    FILE *err) {
+static int ctx_open(const char *cmd, const char *tissue, uint32_t resolution, ts_storage *st,
+                    learn_ctx *c, FILE *err) {
   memset(c, 0, sizeof *c);
   int rc = 0;
   if (strcmp(tissue, LEARN_TISSUE) == 0) {
     ts_patch_def d = ts_default_patch_def();
+    d.resolution = resolution; /* the daemon's --patch-resolution */
     rc = ts_patch_create(&d, &c->t);
   } else if (!st) {
     fprintf(err, "tissuetool %s: unknown tissue '%s' (known: %s)\n", cmd, tissue, LEARN_TISSUE);
@@ -90,6 +92,19 @@ static int ctx_open(const char *cmd, const char *tissue, ts_storage *st, learn_c
     return 1;
   }
   ts_learn_material_id(c->t, &c->p, c->material, sizeof c->material);
+  return 0;
+}
+
+/* --patch-resolution's value (3..512, the daemon's bounds) into *res; 0, or
+ * 2 after saying why. */
+static int parse_resolution(const char *cmd, const char *s, uint32_t *res, FILE *err) {
+  char *end = NULL;
+  long v = strtol(s, &end, 10);
+  if (!end || end == s || *end || v < 3 || v > 512) {
+    fprintf(err, "tissuetool %s: --patch-resolution must be a whole number from 3 to 512\n", cmd);
+    return 2;
+  }
+  *res = (uint32_t)v;
   return 0;
 }
 
@@ -151,7 +166,7 @@ static void learn_help(FILE *f) {
   fprintf(f,
           "usage: tissuetool learn [--db PATH] [--tissue stomach-patch] [--samples N]\n"
           "                        [--model method|rich|spread|spread2|spread2r]\n"
-          "                        [--qs-refine-edge auto|METRES]\n"
+          "                        [--qs-refine-edge auto|METRES] [--patch-resolution N]\n"
           "\n"
           "Trains the learned shortcut of the quasi-static solve for a tissue and stores\n"
           "it: N training presses (default 8, 1..1000) of a tool into the tissue, each\n"
@@ -168,24 +183,31 @@ static void learn_help(FILE *f) {
           "the setting of the daemon that will load the model: the samples and the\n"
           "held-out error are of that solve, the model records it, and a daemon whose\n"
           "sessions run another solve does not use it.\n"
-          "Progress goes to stderr. Exit status: 0 stored, 1 failed, 2 usage error.\n");
+          "--patch-resolution: the built-in patch's nodes along an edge of each sheet,\n"
+          "as the daemon's option (default %d, the daemon's default; 3..512). The\n"
+          "model's material identity depends on it: give the daemon's setting.\n"
+          "Progress goes to stderr. Exit status: 0 stored, 1 failed, 2 usage error.\n",
+          TS_DEFAULT_PATCH_RESOLUTION);
 }
 
 int ts_cmd_learn(int argc, char **argv, FILE *out, FILE *err) {
   const char *db = TS_TOOL_DEFAULT_DB, *tissue = LEARN_TISSUE, *samples = "8", *model = "method",
-             *refine = "auto";
+             *refine = "auto", *pres = NULL;
   const ts_tool_opt opts[] = {{"db", &db},
                               {"tissue", &tissue},
                               {"samples", &samples},
                               {"model", &model},
-                              {"qs-refine-edge", &refine}};
+                              {"qs-refine-edge", &refine},
+                              {"patch-resolution", &pres}};
   int npos = 0;
-  int rc = ts_tool_parse(argc, argv, opts, 5, NULL, 0, &npos, err);
+  int rc = ts_tool_parse(argc, argv, opts, 6, NULL, 0, &npos, err);
   if (rc == 1) {
     learn_help(out);
     return 0;
   }
   if (rc) return rc;
+  uint32_t res = TS_DEFAULT_PATCH_RESOLUTION;
+  if (pres && parse_resolution("learn", pres, &res, err)) return 2;
   char *end = NULL;
   long n = strtol(samples, &end, 10);
   if (!end || *end || n < 1 || n > 1000) {
@@ -208,7 +230,7 @@ int ts_cmd_learn(int argc, char **argv, FILE *out, FILE *err) {
     }
   }
   learn_ctx c;
-  if (ctx_open("learn", tissue, NULL, &c, err)) return 1; /* presses suit the patch only */
+  if (ctx_open("learn", tissue, res, NULL, &c, err)) return 1; /* presses suit the patch only */
   ts_storage *st = NULL;
   ts_learner *l = NULL;
   double(*x)[3] = malloc(sizeof *x * c.t->n_nodes);
@@ -365,7 +387,8 @@ static int tissue_name_of(ts_storage *st, int64_t id, char *buf, size_t cap) {
 
 static void models_help(FILE *f) {
   fprintf(f,
-          "usage: tissuetool models [--db PATH] [list | export ID | import FILE | delete ID]\n"
+          "usage: tissuetool models [--db PATH] [--patch-resolution N]\n"
+          "                         [list | export ID | import FILE | delete ID]\n"
           "\n"
           "  list         the stored learned models as a JSON array, one per line\n"
           "  export ID    model ID as one JSON object on stdout (format\n"
@@ -377,7 +400,10 @@ static void models_help(FILE *f) {
           "               its material is the tissue's own\n"
           "  delete ID    deletes model ID\n"
           "\n"
-          "Exit status: 0 done, 1 failed, 2 usage error.\n");
+          "--patch-resolution: the built-in patch import builds, as the daemon's option\n"
+          "(default %d, the daemon's default; 3..512): give the daemon's setting.\n"
+          "Exit status: 0 done, 1 failed, 2 usage error.\n",
+          TS_DEFAULT_PATCH_RESOLUTION);
 }
 
 static int parse_id(const char *s, int64_t *id) {
@@ -420,7 +446,7 @@ static char *read_file(const char *path, FILE *err) {
   return b;
 }
 
-static int import_model(ts_storage *st, const char *path, FILE *out, FILE *err) {
+static int import_model(ts_storage *st, const char *path, uint32_t res, FILE *out, FILE *err) {
   char *text = read_file(path, err);
   if (!text) return 1;
   ts_model_doc *d = malloc(sizeof *d);
@@ -435,7 +461,7 @@ static int import_model(ts_storage *st, const char *path, FILE *out, FILE *err) 
   int status = 1;
   learn_ctx c;
   int have_ctx = 0;
-  if (ctx_open("models", d->tissue, st, &c, err)) goto done;
+  if (ctx_open("models", d->tissue, res, st, &c, err)) goto done;
   have_ctx = 1;
   if (strcmp(d->material, c.material) != 0) {
     fprintf(err, "tissuetool models: the model was trained for another material of %s:\n"
@@ -496,16 +522,18 @@ static void model_error(FILE *err, ts_storage *st, int rc, int64_t id) {
 }
 
 int ts_cmd_models(int argc, char **argv, FILE *out, FILE *err) {
-  const char *db = TS_TOOL_DEFAULT_DB;
-  const ts_tool_opt opts[] = {{"db", &db}};
+  const char *db = TS_TOOL_DEFAULT_DB, *pres = NULL;
+  const ts_tool_opt opts[] = {{"db", &db}, {"patch-resolution", &pres}};
   const char *pos[2] = {NULL, NULL};
   int npos = 0;
-  int rc = ts_tool_parse(argc, argv, opts, 1, pos, 2, &npos, err);
+  int rc = ts_tool_parse(argc, argv, opts, 2, pos, 2, &npos, err);
   if (rc == 1) {
     models_help(out);
     return 0;
   }
   if (rc) return rc;
+  uint32_t res = TS_DEFAULT_PATCH_RESOLUTION;
+  if (pres && parse_resolution("models", pres, &res, err)) return 2;
   const char *verb = npos ? pos[0] : "list";
   int needs_arg = strcmp(verb, "list") != 0;
   if ((strcmp(verb, "list") && strcmp(verb, "export") && strcmp(verb, "import") &&
@@ -550,7 +578,7 @@ int ts_cmd_models(int argc, char **argv, FILE *out, FILE *err) {
       ts_storage_model_free(&m);
     }
   } else if (!strcmp(verb, "import")) {
-    status = import_model(st, pos[1], out, err);
+    status = import_model(st, pos[1], res, out, err);
   } else {
     int drc = ts_storage_delete_model(st, id);
     if (drc)

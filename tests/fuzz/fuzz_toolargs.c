@@ -37,7 +37,7 @@ static volatile size_t sink;
 
 static const char *const names[] = {"db",     "direction", "layer",  "layers", "levels",
                                     "max-edge", "model",   "name",   "output", "qs-refine-edge",
-                                    "region", "samples",   "scale",  "tissue"};
+                                    "region", "samples",   "scale",  "tissue", "patch-resolution"};
 #define N_NAMES ((int)(sizeof names / sizeof names[0]))
 
 /* 1 when -h or --help comes before any "--" in argv[1..argc) that ends the

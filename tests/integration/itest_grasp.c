@@ -1,12 +1,13 @@
 /*
- * itest_grasp.c: grasp-and-pull in a live XPBD session over the protocol
- * (issue 5). A controller joins with grasper jaws, lowers them open into the
- * patch's centre, closes them, lifts them by 5 mm: the tissue under the jaws
- * follows (the centre lifts by more than 2 mm) and pulls the tool down (its
- * ToolForce has F_y < 0); opening the jaws lets go (the centre sinks back to
- * within a fifth of the lift). The script follows the frames' simulated
- * time, so a slow machine runs it slower, not differently. A mass-spring
- * session refuses jaws.
+ * itest_grasp.c: grasp-and-pull in a live session over the protocol (issue
+ * 5), once with the XPBD solver and once with the mass-spring one (the
+ * daemon's default). A controller joins with grasper jaws, lowers them open
+ * into the patch's centre, closes them, lifts them by 5 mm: the tissue
+ * under the jaws follows (the centre lifts by more than 2 mm) and pulls the
+ * tool down (its ToolForce has F_y < 0); opening the jaws lets go (the
+ * centre sinks back to within a fifth of the lift). The script follows the
+ * frames' simulated time, so a slow machine runs it slower, not
+ * differently. A quasi-static session refuses jaws.
  */
 #include <check.h>
 #include <math.h>
@@ -60,7 +61,9 @@ static void until(tc_client *c, watch *w, double t) {
 
 static double lerp(double a, double b, double u) { return a + (b - a) * (u < 0 ? 0 : u > 1 ? 1 : u); }
 
-START_TEST(test_grasp_and_pull) {
+/* The scenario in a new session of the given solver. */
+static void grasp_and_pull(int solver) {
+  const char *what = solver == TC_SOLVER_XPBD ? "xpbd" : "mass-spring";
   ts_dproc d;
   char err[512];
   ck_assert_msg(ts_dproc_start(&d, NULL, err, sizeof err) == 0, "%s", err);
@@ -68,15 +71,15 @@ START_TEST(test_grasp_and_pull) {
                                 sizeof err);
   ck_assert_msg(c != NULL, "%s", err);
 
-  /* mass-spring sessions have no jaws */
-  uint32_t ms = 0;
-  ck_assert_int_eq(tc_create_session_solver(c, NULL, TC_SOLVER_MASS_SPRING, &ms, NULL, NULL), 0);
-  tc_join_params jp = {.session_id = ms, .role = TC_ROLE_CONTROLLER, .tool_kind = TC_TOOL_JAWS};
+  /* quasi-static sessions have no jaws */
+  uint32_t qs = 0;
+  ck_assert_int_eq(tc_create_session_solver(c, NULL, TC_SOLVER_QUASI_STATIC, &qs, NULL, NULL), 0);
+  tc_join_params jp = {.session_id = qs, .role = TC_ROLE_CONTROLLER, .tool_kind = TC_TOOL_JAWS};
   tc_joined j;
   ck_assert_int_eq(tc_join_ex(c, &jp, &j), TS_EUNSUPPORTED);
 
   uint32_t sid = 0;
-  ck_assert_int_eq(tc_create_session_solver(c, NULL, TC_SOLVER_XPBD, &sid, NULL, NULL), 0);
+  ck_assert_int_eq(tc_create_session_solver(c, NULL, solver, &sid, NULL, NULL), 0);
   watch w = {.centre = -1};
   tc_set_frame_cb(c, on_frame, &w);
   jp.session_id = sid;
@@ -114,14 +117,15 @@ START_TEST(test_grasp_and_pull) {
   const double lifted = w.centre_y - y0;
   tc_force f;
   ck_assert(tc_latest_force(c, &f));
-  printf("grasp: centre lifted %.3f mm by a 5 mm pull; tool force (%.4g %.4g %.4g) N, %u contacts\n",
-         lifted * 1e3, f.force[0], f.force[1], f.force[2], f.contacts);
+  printf("grasp (%s): centre lifted %.3f mm by a 5 mm pull; tool force (%.4g %.4g %.4g) N, %u "
+         "contacts\n",
+         what, lifted * 1e3, f.force[0], f.force[1], f.force[2], f.contacts);
   /* the held tissue follows the jaws: more than 2 mm of the 5 mm (the unit
    * test of the same script asserts the same bound) */
   if (lifted <= 0.002) ts_dproc_dump_log(&d);
-  ck_assert_msg(lifted > 0.002, "centre lifted only %.3g mm", lifted * 1e3);
-  ck_assert_msg(f.force[1] < -1e-3, "the stretched tissue pulls the tool down: Fy %.4g N",
-                f.force[1]);
+  ck_assert_msg(lifted > 0.002, "%s: centre lifted only %.3g mm", what, lifted * 1e3);
+  ck_assert_msg(f.force[1] < -1e-3, "%s: the stretched tissue pulls the tool down: Fy %.4g N",
+                what, f.force[1]);
   ck_assert_uint_ge(f.contacts, 1);
 
   /* open (0.1 s), then out of the way; the tissue sinks back */
@@ -134,20 +138,27 @@ START_TEST(test_grasp_and_pull) {
     until(c, &w, w.sim_time + 0.004);
   }
   const double back = w.centre_y - y0;
-  printf("grasp: %.3f mm after letting go\n", back * 1e3);
-  ck_assert_msg(fabs(back) < 0.2 * lifted, "still %.3g mm up after opening", back * 1e3);
+  printf("grasp (%s): %.3f mm after letting go\n", what, back * 1e3);
+  ck_assert_msg(fabs(back) < 0.2 * lifted, "%s: still %.3g mm up after opening", what,
+                back * 1e3);
 
   tc_close(c);
   char why[256] = "";
   ck_assert_msg(ts_dproc_stop(&d, 10000, why, sizeof why) == 0, "stop: %s", why);
 }
+
+START_TEST(test_grasp_and_pull_xpbd) { grasp_and_pull(TC_SOLVER_XPBD); }
+END_TEST
+
+START_TEST(test_grasp_and_pull_massspring) { grasp_and_pull(TC_SOLVER_MASS_SPRING); }
 END_TEST
 
 int main(void) {
   Suite *s = suite_create("grasp");
-  TCase *tc = tcase_create("xpbd");
+  TCase *tc = tcase_create("grasp");
   tcase_set_timeout(tc, 300);
-  tcase_add_test(tc, test_grasp_and_pull);
+  tcase_add_test(tc, test_grasp_and_pull_xpbd);
+  tcase_add_test(tc, test_grasp_and_pull_massspring);
   suite_add_tcase(s, tc);
   return ts_dproc_run_suite(s);
 }

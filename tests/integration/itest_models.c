@@ -357,6 +357,33 @@ START_TEST(test_models_over_the_protocol) {
   ck_assert_int_eq(info.model_id, trained);
   ck_assert_str_eq(info.material, material);
   ck_assert(strstr(doc1, "\"tissued-learned-model\"") != NULL);
+  {
+    /* the offline tool builds the built-in patch as a default daemon does
+     * (--patch-resolution 17): the daemon's patch model is its own material
+     * there, so the import is taken (the tool stores it as a new version,
+     * deleted again here) */
+    static ts_binrun pr; /* large buffers */
+    char pdb[400], pdoc[400];
+    snprintf(pdb, sizeof pdb, "%s/tissued.sqlite", data);
+    snprintf(pdoc, sizeof pdoc, "%s/patch.json", dir);
+    FILE *pf = fopen(pdoc, "w");
+    ck_assert_ptr_nonnull(pf);
+    fputs(doc1, pf);
+    fclose(pf);
+    const char *tbin = getenv("TISSUETOOL_BIN");
+    ck_assert_msg(tbin && *tbin, "TISSUETOOL_BIN is not set");
+    const char *pargs[] = {"models", "--db", pdb, "import", pdoc, NULL};
+    ts_binrun_v(&pr, tbin, 120000, pargs);
+    ck_assert_msg(pr.status == 0, "tissuetool import of the daemon's patch model: %s", pr.err);
+    double pid = ts_binrun_jnum(pr.out, "id");
+    ck_assert(pid > 0 && (int64_t)pid != trained);
+    ck_assert_int_eq(tc_delete_model(k, (int64_t)pid), 0);
+    /* a patch of another resolution is another material: refused */
+    const char *rargs[] = {"models", "--db", pdb, "--patch-resolution", "24", "import", pdoc, NULL};
+    ts_binrun_v(&pr, tbin, 120000, rargs);
+    ck_assert_int_eq(pr.status, 1);
+    ck_assert_msg(strstr(pr.err, "another material of stomach-patch"), "%s", pr.err);
+  }
   char theta1[1024], theta2[1024];
   theta_text(doc1, theta1, sizeof theta1);
   printf("models: exported theta %s\n", theta1);

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../../server/config.h"
 #include "../../server/tool/commands.h"
 #include "ts_layer_spec.h"
 #include "ts_learn.h"
@@ -108,6 +109,7 @@ static int n_models(void) {
 /* The material identity of the built-in patch the tool builds. */
 static void patch_material(char *buf, size_t cap) {
   ts_patch_def d = ts_default_patch_def();
+  d.resolution = TS_DEFAULT_PATCH_RESOLUTION; /* as a default daemon's, and the tool's */
   ts_tissue *t = NULL;
   ck_assert_int_eq(ts_patch_create(&d, &t), 0);
   ts_qstatic_params p = ts_qstatic_default_params(t);
