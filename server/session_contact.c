@@ -81,7 +81,7 @@ static int build_tool(ts_session_ptool *p, const ts_tool *t, const ts_tissue *ti
     p->owns_tree = 1;
   }
   rc = ts_posed_tool_init(&p->pt, p->otree);
-  if (!rc) rc = ts_contact_ws_init(&p->ws, NULL, tis->n_nodes, tis->n_nodes, tis->n_tris);
+  if (!rc) rc = ts_contact_ws_init(&p->ws, NULL, tis->n_nodes, tis->n_nodes, ts_tissue_n_contact_tris(tis));
   if (!rc && t->kind == TS_TOOL_JAWS) {
     rc = ts_grasp_init(&p->grasp, NULL, tis->n_nodes, tis->n_nodes);
     p->has_grasp = rc == 0;

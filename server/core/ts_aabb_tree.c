@@ -310,8 +310,8 @@ int ts_aabb_tree_create_tissue(const ts_aabb_tree_def *def, const ts_tissue *tis
     if (out) *out = NULL;
     return TS_EINVAL;
   }
-  return ts_aabb_tree_create(def, tis->n_nodes, (const double(*)[3])tis->x, tis->n_tris,
-                             (const uint32_t(*)[3])tis->tris, out);
+  return ts_aabb_tree_create(def, tis->n_nodes, (const double(*)[3])tis->x, ts_tissue_n_contact_tris(tis),
+                             (const uint32_t(*)[3])ts_tissue_contact_tris(tis), out);
 }
 
 int ts_aabb_tree_set_topology(ts_aabb_tree *t, uint32_t n_points, const double (*x)[3],

@@ -106,7 +106,8 @@ ts_aabb_tree_def ts_default_aabb_tree_def(void);
 int ts_aabb_tree_create(const ts_aabb_tree_def *def, uint32_t n_points, const double (*x)[3],
                         uint32_t n_tris, const uint32_t (*tris)[3], ts_aabb_tree **out);
 
-/* The same over a tissue's render surface (t->tris over t->x). */
+/* The same over a tissue's contact surface (ts_tissue_contact_tris over
+ * t->x: the solid's closed boundary, not the inner layers' render sheets). */
 int ts_aabb_tree_create_tissue(const ts_aabb_tree_def *def, const ts_tissue *t, ts_aabb_tree **out);
 
 /* New topology (refinement changed the triangles or the points): reallocates

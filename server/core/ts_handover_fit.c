@@ -64,6 +64,7 @@ static int trial_tools_make(const ts_tissue *t, const ts_tool *tools, int n_tool
   trial_tools *tt = calloc(1, sizeof *tt);
   if (!tt) return TS_ENOMEM;
   int rc = ts_aabb_tree_create_tissue(NULL, t, &tt->tree);
+  const uint32_t nct = ts_tissue_n_contact_tris(t);
   for (int k = 0; !rc && k < n_tools && k < TS_FIT_MAX_TOOLS; k++) {
     const ts_tool *tl = &tools[k];
     if (!tl->active) continue;
@@ -71,7 +72,7 @@ static int trial_tools_make(const ts_tissue *t, const ts_tool *tools, int n_tool
     rc = ts__handover_placed_make(tl, &tt->pl[q]);
     if (rc) break;
     tt->n++; /* from here on freed with the rest */
-    rc = ts_contact_ws_init(&tt->ws[q], NULL, t->n_nodes, t->n_nodes, t->n_tris ? t->n_tris : 1);
+    rc = ts_contact_ws_init(&tt->ws[q], NULL, t->n_nodes, t->n_nodes, nct ? nct : 1);
     if (rc) {
       memset(&tt->ws[q], 0, sizeof tt->ws[q]);
       break;

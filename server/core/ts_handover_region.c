@@ -219,6 +219,13 @@ static int sub_tissue_in(const ts_tissue *t, const uint8_t *role, const uint32_t
     for (int k = 0; k < 3; k++) s->tris[ntr][k] = loc[tr[k]];
     ntr++;
   }
+  if (ts_tissue_copy_contact(s, t, loc)) { /* the fit's contact tests these */
+    ts_tissue_destroy(s);
+    free(*node_of);
+    free(*spring_of);
+    *node_of = *spring_of = NULL;
+    return TS_ENOMEM;
+  }
   s->n_layers = t->n_layers;
   memcpy(s->layers, t->layers, sizeof s->layers);
   s->n_sheets = t->n_sheets;

@@ -378,15 +378,16 @@ static int cmp_u32(const void *a, const void *b) {
  * or NULL (the caller scans). The jaws' grasp takes its candidates from it
  * too (ts_ms_grasp.c). */
 ts_aabb_tree *ts__ms_surface_tree(const ts_tissue *t, struct ts__ms *ms) {
-  if (ms->tree && (ms->tree->n_points != t->n_nodes || ms->tree->n_tris != t->n_tris)) {
+  const uint32_t nct = ts_tissue_n_contact_tris(t);
+  if (ms->tree && (ms->tree->n_points != t->n_nodes || ms->tree->n_tris != nct)) {
     ts_aabb_tree_destroy(ms->tree);
     free(ms->tri_buf);
     ms->tree = NULL;
     ms->tri_buf = NULL;
   }
   if (!ms->tree) {
-    if (!t->n_tris || !t->tris) return NULL;
-    ms->tri_buf = malloc(sizeof *ms->tri_buf * t->n_tris);
+    if (!nct || !ts_tissue_contact_tris(t)) return NULL;
+    ms->tri_buf = malloc(sizeof *ms->tri_buf * nct);
     if (!ms->tri_buf || ts_aabb_tree_create_tissue(NULL, t, &ms->tree) != 0) {
       free(ms->tri_buf);
       ms->tri_buf = NULL;
@@ -430,8 +431,9 @@ static int prim_pierce(const ts__ptool *p, const double a[3], const double b[3],
 
 double ts__ms_longest_edge(const ts_tissue *t) {
   double m2 = 0;
-  for (uint32_t f = 0; f < t->n_tris; f++) {
-    const uint32_t *c = t->tris[f];
+  const uint32_t(*tris)[3] = (const uint32_t(*)[3])ts_tissue_contact_tris(t);
+  for (uint32_t f = 0, n = ts_tissue_n_contact_tris(t); f < n; f++) {
+    const uint32_t *c = tris[f];
     for (int k = 0; k < 3; k++) {
       const double *a = t->x[c[k]], *b = t->x[c[(k + 1) % 3]];
       const double dx = a[0] - b[0], dy = a[1] - b[1], dz = a[2] - b[2];
@@ -490,7 +492,8 @@ uint32_t ts__ms_thin_pass(ts_tissue *t, struct ts__ms *ms, const ts__ptool *p,
     }
   }
   const ts_aabb_tree *tree = use_tree ? ts__ms_surface_tree(t, ms) : NULL;
-  uint32_t nc = t->n_tris;
+  const uint32_t(*tris)[3] = (const uint32_t(*)[3])ts_tissue_contact_tris(t);
+  uint32_t nc = ts_tissue_n_contact_tris(t);
   if (tree) {
     double ql[3], qh[3];
     for (int k = 0; k < 3; k++) ql[k] = lo[k] - cap, qh[k] = hi[k] + cap;
@@ -501,7 +504,7 @@ uint32_t ts__ms_thin_pass(ts_tissue *t, struct ts__ms *ms, const ts__ptool *p,
   uint32_t marked = 0;
   for (uint32_t j = 0; j < nc; j++) {
     const uint32_t f = tree ? ms->tri_buf[j] : j;
-    const uint32_t *c = t->tris[f];
+    const uint32_t *c = tris[f];
     int out = 0;
     for (int k = 0; k < 3 && !out; k++) {
       const double a = t->x[c[0]][k], b = t->x[c[1]][k], d = t->x[c[2]][k];

@@ -134,7 +134,8 @@ static int make(const ts_tissue *t, const ts_tool *tl, struct ts__msgrasp **out)
   if (tl->length > 0) d.length = tl->length; /* else the default jaw length */
   int rc = ts_obb_tree_create(&d, &mg->otree);
   if (!rc) rc = ts_posed_tool_init(&mg->pt, mg->otree);
-  if (!rc) rc = ts_contact_ws_init(&mg->ws, NULL, t->n_nodes, t->n_nodes, t->n_tris ? t->n_tris : 1);
+  const uint32_t nct = ts_tissue_n_contact_tris(t); /* the boundary ts__ms_surface_tree holds */
+  if (!rc) rc = ts_contact_ws_init(&mg->ws, NULL, t->n_nodes, t->n_nodes, nct ? nct : 1);
   if (!rc) rc = ts_grasp_init(&mg->g, NULL, t->n_nodes, t->n_nodes);
   if (!rc) {
     mg->slot = malloc(sizeof *mg->slot * t->n_nodes);

@@ -550,6 +550,8 @@ int ts_refine_run(const ts_refine_src *s, const ts_tissue *t, const uint32_t *se
   /* triangles, rest positions, masses in the tissue's numbering */
   for (uint32_t i = 0; i < e2->n_tris; i++)
     for (int k = 0; k < 3; k++) ft->tris[i][k] = map2[e2->tris[i][k]];
+  rc = ts_tissue_set_contact_extrusion(ft, e2, map2); /* the boundary, in the same numbering */
+  if (rc) goto done;
   for (uint32_t k = 0; k < N2; k++) {
     uint32_t i = map2[k];
     memcpy(ft->rest[i], e2->x[k], sizeof ft->rest[i]);
@@ -727,6 +729,11 @@ int ts_refine_snapshot(const ts_tissue *t, ts_tissue **out) {
   memcpy(c->branch, t->branch, n);
   memcpy(c->springs, t->springs, sizeof *c->springs * t->n_springs);
   memcpy(c->tris, t->tris, sizeof *c->tris * t->n_tris);
+  rc = ts_tissue_copy_contact(c, t, NULL);
+  if (rc) {
+    ts_tissue_destroy(c);
+    return rc;
+  }
   c->h_prev = t->h_prev;
   c->n_layers = t->n_layers;
   memcpy(c->layers, t->layers, sizeof c->layers);

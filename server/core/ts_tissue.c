@@ -133,6 +133,7 @@ void ts_tissue_destroy(ts_tissue *t) {
   free(t->branch);
   free(t->springs);
   free(t->tris);
+  free(t->contact_tris);
   free(t->column_node);
   ts__ms_free(t->ms);
   ts_handover_free(t->hand);

@@ -114,6 +114,16 @@ typedef struct ts_tissue {
   /* render surface: triangles grouped by layer index, in order */
   uint32_t n_tris;
   uint32_t (*tris)[3];
+  /* contact surface: the closed boundary of the solid (outer sheet, side
+     walls, innermost sheet), the render triangles without the inner layers'
+     top sheets, which lie inside the solid where no tool from outside meets
+     them first. Tool contact, grasp and the mass-spring thin pass test these
+     (ts_tissue_contact_tris): on patch-L the render set is about twice as
+     many triangles, and contact time grew with it. The builders and the
+     refinement fill it; NULL (hand-made tissues): the render triangles are
+     the contact surface. Owned. */
+  uint32_t n_contact_tris;
+  uint32_t (*contact_tris)[3];
   uint32_t n_layers;                         /* tissue layers */
   ts_layer layers[TS_MAX_LAYERS];
   uint32_t layer_tri_count[TS_MAX_LAYERS + 1]; /* render groups: one per layer */
@@ -240,6 +250,29 @@ void ts_tissue_destroy(ts_tissue *t);
  * mass scaling and its reference bounds, time and step count): what a
  * tissue derived from another (a refinement, a region copy) keeps. Nodes, springs, layers and sheets are the caller's. */
 void ts_tissue_copy_settings(ts_tissue *dst, const ts_tissue *src);
+
+/* The contact surface's triangles (t->contact_tris, or the render
+ * triangles when there is none) and their count. */
+static inline uint32_t (*ts_tissue_contact_tris(const ts_tissue *t))[3] {
+  return t->contact_tris ? t->contact_tris : t->tris;
+}
+static inline uint32_t ts_tissue_n_contact_tris(const ts_tissue *t) {
+  return t->contact_tris ? t->n_contact_tris : t->n_tris;
+}
+
+/* Sets t's contact surface from e's render surface (e->n_tris triangles,
+ * the ones ts_extrusion_tri_inner calls inner left out), its nodes through
+ * map (extrusion node -> tissue node; NULL: the identity), replacing any
+ * that t had. Returns 0, TS_EINVAL (e NULL or without triangles' array),
+ * TS_ENOMEM (t unchanged). ts_tissue_contact.c. */
+int ts_tissue_set_contact_extrusion(ts_tissue *t, const struct ts_extrusion *e, const uint32_t *map);
+
+/* Sets dst's contact surface to src's triangles whose three nodes loc maps
+ * (loc[i] != UINT32_MAX; loc NULL: every triangle, nodes as they are), in
+ * dst's numbering: for copies of a tissue or of a region of it. When src
+ * has none (its render triangles are its contact surface) dst gets none
+ * either. Returns 0 or TS_ENOMEM (dst unchanged). */
+int ts_tissue_copy_contact(ts_tissue *dst, const ts_tissue *src, const uint32_t *loc);
 
 /* The number of columns of t when it has a consistent column structure:
  * n_columns with a column map (n_sheets * n_columns == n_nodes), else

@@ -605,6 +605,8 @@ int ts_tissue_build(const ts_extrusion *e, const ts_layer *layers, const uint8_t
   memcpy(t->x_prev, x, sizeof *t->x_prev * n_nodes);
   for (uint32_t i = 0; i < n_nodes; i++) t->inv_mass[i] = free_node[i] ? 1.0 / mass[i] : 0.0;
   if (e->n_tris) memcpy(t->tris, e->tris, sizeof *t->tris * e->n_tris);
+  rc = ts_tissue_set_contact_extrusion(t, e, NULL);
+  if (rc) goto done;
   t->n_layers = L;
   t->n_sheets = S;
   t->nodes_per_sheet = nv;

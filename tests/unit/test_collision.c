@@ -747,9 +747,9 @@ START_TEST(test_aabb_refit) {
   char err[256] = "";
   const double(*x)[3] = (const double(*)[3])t->x;
   ck_assert_msg(ts_aabb_tree_validate(tree, x, err, sizeof err) == 0, "%s", err);
-  ck_assert_uint_eq(tree->n_nodes, 2 * t->n_tris - 1);
+  ck_assert_uint_eq(tree->n_nodes, 2 * ts_tissue_n_contact_tris(t) - 1);
   /* median splits: depth ceil(log2 n) + 1 at most */
-  ck_assert_uint_le(tree->depth, (uint32_t)ceil(log2(t->n_tris)) + 1);
+  ck_assert_uint_le(tree->depth, (uint32_t)ceil(log2(ts_tissue_n_contact_tris(t))) + 1);
   const double margin = tree->def.margin;
 
   /* moves shorter than the margin refit nothing */
@@ -794,9 +794,9 @@ START_TEST(test_aabb_refit) {
   fprintf(stderr,
           "aabb refit: %u tris, 300 bumps: %.1f escaped nodes, %.1f leaves refit per step, %llu "
           "rebuilds\n",
-          t->n_tris, escaped / 300.0, refit / 300.0, (unsigned long long)rebuilt);
+          ts_tissue_n_contact_tris(t), escaped / 300.0, refit / 300.0, (unsigned long long)rebuilt);
   ck_assert_uint_gt(escaped, 0);
-  ck_assert_uint_lt(refit / 300, t->n_tris / 4);
+  ck_assert_uint_lt(refit / 300, ts_tissue_n_contact_tris(t) / 4);
 
   /* a large global deformation (stretch x by 3) makes the tree loose: it is
    * rebuilt, and valid */
@@ -816,9 +816,10 @@ START_TEST(test_aabb_refit) {
 
   /* new topology: half the triangles */
   ck_assert_int_eq(
-      ts_aabb_tree_set_topology(tree, t->n_nodes, x, t->n_tris / 2, (const uint32_t(*)[3])t->tris),
+      ts_aabb_tree_set_topology(tree, t->n_nodes, x, ts_tissue_n_contact_tris(t) / 2,
+                                (const uint32_t(*)[3])ts_tissue_contact_tris(t)),
       0);
-  ck_assert_uint_eq(tree->n_tris, t->n_tris / 2);
+  ck_assert_uint_eq(tree->n_tris, ts_tissue_n_contact_tris(t) / 2);
   ck_assert_msg(ts_aabb_tree_validate(tree, x, err, sizeof err) == 0, "%s", err);
   ts_aabb_tree_destroy(tree);
   ts_tissue_destroy(t);
@@ -955,11 +956,12 @@ typedef struct tool_case {
 /* Random poses near the tissue: a random surface point plus an offset of
  * up to `spread`, any orientation, any jaw opening. */
 static void random_pose(const ts_tissue *t, double spread, ts_pose *p) {
-  uint32_t k = (uint32_t)(urand() * t->n_tris) % t->n_tris;
+  const uint32_t n = ts_tissue_n_contact_tris(t), k = (uint32_t)(urand() * n) % n;
+  const uint32_t *c = ts_tissue_contact_tris(t)[k]; /* where a tool meets it */
   double a = urand(), b = urand();
   if (a + b > 1) a = 1 - a, b = 1 - b;
   for (int j = 0; j < 3; j++) {
-    const double *A = t->x[t->tris[k][0]], *B = t->x[t->tris[k][1]], *C = t->x[t->tris[k][2]];
+    const double *A = t->x[c[0]], *B = t->x[c[1]], *C = t->x[c[2]];
     p->p[j] = A[j] + a * (B[j] - A[j]) + b * (C[j] - A[j]) + urange(-spread, spread);
   }
   rand_quat(p->q);
@@ -1228,13 +1230,13 @@ START_TEST(test_tissue_tissue) {
   ck_assert_int_eq(ts_aabb_tree_create_tissue(NULL, u, &b), 0);
   const double(*y)[3] = (const double(*)[3])u->x;
   ck_assert_int_eq(ts_collide_tissue_tissue(a, x, b, y, &buf, NULL), 0);
-  for (uint32_t i = 0; i < t->n_tris; i++) {
+  for (uint32_t i = 0; i < ts_tissue_n_contact_tris(t); i++) {
     double P[3][3];
-    for (int c = 0; c < 3; c++) memcpy(P[c], x[t->tris[i][c]], sizeof P[c]);
-    for (uint32_t j = 0; j < u->n_tris; j++) {
+    for (int c = 0; c < 3; c++) memcpy(P[c], x[ts_tissue_contact_tris(t)[i][c]], sizeof P[c]);
+    for (uint32_t j = 0; j < ts_tissue_n_contact_tris(u); j++) {
       double Q[3][3];
       ts_hit h;
-      for (int c = 0; c < 3; c++) memcpy(Q[c], y[u->tris[j][c]], sizeof Q[c]);
+      for (int c = 0; c < 3; c++) memcpy(Q[c], y[ts_tissue_contact_tris(u)[j][c]], sizeof Q[c]);
       if (ts_contact_face_triangle(P, Q, &h)) {
         ts_contact *c = &ref.c[ref.n++];
         ref.total++;
@@ -1257,9 +1259,9 @@ START_TEST(test_tissue_tissue) {
   ck_assert_int_ge(ts_aabb_tree_refit(a, x), 0);
   ck_assert_int_eq(ts_collide_tissue_tissue(a, x, a, x, &buf, NULL), 0);
   ref.n = ref.total = 0;
-  for (uint32_t i = 0; i < t->n_tris; i++)
-    for (uint32_t j = i + 1; j < t->n_tris; j++) {
-      const uint32_t *s = t->tris[i], *r = t->tris[j];
+  for (uint32_t i = 0; i < ts_tissue_n_contact_tris(t); i++)
+    for (uint32_t j = i + 1; j < ts_tissue_n_contact_tris(t); j++) {
+      const uint32_t *s = ts_tissue_contact_tris(t)[i], *r = ts_tissue_contact_tris(t)[j];
       int share = 0;
       for (int c = 0; c < 3; c++)
         for (int e = 0; e < 3; e++) share |= s[c] == r[e];

@@ -66,7 +66,7 @@ static void rig_init(rig *r, ts_tissue *t, const ts_tool_shape_def *shape,
   ck_assert_int_eq(ts_aabb_tree_create_tissue(NULL, t, &r->tree), 0);
   ck_assert_int_eq(ts_obb_tree_create(shape, &r->otree), 0);
   ck_assert_int_eq(ts_posed_tool_init(&r->pt, r->otree), 0);
-  ck_assert_int_eq(ts_contact_ws_init(&r->ws, cdef, t->n_nodes, t->n_nodes, t->n_tris), 0);
+  ck_assert_int_eq(ts_contact_ws_init(&r->ws, cdef, t->n_nodes, t->n_nodes, ts_tissue_n_contact_tris(t)), 0);
   if (grasp) ck_assert_int_eq(ts_grasp_init(&r->g, NULL, t->n_nodes, t->n_nodes), 0);
   r->tool.posed = &r->pt;
   r->tool.contact = &r->ws;
@@ -213,7 +213,7 @@ static uint32_t tunnel_run(int sweep, double *min_sdf) {
   ts_contact_def cd = ts_default_contact_def();
   cd.triangle_pass = 0;
   ts_contact_ws ws;
-  ck_assert_int_eq(ts_contact_ws_init(&ws, &cd, np, np, t->n_tris), 0);
+  ck_assert_int_eq(ts_contact_ws_init(&ws, &cd, np, np, ts_tissue_n_contact_tris(t)), 0);
   /* axis along world +x: -90 degrees about z; the core runs x in [-15, 15] mm */
   const double qz[4] = {cos(-PI / 4), 0, 0, sin(-PI / 4)};
   uint32_t wrong = 0, in_row = 0;
@@ -292,7 +292,7 @@ static double friction_run(double mu_s, double mu_k) {
   cd.mu_kinetic = mu_k;
   cd.triangle_pass = 0; /* loose vertices: the vertex pass alone */
   ts_contact_ws ws;
-  ck_assert_int_eq(ts_contact_ws_init(&ws, &cd, np, np, t->n_tris), 0);
+  ck_assert_int_eq(ts_contact_ws_init(&ws, &cd, np, np, ts_tissue_n_contact_tris(t)), 0);
   double (*x0)[3] = malloc(sizeof *x0 * np);
   ck_assert_ptr_nonnull(x0);
   const double xv = t->x[V][0], zv = t->x[V][2];

@@ -226,7 +226,7 @@ static void rig_init(rig *r, ts_tissue *t, const ts_tool_shape_def *shape, const
   ck_assert_int_eq(ts_aabb_tree_create_tissue(NULL, t, &r->tree), 0);
   ck_assert_int_eq(ts_obb_tree_create(shape, &r->otree), 0);
   ck_assert_int_eq(ts_posed_tool_init(&r->pt, r->otree), 0);
-  ck_assert_int_eq(ts_contact_ws_init(&r->ws, NULL, t->n_nodes, t->n_nodes, t->n_tris), 0);
+  ck_assert_int_eq(ts_contact_ws_init(&r->ws, NULL, t->n_nodes, t->n_nodes, ts_tissue_n_contact_tris(t)), 0);
   r->tool.posed = &r->pt;
   r->tool.contact = &r->ws;
   r->tool.prev = r->tool.pose = *start;
@@ -407,7 +407,7 @@ static void thin_init_patch(thin *r, int xpbd, int triangle_pass, int full, int 
     ck_assert_int_eq(ts_posed_tool_init(&r->pt, r->otree), 0);
     ts_contact_def cd = ts_default_contact_def();
     cd.triangle_pass = triangle_pass;
-    ck_assert_int_eq(ts_contact_ws_init(&r->ws, &cd, r->t->n_nodes, r->t->n_nodes, r->t->n_tris), 0);
+    ck_assert_int_eq(ts_contact_ws_init(&r->ws, &cd, r->t->n_nodes, r->t->n_nodes, ts_tissue_n_contact_tris(r->t)), 0);
     r->xt.posed = &r->pt;
     r->xt.contact = &r->ws;
     r->xt.prev = r->xt.pose = start;

@@ -1246,7 +1246,7 @@ typedef struct msim {
 
 static void msim_contact(msim *m) {
   ck_assert_int_eq(ts_aabb_tree_create_tissue(NULL, m->s.t, &m->tree), 0);
-  ck_assert_int_eq(ts_contact_ws_init(&m->ws, NULL, m->s.t->n_nodes, m->s.t->n_nodes, m->s.t->n_tris), 0);
+  ck_assert_int_eq(ts_contact_ws_init(&m->ws, NULL, m->s.t->n_nodes, m->s.t->n_nodes, ts_tissue_n_contact_tris(m->s.t)), 0);
 }
 
 static void msim_uncontact(msim *m) {

@@ -12,8 +12,8 @@
  * compares, bit for bit (no tolerance: the local path runs the builder's own
  * arithmetic on the same numbers in the same order, so any difference is a
  * bug):
- *   - the tissues: every spring field in order, render triangles, rest
- *     positions, inverse masses, columns, layers;
+ *   - the tissues: every spring field in order, render and contact
+ *     triangles, rest positions, inverse masses, columns, layers;
  *   - XPBD built on each (bending and volume constraints on): every
  *     distance, bending and volume constraint in sweep order;
  *   - one mass-spring step and one XPBD step from the refined state:
@@ -68,6 +68,12 @@ static void assert_same_tissue(const ts_tissue *a, const ts_tissue *b, const cha
                 a->springs[d].a, a->springs[d].b, a->springs[d].kind, b->springs[d].a, b->springs[d].b,
                 b->springs[d].kind, a->springs[d].k, b->springs[d].k);
   ck_assert_msg(memcmp(a->tris, b->tris, sizeof *a->tris * a->n_tris) == 0, "%s: render triangles", what);
+  /* the contact surface (the solid's boundary) follows the render triangles' node map in both */
+  ck_assert_ptr_nonnull(a->contact_tris);
+  ck_assert_ptr_nonnull(b->contact_tris);
+  ck_assert_uint_eq(a->n_contact_tris, b->n_contact_tris);
+  ck_assert_msg(memcmp(a->contact_tris, b->contact_tris, sizeof *a->contact_tris * a->n_contact_tris) == 0,
+                "%s: contact triangles", what);
   ck_assert_msg(memcmp(a->rest, b->rest, sizeof *a->rest * a->n_nodes) == 0, "%s: rest", what);
   ck_assert_msg(memcmp(a->inv_mass, b->inv_mass, sizeof *a->inv_mass * a->n_nodes) == 0, "%s: masses", what);
   ck_assert_msg(memcmp(a->x, b->x, sizeof *a->x * a->n_nodes) == 0, "%s: state", what);
