@@ -76,6 +76,12 @@ typedef struct ts_mesh_read_info {
   int flipped;              /* 1 when a closed mesh was inside out and was flipped */
 } ts_mesh_read_info;
 
+/* A mesh less than this many weld tolerances across (its bounding box's
+ * longest side, after scaling) is refused before welding (ts_mesh_import,
+ * ts_mesh_repair): welding would merge its vertices into another shape.
+ * With the default tolerance that is 10 um, far below any organ or tool. */
+#define TS_MESH_MIN_EXTENT_WELDS 1000
+
 /* Defaults: scale 1, weld_tol 1e-8 m (below any feature of an organ mesh,
  * above float32 rounding of coordinates up to ~0.1 m), degenerate_rel 1e-9,
  * max_abs_coord 10 m, max_verts 1,000,000, max_tris 2,000,000,

@@ -913,6 +913,47 @@ END_TEST
 
 /* ---- size limits ---- */
 
+/* A mesh only a few weld tolerances across is refused, not welded into
+ * another shape: a unit cube read at scale 8e-9 is 8 nm across against the
+ * 10 nm tolerance, and before the check some corners merged and a smaller
+ * closed surface came out (found by fuzz_config). At 1e-5 (10 um, the
+ * smallest size accepted) it is the whole cube. */
+START_TEST(tiny_mesh_refused) {
+  static const char cube[] = "v 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\nv 0 0 1\nv 1 0 1\n"
+                             "v 1 1 1\nv 0 1 1\nf 1 3 2\nf 1 4 3\nf 5 6 7\nf 5 7 8\n"
+                             "f 1 2 6\nf 1 6 5\nf 2 3 7\nf 2 7 6\nf 3 4 8\nf 3 8 7\n"
+                             "f 4 1 5\nf 4 5 8\n";
+  const double refused[] = {8.0125e-9, 1e-7, 9.99e-6};
+  for (size_t k = 0; k < sizeof refused / sizeof refused[0]; k++) {
+    ts_mesh_import_opts o = ts_mesh_import_opts_default();
+    o.scale = refused[k];
+    ts_mesh *m = NULL;
+    char err[512] = "";
+    ck_assert_int_eq(ts_mesh_import(cube, strlen(cube), TS_MESH_OBJ, &o, &m, NULL, NULL, err,
+                                     sizeof err),
+                     TS_EMESH);
+    ck_assert_ptr_null(m);
+    ck_assert_msg(strstr(err, "across") && strstr(err, "scale"), "%s", err);
+  }
+  ts_mesh_import_opts o = ts_mesh_import_opts_default();
+  o.scale = 1e-5;
+  ts_mesh *m = NULL;
+  char err[512] = "";
+  ck_assert_int_eq(
+      ts_mesh_import(cube, strlen(cube), TS_MESH_OBJ, &o, &m, NULL, NULL, err, sizeof err), 0);
+  ck_assert_uint_eq(m->n_verts, 8);
+  ck_assert_uint_eq(m->n_tris, 12);
+  ts_mesh_free(m);
+  /* exact welding (tolerance 0) has nothing to merge: any size is read */
+  o.weld_tol = 0;
+  o.scale = 1e-7;
+  ck_assert_int_eq(
+      ts_mesh_import(cube, strlen(cube), TS_MESH_OBJ, &o, &m, NULL, NULL, err, sizeof err), 0);
+  ck_assert_uint_eq(m->n_tris, 12);
+  ts_mesh_free(m);
+}
+END_TEST
+
 START_TEST(size_limits) {
   ts_mesh_import_opts o = ts_mesh_import_opts_default();
   ts_mesh *m = NULL;
@@ -1008,6 +1049,7 @@ static Suite *mesh_io_suite(void) {
   tcase_add_test(tc, malformed_ply);
   tcase_add_test(tc, detect_format);
   tcase_add_test(tc, size_limits);
+  tcase_add_test(tc, tiny_mesh_refused);
   suite_add_tcase(s, tc);
   return s;
 }
