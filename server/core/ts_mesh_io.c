@@ -10,6 +10,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,6 +133,34 @@ int ts_mesh_read(const void *buf, size_t len, int format, const ts_mesh_import_o
 }
 
 /* The whole pipeline on a buffer; o already checked. */
+/* A mesh whose whole extent is within a few weld tolerances would be welded
+ * into a different shape (a 1 m cube read at scale 8e-9 is 8 nm across
+ * against the 10 nm default: some corners merge and what is left can still
+ * be a closed surface). Anything that small is a units mistake, so the
+ * pipeline refuses it before welding rather than silently reshaping it.
+ * Non-finite coordinates are left to the repair step, which names them. */
+static int too_small(const ts_mesh *m, const ts_mesh_import_opts *o, char *err, size_t cap) {
+  if (!(o->weld_tol > 0) || !m->n_verts) return 0;
+  double ext = 0;
+  for (int c = 0; c < 3; c++) {
+    double lo = INFINITY, hi = -INFINITY;
+    for (uint32_t i = 0; i < m->n_verts; i++) {
+      double x = m->v[i][c];
+      if (!isfinite(x)) return 0;
+      if (x < lo) lo = x;
+      if (x > hi) hi = x;
+    }
+    if (hi - lo > ext) ext = hi - lo;
+  }
+  if (ext >= TS_MESH_MIN_EXTENT_WELDS * o->weld_tol) return 0;
+  ts__mesh_err(err, cap,
+               "the mesh is %.3g m across (after scale %g), under %g m (%d times the weld "
+               "tolerance of %g m): is the scale (units) right?",
+               ext, o->scale, TS_MESH_MIN_EXTENT_WELDS * o->weld_tol, TS_MESH_MIN_EXTENT_WELDS,
+               o->weld_tol);
+  return TS_EMESH;
+}
+
 static int import(const uint8_t *buf, size_t len, int format, const ts_mesh_import_opts *o,
                   ts_mesh **out, ts_mesh_report *rep, ts_mesh_read_info *info, char *err,
                   size_t cap) {
@@ -141,6 +170,12 @@ static int import(const uint8_t *buf, size_t len, int format, const ts_mesh_impo
   ts_mesh *m = NULL;
   int rc = read_any(buf, len, format, o, &m, &prov, &inf, err, cap);
   if (rc) return rc;
+  rc = too_small(m, o, err, cap);
+  if (rc) {
+    ts__mesh_prov_free(&prov);
+    ts_mesh_free(m);
+    return rc;
+  }
   ts_mesh_repair_stats st;
   rc = ts__mesh_repair(m, o, &prov, &st, err, cap);
   if (!rc && m->n_tris == 0) {

@@ -77,8 +77,9 @@ typedef struct ts_mesh_read_info {
 } ts_mesh_read_info;
 
 /* A mesh less than this many weld tolerances across (its bounding box's
- * longest side, after scaling) is refused before welding (ts_mesh_import,
- * ts_mesh_repair): welding would merge its vertices into another shape.
+ * longest side, after scaling) is refused by ts_mesh_import before welding:
+ * welding would merge its vertices into another shape (ts_mesh_repair, used
+ * on its own, takes any size).
  * With the default tolerance that is 10 um, far below any organ or tool. */
 #define TS_MESH_MIN_EXTENT_WELDS 1000
 

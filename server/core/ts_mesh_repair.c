@@ -283,30 +283,6 @@ int ts__mesh_repair(ts_mesh *m, const ts_mesh_import_opts *o, ts__mesh_prov *pro
                      isnan(m->v[i][c]) ? "NaN" : "infinite");
         return TS_EMESH;
       }
-  /* A mesh whose whole extent is within a few weld tolerances would be
-   * welded into a different shape (a 1 m cube read at scale 8e-9 is 8 nm
-   * across against the 10 nm default: some corners merge and what is left
-   * can still be a closed surface). Anything that small is a units mistake,
-   * so it is refused before welding rather than silently reshaped. */
-  if (o->weld_tol > 0 && m->n_verts) {
-    double ext = 0;
-    for (int c = 0; c < 3; c++) {
-      double lo = m->v[0][c], hi = lo;
-      for (uint32_t i = 1; i < m->n_verts; i++) {
-        if (m->v[i][c] < lo) lo = m->v[i][c];
-        if (m->v[i][c] > hi) hi = m->v[i][c];
-      }
-      if (hi - lo > ext) ext = hi - lo;
-    }
-    if (ext < TS_MESH_MIN_EXTENT_WELDS * o->weld_tol) {
-      ts__mesh_err(err, cap,
-                   "the mesh is %.3g m across (after scale %g), under %g m (%d times the weld "
-                   "tolerance of %g m): is the scale (units) right?",
-                   ext, o->scale, TS_MESH_MIN_EXTENT_WELDS * o->weld_tol,
-                   TS_MESH_MIN_EXTENT_WELDS, o->weld_tol);
-      return TS_EMESH;
-    }
-  }
   int rc;
   if (o->weld_tol >= 0) {
     rc = ts__mesh_weld(m, o->weld_tol, prov, &s.welded);
