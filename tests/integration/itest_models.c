@@ -47,6 +47,7 @@
 #include "binrun.h"
 #include "daemon_proc.h"
 #include "rawclient.h"
+#include "test_util.h"
 #include "tissueclient.h"
 
 #define REPLY_MS 60000
@@ -207,16 +208,8 @@ static uint32_t create_qs(rc_conn *c, seen *s, double thickness) {
 static uint32_t create_qs_liver(rc_conn *c, seen *s) {
   char path[1200];
   ts_dproc_shared_mesh("liver.obj", path, sizeof path);
-  FILE *f = fopen(path, "rb");
-  ck_assert_msg(f != NULL, "cannot open %s", path);
-  ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
-  long len = ftell(f);
-  ck_assert(len > 0);
-  rewind(f);
-  uint8_t *obj = malloc((size_t)len);
-  ck_assert_ptr_nonnull(obj);
-  ck_assert_uint_eq(fread(obj, 1, (size_t)len, f), (size_t)len);
-  fclose(f);
+  size_t len = 0;
+  uint8_t *obj = tu_read_file(path, &len);
   Tissued__V1__MeshUpload up = TISSUED__V1__MESH_UPLOAD__INIT;
   up.format = TISSUED__V1__MESH_UPLOAD__FORMAT__OBJ;
   up.data.data = obj;
