@@ -32,8 +32,9 @@ extern "C" {
 typedef struct tc_client tc_client;
 
 enum { TC_ROLE_OBSERVER = 0, TC_ROLE_CONTROLLER = 1 };
-/* Jaws: a grasper (XPBD sessions only); length is the jaw length (0: 10 mm)
- * and ToolPose's jaw (tc_send_pose) opens (1) and closes (0) it. */
+/* Jaws: a grasper (XPBD and mass-spring sessions); length is the jaw length
+ * (0: 10 mm) and ToolPose's jaw (tc_send_pose) opens (1) and closes (0) it.
+ * Mesh: one of the server's tool meshes (XPBD and mass-spring sessions). */
 enum { TC_TOOL_SPHERE = 0, TC_TOOL_CAPSULE = 1, TC_TOOL_JAWS = 2, TC_TOOL_MESH = 3 };
 
 /* One tool's state as reported in a frame. */

@@ -53,10 +53,12 @@ run_suite "asan+ubsan" build-asan "." -DTS_SANITIZE=ON
 TSAN_OPTIONS="halt_on_error=1" run_suite "tsan" build-tsan \
   "^integration\\.itest_(auth|badinput|control|faults|poke|refine_async|shutdown)$" -DTS_TSAN=ON
 
-# each fuzz target for TS_FUZZ_SECONDS (default 45 s: the issue asks for a
-# bounded time such as 60 s; 45 keeps a whole CI run near 25 minutes), two at a time
-echo "== fuzz: each target for ${TS_FUZZ_SECONDS:-45}s, ${TS_FUZZ_JOBS:-2} at a time"
-if deploy/fuzz.sh "${TS_FUZZ_SECONDS:-45}"; then
+# each fuzz target for TS_FUZZ_SECONDS (default 30 s, fuzz.sh's own default:
+# the issue asks for a bounded time such as 60 s), two at a time: 18 targets
+# take 270 s of the run (405 s at 45 s each, when CI took 1,612-1,639 s of
+# its 30-minute budget)
+echo "== fuzz: each target for ${TS_FUZZ_SECONDS:-30}s, ${TS_FUZZ_JOBS:-2} at a time"
+if deploy/fuzz.sh "${TS_FUZZ_SECONDS:-30}"; then
   total_pass=$((total_pass + 1))
 else
   total_fail=$((total_fail + 1))

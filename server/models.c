@@ -244,28 +244,6 @@ static void export_work(model_job *j, ts_storage *st) {
   }
 }
 
-/* A stored model of the same tissue, material and kind with theta bit for
- * bit equal to `want`: its id, else 0. */
-typedef struct same_find {
-  const char *material, *kind;
-  const uint8_t *theta;
-  size_t bytes;
-  const char *solve; /* and the solve it learned: the same theta of another solve is
-                        another model */
-  double refine_edge;
-  int64_t id;
-} same_find;
-
-static int find_same(void *ud, const ts_model_rec *m) {
-  same_find *f = ud;
-  if (strcmp(m->material, f->material) || strcmp(m->kind, f->kind) || m->theta_bytes != f->bytes ||
-      memcmp(m->theta, f->theta, f->bytes) || strcmp(m->solve ? m->solve : "unknown", f->solve) ||
-      m->refine_edge != f->refine_edge)
-    return 0;
-  f->id = m->id;
-  return 1;
-}
-
 static void import_work(model_job *j, ts_storage *st) {
   ts_model_doc *d = malloc(sizeof *d);
   if (!d) {
@@ -305,16 +283,12 @@ static void import_work(model_job *j, ts_storage *st) {
   ts_storage_tissue_free(&tr);
   uint8_t blob[8 * TS_LEARN_MAX_PARAMS];
   size_t nb = ts_model_doc_theta_bytes(d, blob, sizeof blob);
-  same_find f = {d->material, ts_learn_kind_name(d->kind), blob, nb,
-                 ts_learn_solve_name(d->solve.kind),
-                 d->solve.kind == TS_LEARN_SOLVE_REFINED ? d->solve.refine_edge : 0, 0};
-  rc = ts_storage_list_models(st, tid, find_same, &f);
-  if (rc < 0) {
-    j->rc = rc;
+  int64_t id = ts_model_doc_find_stored(st, tid, d);
+  if (id < 0) {
+    j->rc = (int)id;
     snprintf(j->err, sizeof j->err, "listing models: %s", ts_storage_errmsg(st));
     goto out;
   }
-  int64_t id = f.id;
   if (id > 0) {
     j->existing = 1;
   } else {

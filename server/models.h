@@ -17,7 +17,9 @@
  *     database's). Importing a model whose theta is bit for bit that of a
  *     stored model of the same tissue, material and kind stores nothing and
  *     answers with that stored model, so importing the same document twice
- *     gives one row, never an overwrite or a duplicate;
+ *     gives one row, never an overwrite or a duplicate (the rule is
+ *     ts_model_doc_find_stored, which `tissuetool models import` applies
+ *     too);
  *   - DeleteModel removes the row only. A session that installed the model
  *     keeps running with its own copy of theta (sessions copy it at install
  *     time); only later sessions and UseShortcut no longer find it;

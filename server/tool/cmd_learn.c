@@ -15,7 +15,8 @@
  *   tissuetool models [--db PATH] [list | export ID | import FILE | delete ID]
  *     lists the stored models (JSON array), exports one as JSON, imports one
  *     (refused unless its tissue is the built-in patch or catalogued in the
- *     database, and its material is that tissue's own), deletes.
+ *     database, and its material is that tissue's own; one that repeats a
+ *     stored model stores nothing, as the daemon's ImportModel), deletes.
  */
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -397,7 +398,9 @@ static void models_help(FILE *f) {
           "  import FILE  stores an exported model as a new version; refused unless\n"
           "               its tissue is known (the built-in patch, or a mesh tissue\n"
           "               in the database, built as a daemon session of it is) and\n"
-          "               its material is the tissue's own\n"
+          "               its material is the tissue's own; a model stored already\n"
+          "               (same tissue, material, kind, theta and solve) is not\n"
+          "               stored again. Prints the stored model's id and version\n"
           "  delete ID    deletes model ID\n"
           "\n"
           "--patch-resolution: the built-in patch import builds, as the daemon's option\n"
@@ -485,6 +488,27 @@ static int import_model(ts_storage *st, const char *path, uint32_t res, FILE *ou
   memset(&rec, 0, sizeof rec);
   int64_t tid = tissue_id("models", st, d->tissue, err);
   if (tid <= 0) goto done;
+  /* a model stored already: nothing stored, its id and version printed
+   * (the daemon's ImportModel rule, model_doc.h) */
+  int64_t same = ts_model_doc_find_stored(st, tid, d);
+  if (same < 0) {
+    fprintf(err, "tissuetool models: listing models: %s\n", ts_storage_errmsg(st));
+    goto done;
+  }
+  if (same > 0) {
+    ts_model_rec old;
+    if (ts_storage_get_model(st, same, &old)) {
+      fprintf(err, "tissuetool models: reading model %lld: %s\n", (long long)same,
+              ts_storage_errmsg(st));
+      goto done;
+    }
+    fprintf(out, "{\"id\":%lld,\"version\":%lld}\n", (long long)same, (long long)old.version);
+    fprintf(err, "tissuetool models: %s is model %lld (version %lld) stored already: nothing "
+                 "stored\n", path, (long long)same, (long long)old.version);
+    ts_storage_model_free(&old);
+    status = 0;
+    goto done;
+  }
   rec.tissue = tid;
   rec.material = c.material;
   rec.kind = kname;

@@ -149,6 +149,35 @@ size_t ts_model_doc_theta_bytes(const ts_model_doc *doc, uint8_t *buf, size_t ca
   return ts_learn_theta_encode(&m, buf, cap);
 }
 
+typedef struct same_find {
+  const char *material, *kind, *solve;
+  const uint8_t *theta;
+  size_t bytes;
+  double refine_edge;
+  int64_t id;
+} same_find;
+
+static int find_same(void *ud, const ts_model_rec *m) {
+  same_find *f = ud;
+  if (strcmp(m->material, f->material) || strcmp(m->kind, f->kind) || m->theta_bytes != f->bytes ||
+      memcmp(m->theta, f->theta, f->bytes) || strcmp(m->solve ? m->solve : "unknown", f->solve) ||
+      m->refine_edge != f->refine_edge)
+    return 0;
+  f->id = m->id;
+  return 1;
+}
+
+int64_t ts_model_doc_find_stored(ts_storage *st, int64_t tissue, const ts_model_doc *doc) {
+  uint8_t blob[8 * TS_LEARN_MAX_PARAMS];
+  size_t nb = ts_model_doc_theta_bytes(doc, blob, sizeof blob);
+  if (nb == 0) return TS_EINVAL;
+  same_find f = {doc->material, ts_learn_kind_name(doc->kind), ts_learn_solve_name(doc->solve.kind),
+                 blob, nb, doc->solve.kind == TS_LEARN_SOLVE_REFINED ? doc->solve.refine_edge : 0,
+                 0};
+  int rc = ts_storage_list_models(st, tissue, find_same, &f);
+  return rc < 0 ? rc : f.id;
+}
+
 int ts_model_doc_parse(const char *text, ts_model_doc *out, char *err, size_t cap) {
   if (cap > 0) err[0] = '\0';
   if (!text || !out) return fail(err, cap, "no document");

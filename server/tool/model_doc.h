@@ -6,7 +6,9 @@
  * (tests/fuzz/fuzz_modeldoc.c); what the document must match in the
  * database (its tissue, the tissue's material, the parameter count for the
  * tissue's sheets) is checked by the import itself (cmd_learn.c for the
- * tool, server/models.c for the daemon's ImportModel).
+ * tool, server/models.c for the daemon's ImportModel). Both imports store
+ * nothing for a document that repeats a stored model, by the one rule of
+ * ts_model_doc_find_stored.
  */
 #ifndef TS_TOOL_MODEL_DOC_H
 #define TS_TOOL_MODEL_DOC_H
@@ -65,5 +67,14 @@ int ts_model_doc_count_ok(const ts_model_doc *doc);
  * little-endian bytes per value). Returns the byte count, or 0 when cap is
  * too small. */
 size_t ts_model_doc_theta_bytes(const ts_model_doc *doc, uint8_t *buf, size_t cap);
+
+/* The stored model of tissue id `tissue` that doc repeats: the same
+ * material, kind, theta bit for bit, solve and refine edge (the same theta
+ * learned of another solve is another model). An import of such a document
+ * stores nothing and answers with that model, so importing one document
+ * twice gives one row (the daemon's ImportModel and `tissuetool models
+ * import` alike). Returns its id (> 0), 0 when no stored model matches, or
+ * storage's negative error code (ts_storage_errmsg says why). */
+int64_t ts_model_doc_find_stored(ts_storage *st, int64_t tissue, const ts_model_doc *doc);
 
 #endif

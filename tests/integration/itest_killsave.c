@@ -7,7 +7,9 @@
  * Writers, in turn (round r: r % 3):
  *   0  tissuetool learn --samples 1: records presses, trains, stores one
  *      learned model (a single INSERT at the end of a ~second of work);
- *   1  tissuetool models import FILE: builds the tissue, stores a model;
+ *   1  tissuetool models import FILE: builds the tissue, stores a model
+ *      (the exported model 1 with its theta moved a little each time, so
+ *      that it is not one stored already, which the import would skip);
  *   2  tissued with one TCP client that has pipelined FIT_BATCH FitMaterial
  *      requests (distinct names): the storage worker stores fit after fit,
  *      so a kill lands in the middle of a run of writes.
@@ -154,7 +156,33 @@ static pid_t start_learn(void) {
   return spawn(argv, NULL);
 }
 
+/* Model 1's exported document, read once in calibration. */
+static char export_text[1 << 16];
+
+/* Writes model_file: the exported model with its first theta value moved by
+ * n parts in 1e12 (n >= 1). tissuetool stores nothing for a document that
+ * repeats a stored model (model_doc.h, as the daemon's ImportModel), so each
+ * import gets a theta not stored yet and writes a row unless killed first. */
+static int write_model_file(int n) {
+  const char *t = strstr(export_text, "\"theta\"");
+  const char *b = t ? strchr(t, '[') : NULL;
+  if (!b) return -1;
+  char *end;
+  double v = strtod(b + 1, &end);
+  if (end == b + 1) return -1;
+  double w = v != 0 ? v * (1 + 1e-12 * n) : 1e-12 * n;
+  FILE *f = fopen(model_file, "w");
+  if (!f) return -1;
+  fprintf(f, "%.*s%.17g%s", (int)(b + 1 - export_text), export_text, w, end);
+  return fclose(f) ? -1 : 0;
+}
+
 static pid_t start_import(void) {
+  static int imports;
+  if (write_model_file(++imports)) {
+    fprintf(stderr, "itest_killsave: cannot write %s from the exported model\n", model_file);
+    exit(1); /* no pid to reap or kill */
+  }
   char *argv[] = {tool, "models", "--db", db, "import", model_file, NULL};
   return spawn(argv, NULL);
 }
@@ -449,6 +477,13 @@ int main(void) {
   if (failures) dump_child_log();
   char *exp_argv[] = {tool, "models", "--db", db, "export", "1", NULL};
   CHECK(run_tool(exp_argv, model_file) == 0, "models export 1 failed");
+  {
+    FILE *ef = fopen(model_file, "r");
+    size_t en = ef ? fread(export_text, 1, sizeof export_text - 1, ef) : 0;
+    if (ef) fclose(ef);
+    export_text[en] = '\0';
+    CHECK(en > 0 && en < sizeof export_text - 1, "reading the exported model (%zu bytes)", en);
+  }
   t0 = now_ms();
   st = reap(start_import(), ROUND_LIMIT_MS);
   long long t_import = now_ms() - t0;

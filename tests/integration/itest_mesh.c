@@ -38,6 +38,7 @@
 #include "../../server/core/ts_mesh_tissue.h"
 #include "../../server/core/ts_tissue.h"
 #include "daemon_proc.h"
+#include "test_util.h"
 #include "tissueclient.h"
 
 #define SPOT_VERTS 2930u /* SOURCES.md */
@@ -49,20 +50,6 @@ static ts_dproc daemon_;
 static int daemon_ok;
 static tc_client *watcher; /* observer of the first session, kept to the end */
 static uint32_t first_session, first_nv, first_nt;
-
-static char *read_all(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  ck_assert_msg(f != NULL, "cannot open %s", path);
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = malloc((size_t)n + 1);
-  ck_assert_ptr_nonnull(buf);
-  ck_assert_uint_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-  fclose(f);
-  *len = (size_t)n;
-  return buf;
-}
 
 static tc_client *connect_ok(const char *who) {
   char err[256];
@@ -161,7 +148,7 @@ START_TEST(test_upload_meshes) {
   char path[1200];
   ts_dproc_shared_mesh("liver.obj", path, sizeof path);
   size_t len;
-  char *obj = read_all(path, &len);
+  char *obj = (char *)tu_read_file(path, &len);
   tc_client *c = connect_ok("itest_mesh");
 
   /* the default 1 + 1.5 + 2 mm layers would fold this coarse liver (64 mm
@@ -233,7 +220,7 @@ START_TEST(test_upload_meshes) {
 
   /* spot (closed, genus 0) at 0.1 m per unit with one 0.5 mm layer works */
   ts_dproc_shared_mesh("spot.obj", path, sizeof path);
-  obj = read_all(path, &len);
+  obj = (char *)tu_read_file(path, &len);
   rc = tc_create_session_mesh(c, TC_MESH_OBJ, obj, len, 0.1, &half_mm_fibre, 1, "spot-test", &id,
                               &nv, &nt);
   ck_assert_msg(rc == 0, "upload: %s", tc_last_error(c));
@@ -316,7 +303,7 @@ START_TEST(test_stored_tissue) {
   char path[1200];
   ts_dproc_shared_mesh("spot.obj", path, sizeof path);
   size_t len;
-  char *obj = read_all(path, &len);
+  char *obj = (char *)tu_read_file(path, &len);
   tc_client *u = connect_ok("itest_mesh-again");
   rc = tc_create_session_mesh(u, TC_MESH_OBJ, obj, len, 0.1, &half_mm, 1, "spot-again", &id,
                               &nv, &nt);
@@ -388,7 +375,7 @@ START_TEST(test_bad_uploads) {
   char path[1200];
   ts_dproc_shared_mesh("liver.obj", path, sizeof path);
   size_t len;
-  char *obj = read_all(path, &len);
+  char *obj = (char *)tu_read_file(path, &len);
   refused(c, TC_MESH_OBJ, obj, len, 0.0001, TS_ERANGE, "check the scale");
   free(obj);
   free(g);

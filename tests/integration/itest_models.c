@@ -8,7 +8,9 @@
  *     TS_ENOMODEL); ImportModel of the exported document stores it again with
  *     the same theta (the two documents' theta fields are the same text, and
  *     they are written with 17 significant digits, so the same doubles);
- *     importing it once more stores nothing and answers with that model;
+ *     importing it once more stores nothing and answers with that model,
+ *     and so does `tissuetool models import` of the same document on the
+ *     daemon's file;
  *   - UseShortcut.model_id installs it in a new quasi-static session that had
  *     none (before: UseShortcut learned is refused; after: SessionInfo says
  *     learned and frames carry the learned flag);
@@ -47,6 +49,7 @@
 #include "binrun.h"
 #include "daemon_proc.h"
 #include "rawclient.h"
+#include "test_util.h"
 #include "tissueclient.h"
 
 #define REPLY_MS 60000
@@ -207,16 +210,8 @@ static uint32_t create_qs(rc_conn *c, seen *s, double thickness) {
 static uint32_t create_qs_liver(rc_conn *c, seen *s) {
   char path[1200];
   ts_dproc_shared_mesh("liver.obj", path, sizeof path);
-  FILE *f = fopen(path, "rb");
-  ck_assert_msg(f != NULL, "cannot open %s", path);
-  ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
-  long len = ftell(f);
-  ck_assert(len > 0);
-  rewind(f);
-  uint8_t *obj = malloc((size_t)len);
-  ck_assert_ptr_nonnull(obj);
-  ck_assert_uint_eq(fread(obj, 1, (size_t)len, f), (size_t)len);
-  fclose(f);
+  size_t len = 0;
+  uint8_t *obj = tu_read_file(path, &len);
   Tissued__V1__MeshUpload up = TISSUED__V1__MESH_UPLOAD__INIT;
   up.format = TISSUED__V1__MESH_UPLOAD__FORMAT__OBJ;
   up.data.data = obj;
@@ -360,8 +355,9 @@ START_TEST(test_models_over_the_protocol) {
   {
     /* the offline tool builds the built-in patch as a default daemon does
      * (--patch-resolution 17): the daemon's patch model is its own material
-     * there, so the import is taken (the tool stores it as a new version,
-     * deleted again here) */
+     * there, so the import is taken; the document is the stored model's
+     * own, so the tool stores nothing and names that model, as ImportModel
+     * does (model_doc.h, ts_model_doc_find_stored) */
     static ts_binrun pr; /* large buffers */
     char pdb[400], pdoc[400];
     snprintf(pdb, sizeof pdb, "%s/tissued.sqlite", data);
@@ -376,8 +372,11 @@ START_TEST(test_models_over_the_protocol) {
     ts_binrun_v(&pr, tbin, 120000, pargs);
     ck_assert_msg(pr.status == 0, "tissuetool import of the daemon's patch model: %s", pr.err);
     double pid = ts_binrun_jnum(pr.out, "id");
-    ck_assert(pid > 0 && (int64_t)pid != trained);
-    ck_assert_int_eq(tc_delete_model(k, (int64_t)pid), 0);
+    ck_assert_msg((int64_t)pid == trained, "tissuetool import: %s", pr.out);
+    ck_assert_msg(strstr(pr.err, "stored already"), "%s", pr.err);
+    ck_assert_int_eq(tc_list_models(k, NULL, &list, &n), 0);
+    ck_assert_uint_eq(n, 1);
+    free(list);
     /* a patch of another resolution is another material: refused */
     const char *rargs[] = {"models", "--db", pdb, "--patch-resolution", "24", "import", pdoc, NULL};
     ts_binrun_v(&pr, tbin, 120000, rargs);

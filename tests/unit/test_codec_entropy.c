@@ -29,6 +29,7 @@
 #include <string.h>
 #include <zstd.h>
 
+#include "test_util.h"
 #include "tissue.pb-c.h"
 #include "ts_codec.h"
 #include "ts_codec_frame.h"
@@ -85,12 +86,10 @@ static uint8_t *exact(const uint8_t *p, size_t len) {
   return b;
 }
 
-static uint8_t *read_file(const char *path, size_t *len);
-
 /* The fixture's frames file, decompressed. */
 static uint8_t *read_zst(const char *path, size_t *len) {
   size_t zl;
-  uint8_t *z = read_file(path, &zl);
+  uint8_t *z = tu_read_file(path, &zl);
   unsigned long long cs = ZSTD_getFrameContentSize(z, zl);
   ck_assert(cs != ZSTD_CONTENTSIZE_UNKNOWN && cs != ZSTD_CONTENTSIZE_ERROR);
   ck_assert_uint_lt(cs, 64u << 20);
@@ -101,21 +100,6 @@ static uint8_t *read_zst(const char *path, size_t *len) {
   ck_assert_uint_eq(r, cs);
   free(z);
   *len = r;
-  return b;
-}
-
-static uint8_t *read_file(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  ck_assert_msg(f != NULL, "cannot open %s", path);
-  fseek(f, 0, SEEK_END);
-  long l = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  ck_assert_int_gt(l, 0);
-  uint8_t *b = malloc((size_t)l);
-  ck_assert_ptr_nonnull(b);
-  ck_assert_uint_eq(fread(b, 1, (size_t)l, f), (size_t)l);
-  fclose(f);
-  *len = (size_t)l;
   return b;
 }
 
@@ -316,7 +300,7 @@ START_TEST(test_q2_fixture_decodes_bit_exact) {
   stream *s = load_stream();
   if (getenv("TS_WRITE_Q2_FIXTURE")) write_q2_fixture(s);
   size_t len;
-  uint8_t *b = read_file(FIXTURE_Q2, &len);
+  uint8_t *b = tu_read_file(FIXTURE_Q2, &len);
   ck_assert_uint_ge(len, 12);
   ck_assert_int_eq(memcmp(b, Q2_MAGIC, 8), 0);
   ck_assert_uint_eq(le32(b + 8), (uint32_t)s->nf);

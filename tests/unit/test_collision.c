@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "test_util.h"
 #include "ts_aabb_tree.h"
 #include "ts_collide.h"
 #include "ts_error.h"
@@ -1023,33 +1024,36 @@ static int n_tool_cases(tool_case *c, ts_mesh *dental) {
   d.mesh = dental;
   ck_assert_int_eq(ts_obb_tree_create(&d, &c[0].tree), 0);
   c[0].name = "dental";
-  c[0].poses = 400;
+  c[0].poses = TU_ITERS(400, 80);
   d = ts_default_tool_shape_def();
   d.kind = TS_SHAPE_SPHERE;
   d.radius = 0.006;
   ck_assert_int_eq(ts_obb_tree_create(&d, &c[1].tree), 0);
   c[1].name = "sphere";
-  c[1].poses = 1000;
+  c[1].poses = TU_ITERS(1000, 200);
   d.kind = TS_SHAPE_CAPSULE;
   d.radius = 0.003;
   d.length = 0.03;
   ck_assert_int_eq(ts_obb_tree_create(&d, &c[2].tree), 0);
   c[2].name = "capsule";
-  c[2].poses = 1000;
+  c[2].poses = TU_ITERS(1000, 200);
   d.kind = TS_SHAPE_JAWS;
   d.length = 0.012;
   ck_assert_int_eq(ts_obb_tree_create(&d, &c[3].tree), 0);
   c[3].name = "jaws";
-  c[3].poses = 1000;
+  c[3].poses = TU_ITERS(1000, 200);
   return 4;
 }
 
 /* Issue 5's test: the tree queries against brute force on thousands of
  * random poses (400 dental, 1000 each sphere, capsule and jaws; half as
  * many again on the dented patch) around the scenario tissues. Time: the
- * queries case took 37 s wall (11 s CPU) in the normal build at load 7,
- * and the whole of unit.test_collision 144 s under ASan+UBSan at load 7
- * to 8, within the case's 300 s (600 s there) and CTest's 600 s. */
+ * queries case took 37 s wall (11 s CPU) in the normal build at load 7.
+ * A sanitizer build runs a fifth of the poses (TU_ITERS: 680 per tissue,
+ * every tool on both tissues; a tenth left the jaws on the dented patch 13
+ * poses with contacts against the 12 asserted), enough to show a memory
+ * error on the query paths: with the full counts under ASan+UBSan each case
+ * took 220 s wall at load 15 to 21, 80 % of unit.test_collision's time. */
 START_TEST(test_query_vs_brute_liver) {
   rng_state = 8;
   ts_mesh *dental = load_obj("dental_instrument_light.obj", 0.01);
@@ -1498,8 +1502,9 @@ START_TEST(test_sweep_vs_substeps) {
   int n = n_tool_cases(c, dental);
   ts_tissue *lt = surface_tissue(liver), *pt = default_patch();
   for (int i = 0; i < n; i++) {
-    sweep_vs_substeps(lt, c[i].tree, i == 0 ? 100 : 200, c[i].name);
-    sweep_vs_substeps(pt, c[i].tree, i == 0 ? 100 : 200, c[i].name);
+    const int moves = i == 0 ? TU_ITERS(100, 25) : TU_ITERS(200, 50);
+    sweep_vs_substeps(lt, c[i].tree, moves, c[i].name);
+    sweep_vs_substeps(pt, c[i].tree, moves, c[i].name);
   }
   for (int i = 0; i < n; i++) ts_obb_tree_destroy(c[i].tree);
   ts_tissue_destroy(lt);

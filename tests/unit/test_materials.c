@@ -18,7 +18,6 @@
  *   fallback to "default" that sessions use.
  */
 #include <check.h>
-#include <dirent.h>
 #include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -28,6 +27,7 @@
 
 #include "../../server/tool/commands.h"
 #include "materials.h"
+#include "test_util.h"
 #include "ts_error.h"
 #include "ts_fit.h"
 #include "ts_storage.h"
@@ -36,25 +36,11 @@ static char tmpdir[256];
 static char dbpath[300];
 
 static void setup(void) {
-  snprintf(tmpdir, sizeof tmpdir, "/tmp/ts_materials_test.XXXXXX");
-  ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+  tu_tmpdir_make(tmpdir, sizeof tmpdir, "ts_materials_test");
   snprintf(dbpath, sizeof dbpath, "%s/tissued.sqlite", tmpdir);
 }
 
-static void teardown(void) {
-  DIR *d = opendir(tmpdir);
-  if (d) {
-    struct dirent *e;
-    char p[600];
-    while ((e = readdir(d)) != NULL) {
-      if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-      snprintf(p, sizeof p, "%s/%s", tmpdir, e->d_name);
-      unlink(p);
-    }
-    closedir(d);
-  }
-  rmdir(tmpdir);
-}
+static void teardown(void) { tu_tmpdir_remove(tmpdir); }
 
 static ts_storage *open_db(void) {
   ts_storage *s = NULL;
@@ -247,30 +233,6 @@ END_TEST
 
 /* ---- tissuetool ------------------------------------------------------------------ */
 
-typedef struct captured {
-  char *out, *err;
-  size_t out_len, err_len;
-  int status;
-} captured;
-
-static captured run_tool(ts_tool_fn fn, int argc, const char **argv) {
-  captured c;
-  memset(&c, 0, sizeof c);
-  FILE *out = open_memstream(&c.out, &c.out_len);
-  FILE *err = open_memstream(&c.err, &c.err_len);
-  ck_assert_ptr_nonnull(out);
-  ck_assert_ptr_nonnull(err);
-  c.status = fn(argc, (char **)argv, out, err);
-  fclose(out);
-  fclose(err);
-  return c;
-}
-
-static void captured_free(captured *c) {
-  free(c->out);
-  free(c->err);
-}
-
 /* The number after "key": in a JSON text (strtod reads %.17g back exactly). */
 static double json_number(const char *json, const char *key) {
   char pat[64];
@@ -320,15 +282,15 @@ static int collect_raw(void *ud, const ts_fit_rec *f) {
  * refuses deletes stands in for a database that cannot be written) */
 START_TEST(test_tool_models_errors) {
   const char *exp[] = {"models", "--db", dbpath, "export", "99"};
-  captured c = run_tool(ts_cmd_models, 5, exp);
+  tu_captured c = tu_run_cmd(ts_cmd_models, 5, exp);
   ck_assert_int_eq(c.status, 1);
   ck_assert_str_eq(c.err, "tissuetool models: no model 99\n");
-  captured_free(&c);
+  tu_captured_free(&c);
   const char *del[] = {"models", "--db", dbpath, "delete", "99"};
-  c = run_tool(ts_cmd_models, 5, del);
+  c = tu_run_cmd(ts_cmd_models, 5, del);
   ck_assert_int_eq(c.status, 1);
   ck_assert_str_eq(c.err, "tissuetool models: no model 99\n");
-  captured_free(&c);
+  tu_captured_free(&c);
 
   ts_storage *s = open_db();
   ts_tissue_rec tr = {.name = "models-errors", .kind = "builtin"};
@@ -351,15 +313,15 @@ START_TEST(test_tool_models_errors) {
   char ids[32];
   snprintf(ids, sizeof ids, "%lld", (long long)id);
   const char *del2[] = {"models", "--db", dbpath, "delete", ids};
-  c = run_tool(ts_cmd_models, 5, del2);
+  c = tu_run_cmd(ts_cmd_models, 5, del2);
   ck_assert_int_eq(c.status, 1);
   ck_assert_msg(strstr(c.err, "models are kept here") && !strstr(c.err, "no model"), "%s", c.err);
-  captured_free(&c);
+  tu_captured_free(&c);
   ck_assert_int_eq(sqlite3_exec(db, "DROP TRIGGER keep_models", NULL, NULL, NULL), SQLITE_OK);
   sqlite3_close(db);
-  c = run_tool(ts_cmd_models, 5, del2); /* and deletes once it may */
+  c = tu_run_cmd(ts_cmd_models, 5, del2); /* and deletes once it may */
   ck_assert_msg(c.status == 0, "%s", c.err);
-  captured_free(&c);
+  tu_captured_free(&c);
 }
 END_TEST
 
@@ -374,7 +336,7 @@ START_TEST(test_tool_fit_stores_exact_numbers) {
 
   const char *argv[] = {"fit",       csv,           "--tissue", "stomach", "--layer",
                         "submucosa", "--direction", "radial",   "--db",    dbpath};
-  captured c = run_tool(ts_cmd_fit, 10, argv);
+  tu_captured c = tu_run_cmd(ts_cmd_fit, 10, argv);
   ck_assert_msg(c.status == 0, "status %d: %s", c.status, c.err);
   ck_assert_str_eq(c.err, "");
 
@@ -411,30 +373,30 @@ START_TEST(test_tool_fit_stores_exact_numbers) {
   ck_assert(json_number(c.out, "n") == n);
   ck_assert(json_number(c.out, "id") == r.f[k].id);
   ck_assert(json_number(c.out, "b_loglinear") == ref.b_loglinear);
-  captured_free(&c);
+  tu_captured_free(&c);
 
   /* fitting again under an explicit name adds a row; the same name replaces */
   const char *argv2[] = {
       "fit",    csv,    "--tissue", "stomach", "--layer", "submucosa", "--direction=radial",
       "--name", "mine", "--db",     dbpath};
-  c = run_tool(ts_cmd_fit, 11, argv2);
+  c = tu_run_cmd(ts_cmd_fit, 11, argv2);
   ck_assert_msg(c.status == 0, "%s", c.err);
-  captured_free(&c);
-  c = run_tool(ts_cmd_fit, 11, argv2);
+  tu_captured_free(&c);
+  c = tu_run_cmd(ts_cmd_fit, 11, argv2);
   ck_assert_msg(c.status == 0, "%s", c.err);
-  captured_free(&c);
+  tu_captured_free(&c);
   ck_assert_int_eq(list_all(st, "stomach").n, 8);
 
   /* listing prints every fit once, as JSON with one fit per line */
   const char *argv3[] = {"materials", "--tissue", "stomach", "--db", dbpath};
-  c = run_tool(ts_cmd_materials, 5, argv3);
+  c = tu_run_cmd(ts_cmd_materials, 5, argv3);
   ck_assert_msg(c.status == 0, "%s", c.err);
   int objects = 0;
   for (const char *p = c.out; (p = strstr(p, "{\"id\":")); p++) objects++;
   ck_assert_int_eq(objects, 8);
   ck_assert(c.out[0] == '[' && strstr(c.out, "\n]\n") != NULL);
   ck_assert_ptr_nonnull(strstr(c.out, "\"name\":\"mine\""));
-  captured_free(&c);
+  tu_captured_free(&c);
   ts_storage_close(st);
 }
 END_TEST
@@ -448,40 +410,40 @@ START_TEST(test_tool_errors) {
   /* usage errors: exit 2 */
   const char *missing_dir[] = {"fit",     csv,      "--tissue", "stomach",
                                "--layer", "mucosa", "--db",     dbpath};
-  captured c = run_tool(ts_cmd_fit, 8, missing_dir);
+  tu_captured c = tu_run_cmd(ts_cmd_fit, 8, missing_dir);
   ck_assert_int_eq(c.status, 2);
   ck_assert_str_eq(c.err, "tissuetool fit: --direction is required (see tissuetool fit --help)\n");
-  captured_free(&c);
+  tu_captured_free(&c);
   const char *unknown[] = {"fit", csv, "--colour", "red"};
-  c = run_tool(ts_cmd_fit, 4, unknown);
+  c = tu_run_cmd(ts_cmd_fit, 4, unknown);
   ck_assert_int_eq(c.status, 2);
   ck_assert_ptr_nonnull(strstr(c.err, "unknown option --colour"));
-  captured_free(&c);
+  tu_captured_free(&c);
   const char *novalue[] = {"fit", csv, "--tissue"};
-  c = run_tool(ts_cmd_fit, 3, novalue);
+  c = tu_run_cmd(ts_cmd_fit, 3, novalue);
   ck_assert_int_eq(c.status, 2);
   ck_assert_ptr_nonnull(strstr(c.err, "option --tissue needs a value"));
-  captured_free(&c);
+  tu_captured_free(&c);
 
   /* failures: exit 1 with the reason */
   const char *bad_dir[] = {"fit",    csv,           "--tissue", "stomach", "--layer",
                            "mucosa", "--direction", "fibre",    "--db",    dbpath};
-  c = run_tool(ts_cmd_fit, 10, bad_dir);
+  c = tu_run_cmd(ts_cmd_fit, 10, bad_dir);
   ck_assert_int_eq(c.status, 1);
   ck_assert_ptr_nonnull(strstr(c.err, "direction 'fibre' must be axial or radial"));
-  captured_free(&c);
+  tu_captured_free(&c);
   const char *bad_layer[] = {"fit",    csv,           "--tissue", "stomach", "--layer",
                              "serosa", "--direction", "axial",    "--db",    dbpath};
-  c = run_tool(ts_cmd_fit, 10, bad_layer);
+  c = tu_run_cmd(ts_cmd_fit, 10, bad_layer);
   ck_assert_int_eq(c.status, 1);
   ck_assert_ptr_nonnull(strstr(c.err, "tissue stomach has no layer 'serosa'"));
-  captured_free(&c);
+  tu_captured_free(&c);
   const char *bad_tissue[] = {"fit",    csv,           "--tissue", "heart", "--layer",
                               "mucosa", "--direction", "axial",    "--db",  dbpath};
-  c = run_tool(ts_cmd_fit, 10, bad_tissue);
+  c = tu_run_cmd(ts_cmd_fit, 10, bad_tissue);
   ck_assert_int_eq(c.status, 1);
   ck_assert_ptr_nonnull(strstr(c.err, "no tissue 'heart' in the catalog (known: stomach)"));
-  captured_free(&c);
+  tu_captured_free(&c);
 
   /* a sample file with an error names its line */
   char badcsv[300];
@@ -491,36 +453,36 @@ START_TEST(test_tool_errors) {
   fclose(f);
   const char *bad_file[] = {"fit",    badcsv,        "--tissue", "stomach", "--layer",
                             "mucosa", "--direction", "axial",    "--db",    dbpath};
-  c = run_tool(ts_cmd_fit, 10, bad_file);
+  c = tu_run_cmd(ts_cmd_fit, 10, bad_file);
   ck_assert_int_eq(c.status, 1);
   ck_assert_ptr_nonnull(strstr(c.err, "bad.csv: line 3: stress 'x' is not a number"));
-  captured_free(&c);
+  tu_captured_free(&c);
 
   /* a database in a directory that does not exist */
   char nodir[400];
   snprintf(nodir, sizeof nodir, "%s/nowhere/tissued.sqlite", tmpdir);
   const char *no_db[] = {"materials", "--db", nodir};
-  c = run_tool(ts_cmd_materials, 3, no_db);
+  c = tu_run_cmd(ts_cmd_materials, 3, no_db);
   ck_assert_int_eq(c.status, 1);
   ck_assert_ptr_nonnull(strstr(c.err, "does not exist"));
-  captured_free(&c);
+  tu_captured_free(&c);
   const char *no_tissue[] = {"materials", "--tissue", "nope", "--db", dbpath};
-  c = run_tool(ts_cmd_materials, 5, no_tissue);
+  c = tu_run_cmd(ts_cmd_materials, 5, no_tissue);
   ck_assert_int_eq(c.status, 1);
   ck_assert_ptr_nonnull(strstr(c.err, "no tissue 'nope'"));
-  captured_free(&c);
+  tu_captured_free(&c);
 
   /* help goes to stdout and exits 0 */
   const char *help[] = {"fit", "--help"};
-  c = run_tool(ts_cmd_fit, 2, help);
+  c = tu_run_cmd(ts_cmd_fit, 2, help);
   ck_assert_int_eq(c.status, 0);
   ck_assert_ptr_nonnull(strstr(c.out, "usage: tissuetool fit FILE --tissue T"));
-  captured_free(&c);
+  tu_captured_free(&c);
   const char *mhelp[] = {"materials", "-h"};
-  c = run_tool(ts_cmd_materials, 2, mhelp);
+  c = tu_run_cmd(ts_cmd_materials, 2, mhelp);
   ck_assert_int_eq(c.status, 0);
   ck_assert_ptr_nonnull(strstr(c.out, "usage: tissuetool materials"));
-  captured_free(&c);
+  tu_captured_free(&c);
 }
 END_TEST
 

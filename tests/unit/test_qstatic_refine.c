@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "patch_fixture.h"
+#include "test_util.h"
 #include "ts_error.h"
 #include "ts_learn.h"
 #include "ts_qstatic.h"
@@ -604,31 +605,13 @@ START_TEST(learner_on_refined_samples) {
 }
 END_TEST
 
-static Suite *suite(void) {
-  Suite *s = suite_create("qstatic_refine");
-  const struct {
-    const char *name;
-    const TTest *test;
-  } cases[] = {{"mesh", refined_mesh_is_sound},
-               {"equal", unrefined_equals_region_solve},
-               {"stretch", uniform_stretch_same_reaction},
-               {"press", press_converges_under_refinement},
-               {"step", per_node_step_same_solution},
-               {"learn", learner_on_refined_samples}};
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    TCase *c = tcase_create(cases[i].name);
-    tcase_set_timeout(c, 600);
-    tcase_add_test(c, cases[i].test);
-    suite_add_tcase(s, c);
-  }
-  return s;
-}
-
 int main(void) {
-  setvbuf(stdout, NULL, _IOLBF, 0); /* the figures survive a failing case's exit */
-  SRunner *r = srunner_create(suite());
-  srunner_run_all(r, CK_NORMAL);
-  int failed = srunner_ntests_failed(r);
-  srunner_free(r);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  const tu_case cases[] = {{"mesh", refined_mesh_is_sound},
+                            {"equal", unrefined_equals_region_solve},
+                            {"stretch", uniform_stretch_same_reaction},
+                            {"press", press_converges_under_refinement},
+                            {"step", per_node_step_same_solution},
+                            {"learn", learner_on_refined_samples}};
+  return tu_run_suite(
+      tu_suite_of_cases("qstatic_refine", cases, sizeof cases / sizeof cases[0], 600));
 }

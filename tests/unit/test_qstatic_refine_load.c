@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "patch_fixture.h"
+#include "test_util.h"
 #include "ts_error.h"
 #include "ts_qstatic.h"
 #include "ts_qstatic_refine.h"
@@ -285,29 +286,11 @@ START_TEST(nonfinite_load_refused) {
 }
 END_TEST
 
-static Suite *suite(void) {
-  Suite *s = suite_create("qstatic_refine_load");
-  const struct {
-    const char *name;
-    const TTest *test;
-  } cases[] = {{"balance", refined_force_balance},
-               {"unrefined", unrefined_load_equals_region_solve},
-               {"response", refined_response_matches_plain},
-               {"nonfinite", nonfinite_load_refused}};
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    TCase *c = tcase_create(cases[i].name);
-    tcase_set_timeout(c, 600);
-    tcase_add_test(c, cases[i].test);
-    suite_add_tcase(s, c);
-  }
-  return s;
-}
-
 int main(void) {
-  setvbuf(stdout, NULL, _IOLBF, 0); /* the figures survive a failing case's exit */
-  SRunner *r = srunner_create(suite());
-  srunner_run_all(r, CK_NORMAL);
-  int failed = srunner_ntests_failed(r);
-  srunner_free(r);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  const tu_case cases[] = {{"balance", refined_force_balance},
+                            {"unrefined", unrefined_load_equals_region_solve},
+                            {"response", refined_response_matches_plain},
+                            {"nonfinite", nonfinite_load_refused}};
+  return tu_run_suite(
+      tu_suite_of_cases("qstatic_refine_load", cases, sizeof cases / sizeof cases[0], 600));
 }

@@ -50,6 +50,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "test_util.h"
 #include "ts_error.h"
 #include "ts_handover.h"
 #include "ts_massspring.h"
@@ -117,16 +118,8 @@ static double (*positions(const ts_tissue *t))[3] {
 static void build_liver(ts_tissue **t, ts_refine_src **src) {
   char path[1024], err[512] = "";
   snprintf(path, sizeof path, "%s/data/meshes/liver-smooth.obj", TS_SHARED_DIR);
-  FILE *f = fopen(path, "rb");
-  ck_assert_msg(f != NULL, "cannot open %s", path);
-  ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
-  long len = ftell(f);
-  ck_assert(len > 0);
-  rewind(f);
-  uint8_t *data = malloc((size_t)len);
-  ck_assert_ptr_nonnull(data);
-  ck_assert_uint_eq(fread(data, 1, (size_t)len, f), (size_t)len);
-  fclose(f);
+  size_t len = 0;
+  uint8_t *data = tu_read_file(path, &len);
   ts_mesh_import_opts o = ts_mesh_import_opts_default();
   o.scale = 0.01; /* cm */
   ts_layer layers[TS_MAX_LAYERS];

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "../../server/core/ts_error.h"
+#include "test_util.h"
 #include "ts_layer_spec.h"
 #include "ts_storage.h"
 
@@ -23,20 +24,11 @@ static char tmpdir[256];
 static char dbpath[300];
 
 static void setup(void) {
-  snprintf(tmpdir, sizeof tmpdir, "/tmp/ts_storage_mesh_test.XXXXXX");
-  ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+  tu_tmpdir_make(tmpdir, sizeof tmpdir, "ts_storage_mesh_test");
   snprintf(dbpath, sizeof dbpath, "%s/tissued.sqlite", tmpdir);
 }
 
-static void teardown(void) {
-  const char *sfx[] = {"", "-wal", "-shm"};
-  char p[400];
-  for (int i = 0; i < 3; i++) {
-    snprintf(p, sizeof p, "%s%s", dbpath, sfx[i]);
-    unlink(p);
-  }
-  rmdir(tmpdir);
-}
+static void teardown(void) { tu_tmpdir_remove(tmpdir); }
 
 static ts_storage *open_ok(void) {
   ts_storage *s = NULL;

@@ -18,6 +18,7 @@
  * itest_models uploads it) straight into the database.
  */
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,7 @@
 
 #include "../../server/config.h"
 #include "../../server/tool/commands.h"
+#include "test_util.h"
 #include "ts_layer_spec.h"
 #include "ts_learn.h"
 #include "ts_material.h"
@@ -38,44 +40,21 @@ static char dbpath[300];
 static char docpath[300];
 
 static void setup(void) {
-  snprintf(tmpdir, sizeof tmpdir, "/tmp/ts_tool_models_test.XXXXXX");
-  ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+  tu_tmpdir_make(tmpdir, sizeof tmpdir, "ts_tool_models_test");
   snprintf(dbpath, sizeof dbpath, "%s/tissued.db", tmpdir);
   snprintf(docpath, sizeof docpath, "%s/model.json", tmpdir);
 }
 
-static void teardown(void) {
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-  ck_assert_int_eq(system(cmd), 0);
+static void teardown(void) { tu_tmpdir_remove(tmpdir); }
+
+static tu_captured run_models(int argc, const char **argv) {
+  return tu_run_cmd(ts_cmd_models, argc, argv);
 }
 
-typedef struct captured {
-  char *out, *err;
-  size_t out_len, err_len;
-  int status;
-} captured;
-
-static captured run_models(int argc, const char **argv) {
-  captured c;
-  memset(&c, 0, sizeof c);
-  FILE *out = open_memstream(&c.out, &c.out_len);
-  FILE *err = open_memstream(&c.err, &c.err_len);
-  ck_assert_ptr_nonnull(out);
-  ck_assert_ptr_nonnull(err);
-  c.status = ts_cmd_models(argc, (char **)argv, out, err);
-  fclose(out);
-  fclose(err);
-  return c;
-}
-
-static void captured_free(captured *c) {
-  free(c->out);
-  free(c->err);
-}
-
-/* An exported method model document of tissue and material (JSON-escaped). */
-static void write_doc(const char *tissue, const char *material) {
+/* An exported method model document of tissue and material (JSON-escaped),
+ * with theta (a JSON array) learned of the refined solve at refine_edge. */
+static void write_doc_of(const char *tissue, const char *material, const char *theta,
+                         double refine_edge) {
   FILE *f = fopen(docpath, "w");
   ck_assert_ptr_nonnull(f);
   fprintf(f, "{\"format\":\"tissued-learned-model\",\"tissue\":\"%s\",\"material\":\"", tissue);
@@ -83,14 +62,19 @@ static void write_doc(const char *tissue, const char *material) {
     if (*p == '"' || *p == '\\') fputc('\\', f);
     fputc(*p, f);
   }
-  fputs("\",\"kind\":\"method\",\"theta\":[1.0,0.5,1e-4],\"loss\":1e-9,\"samples\":100,"
-        "\"heldout_rmse\":1e-4,\"heldout_max\":3e-4,\"solve\":\"refined\","
-        "\"refine_edge\":0.002}\n",
-        f);
+  fprintf(f,
+          "\",\"kind\":\"method\",\"theta\":%s,\"loss\":1e-9,\"samples\":100,"
+          "\"heldout_rmse\":1e-4,\"heldout_max\":3e-4,\"solve\":\"refined\","
+          "\"refine_edge\":%.17g}\n",
+          theta, refine_edge);
   fclose(f);
 }
 
-static captured import_doc(void) {
+static void write_doc(const char *tissue, const char *material) {
+  write_doc_of(tissue, material, "[1.0,0.5,1e-4]", 0.002);
+}
+
+static tu_captured import_doc(void) {
   const char *argv[] = {"models", "--db", dbpath, "import", docpath};
   return run_models(5, argv);
 }
@@ -98,11 +82,11 @@ static captured import_doc(void) {
 /* Models stored, by `tissuetool models list` (one JSON object per model). */
 static int n_models(void) {
   const char *argv[] = {"models", "--db", dbpath, "list"};
-  captured c = run_models(4, argv);
+  tu_captured c = run_models(4, argv);
   ck_assert_msg(c.status == 0, "models list: %s", c.err);
   int n = 0;
   for (const char *p = c.out; (p = strstr(p, "\"material\"")) != NULL; p++) n++;
-  captured_free(&c);
+  tu_captured_free(&c);
   return n;
 }
 
@@ -121,18 +105,7 @@ static void patch_material(char *buf, size_t cap) {
 static uint8_t *liver_bytes(size_t *len) {
   char path[1024];
   snprintf(path, sizeof path, "%s/data/meshes/liver.obj", TS_SHARED_DIR);
-  FILE *f = fopen(path, "rb");
-  ck_assert_msg(f != NULL, "cannot open %s", path);
-  ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
-  long n = ftell(f);
-  ck_assert(n > 0);
-  rewind(f);
-  uint8_t *b = malloc((size_t)n);
-  ck_assert_ptr_nonnull(b);
-  ck_assert_uint_eq(fread(b, 1, (size_t)n, f), (size_t)n);
-  fclose(f);
-  *len = (size_t)n;
-  return b;
+  return tu_read_file(path, len);
 }
 
 /* Catalogues the liver as tissue "liver" in the tool's database (a mesh
@@ -184,12 +157,12 @@ START_TEST(import_other_tissue_refused) {
   char mat[1024];
   patch_material(mat, sizeof mat);
   write_doc("liver", mat); /* even with the patch's material */
-  captured c = import_doc();
+  tu_captured c = import_doc();
   ck_assert_int_eq(c.status, 1);
   ck_assert_str_eq(c.out, "");
   ck_assert_msg(strstr(c.err, "unknown tissue 'liver'") && strstr(c.err, "stomach-patch"), "%s",
                 c.err);
-  captured_free(&c);
+  tu_captured_free(&c);
   ck_assert_int_eq(n_models(), 0);
 }
 END_TEST
@@ -198,13 +171,13 @@ START_TEST(import_other_material_refused) {
   char mat[1024];
   patch_material(mat, sizeof mat);
   write_doc("stomach-patch", "liver parenchyma; E=12 b=1 d=0.5");
-  captured c = import_doc();
+  tu_captured c = import_doc();
   ck_assert_int_eq(c.status, 1);
   ck_assert_str_eq(c.out, "");
   ck_assert_msg(strstr(c.err, "trained for another material of stomach-patch") &&
                     strstr(c.err, "liver parenchyma; E=12 b=1 d=0.5") && strstr(c.err, mat),
                 "%s", c.err);
-  captured_free(&c);
+  tu_captured_free(&c);
   ck_assert_int_eq(n_models(), 0);
 
   /* the same document with the patch's own material is stored */
@@ -212,7 +185,7 @@ START_TEST(import_other_material_refused) {
   c = import_doc();
   ck_assert_msg(c.status == 0, "%s", c.err);
   ck_assert_ptr_nonnull(strstr(c.out, "\"version\":1"));
-  captured_free(&c);
+  tu_captured_free(&c);
   ck_assert_int_eq(n_models(), 1);
 }
 END_TEST
@@ -226,14 +199,14 @@ START_TEST(import_liver_model) {
 
   /* a liver model of the patch's material: refused, naming both */
   write_doc("liver", patch);
-  captured c = import_doc();
+  tu_captured c = import_doc();
   ck_assert_int_eq(c.status, 1);
   ck_assert_str_eq(c.out, "");
   printf("liver model of the patch's material: %s", c.err);
   ck_assert_msg(strstr(c.err, "trained for another material of liver") && strstr(c.err, patch) &&
                     strstr(c.err, liver),
                 "%s", c.err);
-  captured_free(&c);
+  tu_captured_free(&c);
   ck_assert_int_eq(n_models(), 0);
 
   /* the liver's own: stored, with the solve its document names */
@@ -241,7 +214,7 @@ START_TEST(import_liver_model) {
   c = import_doc();
   ck_assert_msg(c.status == 0, "%s", c.err);
   ck_assert_ptr_nonnull(strstr(c.out, "\"version\":1"));
-  captured_free(&c);
+  tu_captured_free(&c);
   ck_assert_int_eq(n_models(), 1);
   ts_storage *st = NULL;
   char err[256];
@@ -256,6 +229,57 @@ START_TEST(import_liver_model) {
 }
 END_TEST
 
+/* Importing what is stored already stores nothing (the daemon's ImportModel
+ * rule, model_doc.h: same tissue, material, kind, theta bit for bit, solve
+ * and refine edge) and prints the stored model's id and version; a theta
+ * one bit off, or the same theta learned at another refine edge, is another
+ * model and becomes the next version. Without the rule in the tool the
+ * second import stores version 2 (3 rows where 2 are asserted at the end). */
+START_TEST(import_twice_stores_once) {
+  char mat[1024];
+  patch_material(mat, sizeof mat);
+  write_doc("stomach-patch", mat);
+  tu_captured c = import_doc();
+  ck_assert_msg(c.status == 0, "%s", c.err);
+  ck_assert_str_eq(c.out, "{\"id\":1,\"version\":1}\n");
+  tu_captured_free(&c);
+  ck_assert_int_eq(n_models(), 1);
+
+  /* the same document again: model 1 named, nothing stored */
+  c = import_doc();
+  ck_assert_msg(c.status == 0, "%s", c.err);
+  ck_assert_str_eq(c.out, "{\"id\":1,\"version\":1}\n");
+  ck_assert_msg(strstr(c.err, "stored already") != NULL, "%s", c.err);
+  tu_captured_free(&c);
+  ck_assert_int_eq(n_models(), 1);
+
+  /* theta's last value one bit off (1e-4 and the next double up): version 2 */
+  char theta[128];
+  snprintf(theta, sizeof theta, "[1.0,0.5,%.17g]", nextafter(1e-4, 1));
+  write_doc_of("stomach-patch", mat, theta, 0.002);
+  c = import_doc();
+  ck_assert_msg(c.status == 0, "%s", c.err);
+  ck_assert_str_eq(c.out, "{\"id\":2,\"version\":2}\n");
+  tu_captured_free(&c);
+  /* the first theta learned at another refine edge: version 3 */
+  write_doc_of("stomach-patch", mat, "[1.0,0.5,1e-4]", 0.001);
+  c = import_doc();
+  ck_assert_msg(c.status == 0, "%s", c.err);
+  ck_assert_str_eq(c.out, "{\"id\":3,\"version\":3}\n");
+  tu_captured_free(&c);
+  ck_assert_int_eq(n_models(), 3);
+  /* and each of them again: nothing more */
+  c = import_doc();
+  ck_assert_str_eq(c.out, "{\"id\":3,\"version\":3}\n");
+  tu_captured_free(&c);
+  write_doc_of("stomach-patch", mat, theta, 0.002);
+  c = import_doc();
+  ck_assert_str_eq(c.out, "{\"id\":2,\"version\":2}\n");
+  tu_captured_free(&c);
+  ck_assert_int_eq(n_models(), 3);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("tool_models");
   TCase *c = tcase_create("import");
@@ -263,6 +287,7 @@ static Suite *suite(void) {
   tcase_add_test(c, import_other_tissue_refused);
   tcase_add_test(c, import_other_material_refused);
   tcase_add_test(c, import_liver_model);
+  tcase_add_test(c, import_twice_stores_once);
   tcase_set_timeout(c, 120);
   suite_add_tcase(s, c);
   return s;
