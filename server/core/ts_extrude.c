@@ -49,7 +49,13 @@
  * contacts of two sheets inside each other would fight. The shared meshes
  * with the default 4.5 mm of layers do cross without thinning (parts of the
  * livers are under 9 mm thick: liver.obj 6 pairs, liver-smooth 282, spot
- * 52, measured when the check was added) and none do after it.
+ * 52, measured when the check was added) and none do after it. The check
+ * stops past TS__CROSS_CAP (20000) pairs in one query, in a thinning round
+ * or the final count, and the call returns TS_EMESH naming the count and
+ * the cap (the extrusion assembled and returned, n_crossings = cap + 1):
+ * many overlapping closed parts would otherwise have every pair counted in
+ * every round. The thinning's queries share one tree, refitted for the
+ * columns thinned since the last (ts_extrude_cross.c).
  *
  * The render surface keeps every layer visible from the correct side: each
  * layer's top sheet (sheet s for layer s) in the surface's winding
