@@ -171,6 +171,7 @@ START_TEST(test_bound_after_refine) {
   ck_assert_double_le(after, 0.75 * before);
   ck_assert_int_eq(ts_massspring_step(t2, DT, NULL, 0, NULL), 0);
   ck_assert_double_eq(t2->ms->edge_bound, after);
+  free(info.parents);
   free(sel);
   ts_refine_src_free(src);
   ts_refine_src_free(src2);
@@ -183,9 +184,12 @@ END_TEST
 
 int main(void) {
   Suite *s = suite_create("ms_edge_bound");
-  TCase *tc = tcase_create("core");
+  TCase *tc = tcase_create("steps");
   tcase_set_timeout(tc, 300);
   tcase_add_loop_test(tc, test_same_steps_as_scan, 0, 3);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("refine");
+  tcase_set_timeout(tc, 300);
   tcase_add_test(tc, test_bound_after_refine);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
