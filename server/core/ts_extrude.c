@@ -49,7 +49,13 @@
  * contacts of two sheets inside each other would fight. The shared meshes
  * with the default 4.5 mm of layers do cross without thinning (parts of the
  * livers are under 9 mm thick: liver.obj 6 pairs, liver-smooth 282, spot
- * 52, measured when the check was added) and none do after it.
+ * 52, measured when the check was added) and none do after it. The check
+ * stops past TS__CROSS_CAP (20000) pairs in one query, in a thinning round
+ * or the final count, and the call returns TS_EMESH naming the count and
+ * the cap (the extrusion assembled and returned, n_crossings = cap + 1):
+ * many overlapping closed parts would otherwise have every pair counted in
+ * every round. The thinning's queries share one tree, refitted for the
+ * columns thinned since the last (ts_extrude_cross.c).
  *
  * The render surface keeps every layer visible from the correct side: each
  * layer's top sheet (sheet s for layer s) in the surface's winding
@@ -265,6 +271,34 @@ static int thin_step(const uint8_t *mark, double *phi, uint32_t nv, double floor
   return changed;
 }
 
+/* One round's crossing query of the thinning: the first builds the check
+ * (*cc) and keeps phi as it queried it (*phi_q); later ones refit it for the
+ * nodes of the columns whose phi changed since (sheet 0 never moves) rather
+ * than rebuilding. Marks the crossing pairs' columns, *n_pairs their count.
+ * Returns 0, TS_EMESH (past TS__CROSS_CAP: err says so), TS_ENOMEM or as
+ * the check. */
+static int cross_query(ts_extrusion *e, const double *phi, ts__cross_check **cc, double **phi_q,
+                       uint32_t **moved, uint8_t *mark, uint32_t *n_pairs, char *err, size_t errcap) {
+  const uint32_t nv = e->nv, S = e->n_sheets;
+  int rc;
+  if (!*cc) {
+    *phi_q = malloc(sizeof **phi_q * nv);
+    *moved = malloc(sizeof **moved * (size_t)(S - 1) * nv);
+    if (!*phi_q || !*moved) return TS_ENOMEM;
+    rc = ts__cross_check_new(e, cc);
+    if (rc) return rc;
+  } else {
+    uint32_t n = 0;
+    for (uint32_t j = 0; j < nv; j++)
+      if (phi[j] != (*phi_q)[j])
+        for (uint32_t s = 1; s < S; s++) (*moved)[n++] = s * nv + j;
+    rc = ts__cross_check_moved(*cc, e, *moved, n);
+    if (rc) return rc;
+  }
+  memcpy(*phi_q, phi, sizeof *phi * nv);
+  return ts__cross_check_mark(*cc, e, mark, n_pairs, err, errcap);
+}
+
 int ts_extrude(const ts_mesh *surface, const ts_extrude_def *def, ts_extrusion **out, char *err,
                size_t errcap) {
   if (err && errcap) err[0] = 0;
@@ -337,8 +371,12 @@ int ts_extrude(const ts_mesh *surface, const ts_extrude_def *def, ts_extrusion *
 
   uint32_t nv = surface->n_verts;
   ts_extrusion *e = NULL;
-  double(*nrm)[3] = NULL, *phi = NULL;
+  double(*nrm)[3] = NULL, *phi = NULL, *phi_q = NULL;
   uint8_t *mark = NULL;
+  uint32_t *moved = NULL;
+  ts__cross_check *cc = NULL;
+  int capped = 0;
+  char cap_msg[512] = "";
   rc = ts__extrusion_new(def->n_layers, nv, surface->n_tris, &e);
   if (rc == TS_ETOOBIG) ts__errf(err, errcap, "extrusion would exceed 64 Mi nodes");
   if (rc) goto fail;
@@ -388,7 +426,11 @@ int ts_extrude(const ts_mesh *surface, const ts_extrude_def *def, ts_extrusion *
       /* no fold left to thin: sheets that cross (a part thinner than twice
        * the depth) are thinned the same way */
       uint32_t n_pairs = 0;
-      rc = ts__extrusion_mark_crossings(e, mark, &n_pairs);
+      rc = cross_query(e, phi, &cc, &phi_q, &moved, mark, &n_pairs, cap_msg, sizeof cap_msg);
+      if (rc == TS_EMESH) { /* past the check's cap: refused below, once assembled */
+        capped = 1;
+        break;
+      }
       if (rc) goto fail;
       if (n_pairs > e->n_crossings_thinned) e->n_crossings_thinned = n_pairs;
       if (n_pairs) changed = thin_step(mark, phi, nv, floor_f);
@@ -411,6 +453,17 @@ int ts_extrude(const ts_mesh *surface, const ts_extrude_def *def, ts_extrusion *
       e->min_depth_kept = fmin(e->min_depth_kept, phi[j]);
     }
 
+  ts__cross_check_free(cc);
+  cc = NULL;
+  if (capped) {
+    /* the render surface is built for a tool to show; the crossings stay as
+     * the capped query left them (assembling leaves them alone) */
+    rc = ts__extrusion_assemble(e, NULL, 0);
+    if (rc && rc != TS_EMESH) goto fail;
+    if (err && errcap) snprintf(err, errcap, "%s", cap_msg);
+    rc = TS_EMESH;
+    goto done;
+  }
   rc = ts__extrusion_assemble(e, err, errcap);
   if (rc && (rc != TS_EMESH || e->n_inverted == 0)) /* topology refused: cannot happen after the check */
     goto fail;
@@ -447,16 +500,22 @@ int ts_extrude(const ts_mesh *surface, const ts_extrude_def *def, ts_extrusion *
       snprintf(err + n, errcap - (size_t)n, " (sheets crossed at up to %u triangle pairs before)",
                e->n_crossings_thinned);
   }
+done:
   free(nrm);
   free(phi);
+  free(phi_q);
+  free(moved);
   free(mark);
   ts_meshtopo_free(topo);
   *out = e;
   return rc;
 
 fail:
+  ts__cross_check_free(cc);
   free(nrm);
   free(phi);
+  free(phi_q);
+  free(moved);
   free(mark);
   ts_meshtopo_free(topo);
   ts_extrusion_free(e);

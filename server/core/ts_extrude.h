@@ -94,7 +94,9 @@ typedef struct ts_extrusion {
  * its thickness, opposite walls of a narrow fold) are counted in
  * n_crossings, the first pair found in cross_*, and the call returns
  * TS_EMESH naming it (extrusion returned as well): a tissue whose layers
- * interpenetrate is physically wrong. With def->min_depth_fraction > 0 the
+ * interpenetrate is physically wrong. The count stops past 20000 pairs
+ * (then n_crossings is 20001 and err names the cap), in the final count or
+ * in any round of the thinning, which is then refused as well. With def->min_depth_fraction > 0 the
  * offset is first shrunk where it folds; when that was needed the call
  * returns 0 with a warning in err ("warning: ...": how many vertices, the
  * least fraction kept), as when def->max_relax moved vertices. A vertex with no direction pointing inwards from all

@@ -20,6 +20,23 @@
  * triangles that meet is a crossing: in a valid layered solid two
  * triangles with no column in common are at least a layer's thickness or a
  * triangle apart.
+ *
+ * The descent is this file's own (the AABB x AABB self descent of
+ * ts_collide_tissue_self, same order and same leaf test, so the same first
+ * pair), because it must stop: an upload of many overlapping closed parts
+ * (up to --max-mesh-triangles) has pairs growing with the square of the
+ * overlap, and a descent that counts them all keeps a worker busy for as
+ * long as it likes. Past TS__CROSS_CAP pairs it stops and the extrusion is
+ * refused with the count and the cap named. The shared meshes cross at 6
+ * (liver.obj), 282 (liver-smooth) and 52 (spot) pairs at full depth.
+ *
+ * The thinning queries once per round with only the thinned columns moved
+ * (ts__cross_check): the tree is built once and refitted for the moved
+ * nodes (ts_aabb_tree_refit_moved; margin 0, so every listed node takes its
+ * new box) rather than rebuilt, which finds the same pairs (a descent finds
+ * every pair of overlapping leaf boxes whatever the tree's shape) and made
+ * liver-smooth's thinning rounds (16 of them, 282 pairs in the first)
+ * cheaper; figures in the commit and README.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,26 +46,19 @@
 #include "ts_collide.h"
 #include "ts_error.h"
 #include "ts_extrude_internal.h"
+#include "ts_tritri.h"
 
-/* Contacts kept: the first is reported, the rest only counted. */
-#define TS__CROSS_KEEP 16
-/* Room for the pairs the thinning marks, before a second query is needed
- * (the shared meshes cross at up to 282 pairs). */
-#define TS__CROSS_MARK 1024
+/* Descent stack (pairs of nodes): the tree's depth is at most
+ * ceil(log2 n) + 1 <= 33, and a self descent pushes at most 3 per level. */
+#define TS__CROSS_STACK 512
 
-typedef struct cross_ctx {
-  const uint32_t (*tris)[3]; /* the tree's triangles, over e's nodes */
-  uint32_t nv;               /* nodes per sheet: node n is on column n % nv */
-} cross_ctx;
-
-static int same_column(void *ctx, uint32_t ka, uint32_t kb) {
-  const cross_ctx *c = ctx;
-  const uint32_t *a = c->tris[ka], *b = c->tris[kb];
-  for (int i = 0; i < 3; i++)
-    for (int j = 0; j < 3; j++)
-      if (a[i] % c->nv == b[j] % c->nv) return 1;
-  return 0;
-}
+struct ts__cross_check {
+  uint32_t nt, nv, S;   /* surface triangles, nodes per sheet, sheets */
+  uint32_t n;           /* tree triangles: S * nt sheet triangles, then the walls */
+  uint32_t (*tris)[3];  /* the tree's triangles, over e's nodes */
+  uint32_t *walls;      /* per wall triangle (n - S nt of them): its render index */
+  ts_aabb_tree *tree;
+};
 
 /* Render triangle k of e is a side wall (its nodes on two sheets). */
 static int is_wall(const ts_extrusion *e, uint32_t k) {
@@ -56,129 +66,231 @@ static int is_wall(const ts_extrusion *e, uint32_t k) {
   return e->tris[k][1] / e->nv != s || e->tris[k][2] / e->nv != s;
 }
 
-/* Every crossing pair of e's sheets into buf (re-sized to hold them all
- * when keep_all, else the first TS__CROSS_KEEP; buf->total counts them).
- * The tree's triangles: sheet s's over surface triangle f at s*nt + f, then
+void ts__cross_check_free(ts__cross_check *c) {
+  if (!c) return;
+  ts_aabb_tree_destroy(c->tree);
+  free(c->tris);
+  free(c->walls);
+  free(c);
+}
+
+/* The tree's triangles: sheet s's over surface triangle f at s*nt + f, then
  * the side walls of e's render surface (when assembled; an open surface's
  * layers are closed by them, so two parallel sheets overlapping near a
- * boundary are found where a wall passes through the other sheet). *walls
- * gets the render index of each wall (caller frees). Returns 0,
- * TS_ETOOBIG or TS_ENOMEM. */
-static int find_crossings(const ts_extrusion *e, int keep_all, ts_contacts *buf, uint32_t **walls) {
+ * boundary are found where a wall passes through the other sheet). */
+int ts__cross_check_new(const ts_extrusion *e, ts__cross_check **out) {
+  if (!out) return TS_EINVAL;
+  *out = NULL;
+  if (!e || !e->x || !e->surface_tris || e->n_surface_tris == 0) return TS_EINVAL;
   const uint32_t nt = e->n_surface_tris, nv = e->nv, S = e->n_sheets;
-  *walls = NULL;
   uint32_t nw = 0;
   if (e->tris)
     for (uint32_t k = 0; k < e->n_tris; k++) nw += is_wall(e, k);
   uint64_t n = (uint64_t)S * nt + nw;
   if (n > UINT32_MAX / 2) return TS_ETOOBIG;
-  uint32_t(*tris)[3] = malloc(sizeof *tris * n);
-  uint32_t *wl = malloc(sizeof *wl * (nw ? nw : 1));
-  if (!tris || !wl) {
-    free(tris);
-    free(wl);
+  ts__cross_check *c = calloc(1, sizeof *c);
+  if (!c) return TS_ENOMEM;
+  c->nt = nt, c->nv = nv, c->S = S, c->n = (uint32_t)n;
+  c->tris = malloc(sizeof *c->tris * n);
+  c->walls = malloc(sizeof *c->walls * (nw ? nw : 1));
+  if (!c->tris || !c->walls) {
+    ts__cross_check_free(c);
     return TS_ENOMEM;
   }
   for (uint32_t s = 0; s < S; s++)
     for (uint32_t f = 0; f < nt; f++)
-      for (int k = 0; k < 3; k++) tris[(size_t)s * nt + f][k] = s * nv + e->surface_tris[f][k];
+      for (int k = 0; k < 3; k++) c->tris[(size_t)s * nt + f][k] = s * nv + e->surface_tris[f][k];
   for (uint32_t k = 0, w = 0; e->tris && k < e->n_tris; k++)
     if (is_wall(e, k)) {
-      memcpy(tris[(size_t)S * nt + w], e->tris[k], sizeof *tris);
-      wl[w++] = k;
+      memcpy(c->tris[(size_t)S * nt + w], e->tris[k], sizeof *c->tris);
+      c->walls[w++] = k;
     }
   ts_aabb_tree_def def = ts_default_aabb_tree_def();
   def.margin = 0;
-  ts_aabb_tree *tree = NULL;
   int rc = ts_aabb_tree_create(&def, S * nv, (const double(*)[3])e->x, (uint32_t)n,
-                               (const uint32_t(*)[3])tris, &tree);
+                               (const uint32_t(*)[3])c->tris, &c->tree);
   if (rc) {
-    free(tris);
-    free(wl);
+    ts__cross_check_free(c);
     return rc;
   }
-  cross_ctx ctx = {(const uint32_t(*)[3])tris, nv};
-  rc = ts_collide_tissue_self(tree, (const double(*)[3])e->x, same_column, &ctx, buf, NULL);
-  if (rc == TS_EFULL && keep_all) {
-    uint32_t total = buf->total;
-    ts_contacts_free(buf);
-    rc = ts_contacts_init(buf, total);
-    if (!rc) rc = ts_collide_tissue_self(tree, (const double(*)[3])e->x, same_column, &ctx, buf, NULL);
+  *out = c;
+  return 0;
+}
+
+int ts__cross_check_moved(ts__cross_check *c, const ts_extrusion *e, const uint32_t *moved,
+                          uint32_t n_moved) {
+  if (!c || !e || !e->x) return TS_EINVAL;
+  int rc = ts_aabb_tree_refit_moved(c->tree, (const double(*)[3])e->x, moved, n_moved);
+  return rc == 1 ? 0 : rc; /* 1: refitting made it loose, rebuilt */
+}
+
+/* Whether tree triangles ka, kb have a column in common (a node of each on
+ * one surface vertex's line) or share a node. */
+static int same_column(const ts__cross_check *c, uint32_t ka, uint32_t kb) {
+  const uint32_t *a = c->tris[ka], *b = c->tris[kb];
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++)
+      if (a[i] % c->nv == b[j] % c->nv) return 1;
+  return 0;
+}
+
+static int boxes_overlap(const ts_aabb_node *a, const ts_aabb_node *b) {
+  return !(a->lo[0] > b->hi[0] || a->hi[0] < b->lo[0] || a->lo[1] > b->hi[1] ||
+           a->hi[1] < b->lo[1] || a->lo[2] > b->hi[2] || a->hi[2] < b->lo[2]);
+}
+
+static double box_size(const ts_aabb_node *n) {
+  return 0.5 * ((n->hi[0] - n->lo[0]) + (n->hi[1] - n->lo[1]) + (n->hi[2] - n->lo[2]));
+}
+
+/* What a descent found: n pairs (it stops at cap + 1), the first (a < b,
+ * tree indices) and a point where it meets; optionally every pair. */
+typedef struct found {
+  uint32_t n, cap;
+  uint32_t a, b;
+  double point[3];
+  uint8_t *mark;           /* when not NULL: the columns of every pair's triangles */
+  uint32_t (*pairs)[2];    /* when not NULL: every pair, up to pairs_cap */
+  uint32_t pairs_cap;
+} found;
+
+/* Every crossing pair of the tree's triangles at positions x, in the order
+ * of ts_collide_tissue_self's descent, until more than f->cap are found.
+ * Returns 0 or TS_EINTERNAL (stack). */
+static int descend(const ts__cross_check *c, const double (*x)[3], found *f) {
+  const ts_aabb_tree *A = c->tree;
+  f->n = 0;
+  if (!A->n_tris) return 0;
+  struct {
+    int32_t a, b;
+  } stack[TS__CROSS_STACK];
+  int sp = 0;
+  stack[sp].a = stack[sp].b = 0, sp++;
+  while (sp > 0) {
+    int32_t pa = stack[sp - 1].a, pb = stack[sp - 1].b;
+    sp--;
+    const ts_aabb_node *na = &A->nodes[pa], *nb = &A->nodes[pb];
+    if (sp + 3 > TS__CROSS_STACK) return TS_EINTERNAL;
+    if (pa == pb) { /* a subtree against itself: halves against themselves and each other */
+      if (na->tri < 0) {
+        stack[sp].a = stack[sp].b = na->child[0], sp++;
+        stack[sp].a = stack[sp].b = na->child[1], sp++;
+        stack[sp].a = na->child[0], stack[sp].b = na->child[1], sp++;
+      }
+      continue;
+    }
+    if (!boxes_overlap(na, nb)) continue;
+    int la = na->tri >= 0, lb = nb->tri >= 0;
+    if (la && lb) {
+      uint32_t ka = (uint32_t)na->tri, kb = (uint32_t)nb->tri;
+      if (ka > kb) {
+        uint32_t s = ka;
+        ka = kb, kb = s;
+      }
+      if (same_column(c, ka, kb)) continue; /* also every pair sharing a node */
+      double Ta[3][3], Tb[3][3];
+      for (int q = 0; q < 3; q++) {
+        memcpy(Ta[q], x[c->tris[ka][q]], sizeof Ta[q]);
+        memcpy(Tb[q], x[c->tris[kb][q]], sizeof Tb[q]);
+      }
+      ts_hit h;
+      if (!ts_contact_face_triangle((const double(*)[3])Ta, (const double(*)[3])Tb, &h)) continue;
+      if (f->n == 0) {
+        f->a = ka, f->b = kb;
+        memcpy(f->point, h.point, sizeof f->point);
+      }
+      if (f->pairs && f->n < f->pairs_cap) f->pairs[f->n][0] = ka, f->pairs[f->n][1] = kb;
+      if (f->mark)
+        for (int q = 0; q < 3; q++) f->mark[c->tris[ka][q] % c->nv] = f->mark[c->tris[kb][q] % c->nv] = 1;
+      if (++f->n > f->cap) return 0;
+      continue;
+    }
+    if (lb || (!la && box_size(na) >= box_size(nb))) {
+      stack[sp].a = na->child[1], stack[sp].b = pb, sp++;
+      stack[sp].a = na->child[0], stack[sp].b = pb, sp++;
+    } else {
+      stack[sp].a = pa, stack[sp].b = nb->child[1], sp++;
+      stack[sp].a = pa, stack[sp].b = nb->child[0], sp++;
+    }
   }
-  if (rc == TS_EFULL) rc = 0; /* counted in total */
-  ts_aabb_tree_destroy(tree);
-  free(tris);
-  if (rc) free(wl);
-  else *walls = wl;
+  return 0;
+}
+
+/* Fills e->n_crossings and e->cross_* from f, naming the first pair in err. */
+static void report(const ts__cross_check *c, ts_extrusion *e, const found *f, char *err, size_t errcap) {
+  const uint32_t nt = c->nt, S = c->S;
+  e->n_crossings = f->n;
+  char what[2][96];
+  const uint32_t k2[2] = {f->a, f->b};
+  for (int i = 0; i < 2; i++) {
+    uint32_t k = k2[i];
+    if (k < S * nt) {
+      e->cross_sheet[i] = k / nt, e->cross_tri[i] = k % nt;
+      snprintf(what[i], sizeof what[i], "sheet %u's triangle over surface triangle %u", k / nt, k % nt);
+    } else { /* a side wall: the layer it closes, no surface triangle */
+      const uint32_t *w = c->tris[k];
+      uint32_t lo = w[0] < w[1] ? w[0] : w[1];
+      lo = lo < w[2] ? lo : w[2];
+      e->cross_sheet[i] = lo / e->nv, e->cross_tri[i] = UINT32_MAX;
+      snprintf(what[i], sizeof what[i], "the side wall of layer %u at boundary vertex %u", lo / e->nv,
+               lo % e->nv);
+    }
+  }
+  memcpy(e->cross_point, f->point, sizeof e->cross_point);
+  if (!err || !errcap) return;
+  if (f->n > f->cap)
+    snprintf(err, errcap,
+             "sheets cross at %u or more triangle pairs, past the crossing check's cap of %u per "
+             "thinning round (overlapping or nested parts? the layers of a single organ cross at "
+             "a few hundred at most); the first: %s passes through %s at (%.4g, %.4g, %.4g) mm",
+             f->n, f->cap, what[0], what[1], e->cross_point[0] * 1e3, e->cross_point[1] * 1e3,
+             e->cross_point[2] * 1e3);
+  else
+    snprintf(err, errcap,
+             "sheets cross: %s passes through %s at (%.4g, %.4g, %.4g) mm (layers deeper than "
+             "half the thickness of a thin part, or opposite walls of a narrow fold offset into "
+             "each other); %u crossing triangle pairs in all",
+             what[0], what[1], e->cross_point[0] * 1e3, e->cross_point[1] * 1e3, e->cross_point[2] * 1e3,
+             e->n_crossings);
+}
+
+static void clear_crossings(ts_extrusion *e) {
+  e->n_crossings = 0;
+  memset(e->cross_sheet, 0, sizeof e->cross_sheet);
+  memset(e->cross_tri, 0, sizeof e->cross_tri);
+  memset(e->cross_point, 0, sizeof e->cross_point);
+}
+
+int ts__cross_check_mark(const ts__cross_check *c, ts_extrusion *e, uint8_t *mark, uint32_t *n_pairs,
+                         char *err, size_t errcap) {
+  if (!c || !e || !e->x || !mark || !n_pairs) return TS_EINVAL;
+  found f = {.cap = TS__CROSS_CAP, .mark = mark};
+  int rc = descend(c, (const double(*)[3])e->x, &f);
+  if (rc) return rc;
+  *n_pairs = f.n;
+  if (f.n <= f.cap) return 0;
+  report(c, e, &f, err, errcap);
+  return TS_EMESH;
+}
+
+int ts__cross_check_pairs(const ts__cross_check *c, const ts_extrusion *e, uint32_t (*pairs)[2],
+                          uint32_t cap, uint32_t *n) {
+  if (!c || !e || !e->x || !n || (!pairs && cap)) return TS_EINVAL;
+  found f = {.cap = TS__CROSS_CAP, .pairs = pairs, .pairs_cap = cap};
+  int rc = descend(c, (const double(*)[3])e->x, &f);
+  *n = f.n;
   return rc;
 }
 
 int ts__extrusion_count_crossings(ts_extrusion *e, char *err, size_t errcap) {
   if (!e || !e->x || !e->surface_tris || e->n_surface_tris == 0) return TS_EINVAL;
-  e->n_crossings = 0;
-  memset(e->cross_sheet, 0, sizeof e->cross_sheet);
-  memset(e->cross_tri, 0, sizeof e->cross_tri);
-  memset(e->cross_point, 0, sizeof e->cross_point);
-  const uint32_t nt = e->n_surface_tris;
-  ts_contacts buf;
-  int rc = ts_contacts_init(&buf, TS__CROSS_KEEP);
+  clear_crossings(e);
+  ts__cross_check *c = NULL;
+  int rc = ts__cross_check_new(e, &c);
   if (rc) return rc;
-  uint32_t *walls = NULL;
-  rc = find_crossings(e, 0, &buf, &walls);
-  if (rc == 0 && buf.total) {
-    const ts_contact *c = &buf.c[0];
-    const uint32_t S = e->n_sheets;
-    e->n_crossings = buf.total;
-    char what[2][96];
-    const uint32_t k2[2] = {c->a, c->b};
-    for (int i = 0; i < 2; i++) {
-      uint32_t k = k2[i];
-      if (k < S * nt) {
-        e->cross_sheet[i] = k / nt, e->cross_tri[i] = k % nt;
-        snprintf(what[i], sizeof what[i], "sheet %u's triangle over surface triangle %u", k / nt, k % nt);
-      } else { /* a side wall: the layer it closes, no surface triangle */
-        const uint32_t *w = e->tris[walls[k - S * nt]];
-        uint32_t lo = w[0] < w[1] ? w[0] : w[1];
-        lo = lo < w[2] ? lo : w[2];
-        e->cross_sheet[i] = lo / e->nv, e->cross_tri[i] = UINT32_MAX;
-        snprintf(what[i], sizeof what[i], "the side wall of layer %u at boundary vertex %u", lo / e->nv,
-                 lo % e->nv);
-      }
-    }
-    memcpy(e->cross_point, c->point, sizeof e->cross_point);
-    if (err && errcap)
-      snprintf(err, errcap,
-               "sheets cross: %s passes through %s at (%.4g, %.4g, %.4g) mm (layers deeper than "
-               "half the thickness of a thin part, or opposite walls of a narrow fold offset into "
-               "each other); %u crossing triangle pairs in all",
-               what[0], what[1], e->cross_point[0] * 1e3, e->cross_point[1] * 1e3,
-               e->cross_point[2] * 1e3, e->n_crossings);
-  }
-  free(walls);
-  ts_contacts_free(&buf);
-  return rc;
-}
-
-int ts__extrusion_mark_crossings(const ts_extrusion *e, uint8_t *mark, uint32_t *n_pairs) {
-  if (!e || !e->x || !e->surface_tris || !mark || !n_pairs) return TS_EINVAL;
-  *n_pairs = 0;
-  const uint32_t nt = e->n_surface_tris;
-  ts_contacts buf;
-  int rc = ts_contacts_init(&buf, TS__CROSS_MARK);
-  if (rc) return rc;
-  uint32_t *walls = NULL;
-  rc = find_crossings(e, 1, &buf, &walls);
-  if (rc == 0) {
-    const uint32_t S = e->n_sheets;
-    for (uint32_t i = 0; i < buf.n; i++)
-      for (int side = 0; side < 2; side++) {
-        uint32_t k = side ? buf.c[i].b : buf.c[i].a;
-        const uint32_t *v = k < S * nt ? e->surface_tris[k % nt] : e->tris[walls[k - S * nt]];
-        for (int q = 0; q < 3; q++) mark[v[q] % e->nv] = 1;
-      }
-    *n_pairs = buf.total;
-  }
-  free(walls);
-  ts_contacts_free(&buf);
+  found f = {.cap = TS__CROSS_CAP};
+  rc = descend(c, (const double(*)[3])e->x, &f);
+  if (rc == 0 && f.n) report(c, e, &f, err, errcap);
+  ts__cross_check_free(c);
   return rc;
 }

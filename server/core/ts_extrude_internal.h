@@ -27,17 +27,51 @@ int ts__extrusion_new(uint32_t n_layers, uint32_t nv, uint32_t nt, ts_extrusion 
  * inverted prism named in err); TS_ENOMEM. */
 int ts__extrusion_assemble(ts_extrusion *e, char *err, size_t errcap);
 
+/* The most crossing triangle pairs one query of the crossing check counts
+ * (ts_extrude_cross.c) before it stops: past it the extrusion is refused.
+ * A single organ's layers cross at a few hundred pairs at most (the shared
+ * meshes at full depth: liver.obj 6, liver-smooth 282, spot 52); many
+ * overlapping closed parts cross at pairs growing with the square of the
+ * overlap, which the descent would otherwise count one by one. */
+#define TS__CROSS_CAP 20000
+
 /* Counts the pairs of e's sheet triangles that intersect with no column in
- * common (ts_extrude_cross.c) into e->n_crossings and the first into
- * e->cross_*, naming it in err when there are any (err untouched
- * otherwise). Returns 0, TS_EINVAL, TS_ETOOBIG or TS_ENOMEM. */
+ * common (ts_extrude_cross.c) into e->n_crossings (stopping past
+ * TS__CROSS_CAP: then cap + 1) and the first into e->cross_*, naming it in
+ * err when there are any (err untouched otherwise; past the cap, naming the
+ * count and the cap too). Returns 0, TS_EINVAL, TS_ETOOBIG or TS_ENOMEM. */
 int ts__extrusion_count_crossings(ts_extrusion *e, char *err, size_t errcap);
 
+/* The crossing check kept across the thinning's rounds: the tree over e's
+ * sheet triangles (and side walls, when e is assembled), built once. */
+typedef struct ts__cross_check ts__cross_check;
+
+/* Builds it for e's positions now. Returns 0, TS_EINVAL, TS_ETOOBIG, TS_ENAN
+ * or TS_ENOMEM. */
+int ts__cross_check_new(const ts_extrusion *e, ts__cross_check **out);
+
+/* e's nodes listed in moved (n_moved of them, indices into e->x) moved, and
+ * no other: refits the tree for them instead of rebuilding it. Returns 0,
+ * TS_EINVAL or TS_ENAN. No allocation. */
+int ts__cross_check_moved(ts__cross_check *c, const ts_extrusion *e, const uint32_t *moved,
+                          uint32_t n_moved);
+
 /* Sets mark[j] (nv flags, not cleared) for the surface vertices of both
- * triangles of every crossing pair (as ts__extrusion_count_crossings finds
- * them), *n_pairs their count: the columns the thinning shortens. Returns
- * 0, TS_EINVAL, TS_ETOOBIG or TS_ENOMEM. */
-int ts__extrusion_mark_crossings(const ts_extrusion *e, uint8_t *mark, uint32_t *n_pairs);
+ * triangles of every crossing pair, *n_pairs their count: the columns the
+ * thinning shortens. Past TS__CROSS_CAP pairs it stops and returns TS_EMESH
+ * with e->n_crossings (cap + 1) and e->cross_* set and err naming the count
+ * and the cap. Returns 0, TS_EMESH, TS_EINVAL or TS_EINTERNAL. */
+int ts__cross_check_mark(const ts__cross_check *c, ts_extrusion *e, uint8_t *mark, uint32_t *n_pairs,
+                         char *err, size_t errcap);
+
+/* Every crossing pair (tree triangle indices a < b, sheet s's triangle over
+ * surface triangle f being s * nt + f) in the descent's order, up to cap of
+ * them into pairs; *n their count (stopping past TS__CROSS_CAP). For tests.
+ * Returns 0, TS_EINVAL or TS_EINTERNAL. */
+int ts__cross_check_pairs(const ts__cross_check *c, const ts_extrusion *e, uint32_t (*pairs)[2],
+                          uint32_t cap, uint32_t *n);
+
+void ts__cross_check_free(ts__cross_check *c);
 
 /* How much the prism P -> Q narrows with depth (ts_extrude_prism.c): the
  * smallest ratio, over its three corners and the depth z in [0, 1], of the

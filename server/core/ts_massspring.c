@@ -66,6 +66,43 @@ static void limit_blocks(const ts_tissue *t, struct ts__ms *ms) {
   for (uint32_t s = 0; s < ns; s++) ms->hlim[s] = ms->cand[ms->hlim[s]];
 }
 
+/* What a sphere's or capsule's thin pass asks every step before it can act
+ * (ts__ms_thin_can_act): how long the contact surface's edges can be. Each
+ * is a spring (a sheet edge, or on a side wall an INTERLAYER spring or a
+ * side diagonal) and strain limiting keeps every spring within rest (1 +
+ * strain_max), so the rest shape's longest contact edge times (1 + the
+ * largest strain_max) bounds them all, at every substep: computed here, at
+ * preparation and so after every refinement (ts_refine.c re-prepares),
+ * instead of scanning the surface in every step (about 2 % of a patch-S
+ * step, with any sphere or capsule active). The bound holds through the
+ * whole step, so it needs none of the scan's allowance for growth within
+ * one (half again, ts__ms_thin_can_act): the pass is run when the bound
+ * reaches the edge it takes to act (ts__ms_thin_can_act_bound). Where the
+ * decision differs from the scan's, no edge can reach that length in the
+ * step and the pass, run or not, moves nothing: the steps are the same bit
+ * for bit (tests/unit/test_ms_edge_bound.c; on patch-S the bound is 3.63
+ * mm, the scan's 1.5 x 2.59 mm at rest, so a 5 mm sphere's pass is still
+ * skipped). -1 when a spring is not limited: its edge has no bound, and
+ * the step measures. */
+static double contact_edge_bound(const ts_tissue *t) {
+  double s_max = 0;
+  for (uint32_t s = 0; s < t->n_springs; s++) {
+    const ts_spring *sp = &t->springs[s];
+    if (sp->strain_min == 0 && sp->strain_max == 0) return -1;
+    s_max = TS__MAX(s_max, sp->strain_max);
+  }
+  double m2 = 0;
+  const uint32_t(*tris)[3] = (const uint32_t(*)[3])ts_tissue_contact_tris(t);
+  for (uint32_t f = 0, nf = ts_tissue_n_contact_tris(t); f < nf; f++)
+    for (int k = 0; k < 3; k++) {
+      const double *a = t->rest[tris[f][k]], *b = t->rest[tris[f][(k + 1) % 3]];
+      const double dx = a[0] - b[0], dy = a[1] - b[1], dz = a[2] - b[2];
+      m2 = TS__MAX(m2, dx * dx + dy * dy + dz * dz);
+    }
+  double bound = sqrt(m2) * (1 + s_max);
+  return isfinite(bound) ? bound : -1;
+}
+
 int ts_massspring_prepare(ts_tissue *t) {
   if (!t || t->n_nodes == 0 || !t->x || !t->inv_mass || !t->rest) return TS_EINVAL;
   if (t->n_springs > 0 && !t->springs) return TS_EINVAL;
@@ -178,6 +215,7 @@ int ts_massspring_prepare(ts_tissue *t) {
     ms->lim_il_max = TS__MAX(ms->lim_il_max, sp->rest > 0 ? 1.0 / sp->rest : INFINITY);
   }
   ms->move2 = INFINITY; /* no update seen yet */
+  ms->edge_bound = contact_edge_bound(t);
   for (uint32_t i = 0; i < n; i++) ms->mass[i] = t->inv_mass[i] > 0 ? 1.0 / t->inv_mass[i] : 0.0;
 
   double (*d)[3] = malloc(sizeof *d * n);
@@ -294,7 +332,8 @@ int ts_massspring_step(ts_tissue *t, double dt, ts_tool *tools, int n_tools,
   double h = dt / n;
 
   int8_t slot[TS__MAX_STEP_TOOLS]; /* caller's index -> pt[] (-1: inactive or absent) */
-  double edge = -1; /* the surface's longest edge, when a sphere's or capsule's pass asks */
+  double edge = -1; /* the surface's longest edge, when a sphere's or capsule's pass asks
+                       and no bound is known */
   memset(slot, -1, sizeof slot);
   for (int i = 0; i < n_tools; i++) {
     tools[i].force[0] = tools[i].force[1] = tools[i].force[2] = 0;
@@ -308,8 +347,12 @@ int ts_massspring_step(ts_tissue *t, double dt, ts_tool *tools, int n_tools,
     slot[i] = (int8_t)np;
     ts__ms_prepare_tool(&pt[np], &tools[i]);
     if (pt[np].thin) { /* a sphere's or capsule's triangle pass, where it can act */
-      if (edge < 0) edge = ts__ms_longest_edge(t);
-      pt[np].thin = ts__ms_thin_can_act(&pt[np], edge);
+      if (ms->edge_bound >= 0) {
+        pt[np].thin = ts__ms_thin_can_act_bound(&pt[np], ms->edge_bound);
+      } else {
+        if (edge < 0) edge = ts__ms_longest_edge(t);
+        pt[np].thin = ts__ms_thin_can_act(&pt[np], edge);
+      }
     }
     ts__ms_tool_motion(ms, &pt[np], i, dt);
     ts__ms_tool_at(&pt[np], 0.0); /* a swept tool starts at its last pose */

@@ -452,7 +452,11 @@ double ts__ms_longest_edge(const ts_tissue *t) {
  * gravity with a 5 mm sphere above it: 28 % of the step), where the node
  * projection does all the work. */
 int ts__ms_thin_can_act(const ts__ptool *p, double edge) {
-  return TS__THIN_EDGE_GROWTH * edge >= sqrt(3.0) * (0.5 - TS__SKIN) * p->r;
+  return ts__ms_thin_can_act_bound(p, TS__THIN_EDGE_GROWTH * edge);
+}
+
+int ts__ms_thin_can_act_bound(const ts__ptool *p, double bound) {
+  return bound >= sqrt(3.0) * (0.5 - TS__SKIN) * p->r;
 }
 
 /* The thickness the triangle pass measures against: a mesh's thinnest

@@ -91,6 +91,10 @@ struct ts__ms {
   uint32_t *hlim;  /* per hot spring: its index in lim, UINT32_MAX for none */
   uint32_t *cand;  /* scratch of n_springs entries */
   double move2;   /* the largest |x_(k+1) - x_k|^2 of the last update, m^2 */
+  double edge_bound; /* m: the longest the contact surface's edges can be while
+                        strain limiting holds (ts_massspring.c, contact_edge_bound);
+                        -1 when some spring is not limited (the step then
+                        measures the edges: ts__ms_longest_edge) */
   double w2, g;   /* bounds at rest: largest w^2 (1/s^2), damping rate (1/s) */
   double b_max;   /* largest exponent */
   double x_seen;  /* largest b eps (tension) at the last force evaluation */
@@ -369,6 +373,10 @@ double ts__ms_longest_edge(const ts_tissue *t);
  * surface whose longest edge is `edge` (m) at the step's start, 0 when p is
  * too thick for it (ts_ms_contact.c): the step then skips the pass. */
 int ts__ms_thin_can_act(const ts__ptool *p, double edge);
+
+/* The same for a bound on the surface's edges that holds through the whole
+ * step (struct ts__ms's edge_bound): no allowance for growth within it. */
+int ts__ms_thin_can_act_bound(const ts__ptool *p, double bound);
 
 /* ms's AABB tree of t's surface (and the query's scratch ms->tri_buf),
  * made when missing or when t's topology is not the tree's, else refitted

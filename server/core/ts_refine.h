@@ -119,6 +119,29 @@
  * (`tissuetool mesh refine --leb` has no region: it refines the whole
  * surface to one bound, and the whole surface is its model.)
  *
+ * No crossing check (ts_extrude_cross.c: the upload's check that the
+ * layers' sheets do not pass through each other) is run again on a live
+ * refinement, because it cannot make sheets cross. It puts every new node
+ * of sheet s at the midpoint of an edge of sheet s, in the rest shape
+ * (LEB always, ts_leb.c; Loop with smooth_rest 0, which server/refine.c
+ * passes: TS_LOOP_LINEAR) as in the state, and leaves every old node where
+ * it was; it splits triangles only at such midpoints, conformingly
+ * (longest-edge bisection, and Loop's red-green closure: no hanging
+ * vertex). So each child triangle lies in its parent's plane, inside it,
+ * and a parent's children tile it: every refined sheet is the same point
+ * set as before, to the rounding of a midpoint (half an ulp of a
+ * coordinate). Two refined triangles meet only where their parents did;
+ * parents with no column in common did not (the upload's check refused
+ * that), and two triangles of one conforming sheet that meet share a node,
+ * so one column. What the check skipped before stays uncounted in effect:
+ * children of two parents that share only a column (a pleat folded over at
+ * a node, a fold between two sheets at a shared column, both also refused
+ * as inverted prisms where they matter) may no longer share one, but they
+ * lie where their parents lay: no new crossing. Loop's smoothing rules
+ * (smooth_rest 1, offline: `tissuetool mesh subdivide --loop`) do move the
+ * rest shape and can make sheets cross; a live use of them would need the
+ * check over the refined region's triangles against their neighbourhood.
+ *
  * Keeping old indices breaks the sheet layout node (s, j) = s * nv + j: a
  * refined tissue has nodes_per_sheet = 0. What selective mass scaling
  * (ts_ms_sms.c) and XPBD's bending and volume constraints need is the

@@ -237,17 +237,10 @@ int ts__refine_springs(const ts__refine_springs_in *in, ts__refine_springs_out *
   }
   for (uint32_t i = 0; i < N2; i++) free_node[i] = in->mass[i] > 0 && !(in->anchored && in->anchored[i]);
 
-  uint64_t cap64 = (uint64_t)S * E * 2 + (uint64_t)L * nv2 + (uint64_t)L * E * 2;
-  if (cap64 > UINT32_MAX / 2) {
-    rc = TS_ETOOBIG;
-    goto done;
-  }
-  springs = malloc(sizeof *springs * (size_t)cap64);
-  if (!springs) {
-    rc = TS_ENOMEM;
-    goto done;
-  }
-  ts__spring_sink sk = {springs, 0, (uint32_t)cap64, x, (const double (*)[3])normal, nv2,
+  uint32_t cap = 0;
+  rc = ts__spring_sink_alloc(L, nv2, E, &springs, &cap);
+  if (rc) goto done;
+  ts__spring_sink sk = {springs, 0, cap, x, (const double (*)[3])normal, nv2,
                         in->layers, in->mass, free_node};
   const uint32_t *m2 = in->map2;
   uint32_t ptr = 0, carried = 0;

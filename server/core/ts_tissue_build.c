@@ -111,6 +111,17 @@ static double dot3(const double a[3], const double b[3]) {
 }
 static double norm3(const double a[3]) { return sqrt(dot3(a, a)); }
 
+int ts__spring_sink_alloc(uint32_t L, uint32_t nv, uint32_t E, ts_spring **out, uint32_t *cap) {
+  *out = NULL;
+  *cap = 0;
+  uint64_t cap64 = (uint64_t)(L + 1) * E * 2 + (uint64_t)L * nv + (uint64_t)L * E * 2;
+  if (cap64 > UINT32_MAX / 2) return TS_ETOOBIG;
+  *out = malloc(sizeof **out * (size_t)(cap64 ? cap64 : 1));
+  if (!*out) return TS_ENOMEM;
+  *cap = (uint32_t)cap64;
+  return 0;
+}
+
 int ts__cmp_u64(const void *a, const void *b) {
   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
   return x < y ? -1 : x > y;
@@ -546,17 +557,10 @@ int ts_tissue_build(const ts_extrusion *e, const ts_layer *layers, const uint8_t
     free_node[i] = mass[i] > 0 && !(anchored && anchored[i]);
 
   /* springs */
-  uint64_t cap64 = (uint64_t)S * E * 2 + (uint64_t)L * nv + (uint64_t)L * E * 2;
-  if (cap64 > UINT32_MAX / 2) {
-    rc = TS_ETOOBIG;
-    goto done;
-  }
-  springs = malloc(sizeof *springs * (size_t)cap64);
-  if (!springs) {
-    rc = TS_ENOMEM;
-    goto done;
-  }
-  ts__spring_sink sk = {springs, 0, (uint32_t)cap64, x, (const double (*)[3])normal, nv,
+  uint32_t cap = 0;
+  rc = ts__spring_sink_alloc(L, nv, E, &springs, &cap);
+  if (rc) goto done;
+  ts__spring_sink sk = {springs, 0, cap, x, (const double (*)[3])normal, nv,
                     layers, mass, free_node};
   for (uint32_t s = 0; s < S; s++) {
     for (uint32_t ei = 0; ei < E; ei++) {

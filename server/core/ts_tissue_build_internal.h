@@ -59,6 +59,15 @@ typedef struct ts__spring_sink {
 int ts__build_emit(ts__spring_sink *sk, uint32_t a, uint32_t b, const ts__contrib *cb, int ncb,
                    uint8_t kind);
 
+/* The room a sink needs for the springs of S = L + 1 sheets of nv nodes
+ * whose surface has E edges: at most two springs on every sheet edge (the
+ * shares of the layers above and below may be emitted apart, ncb <= 2),
+ * one INTERLAYER spring per layer and vertex, two side diagonals per layer
+ * and edge. Allocates *out for that many (*cap); the builder and the
+ * refinement's local rebuild size their sinks by this one rule. Returns 0,
+ * TS_ETOOBIG (more than UINT32_MAX / 2) or TS_ENOMEM. */
+int ts__spring_sink_alloc(uint32_t L, uint32_t nv, uint32_t E, ts_spring **out, uint32_t *cap);
+
 /* qsort/bsearch order of uint64_t keys. */
 int ts__cmp_u64(const void *a, const void *b);
 
