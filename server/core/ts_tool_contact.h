@@ -1,0 +1,122 @@
+/*
+ * ts_tool_contact.h: tool against tool in a session (issue 5: "Tool against
+ * tool uses OBB against OBB"). Every physics step each pair of active tools
+ * is tested by ts_collide_tool_tool: the root boxes first, and only where
+ * they overlap both OBB trees are descended (15-axis separating-axis test)
+ * down to exact feature tests (sphere/capsule cores, jaw boxes, mesh
+ * triangles), giving contact points, normals and depths.
+ *
+ * Response: tools are kinematic (their poses come from the controllers), so
+ * neither is moved; each gets a penalty force from the other, equal and
+ * opposite, added to its reaction (ts_tool force, and torque about its tip
+ * pos), which then goes through the tool's haptic filter with the tissue's
+ * (ts_force_filter.h) so that touching or parting does not reach the hand as
+ * a spike. Per pair of tools one penalty:
+ *   F (on the second tool) = k * d_max * n,  F (on the first) = -F,
+ * d_max the deepest contact's depth, n the depth-weighted mean of the
+ * contacts' unit normals (from the first tool into the second) normalised,
+ * applied at the depth-weighted mean of the contact points. Summing k d over
+ * every leaf contact instead would make two meshes push harder the finer
+ * they are triangulated; the deepest depth is what a penalty on the
+ * overlapping volume's extent gives for two convex shapes (two spheres: the
+ * one contact, k (r_a + r_b - |c_b - c_a|) along the centre line).
+ *
+ * Not swept: the tissue contact sweeps a tool between its last two poses so
+ * that it cannot pass through a sheet of tissue unseen; between two tools
+ * nothing is moved, the force is a function of the poses the step ends at,
+ * and a proxy moves at most tool-max-speed * dt per step (0.5 mm at the
+ * defaults), far less than any tool's thickness (3 mm for the thinnest
+ * default, the jaws at 1.5 mm each), so a pair cannot cross between two
+ * steps without a step of overlap. A sweep would cost up to 64 descents per
+ * pair and step for a contact the next step finds anyway.
+ *
+ * Tools put down together: a session parks every tool it takes, releases or
+ * puts back at rest at one spot above the tissue, so two such tools
+ * overlap completely until their controllers move them apart. A tool
+ * parked there (ts_tool_contact_park) feels no other tool it overlaps from
+ * then on until the two have been found apart once; afterwards they meet
+ * as any pair. Without this, two controllers that just joined would be
+ * pushed with k (r_a + r_b) (10 N for two 5 mm spheres) before touching
+ * anything.
+ *
+ * No allocation per step: a tool's tree and placed copy are built when its
+ * shape changes (a join), as the session's tissue contact does.
+ */
+#ifndef TS_TOOL_CONTACT_H
+#define TS_TOOL_CONTACT_H
+
+#include <stdint.h>
+
+#include "ts_collide.h"
+#include "ts_obb_tree.h"
+#include "ts_tool.h"
+
+/* Default penalty stiffness, N/m: 1 N per mm of overlap. Two steel
+ * instruments are far stiffer than anything a desk haptic device can show;
+ * such devices render walls stably up to about 1-2 N/mm (Geomagic Touch
+ * 1.26 N/mm on its x axis, Touch X 1.86 N/mm, manufacturers' figures), so
+ * the harder wall is the device's limit, not the metal's. It is also of the
+ * order of what the tissue contact gives a pressed tool (a 5 mm sphere 8 mm
+ * into patch-S pushes back with about 1 N), so meeting the other instrument
+ * feels firmer than tissue but not of another kind; and a proxy moving at
+ * tool-max-speed (0.5 m/s, 0.5 mm per 1 ms step) changes the raw force by
+ * at most 0.5 N a step, which the 30 Hz filter passes as a sixth of that. */
+#define TS_TOOL_CONTACT_STIFFNESS_DEFAULT 1000.0
+
+/* Contacts kept per pair of tools (two meshes crossing may touch at many
+ * triangle pairs; more are counted, the first this many decide the force). */
+#define TS_TOOL_CONTACT_CAP 4096
+
+typedef struct ts_tool_contact_slot {
+  ts_obb_tree *tree;        /* NULL: not built */
+  int owns_tree;            /* built here (primitives); a mesh tool's tree is its shape */
+  int kind;                 /* TS_TOOL_* the tree was built for */
+  double radius, length;
+  const ts_obb_tree *shape;
+  ts_posed_tool pt;
+  int placed;               /* active and placed at its pose this step */
+} ts_tool_contact_slot;
+
+typedef struct ts_tool_contact {
+  double stiffness;         /* k, N/m (> 0) */
+  uint32_t n_slots;
+  ts_tool_contact_slot *slot;
+  ts_contacts buf;          /* the contacts of the last pair tested */
+  uint8_t *parked;          /* n_slots^2: pair (i, j) left out until found apart */
+  /* the last step */
+  uint32_t pairs;           /* pairs of tools in contact */
+  uint32_t contacts;        /* their contacts (leaf pairs that touch, all counted) */
+  uint32_t parked_pairs;    /* pairs in contact but left out (ts_tool_contact_park) */
+  uint64_t box_tests;       /* OBB pair tests (1 per pair of tools when all are apart) */
+} ts_tool_contact;
+
+/* Room for tools 0..n_tools-1, stiffness k (N/m; 0 means the default).
+ * Returns 0, TS_EINVAL (NULL, n_tools 0, k negative or not finite) or
+ * TS_ENOMEM. */
+int ts_tool_contact_init(ts_tool_contact *tc, uint32_t n_tools, double k);
+void ts_tool_contact_free(ts_tool_contact *tc);
+
+/* Tool i was put at the parking spot: every pair it is in is left out
+ * until found apart (see above). i out of range is ignored. */
+void ts_tool_contact_park(ts_tool_contact *tc, uint32_t i);
+
+/* One step: every pair of active tools among tools[0..n-1] (n <= n_slots)
+ * at their current poses (pos, quat, jaw) is tested, and the penalty of each
+ * pair in contact is ADDED to both tools' force and torque (the caller has
+ * written the tissue's reaction there). A tool whose shape changed gets its
+ * tree first. Returns 0, TS_EINVAL (NULL, n over n_slots, a mesh tool
+ * without its shape), TS_ENOMEM (building a tree), or an error of placing a
+ * tool (TS_ENAN, TS_EQUAT: a bad pose; that tool is then left out). The
+ * forces stay finite whatever the poses (coincident tools included). */
+int ts_tool_contact_step(ts_tool_contact *tc, ts_tool *tools, uint32_t n);
+
+/* The penalty of one pair from its contacts (normals from a into b): f_b
+ * on the second tool, f_a = -f_b on the first, and their moments about
+ * tip_a and tip_b (m). Contacts with a non-finite field are left out.
+ * Returns 1 when there was a force (some contact), 0 otherwise (all set to
+ * 0). */
+int ts_tool_contact_penalty(const ts_contact *c, uint32_t n, double k, const double tip_a[3],
+                            const double tip_b[3], double f_a[3], double t_a[3], double f_b[3],
+                            double t_b[3]);
+
+#endif
