@@ -22,13 +22,18 @@
  * one contact, k (r_a + r_b - |c_b - c_a|) along the centre line).
  *
  * Not swept: the tissue contact sweeps a tool between its last two poses so
- * that it cannot pass through a sheet of tissue unseen; between two tools
- * nothing is moved, the force is a function of the poses the step ends at,
- * and a proxy moves at most tool-max-speed * dt per step (0.5 mm at the
- * defaults), far less than any tool's thickness (3 mm for the thinnest
- * default, the jaws at 1.5 mm each), so a pair cannot cross between two
- * steps without a step of overlap. A sweep would cost up to 64 descents per
- * pair and step for a contact the next step finds anyway.
+ * that it cannot pass through a sheet of tissue unseen, since the tissue is
+ * then pushed out on the wrong side for good. Between two tools nothing is
+ * moved and nothing is kept: the force is a function of the poses the step
+ * ends at. Two proxies approach each other by at most 2 tool-max-speed dt
+ * per step (2 mm at the defaults, 1 m/s and 1 ms), less than the thickness
+ * of the default tools (10 mm spheres, the jaws 3 mm closed), so these
+ * cannot cross between two steps without a step of overlap; two thinner
+ * parts (a dental probe's tip) driven through each other at full speed can,
+ * and a sweep would then report a contact for the one step they crossed
+ * in: a single step's push, of which the 30 Hz filter passes a sixth,
+ * nothing a hand feels, at the price of up to 64 descents per pair and
+ * step. So the test is at the step's poses only.
  *
  * Tools put down together: a session parks every tool it takes, releases or
  * puts back at rest at one spot above the tissue, so two such tools
@@ -55,12 +60,13 @@
  * instruments are far stiffer than anything a desk haptic device can show;
  * such devices render walls stably up to about 1-2 N/mm (Geomagic Touch
  * 1.26 N/mm on its x axis, Touch X 1.86 N/mm, manufacturers' figures), so
- * the harder wall is the device's limit, not the metal's. It is also of the
- * order of what the tissue contact gives a pressed tool (a 5 mm sphere 8 mm
- * into patch-S pushes back with about 1 N), so meeting the other instrument
- * feels firmer than tissue but not of another kind; and a proxy moving at
- * tool-max-speed (0.5 m/s, 0.5 mm per 1 ms step) changes the raw force by
- * at most 0.5 N a step, which the 30 Hz filter passes as a sixth of that. */
+ * the harder wall is the device's limit, not the metal's. The tissue as a
+ * tool feels it is 15 to 60 times softer (a 5 mm sphere 3 mm into the
+ * patch: 0.047 N, itest_force; the dental probe 2 mm in: 0.13-0.14 N,
+ * README), so the other instrument is felt as the hard thing it is, not as
+ * more tissue. A proxy moving at tool-max-speed (1 m/s at the default, 1 mm
+ * per 1 ms step) into another changes the raw force by at most 1 N a step,
+ * of which the 30 Hz filter passes a sixth. */
 #define TS_TOOL_CONTACT_STIFFNESS_DEFAULT 1000.0
 
 /* Contacts kept per pair of tools (two meshes crossing may touch at many

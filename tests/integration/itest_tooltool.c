@@ -110,7 +110,7 @@ static void run(int solver, const char *label) {
     ck_assert_msg(cs[i].f.max_abs == 0, "%s: parked tool %d felt %g N", label, i, cs[i].f.max_abs);
 
   /* 40 mm apart, 30 mm over the tissue: nothing (the proxies travel there
-   * at tool-max-speed, 0.5 mm a step: 0.2 s is plenty) */
+   * at tool-max-speed, 1 mm a step: 0.2 s is plenty) */
   const double apart[2][3] = {{-0.02, 0.03, 0}, {0.02, 0.03, 0}};
   hold(cs, apart, 1, 0.2);
   cs[0].f.max_abs = cs[1].f.max_abs = 0;
