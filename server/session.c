@@ -469,14 +469,17 @@ static void drain_mailbox(ts_session *se) {
   if (reset) to_rest(sim);
 }
 
-/* The reaction on each tool through its haptic filter (force.h). */
+/* The reaction on each tool, the tissue's plus the other tools' push
+ * (core/ts_tool_contact.h), through its haptic filter (force.h). */
 static void filter_forces(ts_session_sim *sim) {
+  const ts_tool_contact *tc = &sim->tool_contact;
   for (int i = 0; i < TS_MAX_TOOLS; i++) {
     const ts_tool *t = &sim->tools[i];
+    const ts_tool_contact_slot *push = (uint32_t)i < tc->n_slots ? &tc->slot[i] : NULL;
     double in[TS_FORCE_FILTER_N], out[TS_FORCE_FILTER_N];
     for (int a = 0; a < 3; a++) {
-      in[a] = t->active ? t->force[a] : 0;
-      in[3 + a] = t->active ? t->torque[a] : 0;
+      in[a] = t->active ? t->force[a] + (push ? push->force[a] : 0) : 0;
+      in[3 + a] = t->active ? t->torque[a] + (push ? push->torque[a] : 0) : 0;
     }
     if (ts_force_filter_step(&sim->force_filter[i], sim->dt, in, out)) continue;
     for (int a = 0; a < 3; a++) {
@@ -521,9 +524,9 @@ ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
     rc = ts_massspring_step(sim->tissue, sim->dt, sim->tools, TS_MAX_TOOLS, &st);
   }
   if (rc == 0) {
-    /* tool against tool: each tool feels the others (penalty added to the
-     * tissue's reaction, then filtered with it); a tool whose tree cannot
-     * be built (out of memory) is left out of this step, not the session */
+    /* tool against tool: each tool feels the others (the penalty joins the
+     * tissue's reaction in filter_forces); a tool whose tree cannot be
+     * built (out of memory) is left out of this step, not the session */
     (void)ts_tool_contact_step(&sim->tool_contact, sim->tools, TS_MAX_TOOLS);
     sim->tool_contacts = sim->tool_contact.contacts;
     if (sim->tool_contact.pairs) sim->tool_contact_steps++;

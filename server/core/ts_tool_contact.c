@@ -2,7 +2,8 @@
  * ts_tool_contact.c: tool against tool in a session (see ts_tool_contact.h):
  * each tool's OBB tree built when its shape changes, every pair of active
  * tools tested by ts_collide_tool_tool at the step's poses, and one penalty
- * force per touching pair added to both tools' reaction.
+ * force per touching pair, summed per tool for the caller to add to the
+ * tissue's reaction.
  */
 #include "ts_tool_contact.h"
 
@@ -163,16 +164,21 @@ static ts_pose pose_of(const ts_tool *t) {
   return p;
 }
 
-int ts_tool_contact_step(ts_tool_contact *tc, ts_tool *tools, uint32_t n) {
+int ts_tool_contact_step(ts_tool_contact *tc, const ts_tool *tools, uint32_t n) {
   if (!tc || !tools || n > tc->n_slots) return TS_EINVAL;
   tc->pairs = tc->contacts = tc->parked_pairs = 0;
   tc->box_tests = 0;
   /* place every active tool; a bad one is left out */
   int rc = 0;
-  for (uint32_t i = 0; i < n; i++) {
-    ts_tool *t = &tools[i];
+  for (uint32_t i = 0; i < tc->n_slots; i++) {
     ts_tool_contact_slot *s = &tc->slot[i];
     s->placed = 0;
+    memset(s->force, 0, sizeof s->force);
+    memset(s->torque, 0, sizeof s->torque);
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    const ts_tool *t = &tools[i];
+    ts_tool_contact_slot *s = &tc->slot[i];
     if (!t->active) continue;
     if (!s->tree || s->kind != t->kind || s->radius != t->radius || s->length != t->length ||
         s->shape != t->shape) {
@@ -194,9 +200,10 @@ int ts_tool_contact_step(ts_tool_contact *tc, ts_tool *tools, uint32_t n) {
     if (!tc->slot[u].placed) continue;
     for (uint32_t v = u + 1; v < n; v++) {
       if (!tc->slot[v].placed) continue;
-      ts_tool *A = &tools[u], *B = &tools[v];
+      const ts_tool *A = &tools[u], *B = &tools[v];
+      ts_tool_contact_slot *sa = &tc->slot[u], *sb = &tc->slot[v];
       ts_collide_stats st = {0, 0};
-      int e = ts_collide_tool_tool(&tc->slot[u].pt, &tc->slot[v].pt, &tc->buf, &st);
+      int e = ts_collide_tool_tool(&sa->pt, &sb->pt, &tc->buf, &st);
       tc->box_tests += st.box_tests;
       if (e && e != TS_EFULL) {
         if (!rc) rc = e;
@@ -218,10 +225,10 @@ int ts_tool_contact_step(ts_tool_contact *tc, ts_tool *tools, uint32_t n) {
                                    fb, tb))
         continue;
       for (int a = 0; a < 3; a++) {
-        A->force[a] += fa[a];
-        A->torque[a] += ta[a];
-        B->force[a] += fb[a];
-        B->torque[a] += tb[a];
+        sa->force[a] += fa[a];
+        sa->torque[a] += ta[a];
+        sb->force[a] += fb[a];
+        sb->torque[a] += tb[a];
       }
     }
   }

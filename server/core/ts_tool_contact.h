@@ -8,10 +8,12 @@
  *
  * Response: tools are kinematic (their poses come from the controllers), so
  * neither is moved; each gets a penalty force from the other, equal and
- * opposite, added to its reaction (ts_tool force, and torque about its tip
- * pos), which then goes through the tool's haptic filter with the tissue's
- * (ts_force_filter.h) so that touching or parting does not reach the hand as
- * a spike. Per pair of tools one penalty:
+ * opposite, with its moment about the tool's tip (pos). The caller adds it
+ * to the tissue's reaction (ts_tool force and torque) in front of the
+ * tool's haptic filter (ts_force_filter.h), so that touching or parting
+ * does not reach the hand as a spike. (Kept apart rather than added into
+ * ts_tool.force: the quasi-static solve leaves a tool's force as it was
+ * between its solves, where an addition would pile up.) Per pair of tools one penalty:
  *   F (on the second tool) = k * d_max * n,  F (on the first) = -F,
  * d_max the deepest contact's depth, n the depth-weighted mean of the
  * contacts' unit normals (from the first tool into the second) normalised,
@@ -81,6 +83,8 @@ typedef struct ts_tool_contact_slot {
   const ts_obb_tree *shape;
   ts_posed_tool pt;
   int placed;               /* active and placed at its pose this step */
+  double force[3];          /* out: the other tools' push on it in the last step, N */
+  double torque[3];         /* out: its moment about the tool's tip (pos), N m */
 } ts_tool_contact_slot;
 
 typedef struct ts_tool_contact {
@@ -107,14 +111,14 @@ void ts_tool_contact_free(ts_tool_contact *tc);
 void ts_tool_contact_park(ts_tool_contact *tc, uint32_t i);
 
 /* One step: every pair of active tools among tools[0..n-1] (n <= n_slots)
- * at their current poses (pos, quat, jaw) is tested, and the penalty of each
- * pair in contact is ADDED to both tools' force and torque (the caller has
- * written the tissue's reaction there). A tool whose shape changed gets its
- * tree first. Returns 0, TS_EINVAL (NULL, n over n_slots, a mesh tool
+ * at their current poses (pos, quat, jaw) is tested, and each slot's force
+ * and torque become the sum of the penalties of the pairs it is in (0 for a
+ * tool touching none, inactive, or left out). tools[] is only read. A tool
+ * whose shape changed gets its tree first. Returns 0, TS_EINVAL (NULL, n over n_slots, a mesh tool
  * without its shape), TS_ENOMEM (building a tree), or an error of placing a
  * tool (TS_ENAN, TS_EQUAT: a bad pose; that tool is then left out). The
  * forces stay finite whatever the poses (coincident tools included). */
-int ts_tool_contact_step(ts_tool_contact *tc, ts_tool *tools, uint32_t n);
+int ts_tool_contact_step(ts_tool_contact *tc, const ts_tool *tools, uint32_t n);
 
 /* The penalty of one pair from its contacts (normals from a into b): f_b
  * on the second tool, f_a = -f_b on the first, and their moments about

@@ -1,6 +1,7 @@
 /*
  * itest_tooltool.c: tool against tool (issue 5, core/ts_tool_contact.h) on a
- * real daemon, over the socket, in a mass-spring and an XPBD session.
+ * real daemon, over the socket, in a mass-spring, an XPBD and a
+ * quasi-static session.
  *
  * Two controllers join one session, each with a 5 mm sphere, 30 mm above
  * the built-in patch (nothing of the tissue in reach). Parked together at
@@ -172,12 +173,18 @@ END_TEST
 START_TEST(test_tooltool_xpbd) { run(TC_SOLVER_XPBD, "xpbd"); }
 END_TEST
 
+/* the quasi-static solve keeps a tool's force between its solves: the push
+ * must still be the same each step, not piled up */
+START_TEST(test_tooltool_qs) { run(TC_SOLVER_QUASI_STATIC, "quasi-static"); }
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("tooltool");
   TCase *tc = tcase_create("tooltool");
   tcase_set_timeout(tc, 240);
   tcase_add_test(tc, test_tooltool_massspring);
   tcase_add_test(tc, test_tooltool_xpbd);
+  tcase_add_test(tc, test_tooltool_qs);
   suite_add_tcase(s, tc);
   return ts_dproc_run_suite(s);
 }

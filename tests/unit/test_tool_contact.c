@@ -7,7 +7,8 @@
  *     along it on the second and the opposite on the first, no torque about
  *     either centre; a sphere against a capsule held by its tip: the torque
  *     about the tip is the lever arm to the contact point times the force;
- *     added to the force the solver wrote (the tissue's reaction);
+ *     the tools' own force (the solver's) only read, the push not piled up
+ *     from step to step;
  *   - apart: only the root boxes are tested (one box test per pair) and the
  *     forces are untouched;
  *   - a mesh tool (the dental instrument) against a capsule: the contacts
@@ -54,7 +55,7 @@ static ts_tool sphere(double r, double x, double y, double z) {
 
 static double norm3(const double v[3]) { return sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]); }
 
-static int finite6(const ts_tool *t) {
+static int finite6(const ts_tool_contact_slot *t) {
   for (int a = 0; a < 3; a++)
     if (!isfinite(t->force[a]) || !isfinite(t->torque[a])) return 0;
   return 1;
@@ -70,31 +71,33 @@ START_TEST(test_two_spheres) {
   ck_assert_uint_eq(tc.pairs, 1);
   ck_assert_uint_eq(tc.contacts, 1);
   const double u[3] = {2.0 / 7, 3.0 / 7, 6.0 / 7};
+  const ts_tool_contact_slot *A = &tc.slot[0], *B = &tc.slot[1];
   for (int a = 0; a < 3; a++) {
     /* |F| = k * 1 mm = 1 N along the centre line, on B away from A */
-    ck_assert_double_eq_tol(t[1].force[a], K * 0.001 * u[a], 1e-12);
-    ck_assert_double_eq_tol(t[0].force[a], -t[1].force[a], 1e-18);
+    ck_assert_double_eq_tol(B->force[a], K * 0.001 * u[a], 1e-12);
+    ck_assert_double_eq_tol(A->force[a], -B->force[a], 1e-18);
     /* the contact point is on the centre line: no moment about the centres */
-    ck_assert_double_eq_tol(t[0].torque[a], 0, 1e-15);
-    ck_assert_double_eq_tol(t[1].torque[a], 0, 1e-15);
+    ck_assert_double_eq_tol(A->torque[a], 0, 1e-15);
+    ck_assert_double_eq_tol(B->torque[a], 0, 1e-15);
   }
-  ck_assert_double_eq_tol(norm3(t[1].force), 1.0, 1e-12);
+  ck_assert_double_eq_tol(norm3(B->force), 1.0, 1e-12);
 
-  /* added to what the solver wrote (the tissue's reaction) */
-  for (int a = 0; a < 3; a++) t[0].force[a] = t[1].force[a] = 0;
+  /* the tools' own force (the solver's, the tissue's reaction) is only read;
+   * the push is the same each step, not piled up */
   t[0].force[1] = 0.25;
-  t[1].force[1] = -0.5;
   ck_assert_int_eq(ts_tool_contact_step(&tc, t, 2), 0);
-  ck_assert_double_eq_tol(t[0].force[1], 0.25 - K * 0.001 * u[1], 1e-12);
-  ck_assert_double_eq_tol(t[1].force[1], -0.5 + K * 0.001 * u[1], 1e-12);
+  ck_assert_double_eq(t[0].force[1], 0.25);
+  ck_assert(t[1].force[0] == 0 && t[1].force[1] == 0 && t[1].force[2] == 0);
+  ck_assert_double_eq_tol(B->force[1], K * 0.001 * u[1], 1e-12);
+  t[0].force[1] = 0;
 
   /* apart by 0.1 mm: the root boxes alone (one box test), forces untouched */
   t[1].pos[0] = 0.0081 * u[0], t[1].pos[1] = 0.0081 * u[1], t[1].pos[2] = 0.0081 * u[2];
-  for (int a = 0; a < 3; a++) t[0].force[a] = t[1].force[a] = t[0].torque[a] = t[1].torque[a] = 0;
   ck_assert_int_eq(ts_tool_contact_step(&tc, t, 2), 0);
   ck_assert_uint_eq(tc.pairs, 0);
   ck_assert_uint_eq(tc.contacts, 0);
-  for (int a = 0; a < 3; a++) ck_assert(t[0].force[a] == 0 && t[1].force[a] == 0);
+  for (int a = 0; a < 3; a++)
+    ck_assert(A->force[a] == 0 && B->force[a] == 0 && A->torque[a] == 0 && B->torque[a] == 0);
   /* far apart along x (the boxes separate on a face axis): still one test */
   t[1].pos[0] = 0.05, t[1].pos[1] = t[1].pos[2] = 0;
   ck_assert_int_eq(ts_tool_contact_step(&tc, t, 2), 0);
@@ -104,7 +107,7 @@ START_TEST(test_two_spheres) {
   t[1].active = 0;
   ck_assert_int_eq(ts_tool_contact_step(&tc, t, 2), 0);
   ck_assert_uint_eq(tc.box_tests, 0);
-  ck_assert(t[0].force[0] == 0);
+  ck_assert(A->force[0] == 0 && B->force[0] == 0);
   ts_tool_contact_free(&tc);
 }
 END_TEST
@@ -129,15 +132,15 @@ START_TEST(test_sphere_capsule_torque) {
   t[2].quat[0] = sqrt(0.5), t[2].quat[1] = sqrt(0.5);
   ck_assert_int_eq(ts_tool_contact_step(&tc, t, 3), 0);
   ck_assert_uint_eq(tc.pairs, 1);
-  ck_assert_double_eq_tol(t[2].force[0], 2.0, 1e-12);
-  ck_assert_double_eq_tol(t[2].force[1], 0, 1e-12);
-  ck_assert_double_eq_tol(t[2].force[2], 0, 1e-12);
-  ck_assert_double_eq_tol(t[0].force[0], -2.0, 1e-12);
-  ck_assert_double_eq_tol(t[2].torque[0], 0, 1e-14);
-  ck_assert_double_eq_tol(t[2].torque[1], 0.04, 1e-14);
-  ck_assert_double_eq_tol(t[2].torque[2], 0, 1e-14);
-  for (int a = 0; a < 3; a++) ck_assert_double_eq_tol(t[0].torque[a], 0, 1e-14);
-  ck_assert(t[1].force[0] == 0);
+  ck_assert_double_eq_tol(tc.slot[2].force[0], 2.0, 1e-12);
+  ck_assert_double_eq_tol(tc.slot[2].force[1], 0, 1e-12);
+  ck_assert_double_eq_tol(tc.slot[2].force[2], 0, 1e-12);
+  ck_assert_double_eq_tol(tc.slot[0].force[0], -2.0, 1e-12);
+  ck_assert_double_eq_tol(tc.slot[2].torque[0], 0, 1e-14);
+  ck_assert_double_eq_tol(tc.slot[2].torque[1], 0.04, 1e-14);
+  ck_assert_double_eq_tol(tc.slot[2].torque[2], 0, 1e-14);
+  for (int a = 0; a < 3; a++) ck_assert_double_eq_tol(tc.slot[0].torque[a], 0, 1e-14);
+  ck_assert(tc.slot[1].force[0] == 0);
   ts_tool_contact_free(&tc);
 }
 END_TEST
@@ -258,7 +261,7 @@ START_TEST(test_mesh_capsule_vs_brute) {
       ck_assert_uint_eq(tc.contacts, n);
       ck_assert_uint_eq(tc.pairs, n > 0);
       if (!n) {
-        ck_assert(t[0].force[0] == 0 && t[1].force[1] == 0);
+        ck_assert(tc.slot[0].force[0] == 0 && tc.slot[1].force[1] == 0);
         continue;
       }
       poses_with++;
@@ -274,16 +277,16 @@ START_TEST(test_mesh_capsule_vs_brute) {
       double fa[3], Ta[3], fb[3], Tb[3];
       ck_assert_int_eq(ts_tool_contact_penalty(ref, n, K, t[0].pos, t[1].pos, fa, Ta, fb, Tb), 1);
       for (int k = 0; k < 3; k++) {
-        ck_assert_double_eq_tol(t[0].force[k], fa[k], 1e-12 * (1 + norm3(fa)));
-        ck_assert_double_eq_tol(t[1].force[k], fb[k], 1e-12 * (1 + norm3(fb)));
-        ck_assert_double_eq_tol(t[0].torque[k], Ta[k], 1e-12 * (1 + norm3(Ta)));
-        ck_assert_double_eq_tol(t[1].torque[k], Tb[k], 1e-12 * (1 + norm3(Tb)));
-        ck_assert_double_eq_tol(t[0].force[k], -t[1].force[k], 1e-15);
+        ck_assert_double_eq_tol(tc.slot[0].force[k], fa[k], 1e-12 * (1 + norm3(fa)));
+        ck_assert_double_eq_tol(tc.slot[1].force[k], fb[k], 1e-12 * (1 + norm3(fb)));
+        ck_assert_double_eq_tol(tc.slot[0].torque[k], Ta[k], 1e-12 * (1 + norm3(Ta)));
+        ck_assert_double_eq_tol(tc.slot[1].torque[k], Tb[k], 1e-12 * (1 + norm3(Tb)));
+        ck_assert_double_eq_tol(tc.slot[0].force[k], -tc.slot[1].force[k], 1e-15);
       }
       /* magnitude: k times the deepest contact */
       double dmax = 0;
       for (uint32_t i = 0; i < n; i++) dmax = fmax(dmax, ref[i].depth);
-      ck_assert_double_eq_tol(norm3(t[1].force), K * dmax, 1e-12);
+      ck_assert_double_eq_tol(norm3(tc.slot[1].force), K * dmax, 1e-12);
     }
   }
   fprintf(stderr, "test_tool_contact: instrument x capsule, %u of 25 poses in contact\n",
@@ -305,9 +308,9 @@ START_TEST(test_coincident_and_bad) {
                   sphere(0.004, 1, 1, 1), sphere(0.004, 2, 2, 2)};
   t[2].active = t[3].active = 0;
   ck_assert_int_eq(ts_tool_contact_step(&tc, t, 4), 0);
-  ck_assert(finite6(&t[0]) && finite6(&t[1]));
-  ck_assert_double_eq_tol(norm3(t[1].force), K * 0.008, 1e-12);
-  ck_assert_double_eq_tol(t[0].force[1], -t[1].force[1], 1e-18);
+  ck_assert(finite6(&tc.slot[0]) && finite6(&tc.slot[1]));
+  ck_assert_double_eq_tol(norm3(tc.slot[1].force), K * 0.008, 1e-12);
+  ck_assert_double_eq_tol(tc.slot[0].force[1], -tc.slot[1].force[1], 1e-18);
   /* two capsules on one segment, two jaws at one pose, a capsule in the
    * jaws: finite */
   ts_tool c = t[0];
@@ -319,12 +322,10 @@ START_TEST(test_coincident_and_bad) {
   j.length = 0;
   ts_tool pairs[3][2] = {{c, c}, {j, j}, {j, c}};
   for (int k = 0; k < 3; k++) {
-    memset(pairs[k][0].force, 0, sizeof pairs[k][0].force);
-    memset(pairs[k][1].force, 0, sizeof pairs[k][1].force);
     ck_assert_int_eq(ts_tool_contact_step(&tc, pairs[k], 2), 0);
     ck_assert_uint_eq(tc.pairs, 1);
-    ck_assert_msg(finite6(&pairs[k][0]) && finite6(&pairs[k][1]), "pair %d", k);
-    ck_assert_msg(norm3(pairs[k][1].force) > 0, "pair %d", k);
+    ck_assert_msg(finite6(&tc.slot[0]) && finite6(&tc.slot[1]), "pair %d", k);
+    ck_assert_msg(norm3(tc.slot[1].force) > 0, "pair %d", k);
   }
   /* two instruments at one pose: every face on its twin */
   ts_mesh *m = load_instrument();
@@ -343,14 +344,14 @@ START_TEST(test_coincident_and_bad) {
   }
   int rc = ts_tool_contact_step(&tc, mm, 2);
   ck_assert(rc == 0);
-  ck_assert(finite6(&mm[0]) && finite6(&mm[1]));
+  ck_assert(finite6(&tc.slot[0]) && finite6(&tc.slot[1]));
   ck_assert_uint_eq(tc.pairs, 1);
 
   /* a non-finite pose: that tool is left out, the call says why */
   ts_tool bad[2] = {sphere(0.005, 0, 0, 0), sphere(0.005, NAN, 0, 0)};
   ck_assert_int_eq(ts_tool_contact_step(&tc, bad, 2), TS_ENAN);
   ck_assert_uint_eq(tc.pairs, 0);
-  ck_assert(bad[0].force[0] == 0 && finite6(&bad[0]));
+  ck_assert(tc.slot[0].force[0] == 0 && finite6(&tc.slot[0]));
   /* a mesh tool without its shape */
   mm[1].shape = NULL;
   ck_assert_int_eq(ts_tool_contact_step(&tc, mm, 2), TS_EINVAL);
@@ -382,7 +383,7 @@ START_TEST(test_parked) {
     ck_assert_int_eq(ts_tool_contact_step(&tc, t, 3), 0);
     ck_assert_uint_eq(tc.pairs, 0);
     ck_assert_uint_eq(tc.parked_pairs, 1);
-    ck_assert(t[0].force[0] == 0 && t[1].force[0] == 0);
+    ck_assert(tc.slot[0].force[0] == 0 && tc.slot[1].force[0] == 0);
   }
   /* apart once, then back into contact: they push as any pair */
   t[1].pos[0] = 0.02;
@@ -390,7 +391,7 @@ START_TEST(test_parked) {
   t[1].pos[0] = 0.009;
   ck_assert_int_eq(ts_tool_contact_step(&tc, t, 3), 0);
   ck_assert_uint_eq(tc.pairs, 1);
-  ck_assert_double_eq_tol(t[1].force[0], K * 0.001, 1e-12);
+  ck_assert_double_eq_tol(tc.slot[1].force[0], K * 0.001, 1e-12);
   ts_tool_contact_free(&tc);
 }
 END_TEST
