@@ -123,6 +123,10 @@ char *ts_metrics_text(ts_server *s, size_t *len) {
       {"tissued_session_late_total", "counter", "Times the session fell behind real time."},
       {"tissued_session_substeps", "gauge", "Spring passes in the last step."},
       {"tissued_session_contacts", "gauge", "Tissue nodes in contact with a tool."},
+      {"tissued_session_tool_contacts", "gauge",
+       "Contacts between two of the session's tools in the last step (OBB tree x OBB tree)."},
+      {"tissued_session_tool_contact_steps_total", "counter",
+       "Physics steps in which two of the session's tools touched."},
       {"tissued_session_frames_sent_total", "counter", "Frames written to the session's clients."},
       {"tissued_session_frames_skipped_total", "counter",
        "Frames skipped for clients over the soft output limit."},
@@ -166,25 +170,27 @@ char *ts_metrics_text(ts_server *s, size_t *len) {
       case 3: v = f ? (double)f->late_events : 0; break;
       case 4: v = f ? f->substeps : 0; break;
       case 5: v = f ? f->contacts : 0; break;
-      case 6: v = (double)se->frames_sent; break;
-      case 7: v = (double)se->frames_skipped; break;
-      case 8: v = (double)se->clients_dropped; break;
-      case 9: v = (double)se->diverged_count; break;
-      case 10: v = (double)se->clients_resynced; break;
-      case 11: v = (double)se->forces_sent; break;
-      case 12: v = (double)se->forces_skipped; break;
-      case 13: v = f && f->key.bytes ? (double)f->key.len : 0; break;
-      case 14: v = f ? f->verlet_fraction : 0; break;
-      case 15: v = f ? f->beeman_fraction : 0; break;
-      case 16: v = f ? f->inertia_scale : 0; break;
-      case 17: v = f ? f->added_mass : 0; break;
-      case 18:
-      case 19:
+      case 6: v = f ? f->tool_contacts : 0; break;
+      case 7: v = f ? (double)f->tool_contact_steps : 0; break;
+      case 8: v = (double)se->frames_sent; break;
+      case 9: v = (double)se->frames_skipped; break;
+      case 10: v = (double)se->clients_dropped; break;
+      case 11: v = (double)se->diverged_count; break;
+      case 12: v = (double)se->clients_resynced; break;
+      case 13: v = (double)se->forces_sent; break;
+      case 14: v = (double)se->forces_skipped; break;
+      case 15: v = f && f->key.bytes ? (double)f->key.len : 0; break;
+      case 16: v = f ? f->verlet_fraction : 0; break;
+      case 17: v = f ? f->beeman_fraction : 0; break;
+      case 18: v = f ? f->inertia_scale : 0; break;
+      case 19: v = f ? f->added_mass : 0; break;
       case 20:
+      case 21:
+      case 22:
         if (!se->sim.shortcut) break;
         uv_mutex_lock(&se->mbox.lock);
-        v = k == 18 ? (double)se->mbox.qs_solves
-            : k == 19 ? (double)se->mbox.qs_unconverged
+        v = k == 20 ? (double)se->mbox.qs_solves
+            : k == 21 ? (double)se->mbox.qs_unconverged
                       : se->mbox.qs_worst_residual;
         uv_mutex_unlock(&se->mbox.lock);
         break;

@@ -66,6 +66,14 @@ int ts_session_create_with_tissue(ts_server *s, const char *name, const char *ti
   se->sim.next_frame_time = 0;
   se->sim.quantum = TS_DEFAULT_QUANTUM;
   se->sim.max_step = s->cfg.tool_max_speed * dt;
+  if (ts_tool_contact_init(&se->sim.tool_contact, TS_MAX_TOOLS, 0)) {
+    ts_topology_free(se->topo);
+    ts_tissue_destroy(se->sim.tissue);
+    uv_mutex_destroy(&se->mbox.lock);
+    free(se);
+    snprintf(err, errcap, "out of memory");
+    return TS_ENOMEM;
+  }
   for (int i = 0; i < TS_MAX_TOOLS; i++) {
     ts_tool *tool = &se->sim.tools[i];
     se->sim.cmd_quat[i][0] = 1;
@@ -124,6 +132,7 @@ void ts_session_free(ts_session *se) {
   ts_refine_req_free(se->mbox.refine);
   ts_session_contact_free(se->sim.contact);
   free(se->sim.contact);
+  ts_tool_contact_free(&se->sim.tool_contact);
   if (se->latest) ts_frame_release(se->latest);
   ts_topology_free(se->topo);
   ts_tissue_destroy(se->sim.tissue);
@@ -384,6 +393,7 @@ static void to_rest(ts_session_sim *sim) {
   for (int i = 0; i < TS_MAX_TOOLS; i++) {
     ts_tool *t = &sim->tools[i];
     park(t);
+    ts_tool_contact_park(&sim->tool_contact, (uint32_t)i);
     memset(t->force, 0, sizeof t->force);
     memset(t->torque, 0, sizeof t->torque);
     ts_force_filter_init(&sim->force_filter[i], TS_FORCE_FILTER_DEFAULT_HZ, 0);
@@ -417,6 +427,7 @@ static void drain_mailbox(ts_session *se) {
     sim->cmd_jaw[i] = m->jaw;
     if (m->parked) { /* (a pose may have followed already: park, then follow it) */
       park(t);
+      ts_tool_contact_park(&sim->tool_contact, (uint32_t)i);
       t->jaw = m->jaw;
       m->parked = 0;
     }
@@ -458,14 +469,17 @@ static void drain_mailbox(ts_session *se) {
   if (reset) to_rest(sim);
 }
 
-/* The reaction on each tool through its haptic filter (force.h). */
+/* The reaction on each tool, the tissue's plus the other tools' push
+ * (core/ts_tool_contact.h), through its haptic filter (force.h). */
 static void filter_forces(ts_session_sim *sim) {
+  const ts_tool_contact *tc = &sim->tool_contact;
   for (int i = 0; i < TS_MAX_TOOLS; i++) {
     const ts_tool *t = &sim->tools[i];
+    const ts_tool_contact_slot *push = (uint32_t)i < tc->n_slots ? &tc->slot[i] : NULL;
     double in[TS_FORCE_FILTER_N], out[TS_FORCE_FILTER_N];
     for (int a = 0; a < 3; a++) {
-      in[a] = t->active ? t->force[a] : 0;
-      in[3 + a] = t->active ? t->torque[a] : 0;
+      in[a] = t->active ? t->force[a] + (push ? push->force[a] : 0) : 0;
+      in[3 + a] = t->active ? t->torque[a] + (push ? push->torque[a] : 0) : 0;
     }
     if (ts_force_filter_step(&sim->force_filter[i], sim->dt, in, out)) continue;
     for (int a = 0; a < 3; a++) {
@@ -509,7 +523,15 @@ ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
   } else {
     rc = ts_massspring_step(sim->tissue, sim->dt, sim->tools, TS_MAX_TOOLS, &st);
   }
-  if (rc == 0) filter_forces(sim);
+  if (rc == 0) {
+    /* tool against tool: each tool feels the others (the penalty joins the
+     * tissue's reaction in filter_forces); a tool whose tree cannot be
+     * built (out of memory) is left out of this step, not the session */
+    (void)ts_tool_contact_step(&sim->tool_contact, sim->tools, TS_MAX_TOOLS);
+    sim->tool_contacts = sim->tool_contact.contacts;
+    if (sim->tool_contact.pairs) sim->tool_contact_steps++;
+    filter_forces(sim);
+  }
   double ns = (double)(uv_hrtime() - t0);
   sim->step_ns_ewma = sim->steps ? 0.99 * sim->step_ns_ewma + 0.01 * ns : ns;
   sim->steps++;
@@ -557,6 +579,8 @@ ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
   f->late_events = sim->late_events;
   f->substeps = sim->substeps;
   f->contacts = sim->contacts;
+  f->tool_contacts = sim->tool_contacts;
+  f->tool_contact_steps = sim->tool_contact_steps;
   f->verlet_fraction = sim->verlet_fraction;
   f->inertia_scale = sim->inertia_scale;
   f->added_mass = sim->added_mass;

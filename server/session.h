@@ -18,6 +18,7 @@
 #include "core/ts_force_filter.h"
 #include "core/ts_learn.h"
 #include "core/ts_massspring.h"
+#include "core/ts_tool_contact.h"
 #include "core/ts_xpbd.h"
 #include "frame.h"
 #include "topology.h"
@@ -74,6 +75,7 @@ typedef struct ts_session_sim {
   int samples_out_auto;      /* ... because of train_after */
   int samples_full_out;      /* the set just became full: physics.c tells the loop */
   ts_tool tools[TS_MAX_TOOLS];  /* the proxies the solver steps with (ts_tool_proxy.h) */
+  ts_tool_contact tool_contact; /* tool against tool (core/ts_tool_contact.h), every solver */
   double cmd_pos[TS_MAX_TOOLS][3];  /* the controllers' latest poses, which they follow */
   double cmd_quat[TS_MAX_TOOLS][4];
   double cmd_jaw[TS_MAX_TOOLS];
@@ -100,6 +102,8 @@ typedef struct ts_session_sim {
   double step_ns_ewma;
   uint32_t substeps;
   uint32_t contacts;
+  uint32_t tool_contacts;    /* contacts between two tools in the last step */
+  uint64_t tool_contact_steps; /* steps in which two tools touched */
   double inertia_scale;      /* mass-spring: the inertia scale of the last step
                                 (1: physical masses, ts_massspring.h) */
   double added_mass;         /* mass-spring: inertia the local mass scaling of a

@@ -35,6 +35,10 @@
  * the scan of every triangle, each from the same positions; positions that
  * differ after the two count as mismatches.
  *
+ * Tool against tool (tool_tool below): the pass a session adds to each
+ * step, apart, touching, and a mesh tool touching, beside the mass-spring
+ * step with the same two tools (ms_step_two_tools_us_per_step).
+ *
  * Lines: refit_query_us_per_step (ref brute_force_us_per_step, target 100
  * on patch-L), refit_us_per_step, contact_response_us_per_step (sphere),
  * ms_thin_pass_us_per_step (ref ms_thin_scan_us_per_step), and the contact
@@ -56,6 +60,7 @@
 #include "ts_mesh_io.h"
 #include "ts_ms_internal.h"
 #include "ts_obb_tree.h"
+#include "ts_tool_contact.h"
 
 #define DENT_RADIUS 0.012 /* m */
 #define DENT_SHARE 0.8    /* of the tip's depth: the tool stays 20 % of it into the dent */
@@ -104,6 +109,142 @@ static void dent(const ts_tissue *t, const ts_bench_path *p, const double tip[3]
     for (int k = 0; k < 3; k++) x[i][k] -= s * p->normal[k];
     moved[(*n_moved)++] = i;
   }
+}
+
+/* Tool against tool (ts_tool_contact.h) at the cost it adds to a session's
+ * step: from the path's start (the approach, 300 steps at most: a tissue
+ * at rest cannot take the pressed tool of the window above at once, it
+ * diverges) the mass-spring step
+ * of the tissue with two tools, the path's 5 mm sphere and a capsule
+ * (radius 3 mm, 20 mm, upright) hovering 30 mm over the sphere, is the
+ * reference; at each step's poses the tool-tool pass is timed with the
+ * capsule there (apart: the root boxes only), with the capsule lowered
+ * 0.5 mm into the sphere's top (touching: one leaf pair), and with the
+ * instrument at its path pose and the capsule across the instrument's
+ * first vertex (touching a mesh: the instrument's tree descended). Each
+ * figure is one pass timed right after the mechanics (cold cache, the
+ * clock read included: apart and touching take turns going first);
+ * warm_us_per_pass is the same pass repeated TT_REPS times back to back.
+ * The tissue goes back to rest first (the refit loop above dented it). */
+#define TT_REPS 50
+
+static int tool_tool(const char *name, const plan *pl, ts_bench_scenario *sc,
+                     const ts_obb_tree *itree, const double tip_local[3]) {
+  ts_tissue *t = sc->tissue;
+  ts_tissue_reset(t);
+  /* one workspace per pair of shapes, as a session keeps its tools' trees */
+  ts_tool_contact tc, tm;
+  if (ts_tool_contact_init(&tc, 2, 0)) return -1;
+  if (ts_tool_contact_init(&tm, 2, 0)) {
+    ts_tool_contact_free(&tc);
+    return -1;
+  }
+  const uint32_t steps = pl->steps < 300 ? pl->steps : 300;
+  double t_step = 0, t_apart = 0, t_touch = 0, t_mesh = 0, passes = 0, warm[3] = {0, 0, 0};
+  uint64_t c_apart = 0, c_touch = 0, c_mesh = 0, b_apart = 0, b_touch = 0, b_mesh = 0;
+  int status = -1;
+  for (uint32_t k = 0; k < steps; k++) {
+    const double time = k * sc->dt;
+    ts_tool tools[2];
+    ts_bench_path_sphere(&sc->path, time, TS_BENCH_SPHERE_RADIUS, &tools[0]);
+    memset(&tools[1], 0, sizeof tools[1]);
+    tools[1].kind = TS_TOOL_CAPSULE;
+    tools[1].active = 1;
+    tools[1].radius = 0.003; /* over 1.73 patch-S edges: no thin pass, as the sphere */
+    tools[1].length = 0.02;
+    tools[1].quat[0] = 1;
+    tools[1].mu_static = TS_TOOL_MU_STATIC_DEFAULT;
+    tools[1].mu_kinetic = TS_TOOL_MU_KINETIC_DEFAULT;
+    for (int a = 0; a < 3; a++) tools[1].pos[a] = tools[0].pos[a];
+    tools[1].pos[1] += 0.03;
+    ts_step_stats st;
+    double c0 = ts_bench_cpu_s();
+    int rc = ts_massspring_step(t, sc->dt, tools, 2, &st);
+    if (rc) {
+      fprintf(stderr, "collide: %s: ts_massspring_step: %s\n", name, ts_err_name(rc));
+      goto out;
+    }
+    double c1 = ts_bench_cpu_s();
+    /* apart and touching in turn first after the mechanics (whose sweep
+     * over the nodes leaves the cache cold for whichever comes first) */
+    double touch_y = tools[0].pos[1] + TS_BENCH_SPHERE_RADIUS + tools[1].radius - 0.0005;
+    double apart_y = tools[1].pos[1], dt_case[2] = {0, 0};
+    for (int q = 0; q < 2; q++) {
+      int touching = (q + (int)k) % 2;
+      tools[1].pos[1] = touching ? touch_y : apart_y;
+      double q0 = ts_bench_cpu_s();
+      if ((rc = ts_tool_contact_step(&tc, tools, 2))) goto fail;
+      dt_case[touching] += ts_bench_cpu_s() - q0;
+      if (!k) continue; /* the first builds the trees */
+      if (touching)
+        c_touch += tc.contacts, b_touch += tc.box_tests;
+      else
+        c_apart += tc.contacts, b_apart += tc.box_tests;
+      /* the same pass again TT_REPS times back to back: the cost without
+       * the clock's own (a thread CPU-time read is a system call) and with
+       * a warm cache */
+      double r0 = ts_bench_cpu_s();
+      for (int r = 0; r < TT_REPS; r++)
+        if ((rc = ts_tool_contact_step(&tc, tools, 2))) goto fail;
+      warm[touching] += (ts_bench_cpu_s() - r0) / TT_REPS;
+    }
+    /* the instrument on the path, the capsule across its first vertex */
+    double R[3][3], trans[3];
+    ts_bench_path_instrument_pose(&sc->path, time, tip_local, 1.0, R, trans);
+    memset(&tools[0], 0, sizeof tools[0]);
+    tools[0].kind = TS_TOOL_MESH;
+    tools[0].shape = itree;
+    tools[0].active = 1;
+    memcpy(tools[0].pos, trans, sizeof trans);
+    ts_bench_path_instrument_quat(&sc->path, tools[0].quat);
+    for (int a = 0; a < 3; a++)
+      tools[1].pos[a] = R[a][0] * itree->v[0][0] + R[a][1] * itree->v[0][1] +
+                        R[a][2] * itree->v[0][2] + trans[a];
+    tools[1].pos[1] -= 0.001;
+    tools[1].length = 0.002;
+    tools[1].radius = 0.0005;
+    double c5 = ts_bench_cpu_s();
+    if ((rc = ts_tool_contact_step(&tm, tools, 2))) goto fail;
+    double c6 = ts_bench_cpu_s();
+    if (!k) continue; /* the trees are built at a tool's first step (a join): not timed */
+    c_mesh += tm.contacts, b_mesh += tm.box_tests;
+    double r0 = ts_bench_cpu_s();
+    for (int r = 0; r < TT_REPS; r++)
+      if ((rc = ts_tool_contact_step(&tm, tools, 2))) goto fail;
+    warm[2] += (ts_bench_cpu_s() - r0) / TT_REPS;
+    t_step += c1 - c0, t_apart += dt_case[0], t_touch += dt_case[1], t_mesh += c6 - c5;
+    passes += st.substeps;
+    continue;
+  fail:
+    fprintf(stderr, "collide: %s: ts_tool_contact_step: %s\n", name, ts_err_name(rc));
+    goto out;
+  }
+  const double n = steps - 1, step_us = t_step / n * 1e6;
+  struct {
+    const char *metric, *tools;
+    double us;
+    uint64_t contacts, boxes;
+  } rows[3] = {{"tool_tool_apart_us_per_step", "sphere 5 mm + capsule 3 mm 30 mm above", t_apart, c_apart, b_apart},
+               {"tool_tool_touching_us_per_step", "sphere 5 mm + capsule 3 mm 0.5 mm into it", t_touch, c_touch, b_touch},
+               {"tool_tool_mesh_touching_us_per_step", "dental_instrument_light + capsule 0.5 mm on its vertex 0", t_mesh, c_mesh, b_mesh}};
+  for (int r = 0; r < 3; r++) {
+    cJSON *o = ts_bench_line("collide", name, rows[r].metric, rows[r].us / n * 1e6, "us");
+    ts_bench_line_ref(o, "ms_step_two_tools_us_per_step", step_us);
+    ts_bench_line_num(o, "mean_tool_contacts", rows[r].contacts / n);
+    ts_bench_line_num(o, "mean_box_tests", rows[r].boxes / n);
+    ts_bench_line_num(o, "warm_us_per_pass", warm[r] / n * 1e6);
+    ts_bench_line_num(o, "ms_mean_passes", passes / n);
+    ts_bench_line_num(o, "steps", n);
+    ts_bench_line_str(o, "tools", rows[r].tools);
+    ts_bench_line_str(o, "plan", pl->name);
+    ts_bench_line_emit(o);
+  }
+  status = 0;
+out:
+  if (status) fprintf(stderr, "collide: %s: the tool-tool steps failed\n", name);
+  ts_tool_contact_free(&tc);
+  ts_tool_contact_free(&tm);
+  return status;
 }
 
 static int run_scenario(const char *name, const plan *pl, const ts_mesh *instrument) {
@@ -297,6 +438,7 @@ static int run_scenario(const char *name, const plan *pl, const ts_mesh *instrum
   ts_bench_line_str(o, "tool", "dental_instrument_light");
   ts_bench_line_str(o, "plan", pl->name);
   ts_bench_line_emit(o);
+  if (tool_tool(name, pl, &sc, itree, tip_local)) goto out;
   status = 0;
 out:
   if (status) fprintf(stderr, "collide: %s failed\n", name);

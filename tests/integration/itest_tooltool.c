@@ -1,0 +1,190 @@
+/*
+ * itest_tooltool.c: tool against tool (issue 5, core/ts_tool_contact.h) on a
+ * real daemon, over the socket, in a mass-spring, an XPBD and a
+ * quasi-static session.
+ *
+ * Two controllers join one session, each with a 5 mm sphere, 30 mm above
+ * the built-in patch (nothing of the tissue in reach). Parked together at
+ * the join (both at the parking spot, overlapping whole) neither feels
+ * anything; moved 40 mm apart, nothing; moved to centres 8 mm apart (2 mm
+ * of overlap), each controller's ToolForce shows the push: 2 N (the default
+ * penalty stiffness, 1 N/mm, times 2 mm) along the centre line, away from
+ * the other tool, equal and opposite, no torque about the tips (the
+ * spheres' centres); /metrics counts the contact. Moved apart again, the
+ * force goes back to nothing. Waits are on simulated time (force messages),
+ * bounded by generous wall-clock deadlines.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "daemon_proc.h"
+#include "tissueclient.h"
+
+static long long now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+typedef struct forces {
+  uint64_t n;
+  double max_abs; /* largest |force component| since the last reset */
+  tc_force last;
+} forces;
+
+static void on_force(void *ud, const tc_force *f) {
+  forces *w = ud;
+  for (int a = 0; a < 3; a++)
+    if (fabs(f->force[a]) > w->max_abs) w->max_abs = fabs(f->force[a]);
+  w->last = *f;
+  w->n++;
+}
+
+static void on_error(void *ud, int code, const char *name, const char *message, uint64_t rid) {
+  (void)ud;
+  (void)rid;
+  ck_abort_msg("a client got an error: %s (%d): %s", name, code, message);
+}
+
+typedef struct ctl {
+  tc_client *c;
+  forces f;
+  tc_joined j;
+} ctl;
+
+/* Both controllers send their poses (send nonzero) and are polled until each
+ * has had force messages over `hold_s` of simulated time from now (60 s
+ * wall-clock bound). */
+static void hold(ctl *cs, const double pos[2][3], int send, double hold_s) {
+  static const double quat[4] = {1, 0, 0, 0};
+  long long deadline = now_ms() + 60000;
+  uint64_t n0[2] = {cs[0].f.n, cs[1].f.n};
+  /* a message after this call began, on both */
+  while (cs[0].f.n == n0[0] || cs[1].f.n == n0[1]) {
+    ck_assert_msg(now_ms() < deadline, "no force messages within 60 s");
+    for (int i = 0; i < 2; i++) {
+      if (send) ck_assert_int_eq(tc_send_pose(cs[i].c, cs[i].j.tool_id, pos[i], quat, 0), 0);
+      ck_assert_int_ge(tc_poll(cs[i].c, 2), 0);
+    }
+  }
+  double t0[2] = {cs[0].f.last.sim_time, cs[1].f.last.sim_time};
+  for (;;) {
+    ck_assert_msg(now_ms() < deadline, "the hold did not finish within 60 s");
+    for (int i = 0; i < 2; i++) {
+      if (send) ck_assert_int_eq(tc_send_pose(cs[i].c, cs[i].j.tool_id, pos[i], quat, 0), 0);
+      ck_assert_int_ge(tc_poll(cs[i].c, 2), 0);
+    }
+    if (cs[0].f.last.sim_time - t0[0] >= hold_s && cs[1].f.last.sim_time - t0[1] >= hold_s) break;
+  }
+}
+
+static void run(int solver, const char *label) {
+  ts_dproc d;
+  char err[256];
+  const char *args[] = {"--patch-resolution", "17", NULL};
+  ck_assert_msg(ts_dproc_start(&d, args, err, sizeof err) == 0, "%s", err);
+  static ctl cs[2];
+  memset(cs, 0, sizeof cs);
+  for (int i = 0; i < 2; i++) {
+    cs[i].c = tc_connect_key("127.0.0.1", d.tcp_port, i ? "itest-tt-b" : "itest-tt-a",
+                             TS_DPROC_KEY, 0, err, sizeof err);
+    ck_assert_msg(cs[i].c != NULL, "%s", err);
+    tc_set_force_cb(cs[i].c, on_force, &cs[i].f);
+    tc_set_error_cb(cs[i].c, on_error, NULL);
+  }
+  uint32_t sid, nv;
+  ck_assert_int_eq(tc_create_session_solver(cs[0].c, "stomach-patch", solver, &sid, &nv, NULL), 0);
+  for (int i = 0; i < 2; i++) {
+    tc_join_params jp = {.session_id = sid, .role = TC_ROLE_CONTROLLER, .radius = 0.005};
+    ck_assert_int_eq(tc_join_ex(cs[i].c, &jp, &cs[i].j), 0);
+  }
+  ck_assert_uint_ne(cs[0].j.tool_id, cs[1].j.tool_id);
+
+  /* parked together at the join, whole in each other: nothing (0.2 s) */
+  const double none[2][3] = {{0, 0, 0}, {0, 0, 0}};
+  hold(cs, none, 0, 0.2);
+  for (int i = 0; i < 2; i++)
+    ck_assert_msg(cs[i].f.max_abs == 0, "%s: parked tool %d felt %g N", label, i, cs[i].f.max_abs);
+
+  /* 40 mm apart, 30 mm over the tissue: nothing (the proxies travel there
+   * at tool-max-speed, 1 mm a step: 0.2 s is plenty) */
+  const double apart[2][3] = {{-0.02, 0.03, 0}, {0.02, 0.03, 0}};
+  hold(cs, apart, 1, 0.2);
+  cs[0].f.max_abs = cs[1].f.max_abs = 0;
+  hold(cs, apart, 1, 0.1);
+  for (int i = 0; i < 2; i++)
+    ck_assert_msg(cs[i].f.max_abs == 0, "%s: tool %d apart felt %g N", label, i, cs[i].f.max_abs);
+  ck_assert_uint_eq(cs[0].f.last.contacts, 0); /* and no tissue */
+
+  /* centres 8 mm apart along x: 2 mm deep, 2 N each way once the 30 Hz
+   * filter has settled (0.3 s is over 50 of its time constants) */
+  const double touch[2][3] = {{-0.004, 0.03, 0}, {0.004, 0.03, 0}};
+  hold(cs, touch, 1, 0.3);
+  const tc_force *fa = &cs[0].f.last, *fb = &cs[1].f.last;
+  fprintf(stderr, "itest_tooltool %s: touching: A (%g, %g, %g) N torque (%g, %g, %g); B (%g, %g, %g) N\n",
+          label, fa->force[0], fa->force[1], fa->force[2], fa->torque[0], fa->torque[1],
+          fa->torque[2], fb->force[0], fb->force[1], fb->force[2]);
+  /* 1e-4 relative: the wire's float and what remains of the filter's
+   * approach after 0.3 s (e^-56 and less) */
+  ck_assert_double_eq_tol(fa->force[0], -2.0, 2e-4);
+  ck_assert_double_eq_tol(fb->force[0], 2.0, 2e-4);
+  for (int a = 1; a < 3; a++) {
+    ck_assert_double_eq_tol(fa->force[a], 0, 1e-6);
+    ck_assert_double_eq_tol(fb->force[a], 0, 1e-6);
+  }
+  for (int a = 0; a < 3; a++) {
+    ck_assert_double_eq_tol(fa->torque[a], 0, 1e-6);
+    ck_assert_double_eq_tol(fb->torque[a], 0, 1e-6);
+  }
+  /* counted in /metrics: a contact in the newest frame's step, and steps
+   * with tools touching (at least the 0.3 s held) */
+  char name[128];
+  snprintf(name, sizeof name, "tissued_session_tool_contacts{session=\"%u\"}", sid);
+  double contacts = ts_dproc_metric(d.http_port, name);
+  snprintf(name, sizeof name, "tissued_session_tool_contact_steps_total{session=\"%u\"}", sid);
+  double steps = ts_dproc_metric(d.http_port, name);
+  fprintf(stderr, "itest_tooltool %s: metrics: tool contacts %g, steps touching %g\n", label,
+          contacts, steps);
+  ck_assert_double_eq(contacts, 1);
+  ck_assert_double_ge(steps, 0.25 / cs[0].j.dt);
+
+  /* apart again: back to nothing (the filter decays within 0.3 s to under
+   * e^-50 of 2 N) */
+  hold(cs, apart, 1, 0.3);
+  for (int i = 0; i < 2; i++)
+    for (int a = 0; a < 3; a++)
+      ck_assert_msg(fabs(cs[i].f.last.force[a]) < 1e-6, "%s: tool %d after parting: %g N", label,
+                    i, cs[i].f.last.force[a]);
+  snprintf(name, sizeof name, "tissued_session_tool_contacts{session=\"%u\"}", sid);
+  ck_assert_double_eq(ts_dproc_metric(d.http_port, name), 0);
+
+  for (int i = 0; i < 2; i++) tc_close(cs[i].c);
+  char why[128];
+  ck_assert_int_eq(ts_dproc_stop(&d, 10000, why, sizeof why), 0);
+}
+
+START_TEST(test_tooltool_massspring) { run(TC_SOLVER_MASS_SPRING, "mass-spring"); }
+END_TEST
+
+START_TEST(test_tooltool_xpbd) { run(TC_SOLVER_XPBD, "xpbd"); }
+END_TEST
+
+/* the quasi-static solve keeps a tool's force between its solves: the push
+ * must still be the same each step, not piled up */
+START_TEST(test_tooltool_qs) { run(TC_SOLVER_QUASI_STATIC, "quasi-static"); }
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("tooltool");
+  TCase *tc = tcase_create("tooltool");
+  tcase_set_timeout(tc, 240);
+  tcase_add_test(tc, test_tooltool_massspring);
+  tcase_add_test(tc, test_tooltool_xpbd);
+  tcase_add_test(tc, test_tooltool_qs);
+  suite_add_tcase(s, tc);
+  return ts_dproc_run_suite(s);
+}
