@@ -49,7 +49,8 @@
  * sums forces exactly, so it takes the node force f alone (and marks the
  * nodes on a tool before its first substep, as the unrefined tissue's
  * contact marks were, ts_massspring.c). On a new node on a tool (shrunk
- * by its allowance) whose springs push it into the tool, the part of f
+ * by its allowance), both its parents on it too, whose springs push it
+ * into the tool, the part of f
  * that would stand in for the tool's reaction (up to that push) is left
  * to the reaction: the first step is the same (the node's normal
  * acceleration is about zero either way), but a node force is a
