@@ -127,6 +127,9 @@ typedef struct ts_contact_def {
   double travel_fraction; /* of the tool's thickness per substep, (0, 1] */
   uint32_t max_substeps;  /* 1 .. 4096 */
   int triangle_pass;      /* nonzero: pass 2 (triangles) after the vertices */
+  int box_candidates;     /* nonzero: candidates from the swept root box (the former
+                             path, a reference for tests and benchmarks); 0: by the
+                             descent of the trees (see Candidates above) */
 } ts_contact_def;
 
 /* Defaults: frictionless (mu 0, 0), margin 0.5 mm, a quarter of the

@@ -368,11 +368,6 @@ static void mark_node(struct ts__ms *ms, const ts__ptool *p, uint32_t i, const d
  * the same order, as a scan of every triangle finds them, unless a push of
  * this pass moves a corner farther than the thickness. Returns the corners
  * marked. */
-static int cmp_u32(const void *a, const void *b) {
-  const uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-  return (x > y) - (x < y);
-}
-
 /* ms's tree of t's surface and the query's scratch, made when missing or
  * when t's topology is not the tree's, refitted for t->x. Returns the tree,
  * or NULL (the caller scans). The jaws' grasp takes its candidates from it
@@ -495,10 +490,26 @@ uint32_t ts__ms_thin_pass(ts_tissue *t, struct ts__ms *ms, const ts__ptool *p,
   const uint32_t(*tris)[3] = (const uint32_t(*)[3])ts_tissue_contact_tris(t);
   uint32_t nc = ts_tissue_n_contact_tris(t);
   if (tree) {
-    double ql[3], qh[3];
-    for (int k = 0; k < 3; k++) ql[k] = lo[k] - cap, qh[k] = hi[k] + cap;
-    nc = ts_aabb_tree_query_box(tree, ql, qh, ms->tri_buf, tree->n_tris);
-    qsort(ms->tri_buf, nc, sizeof *ms->tri_buf, cmp_u32);
+    /* the descent of the tool's boxes (a mesh's OBB tree at (R, o); a
+     * sphere's or capsule's one box around its core) grown by the skin and
+     * the depth bound against the surface tree, each triangle once in
+     * triangle order */
+    const double grow = p->skin + cap;
+    if (tr) {
+      nc = ts_collide_tissue_tris_frame(tr, R, o, tree, (const double (*)[3])t->x, grow,
+                                        ms->tri_buf, tree->n_tris, NULL);
+    } else {
+      ts_obb box;
+      const double len = 0.5 * (p->tool->kind == TS_TOOL_CAPSULE ? p->tool->length : 0.0);
+      for (int a = 0; a < 3; a++)
+        for (int k = 0; k < 3; k++) box.r[a][k] = R[k][a];
+      for (int k = 0; k < 3; k++) box.c[k] = 0.5 * (ca[k] + cb[k]);
+      box.e[0] = box.e[2] = p->r;
+      box.e[1] = len + p->r;
+      nc = ts_collide_tissue_tris_box(&box, tree, (const double (*)[3])t->x, grow, ms->tri_buf,
+                                      tree->n_tris, NULL);
+    }
+    if (nc > tree->n_tris) nc = tree->n_tris; /* room for every triangle: not reached */
   }
   const double *im = t->inv_mass, *depth = ms->depth;
   uint32_t marked = 0;
