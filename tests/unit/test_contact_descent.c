@@ -263,8 +263,12 @@ static void compare_all(ts_tissue *t, const char *scen) {
     compare_path(t, kind, m, scen, &ty);
     /* the path reaches the tissue: the comparison is not of empty sets */
     ck_assert_msg(ty.touching > 0, "%s %s: no contact on the path", scen, kind_name[kind]);
-    /* the descent's set is the tighter one (same order of size or less) */
-    ck_assert_uint_le(ty.tri_descent, ty.tri_box);
+    /* the jaws' and the instrument's trees have boxes below the root, and
+     * the descent through them leaves out triangles the root box reaches
+     * (a descent that stopped at the root would not); a sphere's or
+     * capsule's tree is its root, and the mid pose grown by half the
+     * travel may take a few more (liver sphere: 205.2 against 204.6) */
+    if (kind == JAWS || kind == MESH) ck_assert_uint_lt(ty.tri_descent, ty.tri_box);
   }
   ts_mesh_free(m);
 }
