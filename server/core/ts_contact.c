@@ -216,7 +216,13 @@ int ts_contact_begin(ts_contact_ws *ws, ts_posed_tool *tool, const ts_pose *from
    * between) and the margin, against the tissue's fat leaf boxes; or, as
    * a reference (box_candidates), the swept root box above */
   uint32_t nt;
-  if (ws->def.box_candidates) {
+  /* A tool whose tree is one box (a sphere, a capsule) has for descent the
+   * tissue tree's walk with that box's bounds, which is the root box's
+   * query: the swept box above is that box over the step, and was 1.10 to
+   * 1.16 times faster than the descent's mid pose and per-leaf tool loop
+   * (collide, contact_response_us_per_step beside
+   * root_box_response_us_per_step, alternated in one run) */
+  if (ws->def.box_candidates || tool->tree->n_nodes == 1) {
     nt = ts_aabb_tree_query_box(tree, lo, hi, ws->tri_buf, ws->tri_cap);
   } else {
     ts_pose mid;

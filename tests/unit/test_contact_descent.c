@@ -12,13 +12,17 @@
  * Each step starts both responses (ts_contact_begin + ts_contact_project)
  * from the same positions and compares what they did: the same vertices
  * touching, the same positions within 1e-12 m and the same reaction force
- * within 1e-9 of its size. Why 1e-12 m: the candidates come in another
- * order (ascending triangle index against the tree's walk), and the triangle
- * passes, which move shared corners one triangle after another, then add
- * the same pushes in another order; the differences that gives are
- * rounding, 1e-16 m here, while a candidate the descent missed leaves a
- * vertex inside the tool by up to the tool's press, millimetres (dropping
- * the descent's margin from the grow fails the test: see the report). The
+ * within 1e-9 of its size. Why 1e-12 m: the descent lists the triangles
+ * in the order the root box's query did, so the two responses do the same
+ * arithmetic and agree to the bit (largest difference 0 m on every path
+ * here); the bound leaves room for rounding should the order ever differ
+ * harmlessly, while a candidate the descent missed leaves a vertex inside
+ * the tool by up to the tool's press, millimetres. The order matters: with
+ * the triangles in ascending index order instead, the triangle passes,
+ * which move shared corners one triangle after another, made patch-S's
+ * sphere differ at t = 4.83 s (a vertex touching by one and not the
+ * other) and the liver's at t = 4.76 s (43 against 44 touching), and this
+ * test failed. The
  * positions then go on from the reference's result, so the tool ploughs
  * the surface as it would in a session.
  *
