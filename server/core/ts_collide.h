@@ -79,6 +79,34 @@ int ts_collide_tool_tissue(ts_posed_tool *tool, const ts_aabb_tree *tissue, cons
 int ts_collide_tool_tissue_brute(ts_posed_tool *tool, const ts_aabb_tree *tissue,
                                  const double (*x)[3], ts_contacts *buf);
 
+/* The live contact's candidates (ts_collide_cand.c): the tissue triangles
+ * the tool may touch, by the descent of ts_collide_tool_tissue (root boxes,
+ * OBB x AABB down to pairs of leaves, at the leaves the 15 axes against the
+ * triangle's own box at x, or its fat leaf box for x NULL) with every tool
+ * box grown by grow (m, >= 0) on every side, each triangle once; the exact
+ * tests are the response's (ts_contact.c, ts_ms_contact.c). Writes up to
+ * cap into out and returns how many there are (more than cap: some were
+ * left out). stats may be NULL. 0 for bad arguments. Reads the trees only;
+ * no allocation.
+ *   - ts_collide_tissue_tris: a placed tool (any kind, its cached boxes),
+ *     the triangles in the order ts_aabb_tree_query_box lists them (so a
+ *     response that moves shared corners triangle after triangle does so
+ *     in the order it did with the root box's query);
+ *   - _frame: a mesh, sphere or capsule tree standing at rotation R (tool
+ *     frame to world) and origin o (m), its boxes placed on the fly;
+ *   - _box: a tool that is one world box (a primitive's bound);
+ *     these two in ascending triangle order (a scan's). */
+uint32_t ts_collide_tissue_tris(ts_posed_tool *tool, const ts_aabb_tree *tissue,
+                                const double (*x)[3], double grow, uint32_t *out, uint32_t cap,
+                                ts_collide_stats *stats);
+uint32_t ts_collide_tissue_tris_frame(const ts_obb_tree *tool, const double R[3][3],
+                                      const double o[3], const ts_aabb_tree *tissue,
+                                      const double (*x)[3], double grow, uint32_t *out,
+                                      uint32_t cap, ts_collide_stats *stats);
+uint32_t ts_collide_tissue_tris_box(const ts_obb *box, const ts_aabb_tree *tissue,
+                                    const double (*x)[3], double grow, uint32_t *out,
+                                    uint32_t cap, ts_collide_stats *stats);
+
 /* Contacts between two placed tools (OBB tree x OBB tree); a is the first
  * object. Feature pairs: a face of a mesh tool is handled as in tool x tissue
  * (the other tool's triangle against it); two spheres/capsules by the

@@ -209,8 +209,31 @@ int ts_contact_begin(ts_contact_ws *ws, ts_posed_tool *tool, const ts_pose *from
   if (m > ws->def.max_substeps) m = ws->def.max_substeps;
   ws->substeps = (uint32_t)m;
 
-  /* candidates: free nodes of the triangles in the box */
-  uint32_t nt = ts_aabb_tree_query_box(tree, lo, hi, ws->tri_buf, ws->tri_cap);
+  /* candidates: free nodes of the triangles the tool may reach within the
+   * step. By the method's descent (ts_collide_tissue_tris): the tool at
+   * its mid pose, each of its boxes grown by half the travel bound (no
+   * tool point is farther than that from its mid-pose place at any pose
+   * between) and the margin, against the tissue's fat leaf boxes; or, as
+   * a reference (box_candidates), the swept root box above */
+  uint32_t nt;
+  /* A tool whose tree is one box (a sphere, a capsule) has for descent the
+   * tissue tree's walk with that box's bounds, which is the root box's
+   * query: the swept box above is that box over the step, and was 1.10 to
+   * 1.16 times faster than the descent's mid pose and per-leaf tool loop
+   * (collide, contact_response_us_per_step beside
+   * root_box_response_us_per_step, alternated in one run) */
+  if (ws->def.box_candidates || tool->tree->n_nodes == 1) {
+    nt = ts_aabb_tree_query_box(tree, lo, hi, ws->tri_buf, ws->tri_cap);
+  } else {
+    ts_pose mid;
+    ts_pose_lerp(&ws->from, &ws->to, 0.5, &mid);
+    rc = ts_posed_tool_set_pose(tool, &mid);
+    if (rc) return rc;
+    const double grow = 0.5 * travel * (1 + 1e-9) + 1e-12 + ws->def.margin;
+    nt = ts_collide_tissue_tris(tool, tree, NULL, grow, ws->tri_buf, ws->tri_cap, NULL);
+    rc = ts_posed_tool_set_pose(tool, &ws->to);
+    if (rc) return rc;
+  }
   int full = nt > ws->tri_cap;
   if (full) nt = ws->tri_cap;
   ws->n_tris = nt;

@@ -42,8 +42,8 @@
  * or 1 mm on patch-S's 1.6 mm), so mesh tools (with thin_pass,
  * ts_obb_tree.h), spheres and capsules (unless ts_tool.thin_off) also take
  * a triangle pass after the nodes (ts__ms_thin_pass below, the XPBD
- * contact's pass of ts_contact.h; the triangles near the tool from an AABB
- * tree of the surface, swept from the last pose in a step's first substep,
+ * contact's pass of ts_contact.h; the triangles near the tool by the
+ * descent of its boxes against an AABB tree of the surface, swept from the last pose in a step's first substep,
  * or with a swept sphere's or capsule's core in every substep): a surface
  * triangle pierced from its outer side (ts_collide_mesh_pierce; a
  * primitive's core on its outer side) with no corner on a mesh tool is
@@ -360,19 +360,22 @@ static void mark_node(struct ts__ms *ms, const ts__ptool *p, uint32_t i, const d
  *
  * Which triangles. Only those whose box meets the world box of the tool
  * (a mesh's root OBB, a primitive's core grown by its radius; grown by the
- * skin) can be pierced. The surface's AABB tree
+ * skin) can be pierced. The method's descent (ts_collide_tissue_tris_frame
+ * for a mesh's OBB tree at the pass's pose, _box for the oriented box
+ * around a sphere's or capsule's core) against the surface's AABB tree
  * (ts_aabb_tree.h, the XPBD contact's kind; fat leaf boxes, so refitting
  * for the substep's positions is one comparison per surface node and a
- * short walk up for the nodes that escaped) gives the triangles near that
- * box grown by the tool's thickness, in triangle order: the same ones, in
- * the same order, as a scan of every triangle finds them, unless a push of
- * this pass moves a corner farther than the thickness. Returns the corners
- * marked. */
-static int cmp_u32(const void *a, const void *b) {
-  const uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-  return (x > y) - (x < y);
-}
-
+ * short walk up for the nodes that escaped), every tool box grown by the
+ * skin and the depth bound, gives the triangles near the tool, in triangle
+ * order: the same ones, in the same order, as a scan of every triangle
+ * finds them, unless a push of this pass moves a corner farther than the
+ * depth bound (test_contact_descent, test_thin_tree_scan). Returns the
+ * corners marked.
+ *
+ * The node projection above (ts__ms_contact) still tests every node
+ * within the tool's bounding sphere, not the surface tree's candidates:
+ * it projects the solid's inner nodes too (a tool pressed deeper than the
+ * top layer), which no surface triangle holds. */
 /* ms's tree of t's surface and the query's scratch, made when missing or
  * when t's topology is not the tree's, refitted for t->x. Returns the tree,
  * or NULL (the caller scans). The jaws' grasp takes its candidates from it
@@ -499,10 +502,26 @@ uint32_t ts__ms_thin_pass(ts_tissue *t, struct ts__ms *ms, const ts__ptool *p,
   const uint32_t(*tris)[3] = (const uint32_t(*)[3])ts_tissue_contact_tris(t);
   uint32_t nc = ts_tissue_n_contact_tris(t);
   if (tree) {
-    double ql[3], qh[3];
-    for (int k = 0; k < 3; k++) ql[k] = lo[k] - cap, qh[k] = hi[k] + cap;
-    nc = ts_aabb_tree_query_box(tree, ql, qh, ms->tri_buf, tree->n_tris);
-    qsort(ms->tri_buf, nc, sizeof *ms->tri_buf, cmp_u32);
+    /* the descent of the tool's boxes (a mesh's OBB tree at (R, o); a
+     * sphere's or capsule's one box around its core) grown by the skin and
+     * the depth bound against the surface tree, each triangle once in
+     * triangle order */
+    const double grow = p->skin + cap;
+    if (tr) {
+      nc = ts_collide_tissue_tris_frame(tr, R, o, tree, (const double (*)[3])t->x, grow,
+                                        ms->tri_buf, tree->n_tris, NULL);
+    } else {
+      ts_obb box;
+      const double len = 0.5 * (p->tool->kind == TS_TOOL_CAPSULE ? p->tool->length : 0.0);
+      for (int a = 0; a < 3; a++)
+        for (int k = 0; k < 3; k++) box.r[a][k] = R[k][a];
+      for (int k = 0; k < 3; k++) box.c[k] = 0.5 * (ca[k] + cb[k]);
+      box.e[0] = box.e[2] = p->r;
+      box.e[1] = len + p->r;
+      nc = ts_collide_tissue_tris_box(&box, tree, (const double (*)[3])t->x, grow, ms->tri_buf,
+                                      tree->n_tris, NULL);
+    }
+    if (nc > tree->n_tris) nc = tree->n_tris; /* room for every triangle: not reached */
   }
   const double *im = t->inv_mass, *depth = ms->depth;
   uint32_t marked = 0;

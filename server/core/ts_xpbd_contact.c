@@ -7,7 +7,11 @@
  * gathered once per substep, and each candidate pushed out to the surface
  * (rigid, frictionless, lambda >= 0) in every sweep. Tools given as placed OBB trees (ts_xpbd_step_posed)
  * on the tree-based path: their poses over each substep, candidates and
- * grasps (ts_contact.c, ts_grasp.c) and their projection in every sweep.
+ * grasps (ts_contact.c, ts_grasp.c; the candidates by the descent of the
+ * tool's OBB tree against the tissue's AABB tree) and their projection in
+ * every sweep. The node-wise path tests every free node within reach of
+ * the core, inner nodes too, which no surface triangle (and so no descent)
+ * holds.
  */
 #include <math.h>
 #include <string.h>

@@ -39,8 +39,14 @@
  * step, apart, touching, and a mesh tool touching, beside the mass-spring
  * step with the same two tools (ms_step_two_tools_us_per_step).
  *
+ * The instrument's response (ts_contact_begin + the swept ts_contact_project)
+ * on the same dented positions, its candidates by the descent of both trees
+ * beside the former query of the tool's swept root box
+ * (ts_contact_def.box_candidates): positions that differ count as mismatches.
+ *
  * Lines: refit_query_us_per_step (ref brute_force_us_per_step, target 100
  * on patch-L), refit_us_per_step, contact_response_us_per_step (sphere),
+ * instrument_response_us_per_step (ref root_box_response_us_per_step),
  * ms_thin_pass_us_per_step (ref ms_thin_scan_us_per_step), and the contact
  * counts that show both found the same set.
  */
@@ -264,8 +270,12 @@ static int run_scenario(const char *name, const plan *pl, const ts_mesh *instrum
   ts_contacts buf, bbuf;
   memset(&buf, 0, sizeof buf);
   memset(&bbuf, 0, sizeof bbuf);
-  ts_contact_ws ws;
+  ts_contact_ws ws, iws, ibox, sbox;
   memset(&ws, 0, sizeof ws);
+  memset(&iws, 0, sizeof iws);
+  memset(&ibox, 0, sizeof ibox);
+  memset(&sbox, 0, sizeof sbox);
+  double (*xi)[3] = NULL; /* the instrument's response, from the dented positions */
   double (*x)[3] = malloc(sizeof *x * t->n_nodes);
   double (*x0)[3] = malloc(sizeof *x0 * t->n_nodes);
   /* the nodes that moved since the last step: dented now or dented before
@@ -287,6 +297,19 @@ static int run_scenario(const char *name, const plan *pl, const ts_mesh *instrum
   if (ts_obb_tree_create(&d, &stree) || ts_posed_tool_init(&spt, stree)) goto out;
   if (ts_contacts_init(&buf, 1u << 16) || ts_contacts_init(&bbuf, 1u << 16)) goto out;
   if (ts_contact_ws_init(&ws, NULL, t->n_nodes, t->n_nodes, ts_tissue_n_contact_tris(t))) goto out;
+  ts_contact_def boxdef = ts_default_contact_def();
+  boxdef.box_candidates = 1;
+  if (ts_contact_ws_init(&iws, NULL, t->n_nodes, t->n_nodes, ts_tissue_n_contact_tris(t)) ||
+      ts_contact_ws_init(&ibox, &boxdef, t->n_nodes, t->n_nodes, ts_tissue_n_contact_tris(t)) ||
+      ts_contact_ws_init(&sbox, &boxdef, t->n_nodes, t->n_nodes, ts_tissue_n_contact_tris(t)))
+    goto out;
+  xi = malloc(sizeof *xi * t->n_nodes);
+  if (!xi) goto out;
+  double t_icontact = 0, t_ibox = 0, t_sbox = 0;
+  uint64_t icand = 0, ibcand = 0;
+  uint32_t imismatch = 0;
+  ts_pose inst_prev;
+  int have_iprev = 0;
   double tip_local[3];
   if (ts_bench_instrument_tip(instrument, tip_local)) goto out;
 
@@ -381,6 +404,31 @@ static int run_scenario(const char *name, const plan *pl, const ts_mesh *instrum
       thin_mismatches += memcmp(xs, t->x, sizeof *xs * t->n_nodes) != 0;
     }
 
+    /* the instrument's response (ts_contact.h) from the dented positions:
+     * candidates by the descent, beside the former root-box query */
+    {
+      if (!have_iprev) inst_prev = ip, have_iprev = 1;
+      memcpy(xi, x, sizeof *xi * t->n_nodes);
+      double i0 = ts_bench_cpu_s();
+      rc = ts_contact_begin(&ibox, &ipt, &inst_prev, &ip, tree, t->inv_mass, NULL);
+      if (rc < 0 && rc != TS_EFULL) goto out;
+      rc = ts_contact_project(&ibox, &ipt, xi, (const double (*)[3])x, t->inv_mass, 1);
+      double i1 = ts_bench_cpu_s();
+      if (rc < 0) goto out;
+      memcpy(xs, x, sizeof *xs * t->n_nodes);
+      double i2 = ts_bench_cpu_s();
+      rc = ts_contact_begin(&iws, &ipt, &inst_prev, &ip, tree, t->inv_mass, NULL);
+      if (rc < 0 && rc != TS_EFULL) goto out;
+      rc = ts_contact_project(&iws, &ipt, xs, (const double (*)[3])x, t->inv_mass, 1);
+      double i3 = ts_bench_cpu_s();
+      if (rc < 0) goto out;
+      t_ibox += i1 - i0;
+      t_icontact += i3 - i2;
+      icand += iws.n_tris, ibcand += ibox.n_tris;
+      imismatch += memcmp(xs, xi, sizeof *xs * t->n_nodes) != 0;
+      inst_prev = ip;
+    }
+
     /* the sphere's response on the same tree (positions x0 -> x) */
     ts_tool sp;
     ts_bench_path_sphere(&sc.path, time, TS_BENCH_SPHERE_RADIUS, &sp);
@@ -388,12 +436,24 @@ static int run_scenario(const char *name, const plan *pl, const ts_mesh *instrum
                      .q = {sp.quat[0], sp.quat[1], sp.quat[2], sp.quat[3]}};
     if (!have_prev) sphere_prev = spose, have_prev = 1;
     memcpy(x0, x, sizeof *x0 * t->n_nodes);
-    double s0 = ts_bench_cpu_s();
-    rc = ts_contact_begin(&ws, &spt, &sphere_prev, &spose, tree, t->inv_mass, NULL);
-    if (rc < 0 && rc != TS_EFULL) goto out;
-    rc = ts_contact_project(&ws, &spt, x, (const double (*)[3])x0, t->inv_mass, 1);
-    t_contact += ts_bench_cpu_s() - s0;
-    if (rc < 0) goto out;
+    /* the root box's candidates on a copy, before the descent's on even
+     * steps and after it on odd ones (the first of the two meets the
+     * colder caches) */
+    memcpy(xi, x, sizeof *xi * t->n_nodes);
+    int touching = 0;
+    for (int pass = 0; pass < 2; pass++) {
+      const int box = (pass == 0) == (k % 2 == 0);
+      ts_contact_ws *w = box ? &sbox : &ws;
+      double (*y)[3] = box ? xi : x;
+      double s0 = ts_bench_cpu_s();
+      rc = ts_contact_begin(w, &spt, &sphere_prev, &spose, tree, t->inv_mass, NULL);
+      if (rc < 0 && rc != TS_EFULL) goto out;
+      rc = ts_contact_project(w, &spt, y, (const double (*)[3])x0, t->inv_mass, 1);
+      *(box ? &t_sbox : &t_contact) += ts_bench_cpu_s() - s0;
+      if (rc < 0) goto out;
+      if (!box) touching = rc;
+    }
+    rc = touching;
     sphere_touch += (uint64_t)rc;
     sphere_prev = spose;
   }
@@ -425,8 +485,17 @@ static int run_scenario(const char *name, const plan *pl, const ts_mesh *instrum
   ts_bench_line_str(o, "plan", pl->name);
   ts_bench_line_emit(o);
   o = ts_bench_line("collide", name, "contact_response_us_per_step", t_contact / n * 1e6, "us");
+  ts_bench_line_ref(o, "root_box_response_us_per_step", t_sbox / n * 1e6);
   ts_bench_line_num(o, "mean_touching", sphere_touch / n);
   ts_bench_line_str(o, "tool", "sphere 5 mm");
+  ts_bench_line_str(o, "plan", pl->name);
+  ts_bench_line_emit(o);
+  o = ts_bench_line("collide", name, "instrument_response_us_per_step", t_icontact / n * 1e6, "us");
+  ts_bench_line_ref(o, "root_box_response_us_per_step", t_ibox / n * 1e6);
+  ts_bench_line_num(o, "mean_candidate_triangles", icand / n);
+  ts_bench_line_num(o, "root_box_mean_candidate_triangles", ibcand / n);
+  ts_bench_line_num(o, "mismatches", imismatch);
+  ts_bench_line_str(o, "tool", "dental_instrument_light");
   ts_bench_line_str(o, "plan", pl->name);
   ts_bench_line_emit(o);
   o = ts_bench_line("collide", name, "ms_thin_pass_us_per_step", t_thin / n * 1e6, "us");
@@ -443,6 +512,10 @@ static int run_scenario(const char *name, const plan *pl, const ts_mesh *instrum
 out:
   if (status) fprintf(stderr, "collide: %s failed\n", name);
   ts_contact_ws_free(&ws);
+  ts_contact_ws_free(&iws);
+  ts_contact_ws_free(&ibox);
+  ts_contact_ws_free(&sbox);
+  free(xi);
   ts_contacts_free(&buf);
   ts_contacts_free(&bbuf);
   ts_posed_tool_free(&ipt);
