@@ -1,6 +1,6 @@
 // tools.js: the tool controls of a controller: which tool it drives (sphere,
-// capsule, or grasper; the grasper only in XPBD sessions, the only solver
-// with grasping jaws) and the grasper's jaws, closed or opened with the
+// capsule, or grasper; the grasper in mass-spring and XPBD sessions, not in
+// quasi-static ones, whose solve takes no jaws) and the grasper's jaws, closed or opened with the
 // button or the G key (ignored while typing in a field), and the tool's
 // Coulomb friction on the tissue (a choice of three settings).
 //
@@ -15,7 +15,7 @@ export const Friction = Object.freeze({
   none: { muStatic: 0, muKinetic: 0 },
   rough: { muStatic: 0.4, muKinetic: 0.3 },
 });
-const XPBD = 2;  // Solver.SOLVER_XPBD
+const QUASI_STATIC = 3;  // Solver.SOLVER_QUASI_STATIC: the one solver without jaws
 
 const $ = (id) => document.getElementById(id);
 
@@ -89,7 +89,7 @@ export class ToolControls {
 
   _choose(kind) {
     if (kind === this.kind) return;
-    if (kind === ToolKind.JAWS && this.solver !== XPBD) return;
+    if (kind === ToolKind.JAWS && this.solver === QUASI_STATIC) return;
     this.kind = kind;
     this.jaw = 1;
     this._render();
@@ -99,12 +99,12 @@ export class ToolControls {
   _render() {
     const el = this.el;
     el.section.hidden = !this.enabled;
-    const xpbd = this.solver === XPBD;
-    el.grasperOption.hidden = !xpbd;
-    el.grasperNote.hidden = xpbd;
+    const grasps = this.solver !== QUASI_STATIC;
+    el.grasperOption.hidden = !grasps;
+    el.grasperNote.hidden = grasps;
     for (const r of el.radios) {
       r.checked = Number(r.value) === this.kind;
-      r.disabled = Number(r.value) === ToolKind.JAWS && !xpbd;
+      r.disabled = Number(r.value) === ToolKind.JAWS && !grasps;
     }
     const isJaws = this.kind === ToolKind.JAWS;
     el.jaw.hidden = !isJaws;

@@ -74,7 +74,9 @@ test('a classroom session: create, grasp, watch, layers, reset, end', async () =
     'the first session');
   const first = await hook(page);
   assert.equal(first.webgl, true, 'WebGL works');
-  assert.equal(await page.isVisible('#tl-grasper'), false, 'no grasper in a mass-spring session');
+  // the default (mass-spring) session takes jaws: the grasper is offered
+  await waitHook(page, () => !document.getElementById('tl-grasper-option').hidden &&
+    document.getElementById('tl-grasper-note').hidden, null, 'the grasper offered in a mass-spring session');
   await waitHook(page, () => document.querySelectorAll('#ss-rows tr').length === 1, null, 'the session list');
 
   // Create an XPBD session through the panel, from the keyboard.
