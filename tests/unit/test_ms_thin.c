@@ -234,7 +234,10 @@ END_TEST
  * pass (ts__ms_thin_can_act: patch-S's edges are too short for it to act),
  * so the pass itself is also run at every step's end on the pressed
  * tissue (a scan of every triangle, the sphere at its pose): it must mark
- * and move nothing. */
+ * and move nothing. The path stops at the lift's end, 120 steps: the
+ * sphere touches from step 22 to 99 and nothing after (measured), so the
+ * 80 steps of recoil it had after the lift were the same code on the same
+ * positions in both tissues, with nothing for the pass to act on. */
 START_TEST(test_thick_unchanged) {
   ts_tissue *tt[2] = {patch_s(), patch_s()};
   uint32_t c[4];
@@ -247,13 +250,13 @@ START_TEST(test_thick_unchanged) {
     tl[s].thin_off = s;
   }
   uint32_t contacts = 0;
-  for (int i = 0; i < 200; i++) {
+  for (int i = 0; i < 120; i++) {
     for (int s = 0; s < 2; s++) {
       if (i < 60)
         tl[s].pos[1] -= 5e-5;
       else if (i < 100)
         tl[s].pos[0] += 5e-5;
-      else if (i < 120)
+      else
         tl[s].pos[1] += 5e-4;
       ck_assert_int_eq(ts_massspring_step(tt[s], DT, &tl[s], 1, NULL), 0);
     }
