@@ -13,6 +13,11 @@
 
 #include "ts_error.h"
 
+int ts_tool_contact_stiffness_check(double k) {
+  if (k == 0) return 0;
+  return k >= TS_TOOL_CONTACT_STIFFNESS_MIN && k <= TS_TOOL_CONTACT_STIFFNESS_MAX ? 0 : TS_ERANGE;
+}
+
 int ts_tool_contact_init(ts_tool_contact *tc, uint32_t n_tools, double k) {
   if (!tc) return TS_EINVAL;
   memset(tc, 0, sizeof *tc);
@@ -173,6 +178,7 @@ int ts_tool_contact_step(ts_tool_contact *tc, const ts_tool *tools, uint32_t n) 
   for (uint32_t i = 0; i < tc->n_slots; i++) {
     ts_tool_contact_slot *s = &tc->slot[i];
     s->placed = 0;
+    s->touching = 0;
     memset(s->force, 0, sizeof s->force);
     memset(s->torque, 0, sizeof s->torque);
   }
@@ -220,6 +226,8 @@ int ts_tool_contact_step(ts_tool_contact *tc, const ts_tool *tools, uint32_t n) 
       }
       tc->pairs++;
       tc->contacts += tc->buf.total;
+      sa->touching++;
+      sb->touching++;
       double fa[3], ta[3], fb[3], tb[3];
       if (!ts_tool_contact_penalty(tc->buf.c, tc->buf.n, tc->stiffness, A->pos, B->pos, fa, ta,
                                    fb, tb))
