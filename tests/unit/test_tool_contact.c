@@ -200,17 +200,46 @@ static int by_feature(const void *a, const void *b) {
   return x->a < y->a ? -1 : x->a > y->a;
 }
 
-START_TEST(test_mesh_capsule_vs_brute) {
-  ts_mesh *m = load_instrument();
+/* The instrument's tree and its bounds at its pose (identity, at the
+ * origin). */
+static ts_obb_tree *instrument_tree(ts_mesh **m, double lo[3], double hi[3]) {
+  *m = load_instrument();
   ts_tool_shape_def d = ts_default_tool_shape_def();
   d.kind = TS_SHAPE_MESH;
-  d.mesh = m;
+  d.mesh = *m;
   ts_obb_tree *tree;
   ck_assert_int_eq(ts_obb_tree_create(&d, &tree), 0);
-  /* the instrument's bounds at its pose (identity, at the origin) */
-  double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+  for (int a = 0; a < 3; a++) lo[a] = INFINITY, hi[a] = -INFINITY;
   for (uint32_t i = 0; i < tree->n_verts; i++)
     for (int a = 0; a < 3; a++) lo[a] = fmin(lo[a], tree->v[i][a]), hi[a] = fmax(hi[a], tree->v[i][a]);
+  return tree;
+}
+
+/* Grid pose (ix, iz) of 5 x 5: the instrument (t[0]) at the origin and a
+ * capsule (t[1], radius 0.5 mm) along y (the tool frame's axis), crossing
+ * it at a point of its x-z bounds and 0.3 of its height. */
+static void grid_pose(const ts_obb_tree *tree, const double lo[3], const double hi[3], int ix,
+                      int iz, ts_tool t[2]) {
+  memset(t, 0, 2 * sizeof *t);
+  t[0].kind = TS_TOOL_MESH;
+  t[0].shape = tree;
+  t[0].active = 1;
+  t[0].quat[0] = 1;
+  t[1].kind = TS_TOOL_CAPSULE;
+  t[1].active = 1;
+  t[1].radius = 0.0005;
+  t[1].quat[0] = 1;
+  double fx = (ix + 0.5) / 5, fz = (iz + 0.5) / 5;
+  t[1].pos[0] = lo[0] + fx * (hi[0] - lo[0]);
+  t[1].pos[2] = lo[2] + fz * (hi[2] - lo[2]);
+  t[1].pos[1] = lo[1] + 0.3 * (hi[1] - lo[1]);
+  t[1].length = 0.2 * (hi[1] - lo[1]);
+}
+
+START_TEST(test_mesh_capsule_vs_brute) {
+  ts_mesh *m;
+  double lo[3], hi[3];
+  ts_obb_tree *tree = instrument_tree(&m, lo, hi);
   ts_tool_contact tc;
   ck_assert_int_eq(ts_tool_contact_init(&tc, 2, 0), 0);
   ts_contact *ref = malloc(sizeof *ref * tree->n_tris);
@@ -221,20 +250,7 @@ START_TEST(test_mesh_capsule_vs_brute) {
   for (int ix = 0; ix < 5; ix++) {
     for (int iz = 0; iz < 5; iz++) {
       ts_tool t[2];
-      memset(t, 0, sizeof t);
-      t[0].kind = TS_TOOL_MESH;
-      t[0].shape = tree;
-      t[0].active = 1;
-      t[0].quat[0] = 1;
-      t[1].kind = TS_TOOL_CAPSULE;
-      t[1].active = 1;
-      t[1].radius = 0.0005;
-      t[1].quat[0] = 1;
-      double fx = (ix + 0.5) / 5, fz = (iz + 0.5) / 5;
-      t[1].pos[0] = lo[0] + fx * (hi[0] - lo[0]);
-      t[1].pos[2] = lo[2] + fz * (hi[2] - lo[2]);
-      t[1].pos[1] = lo[1] + 0.3 * (hi[1] - lo[1]);
-      t[1].length = 0.2 * (hi[1] - lo[1]);
+      grid_pose(tree, lo, hi, ix, iz, t);
       ck_assert_int_eq(ts_tool_contact_step(&tc, t, 2), 0);
       /* brute force: every instrument triangle against the capsule */
       ts_posed_tool pt;
@@ -406,15 +422,9 @@ END_TEST
  * contacts, a depth-weighted normal) and on two spheres. */
 START_TEST(test_stiffness_ratio) {
   const double k1 = 400, k2 = 7000; /* 0.4 and 7 N/mm, both in the session range */
-  ts_mesh *m = load_instrument();
-  ts_tool_shape_def d = ts_default_tool_shape_def();
-  d.kind = TS_SHAPE_MESH;
-  d.mesh = m;
-  ts_obb_tree *tree;
-  ck_assert_int_eq(ts_obb_tree_create(&d, &tree), 0);
-  double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
-  for (uint32_t i = 0; i < tree->n_verts; i++)
-    for (int a = 0; a < 3; a++) lo[a] = fmin(lo[a], tree->v[i][a]), hi[a] = fmax(hi[a], tree->v[i][a]);
+  ts_mesh *m;
+  double lo[3], hi[3];
+  ts_obb_tree *tree = instrument_tree(&m, lo, hi);
   ts_tool_contact c1, c2;
   ck_assert_int_eq(ts_tool_contact_init(&c1, 2, k1), 0);
   ck_assert_int_eq(ts_tool_contact_init(&c2, 2, k2), 0);
@@ -424,17 +434,7 @@ START_TEST(test_stiffness_ratio) {
   for (int ix = 0; ix < 5; ix++) {
     for (int iz = 0; iz < 5; iz++) {
       ts_tool t[2];
-      memset(t, 0, sizeof t);
-      t[0].kind = TS_TOOL_MESH;
-      t[0].shape = tree;
-      t[0].active = 1;
-      t[0].quat[0] = 1;
-      t[1] = sphere(0.0005, 0, 0, 0);
-      t[1].kind = TS_TOOL_CAPSULE;
-      t[1].pos[0] = lo[0] + (ix + 0.5) / 5 * (hi[0] - lo[0]);
-      t[1].pos[1] = lo[1] + 0.3 * (hi[1] - lo[1]);
-      t[1].pos[2] = lo[2] + (iz + 0.5) / 5 * (hi[2] - lo[2]);
-      t[1].length = 0.2 * (hi[1] - lo[1]);
+      grid_pose(tree, lo, hi, ix, iz, t);
       ck_assert_int_eq(ts_tool_contact_step(&c1, t, 2), 0);
       ck_assert_int_eq(ts_tool_contact_step(&c2, t, 2), 0);
       ck_assert_uint_eq(c1.contacts, c2.contacts);
