@@ -19,7 +19,8 @@
  * path that is 1.3 to 1.6 times the triangles their leaf boxes reach
  * (test_contact_descent). The tool boxes here are placed
  * from the tool's frame on the fly (a rotation per visited node) or taken
- * from a posed tool's cache; nothing is allocated.
+ * from a posed tool's cache; nothing is allocated (but a stack for a tree
+ * deeper than any builder makes, see STACK).
  */
 #include <math.h>
 #include <stdlib.h>
