@@ -32,6 +32,10 @@ void ctl_usage(FILE *out) {
           "                            (1..1000) substeps per step, the inertia scaled so\n"
           "                            that the step stays stable (statics unchanged; a\n"
           "                            moving tool feels a heavier tissue: README)\n"
+          "  create [--tissue NAME] --tool-stiffness N_PER_MM\n"
+          "                            the wall two tools of the session feel, newtons per\n"
+          "                            mm of overlap (0.1..20; default the daemon's, 1):\n"
+          "                            what the controllers' haptic devices can render\n"
           "  create --mesh FILE [--scale S] [--name N] [--layers T1,T2,...]\n"
           "                            upload a surface mesh (.obj, .stl or .ply, by\n"
           "                            extension) and create a session of it: S converts\n"
@@ -196,6 +200,8 @@ int ctl_parse_args(int argc, char **argv, const char *default_cred, ctl_args *o)
       o->layers_s = v;
     } else if (!strcmp(a, "--substeps") && !strcmp(cmd, "create")) {
       b = parse_int(o, a, v, 1, 1000, &o->substeps);
+    } else if (!strcmp(a, "--tool-stiffness") && !strcmp(cmd, "create")) {
+      b = parse_num(o, a, v, 0.1, 20, &o->tool_stiffness);
     } else if (!strcmp(a, "--scale") && !strcmp(cmd, "create")) {
       b = parse_num(o, a, v, 1e-6, 1000, &o->scale);
     } else if (!strcmp(a, "--leb") && !strcmp(cmd, "refine")) {
@@ -251,6 +257,10 @@ int ctl_parse_args(int argc, char **argv, const char *default_cred, ctl_args *o)
   }
   if (o->substeps > 0 && o->mesh) {
     bad(o, "--substeps applies to create --tissue, not to a mesh upload");
+    return CTL_ERROR;
+  }
+  if (o->tool_stiffness > 0 && o->mesh) {
+    bad(o, "--tool-stiffness applies to create --tissue, not to a mesh upload");
     return CTL_ERROR;
   }
   if (o->is_poke && o->seconds < 0) o->seconds = 3;

@@ -76,14 +76,24 @@ int tc_create_session_solver(tc_client *c, const char *builtin, int solver,
 int tc_create_session_substeps(tc_client *c, const char *builtin, int solver, uint32_t substeps,
                                uint32_t *session_id, uint32_t *vertex_count,
                                uint32_t *triangle_count) {
+  const tc_create_params p = {.builtin = builtin, .solver = solver, .substeps = substeps};
+  return tc_create_session_ex(c, &p, session_id, vertex_count, triangle_count);
+}
+
+int tc_create_session_ex(tc_client *c, const tc_create_params *p, uint32_t *session_id,
+                         uint32_t *vertex_count, uint32_t *triangle_count) {
+  if (!p) return tc__fail(c, TS_EINVAL, "no session parameters");
+  const int solver = p->solver;
   if (solver != TC_SOLVER_DEFAULT && solver != TC_SOLVER_MASS_SPRING && solver != TC_SOLVER_XPBD &&
       solver != TC_SOLVER_QUASI_STATIC)
     return tc__fail(c, TS_EINVAL, "solver must be TC_SOLVER_DEFAULT, _MASS_SPRING, _XPBD or _QUASI_STATIC");
   Tissued__V1__CreateSession m = TISSUED__V1__CREATE_SESSION__INIT;
   m.tissue_case = TISSUED__V1__CREATE_SESSION__TISSUE_BUILTIN;
-  m.builtin = (char *)(builtin ? builtin : "stomach-patch");
+  m.builtin = (char *)(p->builtin ? p->builtin : "stomach-patch");
   m.solver = (Tissued__V1__Solver)solver;
-  m.substeps = substeps;
+  m.substeps = p->substeps;
+  /* a float on the wire; the server checks the range (a NaN too) */
+  m.tool_stiffness = (float)p->tool_stiffness;
   return create_session(c, &m, session_id, vertex_count, triangle_count);
 }
 
@@ -270,6 +280,7 @@ int tc_list_sessions(tc_client *c, tc_session_info **out, size_t *n) {
     v[i].solver = s->solver;
     v[i].clients = s->clients;
     v[i].vertex_count = s->vertex_count;
+    v[i].tool_stiffness = s->tool_stiffness;
   }
   *out = v;
   *n = l->n_sessions;

@@ -107,6 +107,7 @@ static void handle_force(tc_client *c, const Tissued__V1__ToolForce *m) {
   f->last_pose_seq = m->last_pose_seq;
   f->last_client_time_us = m->last_client_time_us;
   f->contacts = m->contacts;
+  f->tool_contacts = m->tool_contacts;
   c->have_force = 1;
   if (c->force_cb) c->force_cb(c->force_ud, f);
 }

@@ -88,6 +88,8 @@ typedef struct tc_force {
   uint64_t last_pose_seq;       /* the last pose applied before that step */
   uint64_t last_client_time_us; /* its client time (tc_now_us() clock) */
   uint32_t contacts;            /* tissue nodes touching the tool */
+  uint32_t tool_contacts;       /* other tools of the session touching (pushing) it in that
+                                   step: 0 when its force is the tissue's alone */
 } tc_force;
 
 typedef void (*tc_force_cb)(void *ud, const tc_force *f);
@@ -103,6 +105,7 @@ typedef struct tc_session_info {
   int solver;
   uint32_t clients;
   uint32_t vertex_count;
+  double tool_stiffness; /* N/m: the wall its tools feel against each other */
 } tc_session_info;
 
 typedef struct tc_join_params {
@@ -199,6 +202,19 @@ int tc_create_session_solver(tc_client *c, const char *builtin, int solver,
 int tc_create_session_substeps(tc_client *c, const char *builtin, int solver, uint32_t substeps,
                                uint32_t *session_id, uint32_t *vertex_count,
                                uint32_t *triangle_count);
+
+/* CreateSession with every setting of a built-in or stored tissue; zeroed
+ * fields are the server's defaults. */
+typedef struct tc_create_params {
+  const char *builtin;   /* NULL: "stomach-patch" */
+  int solver;            /* TC_SOLVER_* */
+  uint32_t substeps;     /* as tc_create_session_substeps */
+  double tool_stiffness; /* N/m: the wall two tools of the session feel (CreateSession.
+                            tool_stiffness); 0: the server's (1000, 1 N/mm); else the server
+                            takes 100..20000 */
+} tc_create_params;
+int tc_create_session_ex(tc_client *c, const tc_create_params *p, uint32_t *session_id,
+                         uint32_t *vertex_count, uint32_t *triangle_count);
 
 /* What the daemon changed in a mesh tissue so that its layers do not fold,
  * from the SessionCreated of the last session this client created (all

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/ts_tool_contact.h"
 #include "log.h"
 
 #ifndef TS_DEFAULT_WEB_ROOT
@@ -113,6 +114,11 @@ static const setting settings[] = {
     {"tool-max-speed", T_DBL, OFF(tool_max_speed), 0, 0, 1000,
      "m/s: the fastest a tool follows its controller's poses (a farther pose is approached at "
      "this speed, so that no pose can throw the tissue); 0: every pose taken at once"},
+    {"tool-stiffness", T_DBL, OFF(tool_stiffness), 0, TS_TOOL_CONTACT_STIFFNESS_MIN,
+     TS_TOOL_CONTACT_STIFFNESS_MAX,
+     "N/m: the wall two tools of a session feel (penalty per metre of overlap; 1000 = 1 N/mm) "
+     "in sessions that do not choose one (CreateSession.tool_stiffness); 100..20000, which "
+     "desk haptic devices can render"},
     {"qs-interval", T_DBL, OFF(qs_interval), 0, 1e-4, 1,
      "quasi-static sessions: seconds of simulated time per interval (one press per moving tool)"},
     {"train-after-samples", T_INT, OFF(train_after_samples), 0, 0, 100000000,
@@ -165,6 +171,7 @@ void ts_config_defaults(ts_config *c) {
   c->shutdown_timeout = 5;
   c->stall_threshold = 0.1;
   c->tool_max_speed = 1.0;
+  c->tool_stiffness = TS_TOOL_CONTACT_STIFFNESS_DEFAULT;
   c->qs_interval = 0.005;
   c->train_after_samples = 20000;
   c->max_training_samples = 100000;

@@ -55,6 +55,8 @@ typedef struct ts_config {
   double stall_threshold;     /* s: a physics step longer than this is a stall (0.1) */
   double tool_max_speed;      /* m/s: a tool follows its commanded pose at most this fast
                                  (core/ts_tool_proxy.h); 0: at once (1) */
+  double tool_stiffness;      /* N/m: tool against tool penalty of sessions that do not
+                                 choose one (CreateSession.tool_stiffness) (1000) */
   /* quasi-static sessions (issue 6) */
   double qs_interval;         /* s of simulated time per quasi-static interval (0.005) */
   int train_after_samples;    /* samples after which a session trains by itself; 0 never */

@@ -229,6 +229,18 @@ static void on_create(ts_conn *c, uint64_t rid, const Tissued__V1__CreateSession
                   TS_XPBD_MAX_SUBSTEPS, TS_XPBD_MAX_ITERATIONS);
     return;
   }
+  /* tool against tool: a wall the controllers' devices can render */
+  const double tool_k = m->tool_stiffness == 0 ? s->cfg.tool_stiffness : m->tool_stiffness;
+  if (ts_tool_contact_stiffness_check(tool_k) || tool_k == 0) {
+    ts_send_error(c, rid, TS_ERANGE,
+                  "tool_stiffness must be in [%g, %g] N/m (%g to %g N/mm; 0: the server's "
+                  "default, %g N/m): the wall two instruments feel, hardly harder than tissue "
+                  "below, and beyond what a desk haptic device renders stably above",
+                  TS_TOOL_CONTACT_STIFFNESS_MIN, TS_TOOL_CONTACT_STIFFNESS_MAX,
+                  TS_TOOL_CONTACT_STIFFNESS_MIN / 1000, TS_TOOL_CONTACT_STIFFNESS_MAX / 1000,
+                  s->cfg.tool_stiffness);
+    return;
+  }
   if (m->name && strlen(m->name) > 63) {
     ts_send_error(c, rid, TS_ERANGE, "session name longer than 63 bytes");
     return;
@@ -311,7 +323,7 @@ static void on_create(ts_conn *c, uint64_t rid, const Tissued__V1__CreateSession
   ts_solver_opts sv = {m->solver == TISSUED__V1__SOLVER__SOLVER_DEFAULT
                            ? TISSUED__V1__SOLVER__SOLVER_MASS_SPRING
                            : (int)m->solver,
-                       m->substeps, m->iterations};
+                       m->substeps, m->iterations, tool_k};
   if (mesh) {
     ts_log_info("%s uploads a %zu-byte mesh for a session '%s' (%u layers, scale %g, dt %g s)",
                 c->peer, mesh->data.len, name, def.n_layers, mesh_scale, dt);
@@ -602,6 +614,7 @@ static void on_list(ts_conn *c, uint64_t rid) {
     infos[i].solver = se->solver;
     infos[i].clients = se->n_clients;
     infos[i].vertex_count = se->topo->vertex_count;
+    infos[i].tool_stiffness = (float)se->sim.tool_contact.stiffness;
     if (se->sim.shortcut) {
       uv_mutex_lock(&se->mbox.lock);
       infos[i].learned = se->mbox.learned;

@@ -27,6 +27,8 @@ uint32_t ts_force_collect(ts_session *se, ts_force_batch *b) {
     ts_force_sample *s = &b->s[b->n++];
     s->tool_id = (uint32_t)i + 1;
     s->contacts = t->contacts;
+    const ts_tool_contact *tc = &sim->tool_contact;
+    s->tool_contacts = (uint32_t)i < tc->n_slots ? tc->slot[i].touching : 0;
     s->step = sim->steps;
     s->sim_time = sim->tissue->time;
     for (int a = 0; a < 3; a++) {
@@ -67,6 +69,7 @@ void ts_force_deliver(ts_session *se, const ts_force_batch *b) {
     m.last_pose_seq = s->last_pose_seq;
     m.last_client_time_us = s->last_client_time_us;
     m.contacts = s->contacts;
+    m.tool_contacts = s->tool_contacts;
     Tissued__V1__Envelope env = TISSUED__V1__ENVELOPE__INIT;
     env.body_case = TISSUED__V1__ENVELOPE__BODY_TOOL_FORCE;
     env.tool_force = &m;

@@ -20,6 +20,7 @@ typedef struct ts_session ts_session;
 typedef struct ts_force_sample {
   uint32_t tool_id;  /* 1-based */
   uint32_t contacts; /* tissue nodes touching the tool */
+  uint32_t tool_contacts; /* other tools pushing it (core/ts_tool_contact.h) */
   uint64_t step;     /* physics step it was computed in */
   double sim_time;   /* s */
   double force[3];   /* N, on the tool */

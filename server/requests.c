@@ -284,6 +284,9 @@ static void create_work(ts_job *jb, ts_storage *st) {
   }
   if (j->rc) return;
   j->session->solver = j->sv.solver;
+  /* before physics owns the session; constant from then on (session lists
+   * read it on the loop thread) */
+  if (j->sv.tool_stiffness > 0) j->session->sim.tool_contact.stiffness = j->sv.tool_stiffness;
   if (j->sv.solver == TISSUED__V1__SOLVER__SOLVER_MASS_SPRING) /* a cap on the substeps */
     j->session->sim.tissue->max_substeps = j->sv.substeps;
   /* a refinement's local mass scaling (core/ts_ms_local.c); it takes

@@ -195,6 +195,8 @@ typedef struct ts_solver_opts {
   int solver;
   uint32_t substeps, iterations; /* mass-spring: substeps is the tissue's max_substeps
                                     (0: physical masses); iterations 0 */
+  double tool_stiffness;         /* N/m, tool against tool (core/ts_tool_contact.h),
+                                    resolved (> 0) and range-checked; every solver */
 } ts_solver_opts;
 
 /* Switches a new session (before physics owns it) to the XPBD solver

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/ts_error.h"
+#include "core/ts_tool_tree.h"
 
 int ts_session_contact_init(ts_session_contact *sc, const ts_tissue *t) {
   memset(sc, 0, sizeof *sc);
@@ -57,29 +58,8 @@ void ts_session_contact_carry(ts_session_contact *sc, const ts_session_contact *
  * grasp for jaws. */
 static int build_tool(ts_session_ptool *p, const ts_tool *t, const ts_tissue *tis) {
   free_tool(p);
-  ts_tool_shape_def d = ts_default_tool_shape_def();
-  d.radius = t->radius;
-  switch (t->kind) {
-  case TS_TOOL_CAPSULE:
-    d.kind = TS_SHAPE_CAPSULE;
-    d.length = t->length;
-    break;
-  case TS_TOOL_JAWS:
-    d.kind = TS_SHAPE_JAWS;
-    if (t->length > 0) d.length = t->length; /* else the default jaw length */
-    break;
-  default: d.kind = TS_SHAPE_SPHERE; break;
-  }
-  int rc = 0;
-  if (t->kind == TS_TOOL_MESH) {
-    if (!t->shape) return TS_EINVAL;
-    p->otree = (ts_obb_tree *)t->shape; /* placed by ts_posed_tool, never written */
-    p->owns_tree = 0;
-  } else {
-    rc = ts_obb_tree_create(&d, &p->otree);
-    if (rc) return rc;
-    p->owns_tree = 1;
-  }
+  int rc = ts_tool_tree_make(t, &p->otree, &p->owns_tree); /* as tool against tool's */
+  if (rc) return rc;
   rc = ts_posed_tool_init(&p->pt, p->otree);
   if (!rc) rc = ts_contact_ws_init(&p->ws, NULL, tis->n_nodes, tis->n_nodes, ts_tissue_n_contact_tris(tis));
   if (!rc && t->kind == TS_TOOL_JAWS) {

@@ -87,7 +87,8 @@ int ts_collide_tool_tissue_brute(ts_posed_tool *tool, const ts_aabb_tree *tissue
  * tests are the response's (ts_contact.c, ts_ms_contact.c). Writes up to
  * cap into out and returns how many there are (more than cap: some were
  * left out). stats may be NULL. 0 for bad arguments. Reads the trees only;
- * no allocation.
+ * no allocation but for a tree over 512 levels deep, which no builder here
+ * makes (its walk then takes a heap stack; see ts_collide_cand.c).
  *   - ts_collide_tissue_tris: a placed tool (any kind, its cached boxes),
  *     the triangles in the order ts_aabb_tree_query_box lists them (so a
  *     response that moves shared corners triangle after triangle does so

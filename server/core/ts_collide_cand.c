@@ -19,7 +19,8 @@
  * path that is 1.3 to 1.6 times the triangles their leaf boxes reach
  * (test_contact_descent). The tool boxes here are placed
  * from the tool's frame on the fly (a rotation per visited node) or taken
- * from a posed tool's cache; nothing is allocated.
+ * from a posed tool's cache; nothing is allocated (but a stack for a tree
+ * deeper than any builder makes, see STACK).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -28,6 +29,19 @@
 #include "ts_collide.h"
 #include "ts_error.h"
 
+/* Both walks are depth first, two children pushed for one popped, so a
+ * walk down a tree of D levels (ts_aabb_tree.depth, ts_obb_tree.depth: 1
+ * for a single leaf) holds at most D entries: one sibling left pending per
+ * level above, and the two children at the deepest. The builders bound D
+ * (the tissue tree splits at the median: 33 levels for 2^32 triangles; the
+ * tool tree by the mean down to 48 levels and at the median below it, 81),
+ * so the fixed stacks hold every tree they make. Before, a deeper tree
+ * stopped the walk where the stack filled and the triangles beyond were
+ * silently no candidates; now a tree deeper than STACK (hand-made, or a
+ * future builder's) walks on a heap stack sized by its depth
+ * (test_collide_cand_deep), and should even that allocation fail (or a
+ * tree be deeper than its depth field says), the candidates are the brute
+ * force's superset: every triangle whose box meets the root box's bounds. */
 #define STACK 512
 #define LEAF_SLACK 1e-7 /* m: as ts_collide_tool_tissue's triangle box */
 
@@ -69,6 +83,36 @@ static void world_box(const src *s, int32_t i, double grow, ts_obb *w, double ex
     }
 }
 
+/* The fallback when no stack can be had: every triangle whose box (its own
+ * at x, else its fat leaf box) meets the root box's bounds, in ascending
+ * order: a superset of the descent's (the response tests each exactly). */
+static uint32_t root_scan(const ts_aabb_tree *tis, const double (*x)[3], const ts_obb *root,
+                          const double rext[3], uint32_t *out, uint32_t cap,
+                          ts_collide_stats *st) {
+  uint32_t n = 0;
+  for (uint32_t k = 0; k < tis->n_tris; k++) {
+    const uint32_t *t = tis->tris[k];
+    const ts_aabb_node *leaf = &tis->nodes[tis->leaf[k]];
+    double lo[3], hi[3];
+    for (int a = 0; a < 3; a++) {
+      if (!x) {
+        lo[a] = leaf->lo[a], hi[a] = leaf->hi[a];
+        continue;
+      }
+      lo[a] = fmin(x[t[0]][a], fmin(x[t[1]][a], x[t[2]][a])) - LEAF_SLACK;
+      hi[a] = fmax(x[t[0]][a], fmax(x[t[1]][a], x[t[2]][a])) + LEAF_SLACK;
+    }
+    st->box_tests++;
+    if (root->c[0] - rext[0] > hi[0] || root->c[0] + rext[0] < lo[0] ||
+        root->c[1] - rext[1] > hi[1] || root->c[1] + rext[1] < lo[1] ||
+        root->c[2] - rext[2] > hi[2] || root->c[2] + rext[2] < lo[2])
+      continue;
+    if (n < cap) out[n] = k;
+    n++;
+  }
+  return n;
+}
+
 static int cmp_u32(const void *a, const void *b) {
   const uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
   return x < y ? -1 : x > y;
@@ -102,7 +146,23 @@ static uint32_t descend(const src *s, const ts_aabb_tree *tis, const double (*x)
   ts_obb root;
   double rext[3];
   world_box(s, 0, grow, &root, rext);
-  int32_t stack[STACK], tstack[STACK];
+  int32_t fixed[2][STACK];
+  int32_t *stack = fixed[0], *tstack = fixed[1], *heap = NULL;
+  /* room: the depth of each tree (see STACK), at least 2 */
+  const uint32_t tis_room = tis->depth > 2 ? tis->depth : 2;
+  const uint32_t tool_room = tn && s->tree->depth > 2 ? s->tree->depth : 2;
+  if (tis_room > STACK || tool_room > STACK) {
+    heap = malloc(sizeof *heap * ((size_t)tis_room + tool_room));
+    if (!heap) {
+      n = root_scan(tis, x, &root, rext, out, cap, &st);
+      if (stats) *stats = st;
+      return n; /* in ascending order already */
+    }
+    stack = heap;
+    tstack = heap + tis_room;
+  }
+  const int stack_cap = tis_room > STACK ? (int)tis_room : STACK;
+  const int tstack_cap = tool_room > STACK ? (int)tool_room : STACK;
   int sp = 0;
   stack[sp++] = 0;
   while (sp > 0) {
@@ -113,7 +173,7 @@ static uint32_t descend(const src *s, const ts_aabb_tree *tis, const double (*x)
         root.c[2] - rext[2] > nb->hi[2] || root.c[2] + rext[2] < nb->lo[2])
       continue;
     if (nb->tri < 0) {
-      if (sp + 2 > STACK) {
+      if (sp + 2 > stack_cap) { /* a tree deeper than its depth says */
         *err = TS_EINTERNAL;
         break;
       }
@@ -163,7 +223,7 @@ static uint32_t descend(const src *s, const ts_aabb_tree *tis, const double (*x)
         hit = single || ts_sat_obb_aabb(&oa, lo, hi, TS_SAT_EPS);
         continue;
       }
-      if (tp + 2 > STACK) {
+      if (tp + 2 > tstack_cap) {
         *err = TS_EINTERNAL;
         break;
       }
@@ -174,6 +234,9 @@ static uint32_t descend(const src *s, const ts_aabb_tree *tis, const double (*x)
     if (n < cap) out[n] = (uint32_t)nb->tri;
     n++;
   }
+  free(heap);
+  if (*err) /* a tree deeper than its depth field: the superset, not a cut-short walk */
+    n = root_scan(tis, x, &root, rext, out, cap, &st);
   if (stats) *stats = st;
   if (order == ORDER_INDEX) qsort(out, n < cap ? n : cap, sizeof *out, cmp_u32);
   return n;

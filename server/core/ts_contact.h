@@ -64,7 +64,10 @@
  * primitive or the jaws is inside a leaf box; a vertex inside a mesh tool
  * is near one of its triangles' boxes unless it is deeper than the margin
  * and half the travel (0.5 mm at rest) behind the mesh's surface, which
- * the sweep (below) keeps the tissue from reaching. On the standard tool
+ * the sweep (below) keeps the tissue from reaching; a mesh tool that could
+ * hold such a point (its root box's smallest half extent over that) may be
+ * put down on the tissue rather than swept in, so it takes the swept root
+ * box's candidates (test_contact_buried). On the standard tool
  * path this gives the same vertices, pushes and forces to the bit as the
  * former candidates, the triangles whose fat leaf boxes met the tool's
  * swept root box grown by the margin (box_candidates, kept as the

@@ -11,6 +11,7 @@
 #include "ts_contact.h"
 #include "ts_error.h"
 #include "ts_handover_internal.h"
+#include "ts_tool_tree.h"
 
 void ts__handover_placed_free(ts__placed_tool *p) {
   if (!p->ok) return;
@@ -23,37 +24,18 @@ void ts__handover_placed_free(ts__placed_tool *p) {
  * an error of the tree's builders (p then unset). */
 int ts__handover_placed_make(const ts_tool *tl, ts__placed_tool *p) {
   memset(p, 0, sizeof *p);
-  const ts_obb_tree *tree = tl->shape;
-  int rc = 0;
-  if (tl->kind == TS_TOOL_MESH) {
-    if (!tree) return TS_EINVAL;
-  } else {
-    ts_tool_shape_def d = ts_default_tool_shape_def();
-    d.radius = tl->radius;
-    if (tl->kind == TS_TOOL_CAPSULE) {
-      d.kind = TS_SHAPE_CAPSULE;
-      d.length = tl->length;
-    } else if (tl->kind == TS_TOOL_JAWS) {
-      d.kind = TS_SHAPE_JAWS;
-      if (tl->length > 0) d.length = tl->length; /* else the default jaw length */
-    } else {
-      d.kind = TS_SHAPE_SPHERE;
-    }
-    rc = ts_obb_tree_create(&d, &p->own);
-    if (rc) return rc;
-    tree = p->own;
-  }
+  ts_obb_tree *tree;
+  int owns;
+  int rc = ts_tool_tree_make(tl, &tree, &owns); /* the session's own mapping */
+  if (rc) return rc;
+  if (owns) p->own = tree;
   rc = ts_posed_tool_init(&p->pt, tree);
   if (rc) {
     ts_obb_tree_destroy(p->own);
     p->own = NULL;
     return rc;
   }
-  ts_pose pose;
-  memcpy(pose.p, tl->pos, sizeof pose.p);
-  memcpy(pose.q, tl->quat, sizeof pose.q);
-  if (pose.q[0] == 0 && pose.q[1] == 0 && pose.q[2] == 0 && pose.q[3] == 0) pose.q[0] = 1;
-  pose.jaw = tl->jaw;
+  const ts_pose pose = ts_tool_pose(tl);
   rc = ts_posed_tool_set_pose(&p->pt, &pose);
   p->ok = 1;
   if (rc) ts__handover_placed_free(p);

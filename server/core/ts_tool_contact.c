@@ -12,6 +12,12 @@
 #include <string.h>
 
 #include "ts_error.h"
+#include "ts_tool_tree.h"
+
+int ts_tool_contact_stiffness_check(double k) {
+  if (k == 0) return 0;
+  return k >= TS_TOOL_CONTACT_STIFFNESS_MIN && k <= TS_TOOL_CONTACT_STIFFNESS_MAX ? 0 : TS_ERANGE;
+}
 
 int ts_tool_contact_init(ts_tool_contact *tc, uint32_t n_tools, double k) {
   if (!tc) return TS_EINVAL;
@@ -53,37 +59,13 @@ void ts_tool_contact_park(ts_tool_contact *tc, uint32_t i) {
     tc->parked[i * tc->n_slots + j] = tc->parked[j * tc->n_slots + i] = 1;
 }
 
-/* The tree of t's shape, as the session's tissue contact builds it
- * (server/session_contact.c): sphere, capsule, jaws (length 0: the default
- * jaws), or the mesh tool's own tree. */
+/* The tree of t's shape (ts_tool_tree.h, as the session's tissue contact
+ * builds it) and its placed copy. */
 static int build_slot(ts_tool_contact_slot *s, const ts_tool *t) {
   free_slot(s);
-  if (t->kind == TS_TOOL_MESH) {
-    if (!t->shape) return TS_EINVAL;
-    s->tree = (ts_obb_tree *)t->shape; /* placed by ts_posed_tool, never written */
-    s->owns_tree = 0;
-  } else {
-    ts_tool_shape_def d = ts_default_tool_shape_def();
-    d.radius = t->radius;
-    switch (t->kind) {
-    case TS_TOOL_CAPSULE:
-      d.kind = TS_SHAPE_CAPSULE;
-      d.length = t->length;
-      break;
-    case TS_TOOL_JAWS:
-      d.kind = TS_SHAPE_JAWS;
-      if (t->length > 0) d.length = t->length;
-      break;
-    default: d.kind = TS_SHAPE_SPHERE; break;
-    }
-    int rc = ts_obb_tree_create(&d, &s->tree);
-    if (rc) {
-      s->tree = NULL;
-      return rc;
-    }
-    s->owns_tree = 1;
-  }
-  int rc = ts_posed_tool_init(&s->pt, s->tree);
+  int rc = ts_tool_tree_make(t, &s->tree, &s->owns_tree);
+  if (rc) return rc;
+  rc = ts_posed_tool_init(&s->pt, s->tree);
   if (rc) {
     if (s->owns_tree) ts_obb_tree_destroy(s->tree);
     memset(s, 0, sizeof *s);
@@ -155,15 +137,6 @@ int ts_tool_contact_penalty(const ts_contact *c, uint32_t n, double k, const dou
   return 1;
 }
 
-static ts_pose pose_of(const ts_tool *t) {
-  ts_pose p;
-  memcpy(p.p, t->pos, sizeof p.p);
-  memcpy(p.q, t->quat, sizeof p.q);
-  if (p.q[0] == 0 && p.q[1] == 0 && p.q[2] == 0 && p.q[3] == 0) p.q[0] = 1; /* as ts_tool.h */
-  p.jaw = t->jaw;
-  return p;
-}
-
 int ts_tool_contact_step(ts_tool_contact *tc, const ts_tool *tools, uint32_t n) {
   if (!tc || !tools || n > tc->n_slots) return TS_EINVAL;
   tc->pairs = tc->contacts = tc->parked_pairs = 0;
@@ -173,6 +146,7 @@ int ts_tool_contact_step(ts_tool_contact *tc, const ts_tool *tools, uint32_t n) 
   for (uint32_t i = 0; i < tc->n_slots; i++) {
     ts_tool_contact_slot *s = &tc->slot[i];
     s->placed = 0;
+    s->touching = 0;
     memset(s->force, 0, sizeof s->force);
     memset(s->torque, 0, sizeof s->torque);
   }
@@ -188,7 +162,7 @@ int ts_tool_contact_step(ts_tool_contact *tc, const ts_tool *tools, uint32_t n) 
         continue;
       }
     }
-    ts_pose p = pose_of(t);
+    ts_pose p = ts_tool_pose(t);
     int e = ts_posed_tool_set_pose(&s->pt, &p);
     if (e) {
       if (!rc) rc = e;
@@ -220,6 +194,8 @@ int ts_tool_contact_step(ts_tool_contact *tc, const ts_tool *tools, uint32_t n) 
       }
       tc->pairs++;
       tc->contacts += tc->buf.total;
+      sa->touching++;
+      sb->touching++;
       double fa[3], ta[3], fb[3], tb[3];
       if (!ts_tool_contact_penalty(tc->buf.c, tc->buf.n, tc->stiffness, A->pos, B->pos, fa, ta,
                                    fb, tb))

@@ -71,6 +71,21 @@
  * of which the 30 Hz filter passes a sixth. */
 #define TS_TOOL_CONTACT_STIFFNESS_DEFAULT 1000.0
 
+/* The range a session may choose (CreateSession.tool_stiffness, the
+ * daemon's --tool-stiffness), N/m: 0.1 to 20 N/mm. Below 0.1 N/mm the other
+ * instrument is hardly harder than the tissue (0.016-0.07 N/mm above) and
+ * two default 5 mm spheres would overlap their whole diameter before
+ * pushing 1 N; above 20 N/mm, ten times the stiffest desk device quoted
+ * above, the wall is one no such device renders stably at a 1 kHz servo
+ * rate (it buzzes at contact), and a proxy at top speed changes the raw
+ * force by 20 N a step. ts_tool_contact_init itself takes any k > 0. */
+#define TS_TOOL_CONTACT_STIFFNESS_MIN 100.0
+#define TS_TOOL_CONTACT_STIFFNESS_MAX 20000.0
+
+/* 0 when k is 0 (the default) or within [MIN, MAX], else TS_ERANGE (NaN and
+ * infinities included). */
+int ts_tool_contact_stiffness_check(double k);
+
 /* Contacts kept per pair of tools (two meshes crossing may touch at many
  * triangle pairs; more are counted, the first this many decide the force). */
 #define TS_TOOL_CONTACT_CAP 4096
@@ -85,6 +100,8 @@ typedef struct ts_tool_contact_slot {
   int placed;               /* active and placed at its pose this step */
   double force[3];          /* out: the other tools' push on it in the last step, N */
   double torque[3];         /* out: its moment about the tool's tip (pos), N m */
+  uint32_t touching;        /* out: other tools pushing it in the last step (pairs in
+                               contact and not left out; ToolForce.tool_contacts) */
 } ts_tool_contact_slot;
 
 typedef struct ts_tool_contact {
@@ -113,7 +130,8 @@ void ts_tool_contact_park(ts_tool_contact *tc, uint32_t i);
 /* One step: every pair of active tools among tools[0..n-1] (n <= n_slots)
  * at their current poses (pos, quat, jaw) is tested, and each slot's force
  * and torque become the sum of the penalties of the pairs it is in (0 for a
- * tool touching none, inactive, or left out). tools[] is only read. A tool
+ * tool touching none, inactive, or left out), its `touching` the number of
+ * those pairs. tools[] is only read. A tool
  * whose shape changed gets its tree first. Returns 0, TS_EINVAL (NULL, n over n_slots, a mesh tool
  * without its shape), TS_ENOMEM (building a tree), or an error of placing a
  * tool (TS_ENAN, TS_EQUAT: a bad pose; that tool is then left out). The

@@ -19,7 +19,9 @@
  *     normal and point);
  *   - bad input: coincident tools (no defined normal) give finite forces of
  *     the law's magnitude; a non-finite pose leaves that tool out; parked
- *     tools do not push each other until they have parted once.
+ *     tools do not push each other until they have parted once;
+ *   - a session's stiffness: forces in the ratio of two stiffnesses, the
+ *     range a session may choose; the count of tools touching each tool.
  *
  * Tolerances: 1e-12 relative on forces computed from the same doubles by
  * other routes (rounding of a few operations), 1e-15 absolute where the
@@ -198,17 +200,46 @@ static int by_feature(const void *a, const void *b) {
   return x->a < y->a ? -1 : x->a > y->a;
 }
 
-START_TEST(test_mesh_capsule_vs_brute) {
-  ts_mesh *m = load_instrument();
+/* The instrument's tree and its bounds at its pose (identity, at the
+ * origin). */
+static ts_obb_tree *instrument_tree(ts_mesh **m, double lo[3], double hi[3]) {
+  *m = load_instrument();
   ts_tool_shape_def d = ts_default_tool_shape_def();
   d.kind = TS_SHAPE_MESH;
-  d.mesh = m;
+  d.mesh = *m;
   ts_obb_tree *tree;
   ck_assert_int_eq(ts_obb_tree_create(&d, &tree), 0);
-  /* the instrument's bounds at its pose (identity, at the origin) */
-  double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+  for (int a = 0; a < 3; a++) lo[a] = INFINITY, hi[a] = -INFINITY;
   for (uint32_t i = 0; i < tree->n_verts; i++)
     for (int a = 0; a < 3; a++) lo[a] = fmin(lo[a], tree->v[i][a]), hi[a] = fmax(hi[a], tree->v[i][a]);
+  return tree;
+}
+
+/* Grid pose (ix, iz) of 5 x 5: the instrument (t[0]) at the origin and a
+ * capsule (t[1], radius 0.5 mm) along y (the tool frame's axis), crossing
+ * it at a point of its x-z bounds and 0.3 of its height. */
+static void grid_pose(const ts_obb_tree *tree, const double lo[3], const double hi[3], int ix,
+                      int iz, ts_tool t[2]) {
+  memset(t, 0, 2 * sizeof *t);
+  t[0].kind = TS_TOOL_MESH;
+  t[0].shape = tree;
+  t[0].active = 1;
+  t[0].quat[0] = 1;
+  t[1].kind = TS_TOOL_CAPSULE;
+  t[1].active = 1;
+  t[1].radius = 0.0005;
+  t[1].quat[0] = 1;
+  double fx = (ix + 0.5) / 5, fz = (iz + 0.5) / 5;
+  t[1].pos[0] = lo[0] + fx * (hi[0] - lo[0]);
+  t[1].pos[2] = lo[2] + fz * (hi[2] - lo[2]);
+  t[1].pos[1] = lo[1] + 0.3 * (hi[1] - lo[1]);
+  t[1].length = 0.2 * (hi[1] - lo[1]);
+}
+
+START_TEST(test_mesh_capsule_vs_brute) {
+  ts_mesh *m;
+  double lo[3], hi[3];
+  ts_obb_tree *tree = instrument_tree(&m, lo, hi);
   ts_tool_contact tc;
   ck_assert_int_eq(ts_tool_contact_init(&tc, 2, 0), 0);
   ts_contact *ref = malloc(sizeof *ref * tree->n_tris);
@@ -219,20 +250,7 @@ START_TEST(test_mesh_capsule_vs_brute) {
   for (int ix = 0; ix < 5; ix++) {
     for (int iz = 0; iz < 5; iz++) {
       ts_tool t[2];
-      memset(t, 0, sizeof t);
-      t[0].kind = TS_TOOL_MESH;
-      t[0].shape = tree;
-      t[0].active = 1;
-      t[0].quat[0] = 1;
-      t[1].kind = TS_TOOL_CAPSULE;
-      t[1].active = 1;
-      t[1].radius = 0.0005;
-      t[1].quat[0] = 1;
-      double fx = (ix + 0.5) / 5, fz = (iz + 0.5) / 5;
-      t[1].pos[0] = lo[0] + fx * (hi[0] - lo[0]);
-      t[1].pos[2] = lo[2] + fz * (hi[2] - lo[2]);
-      t[1].pos[1] = lo[1] + 0.3 * (hi[1] - lo[1]);
-      t[1].length = 0.2 * (hi[1] - lo[1]);
+      grid_pose(tree, lo, hi, ix, iz, t);
       ck_assert_int_eq(ts_tool_contact_step(&tc, t, 2), 0);
       /* brute force: every instrument triangle against the capsule */
       ts_posed_tool pt;
@@ -396,6 +414,107 @@ START_TEST(test_parked) {
 }
 END_TEST
 
+/* A session's own stiffness (CreateSession.tool_stiffness): the same poses
+ * with k1 and k2 give forces and torques in the ratio k2 / k1. Within 1e-12
+ * relative: the contacts are the same doubles (same poses, same code), and
+ * the penalty k d_max n differs only by the rounding of the product with k
+ * (1e-16 relative). Taken on the instrument against a capsule (many
+ * contacts, a depth-weighted normal) and on two spheres. */
+START_TEST(test_stiffness_ratio) {
+  const double k1 = 400, k2 = 7000; /* 0.4 and 7 N/mm, both in the session range */
+  ts_mesh *m;
+  double lo[3], hi[3];
+  ts_obb_tree *tree = instrument_tree(&m, lo, hi);
+  ts_tool_contact c1, c2;
+  ck_assert_int_eq(ts_tool_contact_init(&c1, 2, k1), 0);
+  ck_assert_int_eq(ts_tool_contact_init(&c2, 2, k2), 0);
+  ck_assert_double_eq(c1.stiffness, k1);
+  ck_assert_double_eq(c2.stiffness, k2);
+  uint32_t compared = 0;
+  for (int ix = 0; ix < 5; ix++) {
+    for (int iz = 0; iz < 5; iz++) {
+      ts_tool t[2];
+      grid_pose(tree, lo, hi, ix, iz, t);
+      ck_assert_int_eq(ts_tool_contact_step(&c1, t, 2), 0);
+      ck_assert_int_eq(ts_tool_contact_step(&c2, t, 2), 0);
+      ck_assert_uint_eq(c1.contacts, c2.contacts);
+      if (!c1.contacts) continue;
+      compared++;
+      for (int s = 0; s < 2; s++) {
+        const double fn = norm3(c2.slot[s].force), tn = norm3(c2.slot[s].torque);
+        ck_assert_double_gt(fn, 0);
+        for (int a = 0; a < 3; a++) {
+          ck_assert_double_eq_tol(c2.slot[s].force[a], c1.slot[s].force[a] * (k2 / k1), 1e-12 * fn);
+          ck_assert_double_eq_tol(c2.slot[s].torque[a], c1.slot[s].torque[a] * (k2 / k1),
+                                  1e-12 * tn + 1e-300);
+        }
+      }
+    }
+  }
+  ck_assert_uint_ge(compared, 5);
+  /* two spheres 1 mm deep: k times 1 mm exactly as the law says */
+  ts_tool t[2] = {sphere(0.005, 0, 0, 0), sphere(0.003, 0.007, 0, 0)};
+  ck_assert_int_eq(ts_tool_contact_step(&c1, t, 2), 0);
+  ck_assert_int_eq(ts_tool_contact_step(&c2, t, 2), 0);
+  ck_assert_double_eq_tol(c1.slot[1].force[0], k1 * 0.001, 1e-12 * k1 * 0.001);
+  ck_assert_double_eq_tol(c2.slot[1].force[0], k2 * 0.001, 1e-12 * k2 * 0.001);
+  ts_tool_contact_free(&c1);
+  ts_tool_contact_free(&c2);
+  ts_obb_tree_destroy(tree);
+  ts_mesh_free(m);
+}
+END_TEST
+
+/* The session range (0.1 to 20 N/mm, 0 the default) and what is refused. */
+START_TEST(test_stiffness_range) {
+  const double ok[] = {0, TS_TOOL_CONTACT_STIFFNESS_MIN, 1000, TS_TOOL_CONTACT_STIFFNESS_MAX};
+  for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+    ck_assert_int_eq(ts_tool_contact_stiffness_check(ok[i]), 0);
+  const double bad[] = {-1, 1e-300, 99.999, 20000.001, 1e9, NAN, INFINITY, -INFINITY};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    ck_assert_int_eq(ts_tool_contact_stiffness_check(bad[i]), TS_ERANGE);
+  ck_assert_double_eq(TS_TOOL_CONTACT_STIFFNESS_MIN, 100);
+  ck_assert_double_eq(TS_TOOL_CONTACT_STIFFNESS_MAX, 20000);
+  /* init takes any k > 0, refuses negative and non-finite ones */
+  ts_tool_contact tc;
+  ck_assert_int_eq(ts_tool_contact_init(&tc, 2, -1), TS_EINVAL);
+  ck_assert_int_eq(ts_tool_contact_init(&tc, 2, NAN), TS_EINVAL);
+  ck_assert_int_eq(ts_tool_contact_init(&tc, 2, 50), 0);
+  ck_assert_double_eq(tc.stiffness, 50);
+  ts_tool_contact_free(&tc);
+}
+END_TEST
+
+/* ToolForce.tool_contacts: three 5 mm spheres in a row, centres 8 mm apart:
+ * the middle one touches both ends (2), each end only the middle (1); the
+ * ends 16 mm apart do not touch. Moved apart: 0 for all. */
+START_TEST(test_touching_count) {
+  ts_tool_contact tc;
+  ck_assert_int_eq(ts_tool_contact_init(&tc, 3, 0), 0);
+  ts_tool t[3] = {sphere(0.005, -0.008, 0, 0), sphere(0.005, 0, 0, 0), sphere(0.005, 0.008, 0, 0)};
+  ck_assert_int_eq(ts_tool_contact_step(&tc, t, 3), 0);
+  ck_assert_uint_eq(tc.pairs, 2);
+  ck_assert_uint_eq(tc.slot[0].touching, 1);
+  ck_assert_uint_eq(tc.slot[1].touching, 2);
+  ck_assert_uint_eq(tc.slot[2].touching, 1);
+  /* the middle one is pushed equally from both sides: no net force */
+  ck_assert_double_eq_tol(tc.slot[1].force[0], 0, 1e-12);
+  t[0].pos[0] = -0.05;
+  t[2].pos[0] = 0.05;
+  ck_assert_int_eq(ts_tool_contact_step(&tc, t, 3), 0);
+  for (int i = 0; i < 3; i++) ck_assert_uint_eq(tc.slot[i].touching, 0);
+  /* parked together: overlapping but not counted (no push) */
+  t[0].pos[0] = t[2].pos[0] = 0;
+  ts_tool_contact_park(&tc, 0);
+  ts_tool_contact_park(&tc, 1);
+  ts_tool_contact_park(&tc, 2);
+  ck_assert_int_eq(ts_tool_contact_step(&tc, t, 3), 0);
+  ck_assert_uint_eq(tc.parked_pairs, 3);
+  for (int i = 0; i < 3; i++) ck_assert_uint_eq(tc.slot[i].touching, 0);
+  ts_tool_contact_free(&tc);
+}
+END_TEST
+
 static Suite *tool_contact_suite(void) {
   Suite *s = suite_create("tool_contact");
   TCase *tc = tcase_create("core");
@@ -405,6 +524,9 @@ static Suite *tool_contact_suite(void) {
   tcase_add_test(tc, test_mesh_capsule_vs_brute);
   tcase_add_test(tc, test_coincident_and_bad);
   tcase_add_test(tc, test_parked);
+  tcase_add_test(tc, test_stiffness_ratio);
+  tcase_add_test(tc, test_stiffness_range);
+  tcase_add_test(tc, test_touching_count);
   suite_add_tcase(s, tc);
   return s;
 }
