@@ -505,11 +505,13 @@ static int shares_point(const uint32_t *s, const uint32_t *t) {
   return 0;
 }
 
+/* The AABB x AABB descent (A == B: one tissue against itself, every pair
+ * once with ka < kb, pairs that share a point or that skip names left out):
+ * each intersecting pair goes to visit, which stops the descent by returning
+ * non-zero. */
 static int tissue_pairs(const ts_aabb_tree *A, const double (*xa)[3], const ts_aabb_tree *B,
-                        const double (*xb)[3], ts_collide_skip_fn skip, void *ctx,
-                        ts_contacts *buf, ts_collide_stats *stats) {
-  if (!A || !B || !buf || (!xa && A->n_tris) || (!xb && B->n_tris)) return TS_EINVAL;
-  buf->n = buf->total = 0;
+                        const double (*xb)[3], ts_collide_skip_fn skip, ts_collide_visit_fn visit,
+                        void *ctx, ts_collide_stats *stats) {
   ts_collide_stats st = {0, 0};
   if (!A->n_tris || !B->n_tris) {
     if (stats) *stats = st;
@@ -554,7 +556,7 @@ static int tissue_pairs(const ts_aabb_tree *A, const double (*xa)[3], const ts_a
       tissue_tri(A, xa, ka, Ta);
       tissue_tri(B, xb, kb, Tb);
       st.leaf_tests++;
-      if (ts_contact_face_triangle(Ta, Tb, &h)) emit(buf, ka, kb, &h);
+      if (ts_contact_face_triangle(Ta, Tb, &h) && visit(ctx, ka, kb, &h)) break;
       continue;
     }
     if (lb || (!la && aabb_size(na) >= aabb_size(nb))) {
@@ -566,17 +568,51 @@ static int tissue_pairs(const ts_aabb_tree *A, const double (*xa)[3], const ts_a
     }
   }
   if (stats) *stats = st;
+  return rc;
+}
+
+/* Stores the pairs in a contact buffer; a caller's skip goes along. */
+typedef struct emit_ctx {
+  ts_contacts *buf;
+  ts_collide_skip_fn skip;
+  void *skip_ctx;
+} emit_ctx;
+
+static int emit_visit(void *ctx, uint32_t ka, uint32_t kb, const ts_hit *h) {
+  emit(((emit_ctx *)ctx)->buf, ka, kb, h);
+  return 0;
+}
+
+static int emit_skip(void *ctx, uint32_t ka, uint32_t kb) {
+  const emit_ctx *e = ctx;
+  return e->skip(e->skip_ctx, ka, kb);
+}
+
+static int tissue_contacts(const ts_aabb_tree *A, const double (*xa)[3], const ts_aabb_tree *B,
+                           const double (*xb)[3], ts_collide_skip_fn skip, void *ctx,
+                           ts_contacts *buf, ts_collide_stats *stats) {
+  if (!A || !B || !buf || (!xa && A->n_tris) || (!xb && B->n_tris)) return TS_EINVAL;
+  buf->n = buf->total = 0;
+  emit_ctx e = {buf, skip, ctx};
+  int rc = tissue_pairs(A, xa, B, xb, skip ? emit_skip : NULL, emit_visit, &e, stats);
   return rc ? rc : finish(buf);
 }
 
 int ts_collide_tissue_tissue(const ts_aabb_tree *A, const double (*xa)[3], const ts_aabb_tree *B,
                              const double (*xb)[3], ts_contacts *buf, ts_collide_stats *stats) {
-  return tissue_pairs(A, xa, B, xb, NULL, NULL, buf, stats);
+  return tissue_contacts(A, xa, B, xb, NULL, NULL, buf, stats);
 }
 
 int ts_collide_tissue_self(const ts_aabb_tree *A, const double (*x)[3], ts_collide_skip_fn skip,
                            void *ctx, ts_contacts *buf, ts_collide_stats *stats) {
-  return tissue_pairs(A, x, A, x, skip, ctx, buf, stats);
+  return tissue_contacts(A, x, A, x, skip, ctx, buf, stats);
+}
+
+int ts_collide_tissue_self_visit(const ts_aabb_tree *A, const double (*x)[3],
+                                 ts_collide_skip_fn skip, ts_collide_visit_fn visit, void *ctx,
+                                 ts_collide_stats *stats) {
+  if (!A || !visit || (!x && A->n_tris)) return TS_EINVAL;
+  return tissue_pairs(A, x, A, x, skip, visit, ctx, stats);
 }
 
 /* ---- sweep ---- */

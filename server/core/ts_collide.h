@@ -139,6 +139,22 @@ typedef int (*ts_collide_skip_fn)(void *ctx, uint32_t ka, uint32_t kb);
 int ts_collide_tissue_self(const ts_aabb_tree *a, const double (*x)[3], ts_collide_skip_fn skip,
                            void *ctx, ts_contacts *buf, ts_collide_stats *stats);
 
+/* Takes one intersecting pair ka < kb of a self query (hit as a contact's
+ * point, normal, depth); returns non-zero to stop the descent there. ctx is
+ * the caller's (the same as skip's). */
+typedef int (*ts_collide_visit_fn)(void *ctx, uint32_t ka, uint32_t kb, const ts_hit *hit);
+
+/* ts_collide_tissue_self's descent with each pair handed to visit (in the
+ * same order, with the same pairs left out) instead of stored, stopping
+ * when visit says so: the extrusion's crossing check stops past its cap of
+ * pairs (ts_extrude_cross.c), which bounds the work on a surface of many
+ * overlapping parts whose pairs grow with the square of the overlap.
+ * Returns 0, TS_EINVAL (NULL tree or visit, x NULL for a non-empty tree) or
+ * TS_EINTERNAL (the descent's stack). */
+int ts_collide_tissue_self_visit(const ts_aabb_tree *a, const double (*x)[3],
+                                 ts_collide_skip_fn skip, ts_collide_visit_fn visit, void *ctx,
+                                 ts_collide_stats *stats);
+
 /* How far a triangle-mesh tool reaches through one tissue triangle T, both
  * in the tool's frame (the caller moves T there): of the tool triangles that
  * meet T (a descent of the tool's tree with T's box), the one whose part over

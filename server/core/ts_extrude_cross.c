@@ -21,13 +21,13 @@
  * triangles with no column in common are at least a layer's thickness or a
  * triangle apart.
  *
- * The descent is this file's own (the AABB x AABB self descent of
- * ts_collide_tissue_self, same order and same leaf test, so the same first
- * pair), because it must stop: an upload of many overlapping closed parts
- * (up to --max-mesh-triangles) has pairs growing with the square of the
- * overlap, and a descent that counts them all keeps a worker busy for as
- * long as it likes. Past TS__CROSS_CAP pairs it stops and the extrusion is
- * refused with the count and the cap named. The shared meshes cross at 6
+ * The descent is ts_collide_tissue_self's, through its visiting form
+ * (ts_collide_tissue_self_visit), because it must stop: an upload of many
+ * overlapping closed parts (up to --max-mesh-triangles) has pairs growing
+ * with the square of the overlap, and a descent that counts them all keeps
+ * a worker busy for as long as it likes. Past TS__CROSS_CAP pairs the
+ * visitor stops it and the extrusion is refused with the count and the cap
+ * named. The shared meshes cross at 6
  * (liver.obj), 282 (liver-smooth) and 52 (spot) pairs at full depth.
  *
  * The thinning queries once per round with only the thinned columns moved
@@ -47,10 +47,6 @@
 #include "ts_error.h"
 #include "ts_extrude_internal.h"
 #include "ts_tritri.h"
-
-/* Descent stack (pairs of nodes): the tree's depth is at most
- * ceil(log2 n) + 1 <= 33, and a self descent pushes at most 3 per level. */
-#define TS__CROSS_STACK 512
 
 struct ts__cross_check {
   uint32_t nt, nv, S;   /* surface triangles, nodes per sheet, sheets */
@@ -134,15 +130,6 @@ static int same_column(const ts__cross_check *c, uint32_t ka, uint32_t kb) {
   return 0;
 }
 
-static int boxes_overlap(const ts_aabb_node *a, const ts_aabb_node *b) {
-  return !(a->lo[0] > b->hi[0] || a->hi[0] < b->lo[0] || a->lo[1] > b->hi[1] ||
-           a->hi[1] < b->lo[1] || a->lo[2] > b->hi[2] || a->hi[2] < b->lo[2]);
-}
-
-static double box_size(const ts_aabb_node *n) {
-  return 0.5 * ((n->hi[0] - n->lo[0]) + (n->hi[1] - n->lo[1]) + (n->hi[2] - n->lo[2]));
-}
-
 /* What a descent found: n pairs (it stops at cap + 1), the first (a < b,
  * tree indices) and a point where it meets; optionally every pair. */
 typedef struct found {
@@ -154,66 +141,39 @@ typedef struct found {
   uint32_t pairs_cap;
 } found;
 
-/* Every crossing pair of the tree's triangles at positions x, in the order
- * of ts_collide_tissue_self's descent, until more than f->cap are found.
- * Returns 0 or TS_EINTERNAL (stack). */
-static int descend(const ts__cross_check *c, const double (*x)[3], found *f) {
-  const ts_aabb_tree *A = c->tree;
-  f->n = 0;
-  if (!A->n_tris) return 0;
-  struct {
-    int32_t a, b;
-  } stack[TS__CROSS_STACK];
-  int sp = 0;
-  stack[sp].a = stack[sp].b = 0, sp++;
-  while (sp > 0) {
-    int32_t pa = stack[sp - 1].a, pb = stack[sp - 1].b;
-    sp--;
-    const ts_aabb_node *na = &A->nodes[pa], *nb = &A->nodes[pb];
-    if (sp + 3 > TS__CROSS_STACK) return TS_EINTERNAL;
-    if (pa == pb) { /* a subtree against itself: halves against themselves and each other */
-      if (na->tri < 0) {
-        stack[sp].a = stack[sp].b = na->child[0], sp++;
-        stack[sp].a = stack[sp].b = na->child[1], sp++;
-        stack[sp].a = na->child[0], stack[sp].b = na->child[1], sp++;
-      }
-      continue;
-    }
-    if (!boxes_overlap(na, nb)) continue;
-    int la = na->tri >= 0, lb = nb->tri >= 0;
-    if (la && lb) {
-      uint32_t ka = (uint32_t)na->tri, kb = (uint32_t)nb->tri;
-      if (ka > kb) {
-        uint32_t s = ka;
-        ka = kb, kb = s;
-      }
-      if (same_column(c, ka, kb)) continue; /* also every pair sharing a node */
-      double Ta[3][3], Tb[3][3];
-      for (int q = 0; q < 3; q++) {
-        memcpy(Ta[q], x[c->tris[ka][q]], sizeof Ta[q]);
-        memcpy(Tb[q], x[c->tris[kb][q]], sizeof Tb[q]);
-      }
-      ts_hit h;
-      if (!ts_contact_face_triangle((const double(*)[3])Ta, (const double(*)[3])Tb, &h)) continue;
-      if (f->n == 0) {
-        f->a = ka, f->b = kb;
-        memcpy(f->point, h.point, sizeof f->point);
-      }
-      if (f->pairs && f->n < f->pairs_cap) f->pairs[f->n][0] = ka, f->pairs[f->n][1] = kb;
-      if (f->mark)
-        for (int q = 0; q < 3; q++) f->mark[c->tris[ka][q] % c->nv] = f->mark[c->tris[kb][q] % c->nv] = 1;
-      if (++f->n > f->cap) return 0;
-      continue;
-    }
-    if (lb || (!la && box_size(na) >= box_size(nb))) {
-      stack[sp].a = na->child[1], stack[sp].b = pb, sp++;
-      stack[sp].a = na->child[0], stack[sp].b = pb, sp++;
-    } else {
-      stack[sp].a = pa, stack[sp].b = nb->child[1], sp++;
-      stack[sp].a = pa, stack[sp].b = nb->child[0], sp++;
-    }
+/* The descent's context: the check (for its columns) and what it found. */
+typedef struct descent {
+  const ts__cross_check *c;
+  found *f;
+} descent;
+
+static int skip_column(void *ctx, uint32_t ka, uint32_t kb) {
+  return same_column(((const descent *)ctx)->c, ka, kb); /* also every pair sharing a node */
+}
+
+/* One crossing pair: counted, the first kept; stops the descent past the cap. */
+static int take_pair(void *ctx, uint32_t ka, uint32_t kb, const ts_hit *h) {
+  const descent *d = ctx;
+  const ts__cross_check *c = d->c;
+  found *f = d->f;
+  if (f->n == 0) {
+    f->a = ka, f->b = kb;
+    memcpy(f->point, h->point, sizeof f->point);
   }
-  return 0;
+  if (f->pairs && f->n < f->pairs_cap) f->pairs[f->n][0] = ka, f->pairs[f->n][1] = kb;
+  if (f->mark)
+    for (int q = 0; q < 3; q++) f->mark[c->tris[ka][q] % c->nv] = f->mark[c->tris[kb][q] % c->nv] = 1;
+  return ++f->n > f->cap;
+}
+
+/* Every crossing pair of the tree's triangles at positions x, in the order
+ * of ts_collide_tissue_self's descent (the same descent, stopped by
+ * take_pair), until more than f->cap are found. Returns 0 or TS_EINTERNAL
+ * (stack). */
+static int descend(const ts__cross_check *c, const double (*x)[3], found *f) {
+  f->n = 0;
+  descent d = {c, f};
+  return ts_collide_tissue_self_visit(c->tree, x, skip_column, take_pair, &d, NULL);
 }
 
 /* Fills e->n_crossings and e->cross_* from f, naming the first pair in err. */

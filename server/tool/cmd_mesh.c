@@ -10,7 +10,9 @@
  * Meshes are read with the import pipeline (server/core/ts_mesh_io.h: read,
  * safe repair, validation) and written as OBJ in metres; the work is done by
  * the core (ts_extrude.h, ts_loop.h, ts_leb.h) and checked with
- * ts_meshtopo.h; each command prints one JSON object on stdout.
+ * ts_meshtopo.h; each command prints one JSON object on stdout. Extrusion
+ * and subdivision also check that the result does not pass through itself
+ * (ts_extrude_cross.c, ts_mesh_cross.h).
  */
 #include <errno.h>
 #include <math.h>
@@ -25,6 +27,7 @@
 #include "ts_leb.h"
 #include "ts_loop.h"
 #include "ts_mesh.h"
+#include "ts_mesh_cross.h"
 #include "ts_mesh_io.h"
 #include "ts_meshtopo.h"
 
@@ -59,7 +62,13 @@ static void mesh_help(FILE *f) {
           "             status 1; the file is still written.\n"
           "  subdivide  Loop subdivision: the whole mesh --levels times (default 1), or\n"
           "             once on the triangles listed in --region (0-based indices),\n"
-          "             refined conformingly.\n"
+          "             refined conformingly. Loop's smoothing can make a surface pass\n"
+          "             through itself (the two sheets of a thin part, or a coarse part\n"
+          "             around a finer one, shrink by different amounts): the result's\n"
+          "             crossing triangle pairs (sharing no vertex; counted as extrude's,\n"
+          "             up to 20000, then 20001 means \"more\") and the first pair and\n"
+          "             point are reported, the input's count beside them, and crossings\n"
+          "             make the exit status 1; the file is still written.\n"
           "  refine     longest-edge bisection until no edge is longer than L metres.\n"
           "\n"
           "  --scale S    file units to metres (1 for m, 0.01 for cm, 0.001 for mm;\n"
@@ -435,7 +444,12 @@ static int mesh_subdivide(int argc, char **argv, FILE *out, FILE *err) {
     ts_mesh_free(r);
     return rc == TS_EINVAL ? 2 : 1;
   }
-  if (save(argv[0], r, out_s, err)) {
+  /* the crossing check extrude runs on its sheets, on the smoothed surface
+   * (and on the input, to tell what the smoothing made) */
+  ts_mesh_cross xin, xout;
+  if ((rc = ts_mesh_self_crossings(m, 0, &xin)) || (rc = ts_mesh_self_crossings(r, 0, &xout)) ||
+      save(argv[0], r, out_s, err)) {
+    if (rc) fprintf(err, "tissuetool %s: crossing check: %s (%s)\n", argv[0], ts_strerror(rc), ts_err_name(rc));
     ts_mesh_free(m);
     ts_mesh_free(r);
     return 1;
@@ -447,11 +461,26 @@ static int mesh_subdivide(int argc, char **argv, FILE *out, FILE *err) {
   fprintf(out, ",\"scheme\":\"loop\",\"levels\":%lu,\"region\":%s,\"input_vertices\":%u,\"input_triangles\":%u,",
           levels, region_s ? "true" : "false", m->n_verts, m->n_tris);
   fprintf(out, "\"split_in_four\":%u,\"split_to_conform\":%u,", n_red, n_green);
+  fprintf(out, "\"self_intersections\":%u,\"input_self_intersections\":%u,", xout.n, xin.n);
+  if (xout.n)
+    fprintf(out, "\"first_self_intersection\":{\"triangles\":[%u,%u],\"point\":[%.9g,%.9g,%.9g]},",
+            xout.tri[0], xout.tri[1], xout.point[0], xout.point[1], xout.point[2]);
   print_mesh_members(out, r);
   fprintf(out, "}\n");
+  if (xout.n) {
+    char more[64] = "";
+    if (xout.n > xout.cap) snprintf(more, sizeof more, " or more (the check's cap is %u)", xout.cap);
+    fprintf(err,
+            "tissuetool %s: the subdivided surface passes through itself: its triangles %u and %u "
+            "meet at (%.4g, %.4g, %.4g) mm; %u crossing triangle pairs%s in all, against %u in the "
+            "input (Loop's smoothing shrinks a coarse part more than a finer one beside it: the two "
+            "sheets of a thin part, or a coarse hull around an inner surface); %s was written\n",
+            argv[0], xout.tri[0], xout.tri[1], xout.point[0] * 1e3, xout.point[1] * 1e3,
+            xout.point[2] * 1e3, xout.n, more, xin.n, out_s);
+  }
   ts_mesh_free(m);
   ts_mesh_free(r);
-  return 0;
+  return xout.n ? 1 : 0;
 }
 
 static int mesh_refine(int argc, char **argv, FILE *out, FILE *err) {

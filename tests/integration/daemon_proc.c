@@ -24,7 +24,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#define START_TIMEOUT_MS 10000
+/* A daemon writes its ports file within a second or so; a sanitizer build
+ * opening its database on a machine at load 15-20 can take several times
+ * that, so the bound is generous (it costs nothing when the file comes). */
+#define START_TIMEOUT_MS 60000
 
 /* Daemons to clean up at exit if a test ends early (an assertion exits the
  * test process). Test-harness state; each entry remembers which process

@@ -37,7 +37,7 @@ void ts_dproc_scratch_end(void);
 /* Starts $TISSUED_BIN with --host 127.0.0.1 --tcp-port 0 --http-port 0
  * --data-dir <dir> --ports-file <dir>/ports.json --server-key TS_DPROC_KEY
  * plus extra_args (NULL-ended,
- * may be NULL) and waits up to 10 s for the ports file. Returns 0, or -1 with
+ * may be NULL) and waits up to 60 s for the ports file. Returns 0, or -1 with
  * a message in err (the daemon's log is printed to stderr). */
 int ts_dproc_start(ts_dproc *d, const char *const *extra_args, char *err, size_t errcap);
 

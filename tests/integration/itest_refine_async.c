@@ -47,9 +47,9 @@ static long long now_ms(void) {
   return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Sends a RefineRegion (Loop, ray pick down onto the sphere) with request
- * id rid, without waiting. */
-static void send_refine(rc_conn *c, uint32_t sid, uint64_t rid) {
+/* A RefineRegion (Loop, ray pick down onto the sphere) with request id
+ * rid, encoded for the connection (the caller frees it). */
+static uint8_t *refine_bytes(rc_conn *c, uint32_t sid, uint64_t rid, size_t *len) {
   Tissued__V1__Vec3 o = TISSUED__V1__VEC3__INIT, d = TISSUED__V1__VEC3__INIT;
   o.x = 0.0021, o.y = 0.05, o.z = -0.0013;
   d.y = -1;
@@ -62,7 +62,35 @@ static void send_refine(rc_conn *c, uint32_t sid, uint64_t rid) {
   env.request_id = rid;
   env.body_case = TISSUED__V1__ENVELOPE__BODY_REFINE_REGION;
   env.refine_region = &m;
-  ck_assert_int_eq(rc_send(c, &env), 0);
+  uint8_t *b = rc_encode(c, &env, len);
+  ck_assert_ptr_nonnull(b);
+  return b;
+}
+
+/* Sends a RefineRegion with request id rid, without waiting. */
+static void send_refine(rc_conn *c, uint32_t sid, uint64_t rid) {
+  size_t n;
+  uint8_t *b = refine_bytes(c, sid, rid, &n);
+  ck_assert_int_eq(rc_send_raw(c, b, n), 0);
+  free(b);
+}
+
+/* Two RefineRegions in one write, so that the daemon reads them together
+ * and takes the second while the first runs whatever the machine's load:
+ * sent one after the other, the loop thread could read the first alone and
+ * (descheduled on a loaded machine) see the refinement answered before it
+ * read the second, which would then be taken, not refused. */
+static void send_two_refines(rc_conn *c, uint32_t sid, uint64_t rid1, uint64_t rid2) {
+  size_t n1, n2;
+  uint8_t *b1 = refine_bytes(c, sid, rid1, &n1), *b2 = refine_bytes(c, sid, rid2, &n2);
+  uint8_t *b = malloc(n1 + n2);
+  ck_assert_ptr_nonnull(b);
+  memcpy(b, b1, n1);
+  memcpy(b + n1, b2, n2);
+  ck_assert_int_eq(rc_send_raw(c, b, n1 + n2), 0);
+  free(b);
+  free(b1);
+  free(b2);
 }
 
 static void send_reset(rc_conn *c, uint32_t sid, uint64_t rid) {
@@ -147,8 +175,7 @@ START_TEST(test_refine_async) {
   seen s = {0};
   uint32_t nv0 = 0;
   uint32_t sid = pressed_session(&c, &nv0, &s, NULL);
-  send_refine(&c, sid, 1001);
-  send_refine(&c, sid, 1002);
+  send_two_refines(&c, sid, 1001, 1002);
   Tissued__V1__Envelope *e = wait_for(&c, 1002, &s);
   ck_assert_int_eq(e->body_case, TISSUED__V1__ENVELOPE__BODY_ERROR);
   ck_assert_int_eq(-(int)e->error->code, TS_EFULL);
@@ -267,7 +294,7 @@ START_TEST(test_refine_async) {
   ck_assert_uint_gt(s4.last_count, 0);
   ck_assert_int_eq(rc_end(&c, sid4, WAIT_MS), 0);
   rc_close(&c);
-  ck_assert_msg(ts_dproc_stop(&d, 20000, err, sizeof err) == 0, "stop: %s", err);
+  ck_assert_msg(ts_dproc_stop(&d, WAIT_MS, err, sizeof err) == 0, "stop: %s", err);
 }
 END_TEST
 

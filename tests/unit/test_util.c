@@ -27,7 +27,13 @@ uint8_t *tu_read_file(const char *path, size_t *len) {
 }
 
 void tu_tmpdir_make(char *dir, size_t cap, const char *prefix) {
-  int w = snprintf(dir, cap, "/tmp/%s.XXXXXX", prefix);
+  /* $TMPDIR when set (a per-job scratch area, a tmpfs other than /tmp),
+   * without a trailing slash doubled; /tmp otherwise */
+  const char *base = getenv("TMPDIR");
+  if (!base || !*base) base = "/tmp";
+  size_t bl = strlen(base);
+  while (bl > 1 && base[bl - 1] == '/') bl--;
+  int w = snprintf(dir, cap, "%.*s/%s.XXXXXX", (int)bl, base, prefix);
   ck_assert_msg(w > 0 && (size_t)w < cap, "temporary directory name too long for %s", prefix);
   ck_assert_msg(mkdtemp(dir) != NULL, "cannot make %s", dir);
 }

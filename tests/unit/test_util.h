@@ -35,8 +35,9 @@
  * naming the path. The caller frees it. */
 uint8_t *tu_read_file(const char *path, size_t *len);
 
-/* Makes a fresh directory /tmp/<prefix>.XXXXXX, its path in dir (cap
- * bytes); fails the test when it cannot. */
+/* Makes a fresh directory $TMPDIR/<prefix>.XXXXXX ($TMPDIR when set and
+ * not empty, else /tmp), its path in dir (cap bytes); fails the test when
+ * it cannot. */
 void tu_tmpdir_make(char *dir, size_t cap, const char *prefix);
 
 /* Removes dir and everything in it (files, subdirectories, SQLite's -wal
