@@ -149,38 +149,6 @@ static void press(sim *s, int tool_on) {
   }
 }
 
-/* The pressed patches, per solver (xpbd) and load (tool_on), made once for
- * the live cases (an unchecked fixture: 4 presses of 150 steps, where each
- * of the 9 cases that press pressed its own; each case's fork reads them,
- * and without fork they are made on first use). */
-static sim g_pressed[2][2];
-
-static void pressed_make(int xpbd, int tool_on) {
-  sim *p = &g_pressed[xpbd][tool_on];
-  if (p->t) return;
-  sim_init(p, xpbd);
-  press(p, tool_on);
-}
-
-static void pressed_setup(void) {
-  for (int x = 0; x < 2; x++)
-    for (int k = 0; k < 2; k++) pressed_make(x, k);
-}
-
-static void pressed_teardown(void) {
-  for (int x = 0; x < 2; x++)
-    for (int k = 0; k < 2; k++) {
-      sim_free(&g_pressed[x][k]);
-      g_pressed[x][k].t = NULL, g_pressed[x][k].x = NULL;
-    }
-}
-
-/* s: a fresh patch in the pressed state (sim_clone of the fixture's). */
-static void pressed(sim *s, int xpbd, int tool_on) {
-  pressed_make(xpbd, tool_on);
-  sim_clone(s, &g_pressed[xpbd][tool_on]);
-}
-
 static int cmp(const void *a, const void *b) {
   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
   return x < y ? -1 : x > y;
@@ -435,6 +403,7 @@ static void energy(const sim *s, double *k, double *p) {
  * then). */
 static void run_case(int xpbd, int method, int tool_on) {
   sim a, b, c, d = {NULL, NULL};
+  sim_init(&a, xpbd);
   /* d only under the tool (the harder case), to keep the suite short */
   const int second = tool_on;
   ts_patch_def pd = ts_default_patch_def();
@@ -442,7 +411,7 @@ static void run_case(int xpbd, int method, int tool_on) {
   ck_assert_int_eq(ts_refine_src_patch(&pd, &sb), 0);
   ck_assert_int_eq(ts_refine_src_patch(&pd, &sc), 0);
   if (second) ck_assert_int_eq(ts_refine_src_patch(&pd, &sd), 0);
-  pressed(&a, xpbd, tool_on);
+  press(&a, tool_on);
   sim_clone(&b, &a);
   sim_clone(&c, &a);
   if (second) sim_clone(&d, &a);
@@ -629,11 +598,16 @@ END_TEST
  * 18.2 um, a new node again; 20 um: 1.8 um above */
 #define ASYNC_MS_FRICTION_BOUND 20e-6
 /* With friction, the node the sphere drags (the one old node on it) against
- * the twin's: measured 0.49 um with the tools' last poses carried
- * (ts_massspring_carry_tools, as the install does), 2.5 um without (the
+ * the twin's: measured 3.46 um with the tools' last poses carried
+ * (ts_massspring_carry_tools, as the install does), 3.90 um without (the
  * sphere then stands for friction in that step, and its surface holds the
- * node back); 1 um, which fails without the carry */
-#define ASYNC_HELD_BOUND 1e-6
+ * node back); 4 um, and without the carry ASYNC_CARRY_GAIN more. (With the
+ * hand-over as node forces alone, TS_HANDOVER_MS_FORCE: 0.49 and 2.5 um;
+ * in rest lengths the refined network's own forces on the node change
+ * within the step, which the node forces held fixed, and that difference
+ * from the twin is most of the 3.46 um.) */
+#define ASYNC_HELD_BOUND 4e-6
+#define ASYNC_CARRY_GAIN 0.3e-6
 
 /* A copy of tissue t with a solver of its own (XPBD when xpbd). */
 static void sim_dup(sim *dst, const ts_tissue *t, int xpbd) {
@@ -877,8 +851,8 @@ START_TEST(test_async_moving_tool) {
          with the tools' last poses */
       ck_assert_uint_ge(n_held, 1);
       ck_assert_msg(held[0] < ASYNC_HELD_BOUND, "the held node is %.3g m off the twin's", held[0]);
-      ck_assert_msg(held[2] > ASYNC_HELD_BOUND, "without the tools' poses the held node is only %.3g m off",
-                    held[2]);
+      ck_assert_msg(held[2] > held[0] + ASYNC_CARRY_GAIN,
+                    "without the tools' poses the held node is only %.3g m off (%.3g m with them)", held[2], held[0]);
     }
   }
   if (xpbd) {
@@ -962,10 +936,11 @@ END_TEST
  * (measured 0.41 mm): the rest change is taken in by the rest lengths. */
 START_TEST(test_loop_smooth_rest) {
   sim a, b;
+  sim_init(&a, 0);
   ts_patch_def d = ts_default_patch_def();
   ts_refine_src *src = NULL;
   ck_assert_int_eq(ts_refine_src_patch(&d, &src), 0);
-  pressed(&a, 0, 1);
+  press(&a, 1);
   sim_clone(&b, &a);
   /* the offline Loop of the selection refine_and_check makes (same pick) */
   uint32_t *sel = NULL, n = 0;
@@ -1732,7 +1707,6 @@ static Suite *refine_suite(void) {
   Suite *s = suite_create("refine");
   TCase *tc = tcase_create("live");
   tcase_set_timeout(tc, 120);
-  tcase_add_unchecked_fixture(tc, pressed_setup, pressed_teardown);
   /* loop index: 0 sagging under gravity, 1 a sphere pressed 3 mm in */
   tcase_add_loop_test(tc, test_massspring_loop, 0, 2);
   tcase_add_loop_test(tc, test_massspring_leb, 0, 2);
