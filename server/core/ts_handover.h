@@ -120,7 +120,7 @@
  *     the twin's largest move; a second refinement 40 ms into the blend
  *     2.8-3.4 um off in its first step (8.6 um), no later step more than
  *     4.1 um beyond;
- *   - the liver pressed 2 mm in 30 steps and held 20 steps: first step
+ *   - the liver pressed 2 mm in 40 steps and held 20 steps: first step
  *     8.1 um (6.6 um); refined at once when a press of 2 mm in 30 steps
  *     stops: first step 15.8 um (22 um; the twin moved 80 um), and no step
  *     of a 40 ms blend more than 6.1 um beyond the twin's largest move
@@ -128,9 +128,9 @@
  *     up to 14 um (as the refined region settles into the sphere, 40-60
  *     steps in);
  *   - Loop's smoothing rules (smooth_rest, the patch): first step 0.04 um
- *     sagging, 0.37 um pressed (0.10-0.41 mm): within the bound; but no
- *     step of the 0.1 s blend within it (12.6 um sagging, 11.6 um pressed
- *     beyond the twin: the smoothed rest shape is 0.44 mm away, and at the
+ *     sagging, 0.37 um pressed (0.10-0.41 mm): within the bound; but steps
+ *     of the 0.1 s blend over it (up to 12.6 um sagging, 11.6 um pressed
+ *     beyond the twin's: the smoothed rest shape is 0.44 mm away, and at the
  *     smoothstep's steepest the blend moves the tissue 1.5 / T of that a
  *     second), and a second refinement under the sphere 40 ms into the
  *     blend 22 um off in its first step (the twin 8.9 um), as XPBD's 21 um:
