@@ -83,7 +83,8 @@ static void carried_acc(const ts_tissue *old, const ts_handover_map *m, const ui
 
 /* ts_handover_create's arguments checked. 0 or TS_EINVAL. */
 static int create_args(const ts_tissue *old, const ts_tissue *nt, const uint32_t (*parents)[2],
-                       const ts_tool *tools, int n_tools, double duration) {
+                       const ts_tool *tools, int n_tools, double duration, int ms_mode) {
+  if (ms_mode < TS_HANDOVER_MS_DEFAULT || ms_mode > TS_HANDOVER_MS_FORCE) return TS_EINVAL;
   if (!old || !nt || nt->n_nodes < old->n_nodes || (nt->n_nodes > old->n_nodes && !parents) ||
       !(duration > 0) || !isfinite(duration) || n_tools < 0 || (n_tools > 0 && !tools))
     return TS_EINVAL;
@@ -94,10 +95,11 @@ static int create_args(const ts_tissue *old, const ts_tissue *nt, const uint32_t
 }
 
 /* ts_handover_create with the topologies' map m (made for old and nt; not
- * taken: out->map is NULL). */
+ * taken: out->map is NULL); ms_rest: the mass-spring step's form
+ * (TS_HANDOVER_MS_REST: 1). */
 static int create_mapped(const ts_tissue *old, const ts_tissue *nt, const uint32_t (*parents)[2],
                          const ts_handover_map *m, const ts_tool *tools, int n_tools, double duration,
-                         ts_handover **out) {
+                         int ms_rest, ts_handover **out) {
   *out = NULL;
   const uint32_t n0 = old->n_nodes, n = nt->n_nodes;
   ts_handover *h = calloc(1, sizeof *h);
@@ -128,8 +130,11 @@ static int create_mapped(const ts_tissue *old, const ts_tissue *nt, const uint32
   const ts_handover *oh = old->hand;
   const double w_old = ts_handover_weight(oh, old->time);
   const double *ohrest = oh ? oh->rest : NULL;
-  carried_acc(old, m, parents, tools, n_tools, placed, NULL, oh ? (const double(*)[3])oh->f : NULL, w_old, fo,
-              acc);
+  /* the mass-spring step's view: an earlier hand-over in rest lengths
+   * blends its rest lengths there too (ts_ms_handover.c) */
+  const double *ms_ohrest = oh && oh->ms_rest ? ohrest : NULL;
+  carried_acc(old, m, parents, tools, n_tools, placed, ms_ohrest, oh ? (const double(*)[3])oh->f : NULL, w_old,
+              fo, acc);
   carried_acc(old, m, parents, tools, n_tools, placed, ohrest, oh ? (const double(*)[3])oh->f_res : NULL, w_old,
               fo, accx);
 
@@ -137,7 +142,12 @@ static int create_mapped(const ts_tissue *old, const ts_tissue *nt, const uint32
    * network keeps the tension it had (a spring that was there) or its
    * parent edge's (a half of a split edge); any other new spring starts
    * unstretched. The tensions are the unrefined tissue's as the XPBD step
-   * sees it (rest lengths blended by an earlier hand-over). */
+   * sees it (rest lengths blended by an earlier hand-over); the
+   * mass-spring step's in rest lengths (ms_rest) sees the same, but after
+   * an earlier hand-over made with node forces (a change of form between
+   * two refinements, which a session does not make: its form is the
+   * default) it saw the springs' own rest lengths, and these rest lengths
+   * are then XPBD's. */
   for (uint32_t j = 0; j < nt->n_springs; j++) {
     const ts_spring *sp = &nt->springs[j];
     const uint32_t k = m->from[j];
@@ -159,6 +169,12 @@ static int create_mapped(const ts_tissue *old, const ts_tissue *nt, const uint32
    * and against the hand-over rest lengths (XPBD's residual term) */
   ts__handover_node_forces(nt, m->nodes, m->n_nodes, m->touched, m->new_springs, m->n_new_springs, NULL, NULL, 0.0, h->f);
   ts__handover_node_forces(nt, m->nodes, m->n_nodes, m->touched, m->new_springs, m->n_new_springs, h->rest, NULL, 1.0, fo);
+  /* in rest lengths (ts_ms_handover.c) the mass-spring step's node term is
+   * what the hand-over rest lengths leave, as XPBD's f_res, but against
+   * the mass-spring view of the unrefined accelerations and kept with a
+   * tool on the tissue (the step sums the forces exactly) */
+  if (ms_rest)
+    for (uint32_t q = 0; q < m->n_nodes; q++) memcpy(h->f[m->nodes[q]], fo[m->nodes[q]], sizeof fo[0]);
   for (uint32_t i = 0; i < n; i++) {
     const double im = nt->inv_mass[i];
     if (im == 0) {
@@ -194,7 +210,7 @@ static int create_mapped(const ts_tissue *old, const ts_tissue *nt, const uint32
       if (band > 0 && pen > -0.1 * band) fn = h->f[i][0] * nrm[0] + h->f[i][1] * nrm[1] + h->f[i][2] * nrm[2];
     }
     for (int c = 0; c < 3; c++) {
-      h->f[i][c] = acc[i][c] / im - h->f[i][c];
+      h->f[i][c] = acc[i][c] / im - h->f[i][c]; /* h->f: the refined network's forces (fo in rest lengths) */
       h->f_res[i][c] = accx[i][c] / im - fo[i][c];
     }
     /* a new node on a tool (the tool shrunk by its allowance), on an edge
@@ -240,19 +256,20 @@ static int create_mapped(const ts_tissue *old, const ts_tissue *nt, const uint32
   free(accx);
   h->start = nt->time;
   h->duration = duration;
+  h->ms_rest = ms_rest;
   *out = h;
   return 0;
 }
 
 int ts_handover_create(const ts_tissue *old, const ts_tissue *nt, const uint32_t (*parents)[2],
-                       const ts_tool *tools, int n_tools, double duration, ts_handover **out) {
+                       const ts_tool *tools, int n_tools, double duration, int ms_mode, ts_handover **out) {
   if (!out) return TS_EINVAL;
   *out = NULL;
-  int rc = create_args(old, nt, parents, tools, n_tools, duration);
+  int rc = create_args(old, nt, parents, tools, n_tools, duration, ms_mode);
   if (rc) return rc;
   ts_handover_map *m = NULL;
   rc = ts__handover_map_build(old, nt, parents, &m);
-  if (!rc) rc = create_mapped(old, nt, parents, m, tools, n_tools, duration, out);
+  if (!rc) rc = create_mapped(old, nt, parents, m, tools, n_tools, duration, ms_mode != TS_HANDOVER_MS_FORCE, out);
   if (rc) {
     ts__handover_map_free(m);
     return rc;
@@ -303,14 +320,15 @@ int ts_handover_renew(ts_tissue *nt, const ts_tissue *cur, const uint32_t (*pare
   if (!nt || !cur || nt->n_nodes < cur->n_nodes) return TS_EINVAL;
   if (!nt->hand) return 0; /* refined without a hand-over */
   const double duration = nt->hand->duration;
-  int rc = create_args(cur, nt, parents, tools, n_tools, duration);
+  const int ms_rest = nt->hand->ms_rest;
+  int rc = create_args(cur, nt, parents, tools, n_tools, duration, TS_HANDOVER_MS_DEFAULT);
   if (rc) return rc;
   /* the map made with the snapshot's hand-over, or a new one */
   ts_handover_map *m = ts__handover_map_fits(nt->hand->map, cur, nt) ? nt->hand->map : NULL;
   const int fresh = m == NULL;
   if (fresh) rc = ts__handover_map_build(cur, nt, parents, &m);
   ts_handover *h = NULL;
-  if (!rc) rc = create_mapped(cur, nt, parents, m, tools, n_tools, duration, &h);
+  if (!rc) rc = create_mapped(cur, nt, parents, m, tools, n_tools, duration, ms_rest, &h);
   if (rc) {
     if (fresh) ts__handover_map_free(m);
     return rc;

@@ -46,9 +46,13 @@
  * its parent edge's (a half of a split edge), any other new spring starts at
  * its current length; only what that leaves (gravity on the moved masses, a
  * removed diagonal's pull) goes to the node term f_res. The mass-spring step
- * sums forces exactly, so it takes the node force f alone (and marks the
+ * sums forces exactly; it took the node force f alone (TS_HANDOVER_MS_FORCE),
+ * and now takes the same rest lengths as XPBD by default
+ * (TS_HANDOVER_MS_REST: see "In rest lengths for the mass-spring step"
+ * below), f then being what they leave (as f_res, but kept with a tool on
+ * the tissue). Either way it marks the
  * nodes on a tool before its first substep, as the unrefined tissue's
- * contact marks were, ts_massspring.c). On a new node on a tool (shrunk
+ * contact marks were, ts_massspring.c. On a new node on a tool (shrunk
  * by its allowance), both its parents on it too, whose springs push it
  * into the tool, the part of f
  * that would stand in for the tool's reaction (up to that push) is left
@@ -96,6 +100,44 @@
  * difference), well below the quantum; the tool pushes the new nodes out
  * over the same time. At t0 + T the hand-over ends (the arrays are freed)
  * and the tissue is the refined network alone.
+ *
+ * In rest lengths for the mass-spring step (TS_HANDOVER_MS_REST, the
+ * default; ts_ms_handover.c says how). The node force f is a dead load:
+ * right after a fast press (the liver, 2 mm at 67 um a step, refined at
+ * once) new nodes just off the sphere's rim, one parent held by the tool
+ * and one not, carried up to 3,700 times their weight with nothing to take
+ * it over and snapped during the blend, up to 0.26 mm a step beyond the
+ * unrefined twin; and with Loop's smoothing rules on the rest shape the
+ * node forces balance the finer network only at the carried-over state
+ * (0.1-0.41 mm off the twin in the first step). With the tensions in the
+ * springs' rest lengths, blended to their own over the blend time as
+ * XPBD's are, and f what they leave, each spring's force follows its
+ * length. Measured against the unrefined twin (test_refine.c: blend 0.1 s;
+ * test_refine_liver.c; node forces alone in brackets):
+ *   - the default patch, midpoints: first step 0.002 um sagging, 0.34-0.35
+ *     um with the sphere pressed 3 mm in (0.01-0.5 um); no step of the
+ *     blend more than 0.6-0.7 um (sagging) and 5.0-5.2 um (pressed) beyond
+ *     the twin's largest move; a second refinement 40 ms into the blend
+ *     2.8-3.4 um off in its first step (8.6 um), no later step more than
+ *     4.1 um beyond;
+ *   - the liver pressed 2 mm in 40 steps and held 20 steps: first step
+ *     8.1 um (6.6 um); refined at once when a press of 2 mm in 30 steps
+ *     stops: first step 15.8 um (22 um; the twin moved 80 um), and no step
+ *     of a 40 ms blend more than 6.1 um beyond the twin's largest move
+ *     (0.16 mm; 0.26 mm over the 0.2 s blend), of the default 0.2 s blend
+ *     up to 14 um (as the refined region settles into the sphere, 40-60
+ *     steps in);
+ *   - Loop's smoothing rules (smooth_rest, the patch): first step 0.04 um
+ *     sagging, 0.37 um pressed (0.10-0.41 mm): within the bound; but steps
+ *     of the 0.1 s blend over it (up to 12.6 um sagging, 11.6 um pressed
+ *     beyond the twin's: the smoothed rest shape is 0.44 mm away, and at the
+ *     smoothstep's steepest the blend moves the tissue 1.5 / T of that a
+ *     second), and a second refinement under the sphere 40 ms into the
+ *     blend 22 um off in its first step (the twin 8.9 um), as XPBD's 21 um:
+ *     so a live Loop keeps midpoints (ts_refine.h).
+ * The strain limits widen to both rest lengths' ranges during the blend
+ * (ts_ms_handover.c: with the blended range alone a compressed spring
+ * snapped, 0.4 mm off in a second refinement's first step).
  *
  * A second refinement during a blend takes the current weighted hand-over
  * as part of the unrefined state (its a_i and depths include it, each
@@ -168,6 +210,16 @@
 
 #define TS_HANDOVER_DEFAULT_TIME 0.2 /* s: default blend time */
 
+/* How the mass-spring step takes the hand-over (ts_handover_create's
+ * ms_mode; XPBD always takes it in rest lengths, above). See
+ * ts_ms_handover.c for the rest-length form and its figures. */
+enum {
+  TS_HANDOVER_MS_DEFAULT = 0, /* the default: TS_HANDOVER_MS_REST */
+  TS_HANDOVER_MS_REST = 1,    /* the tensions in the springs' rest lengths, blended
+                                 to their own; node forces for what they leave */
+  TS_HANDOVER_MS_FORCE = 2    /* node forces against the springs' own rest lengths */
+};
+
 typedef struct ts_handover_map ts_handover_map; /* private to the hand-over's files (ts_handover_internal.h) */
 
 typedef struct ts_handover {
@@ -180,6 +232,11 @@ typedef struct ts_handover {
   double (*f_res)[3]; /* per node: what the rest lengths leave, N (XPBD's
                       node term) */
   double *depth;   /* per node: the contact allowance at full weight, m */
+  int ms_rest;     /* 1: the mass-spring step takes the hand-over in rest
+                      lengths (TS_HANDOVER_MS_REST): its springs' rest
+                      lengths are blended from `rest` to their own, and f is
+                      what those rest lengths leave; 0: f against the
+                      springs' own rest lengths (TS_HANDOVER_MS_FORCE) */
   double start;    /* simulated time of the refinement, s */
   double duration; /* blend time T, s (> 0) */
   ts_handover_map *map; /* what ts_handover_create found of the two
@@ -204,7 +261,8 @@ void ts_handover_expire(ts_tissue *t, double at);
  * old->n_nodes nodes are old's (same positions), node i >= old->n_nodes is
  * the midpoint of parents[i - old->n_nodes] (nt indices below i). tools
  * (n_tools, NULL for none; inactive ones ignored) give the contact
- * allowances. `duration` is the blend time (s, > 0 and finite). Reads
+ * allowances. `duration` is the blend time (s, > 0 and finite), ms_mode
+ * the mass-spring step's form (TS_HANDOVER_MS_*; TS_EINVAL otherwise). Reads
  * old->hand (weighted at old->time) as part of the unrefined state; sets
  * out's start to nt->time. Returns 0 and *out, TS_EINVAL or TS_ENOMEM.
  *
@@ -226,7 +284,7 @@ void ts_handover_expire(ts_tissue *t, double at);
  * mesh:liver, live_refine_install_s; CPU time, a loaded machine): 1.5-3 ms
  * against 20-26 ms for the whole-tissue passes. */
 int ts_handover_create(const ts_tissue *old, const ts_tissue *nt, const uint32_t (*parents)[2],
-                       const ts_tool *tools, int n_tools, double duration, ts_handover **out);
+                       const ts_tool *tools, int n_tools, double duration, int ms_mode, ts_handover **out);
 
 struct ts_xpbd_def;
 

@@ -176,8 +176,14 @@ int ts_massspring_prepare(ts_tissue *t) {
   uint32_t cnt[3];
   int rc = ts__ms_build_hot(t, ms->hs, cnt, ms->hlim); /* hlim: the original indices, for now */
   if (rc) {
+    free(ms->hot_of);
     free(blk);
     return rc == -2 ? TS_ENOMEM : TS_EINVAL;
+  }
+  if (ts__ms_handover_index(t, ms, ms->hlim)) {
+    free(ms->hot_of);
+    free(blk);
+    return TS_ENOMEM;
   }
   ms->n_lin = cnt[0], ms->n_one = cnt[1], ms->n_two = cnt[2];
   for (size_t s = 0; s < ns_pad; s++) {
@@ -223,6 +229,7 @@ int ts_massspring_prepare(ts_tissue *t) {
   if (!d || !y || ts__ms_local_choose(t, ms, n_col, d, y)) { /* ms->dm, ms->iw */
     free(d);
     free(y);
+    free(ms->hot_of);
     free(blk);
     return TS_ENOMEM;
   }
@@ -237,6 +244,7 @@ int ts_massspring_prepare(ts_tissue *t) {
     if (rc == -2) {
       free(d);
       free(y);
+      free(ms->hot_of);
       free(blk);
       return TS_ENOMEM;
     }
@@ -270,6 +278,7 @@ int ts_massspring_prepare(ts_tissue *t) {
   free(d);
   free(y);
   if (rc) {
+    free(ms->hot_of);
     free(blk);
     return TS_ENOMEM;
   }
@@ -379,6 +388,7 @@ int ts_massspring_step(ts_tissue *t, double dt, ts_tool *tools, int n_tools,
   ms->fh = ms->wh > 0 ? (const double (*)[3])t->hand->f : (const double (*)[3])t->f_ext;
   ms->depth = ms->wh > 0 ? t->hand->depth : NULL;
   if (!(ms->wh > 0)) ms->wh = 0;
+  ts__ms_handover_rest(t, ms, ms->wh); /* in rest lengths: blended at the same weight */
 
   /* after a refinement (a new step data, no contact marks yet) the nodes on
    * a tool are marked before the first substep, as the unrefined tissue's

@@ -146,6 +146,12 @@ struct ts__ms {
   const double (*fh)[3];
   double wh;
   const double *depth;
+  /* a hand-over in rest lengths (ts_ms_handover.c): per spring of t, its
+   * hot record's index and its index in lim (UINT32_MAX: none); hr_on: the
+   * hot records and limits hold blended rest lengths (not the springs'
+   * own), so strain limiting takes whole passes */
+  uint32_t *hot_of, *lim_of;
+  int hr_on;
   /* the tools' poses at the last step, by the caller's index (their
    * velocities for friction: ts_ms_contact.c) */
   double tl_pos[TS__MAX_STEP_TOOLS][3];
@@ -213,6 +219,17 @@ int ts__ms_hot_spring(const ts_spring *s, ts__hs *o);
  * record's index in t->springs. Returns 0, -1 for a malformed spring or
  * node, -2 when out of memory. */
 int ts__ms_build_hot(const ts_tissue *t, ts__hs *hs, uint32_t cnt[3], uint32_t *orig);
+
+/* ts_ms_handover.c */
+
+/* Fills ms->hot_of and ms->lim_of (allocated here, freed by ts__ms_free)
+ * from orig (each hot record's index in t->springs). Returns 0 or -1 when
+ * out of memory. */
+int ts__ms_handover_index(const ts_tissue *t, struct ts__ms *ms, const uint32_t *orig);
+
+/* Sets the step's rest lengths for a hand-over in rest lengths at weight w
+ * (t->hand with ms_rest; the springs' own for none or w = 0). */
+void ts__ms_handover_rest(const ts_tissue *t, struct ts__ms *ms, double w);
 
 /* ts_ms_forces.c */
 

@@ -395,7 +395,8 @@ int ts_refine_run(const ts_refine_src *s, const ts_tissue *t, const uint32_t *se
   *src_out = NULL;
   if (!o || (o->method != TS_REFINE_LOOP && o->method != TS_REFINE_LEB) || !isfinite(o->max_edge) ||
       o->max_edge < 0 || !isfinite(o->blend_time) || o->n_tools < 0 || (o->n_tools > 0 && !o->tools) ||
-      o->rebuild < TS_REFINE_REBUILD_LOCAL || o->rebuild > TS_REFINE_REBUILD_NARROW) {
+      o->rebuild < TS_REFINE_REBUILD_LOCAL || o->rebuild > TS_REFINE_REBUILD_NARROW ||
+      o->handover < TS_HANDOVER_MS_DEFAULT || o->handover > TS_HANDOVER_MS_FORCE) {
     errf(err, errcap, "bad refinement options");
     return TS_EINVAL;
   }
@@ -647,7 +648,8 @@ int ts_refine_run(const ts_refine_src *s, const ts_tissue *t, const uint32_t *se
    * tissue's motion, then the finer network takes over over blend_time */
   if (o->blend_time >= 0) {
     rc = ts_handover_create(t, ft, (const uint32_t(*)[2])tpar, o->tools, o->n_tools,
-                            o->blend_time > 0 ? o->blend_time : TS_HANDOVER_DEFAULT_TIME, &ft->hand);
+                            o->blend_time > 0 ? o->blend_time : TS_HANDOVER_DEFAULT_TIME, o->handover,
+                            &ft->hand);
     if (rc) {
       errf(err, errcap, "cannot hand the state over: %s", ts_strerror(rc));
       goto done;

@@ -22,7 +22,7 @@
  *     `tissuetool mesh subdivide --loop`) or Loop's topology with midpoints
  *     (TS_LOOP_LINEAR). A live refinement (server/refine.c) uses midpoints,
  *     as LEB does: smoothing moves the rest shape away from the current one
- *     by far more than the hand-over below absorbs in a mass-spring session.
+ *     by more than the hand-over below carries over within the bound.
  *     Loop's edge rule puts a new vertex 1/8 (c + d - a - b) off its edge's
  *     midpoint, and on the default patch's union jack both vertices
  *     opposite an axis edge sit over the same end of it (an eighth of the
@@ -37,32 +37,31 @@
  *     pressed mass-spring case; a pick of 24-27 triangles under the sphere,
  *     blend 0.1-0.2 s), the first step after the refinement differs from the
  *     twin's (new nodes: from their interpolated positions' step) by
- *       mass-spring: the patch sagging 0.10-0.39 mm, a sphere pressed 3 mm
- *       in 0.31-0.41 mm, pressing on at 30 um a step 0.40 mm (twin 39
- *       um), against the bound of 10 um plus the twin's motion (0.3 um
- *       with midpoints); the node forces balance the finer network only at
- *       the carried-over state, and that far from its rest shape the
- *       balance does not last the step: the tissue runs to the smoothed
- *       shape at up to 0.17 mm (sagging) and 0.67 mm (pressed) a step, 43
- *       and 50 steps over the bound; the liver's top region (79 triangles,
- *       the liver settling under gravity, no tool) makes the step diverge
- *       (TS_EDIVERGED) within 8 steps, where midpoints stay within 0.2 um;
+ *       mass-spring, with the hand-over in rest lengths (the default,
+ *       ts_handover.h): 0.04 um sagging, 0.37 um with a sphere pressed 3 mm
+ *       in, within the bound of 10 um plus the twin's motion; with the node
+ *       forces alone (TS_HANDOVER_MS_FORCE, the default before) 0.10-0.39
+ *       mm sagging, 0.31-0.41 mm pressed, 0.40 mm pressing on at 30 um a
+ *       step (twin 39 um), after which the tissue ran to the smoothed shape
+ *       at up to 0.67 mm a step and the liver's top region (79 triangles,
+ *       settling under gravity) diverged (TS_EDIVERGED) within 8 steps;
  *       XPBD, whose hand-over keeps every spring's tension in its rest
  *       length (ts_handover.h) and so takes the rest change in: 0.4-0.7 um
  *       sagging, 1.7-2.0 um pressed, 12 um with the sphere pressing on
  *       (twin 30 um), the liver under a sphere pressed 2 mm 16 um (twin 80
- *       um, the same as with midpoints), all within the bound, and during
- *       the blend no step more than 3.3 um (sagging: 0.44 mm at the
- *       smoothstep's largest slope, 1.5 / T) or 5.6 um (pressed) beyond
- *       the twin's; but a second refinement (LEB) 40 ms into that blend,
- *       under the sphere, leaves the fit 21 um off and the first step 21
- *       um off against 7.7 um of motion: over the bound. And on irregular
- *       meshes the smoothing turns sliver triangles over (the liver's
- *       1,000-triangle top region: 7 inverted prisms, which ts_refine_run
- *       refuses).
- *     So smooth_rest stays an option of the core (offline use, and a
- *     measure for a future hand-over in rest lengths for the mass-spring
- *     step), not the live default;
+ *       um, the same as with midpoints), all within the bound.
+ *     But during the blend the tissue moves to the smoothed shape, 0.44 mm
+ *     away, at up to 1.5 / T of that a second: with a 0.1 s blend no step of
+ *     the mass-spring blend is within the bound (12.6 um sagging, 11.6 um
+ *     pressed beyond the twin's largest move; XPBD 6.6 um sagging); a second
+ *     refinement (LEB) 40 ms into that blend, under the sphere, is 22 um
+ *     off in its first step (mass-spring; XPBD 21 um after its fit) against
+ *     7.7-8.9 um of motion: over the bound in both solvers. And on
+ *     irregular meshes the smoothing turns sliver triangles over (the
+ *     liver's 1,000-triangle top region: 7 inverted prisms, which
+ *     ts_refine_run refuses), and makes sheets cross unchecked (below).
+ *     So smooth_rest stays an option of the core (offline use), not the
+ *     live default;
  *   - springs are rebuilt locally (ts_refine_springs.c), equal to the
  *     whole build (ts_tissue_build on the refined extrusion, renumbered) to
  *     the bit and in its order: a spring with an end on a changed surface
@@ -89,8 +88,11 @@
  *   - the integrator restarts (a Taylor step first, no Beeman history);
  *     external forces stay on the old nodes, zero on the new ones;
  *   - the hand-over (ts_handover.h, unless opts.blend_time < 0): the
- *     refined tissue gets extra node forces that give it the unrefined
- *     tissue's accelerations at the carried-over state, and the new nodes
+ *     refined tissue's springs get rest lengths that keep the unrefined
+ *     tissue's tensions, and its nodes extra forces for what those leave,
+ *     so that it has the unrefined tissue's accelerations at the
+ *     carried-over state (the mass-spring step with opts.handover
+ *     TS_HANDOVER_MS_FORCE: node forces alone), and the new nodes
  *     under a tool a contact allowance, both faded out over the blend time
  *     (0.2 s by default) by the steps; so the step after a refinement moves
  *     the old nodes as the unrefined tissue would and the new ones as their
@@ -199,6 +201,8 @@ typedef struct ts_refine_opts {
                           reference; the result is the same to the bit) or
                           TS_REFINE_REBUILD_NARROW (for the tests only: the local
                           rebuild with its ring one prism too narrow, which is wrong) */
+  int handover;        /* the mass-spring step's form of the hand-over (ts_handover.h):
+                          TS_HANDOVER_MS_DEFAULT (0), _REST or _FORCE */
 } ts_refine_opts;
 
 enum { TS_REFINE_REBUILD_LOCAL = 0, TS_REFINE_REBUILD_FULL = 1, TS_REFINE_REBUILD_NARROW = 2 };
