@@ -155,6 +155,14 @@ START_TEST(test_thin_primitive_press) {
   ck_assert_msg(f[1] > 1e-3 && f[1] > 3 * hypot(f[0], f[2]), "force (%.4g %.4g %.4g) N", f[0],
                 f[1], f[2]);
   if (capsule && r > 8e-4) return;
+#ifdef TS_TEST_SANITIZED
+  /* a sanitizer build runs the pass's side alone: the pass-off press is
+   * the plain node step, which every other mass-spring test runs there,
+   * and the contrast it asserts is a figure of the physics, checked by the
+   * normal build (it was 77 % of this test's 185 s under ASan with the
+   * fast drive's) */
+  return;
+#endif
   press(capsule, r, 1, &dent, f);
   ck_assert_msg(dent < 1e-4, "without the pass: surface down %.4g mm", dent * 1e3);
   ck_assert_msg(fabs(f[1]) < 1e-3, "without the pass: force %.4g N", f[1]);
@@ -222,6 +230,9 @@ START_TEST(test_thin_primitive_fast) {
   ck_assert_uint_eq(drive(capsule, r, 0, 5e-4, &dent, &behind), 0);
   ck_assert_msg(behind < 0.5 * r + 1e-5, "the tool %.4g mm behind the surface", behind * 1e3);
   ck_assert_msg(dent > 0.015, "cell down %.4g mm", dent * 1e3);
+#ifdef TS_TEST_SANITIZED
+  return; /* the pass-off drive in the normal build only (as in the press) */
+#endif
   ck_assert_uint_gt(drive(capsule, r, 1, 5e-4, &dent, &behind), 0);
   ck_assert_msg(dent < 0.005, "without the pass: cell down %.4g mm", dent * 1e3);
 }
