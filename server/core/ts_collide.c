@@ -13,7 +13,8 @@
  * test: the tissue's fat leaf boxes (ts_aabb_tree.h) let through several
  * times the pairs that its triangles' boxes do (patch-L on the standard
  * tool path: 735 leaf pairs a step, 167 exact tests). Both trees have bounded depth (AABB: median splits;
- * OBB: median below depth 48), so a fixed stack suffices.
+ * OBB: median below depth 48), so a fixed stack suffices for every tree the
+ * builders make; a deeper one walks on a heap stack (see pstack).
  */
 #include "ts_collide.h"
 
@@ -28,6 +29,41 @@
 typedef struct pair {
   int32_t a, b;
 } pair;
+
+/* The pair walks' stack. A walk pops one pair and pushes two (the larger
+ * box's children), leaving one sibling pending per level it goes down, and
+ * a pair goes down at most (depth a - 1) + (depth b - 1) levels; a self walk
+ * (a subtree against itself) pushes three and leaves two pending per level
+ * of the one tree before its cross pairs start. So 2 (depth a + depth b) + 3
+ * entries hold any walk (ts_aabb_tree.depth, ts_obb_tree.depth: 1 for a
+ * single leaf). The builders keep that far below STACK (tissue: 33 levels
+ * for 2^32 triangles; tool: 81), so the fixed stack serves every tree they
+ * make; a deeper tree (hand-made, or a future builder's) walks on a heap
+ * stack of that size (test_collide_deep), as ts_collide_cand.c's walks do.
+ * Before, such a walk stopped with TS_EINTERNAL. A tree deeper than its
+ * depth field says still stops with TS_EINTERNAL, never past the stack. */
+typedef struct pstack {
+  pair *s;
+  int cap;
+  pair *heap;
+} pstack;
+
+/* Returns 0, or TS_ENOMEM when a deep tree's heap stack cannot be had. */
+static int pstack_init(pstack *ps, pair *fixed, uint32_t depth_a, uint32_t depth_b) {
+  const uint64_t room = 2 * ((uint64_t)depth_a + depth_b) + 3;
+  ps->heap = NULL;
+  ps->s = fixed;
+  ps->cap = STACK;
+  if (room <= STACK) return 0;
+  if (room > INT32_MAX) return TS_ENOMEM;
+  ps->heap = malloc(sizeof *ps->heap * (size_t)room);
+  if (!ps->heap) return TS_ENOMEM;
+  ps->s = ps->heap;
+  ps->cap = (int)room;
+  return 0;
+}
+
+static void pstack_free(pstack *ps) { free(ps->heap); }
 
 /* ---- small vector helpers ---- */
 
@@ -138,8 +174,12 @@ int ts_collide_tool_tissue(ts_posed_tool *pt, const ts_aabb_tree *tis, const dou
     return 0;
   }
   const ts_obb_node *tn = pt->tree->nodes;
-  pair stack[STACK];
-  int sp = 0, rc = 0;
+  pair fixed[STACK];
+  pstack ps;
+  int rc = pstack_init(&ps, fixed, pt->tree->depth, tis->depth);
+  if (rc) return rc;
+  pair *stack = ps.s;
+  int sp = 0;
   stack[sp++] = (pair){0, 0};
   while (sp > 0) {
     pair p = stack[--sp];
@@ -176,7 +216,7 @@ int ts_collide_tool_tissue(ts_posed_tool *pt, const ts_aabb_tree *tis, const dou
         emit(buf, (uint32_t)tn[p.a].feature, (uint32_t)nb->tri, &h);
       continue;
     }
-    if (sp + 2 > STACK) {
+    if (sp + 2 > ps.cap) { /* a tree deeper than its depth field says */
       rc = TS_EINTERNAL;
       break;
     }
@@ -188,6 +228,7 @@ int ts_collide_tool_tissue(ts_posed_tool *pt, const ts_aabb_tree *tis, const dou
       stack[sp++] = (pair){p.a, nb->child[0]};
     }
   }
+  pstack_free(&ps);
   if (stats) *stats = st;
   return rc ? rc : finish(buf);
 }
@@ -464,8 +505,12 @@ int ts_collide_tool_tool(ts_posed_tool *A, ts_posed_tool *B, ts_contacts *buf,
   buf->n = buf->total = 0;
   ts_collide_stats st = {0, 0};
   const ts_obb_node *na = A->tree->nodes, *nb = B->tree->nodes;
-  pair stack[STACK];
-  int sp = 0, rc = 0;
+  pair fixed[STACK];
+  pstack ps;
+  int rc = pstack_init(&ps, fixed, A->tree->depth, B->tree->depth);
+  if (rc) return rc;
+  pair *stack = ps.s;
+  int sp = 0;
   stack[sp++] = (pair){0, 0};
   while (sp > 0) {
     pair p = stack[--sp];
@@ -480,7 +525,7 @@ int ts_collide_tool_tool(ts_posed_tool *A, ts_posed_tool *B, ts_contacts *buf,
         emit(buf, (uint32_t)na[p.a].feature, (uint32_t)nb[p.b].feature, &h);
       continue;
     }
-    if (sp + 2 > STACK) {
+    if (sp + 2 > ps.cap) { /* a tree deeper than its depth field says */
       rc = TS_EINTERNAL;
       break;
     }
@@ -492,6 +537,7 @@ int ts_collide_tool_tool(ts_posed_tool *A, ts_posed_tool *B, ts_contacts *buf,
       stack[sp++] = (pair){p.a, nb[p.b].child[0]};
     }
   }
+  pstack_free(&ps);
   if (stats) *stats = st;
   return rc ? rc : finish(buf);
 }
@@ -518,13 +564,17 @@ static int tissue_pairs(const ts_aabb_tree *A, const double (*xa)[3], const ts_a
     return 0;
   }
   const int self = A == B;
-  pair stack[STACK];
-  int sp = 0, rc = 0;
+  pair fixed[STACK];
+  pstack ps;
+  int rc = pstack_init(&ps, fixed, A->depth, B->depth);
+  if (rc) return rc;
+  pair *stack = ps.s;
+  int sp = 0;
   stack[sp++] = (pair){0, 0};
   while (sp > 0) {
     pair p = stack[--sp];
     const ts_aabb_node *na = &A->nodes[p.a], *nb = &B->nodes[p.b];
-    if (sp + 3 > STACK) {
+    if (sp + 3 > ps.cap) { /* a tree deeper than its depth field says */
       rc = TS_EINTERNAL;
       break;
     }
@@ -567,6 +617,7 @@ static int tissue_pairs(const ts_aabb_tree *A, const double (*xa)[3], const ts_a
       stack[sp++] = (pair){p.a, nb->child[0]};
     }
   }
+  pstack_free(&ps);
   if (stats) *stats = st;
   return rc;
 }
@@ -629,7 +680,11 @@ static int candidates(ts_posed_tool *pt, const ts_aabb_tree *tis, double grow, t
   buf->n = buf->total = 0;
   if (tis->n_tris == 0) return 0;
   const ts_obb_node *tn = pt->tree->nodes;
-  pair stack[STACK];
+  pair fixed[STACK];
+  pstack ps;
+  int rc = pstack_init(&ps, fixed, pt->tree->depth, tis->depth);
+  if (rc) return rc;
+  pair *stack = ps.s;
   int sp = 0;
   stack[sp++] = (pair){0, 0};
   while (sp > 0) {
@@ -656,7 +711,10 @@ static int candidates(ts_posed_tool *pt, const ts_aabb_tree *tis, double grow, t
       buf->total++;
       continue;
     }
-    if (sp + 2 > STACK) return TS_EINTERNAL;
+    if (sp + 2 > ps.cap) { /* a tree deeper than its depth field says */
+      rc = TS_EINTERNAL;
+      break;
+    }
     if (lb || (!la && obb_size(&oa) >= aabb_size(nb))) {
       stack[sp++] = (pair){tn[p.a].child[1], p.b};
       stack[sp++] = (pair){tn[p.a].child[0], p.b};
@@ -665,7 +723,8 @@ static int candidates(ts_posed_tool *pt, const ts_aabb_tree *tis, double grow, t
       stack[sp++] = (pair){p.a, nb->child[0]};
     }
   }
-  return 0;
+  pstack_free(&ps);
+  return rc;
 }
 
 int ts_collide_sweep(ts_posed_tool *pt, const ts_pose *from, const ts_pose *to,

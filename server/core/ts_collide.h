@@ -68,7 +68,11 @@ typedef struct ts_collide_stats {
 /* Contacts of a placed tool with a tissue whose tree was refitted for x. The
  * buffer is cleared first. stats may be NULL. Returns 0, TS_EFULL when more
  * contacts were found than fit (buf->total counts them all), TS_EINVAL
- * (NULL arguments, x NULL for a non-empty tree). */
+ * (NULL arguments, x NULL for a non-empty tree). The descent's stack is a
+ * fixed one for every tree the builders make; a tree deeper than that
+ * (over about 250 levels) walks on a heap stack sized by the trees' depth
+ * fields (TS_ENOMEM when it cannot be had; TS_EINTERNAL for a tree deeper
+ * than its depth field says). The same holds for every pair walk below. */
 int ts_collide_tool_tissue(ts_posed_tool *tool, const ts_aabb_tree *tissue, const double (*x)[3],
                            ts_contacts *buf, ts_collide_stats *stats);
 
@@ -149,8 +153,8 @@ typedef int (*ts_collide_visit_fn)(void *ctx, uint32_t ka, uint32_t kb, const ts
  * when visit says so: the extrusion's crossing check stops past its cap of
  * pairs (ts_extrude_cross.c), which bounds the work on a surface of many
  * overlapping parts whose pairs grow with the square of the overlap.
- * Returns 0, TS_EINVAL (NULL tree or visit, x NULL for a non-empty tree) or
- * TS_EINTERNAL (the descent's stack). */
+ * Returns 0, TS_EINVAL (NULL tree or visit, x NULL for a non-empty tree),
+ * TS_ENOMEM or TS_EINTERNAL (a deep tree's stack, as ts_collide_tool_tissue). */
 int ts_collide_tissue_self_visit(const ts_aabb_tree *a, const double (*x)[3],
                                  ts_collide_skip_fn skip, ts_collide_visit_fn visit, void *ctx,
                                  ts_collide_stats *stats);
