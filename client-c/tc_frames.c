@@ -130,6 +130,7 @@ static int take_tools(tc_client *c, const Tissued__V1__Frame *f) {
     t->orientation[2] = s->orientation ? s->orientation->y : 0;
     t->orientation[3] = s->orientation ? s->orientation->z : 0;
     t->radius = s->radius;
+    t->tool_contacts = s->tool_contacts;
   }
   return 0;
 }

@@ -46,6 +46,8 @@ typedef struct tc_tool {
   double position[3];            /* m */
   double orientation[4];         /* w, x, y, z */
   double radius;                 /* m */
+  uint32_t tool_contacts;        /* other tools touching (pushing) it in the frame's last step
+                                    (ToolState.tool_contacts; tc_force.tool_contacts) */
 } tc_tool;
 
 /* A decoded frame: the client's whole copy of the tissue after applying it.

@@ -110,6 +110,7 @@ static int pack_frame(ts_frame_ref *f, const ts_frame_ref *base, const ts_topolo
     ts[nt].kind = (Tissued__V1__ToolShape__Kind)s->kind;
     ts[nt].length = s->length;
     ts[nt].jaw = s->jaw;
+    ts[nt].tool_contacts = s->tool_contacts;
     tsp[nt] = &ts[nt];
     nt++;
   }

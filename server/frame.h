@@ -29,6 +29,7 @@ typedef struct ts_tool_state {
   int kind;             /* TS_TOOL_* (core/ts_tool.h), the same numbers as ToolShape.Kind */
   float length;         /* capsule or jaw length, m */
   float jaw;            /* jaws: opening 0 (closed) .. 1 (open) */
+  uint32_t tool_contacts; /* other tools pushing it in the last step (ToolState.tool_contacts) */
 } ts_tool_state;
 
 typedef struct ts_topology ts_topology;

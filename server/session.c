@@ -602,6 +602,9 @@ ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
     s->kind = tool->kind;
     s->length = (float)tool->length;
     s->jaw = (float)tool->jaw;
+    /* as ToolForce.tool_contacts (force.c) */
+    const ts_tool_contact *tc = &sim->tool_contact;
+    s->tool_contacts = (uint32_t)i < tc->n_slots ? tc->slot[i].touching : 0;
   }
   return f;
 }

@@ -10,9 +10,10 @@
  * of overlap), each controller's ToolForce shows the push: 2 N (the default
  * penalty stiffness, 1 N/mm, times 2 mm) along the centre line, away from
  * the other tool, equal and opposite, no torque about the tips (the
- * spheres' centres), ToolForce.tool_contacts 1 on each; /metrics counts
- * the contact. Moved apart again, the force and the count go back to
- * nothing. A session with its own stiffness (2.5 N/mm) pushes 5 N at the
+ * spheres' centres), ToolForce.tool_contacts 1 on each, and the frames'
+ * ToolState.tool_contacts 1 for both tools; /metrics counts the contact.
+ * Moved apart again, the force and the counts (ToolForce's and the
+ * frames') go back to nothing. A session with its own stiffness (2.5 N/mm) pushes 5 N at the
  * same overlap and lists it; stiffnesses outside 0.1-20 N/mm are refused
  * with the range and why. Waits are on simulated time (force messages),
  * bounded by generous wall-clock deadlines.
@@ -55,9 +56,29 @@ static void on_error(void *ud, int code, const char *name, const char *message, 
   ck_abort_msg("a client got an error: %s (%d): %s", name, code, message);
 }
 
+/* The frames' ToolState.tool_contacts per tool id (1-based, up to 8). */
+typedef struct frames {
+  uint64_t n;
+  uint32_t last[9];       /* in the newest frame (0 for a tool not listed) */
+  uint32_t max[9];        /* largest since the last reset */
+} frames;
+
+static void on_frame(void *ud, const tc_frame *f) {
+  frames *w = ud;
+  memset(w->last, 0, sizeof w->last);
+  for (uint32_t i = 0; i < f->n_tools; i++) {
+    const uint32_t id = f->tools[i].tool_id;
+    if (id < 1 || id > 8) continue;
+    w->last[id] = f->tools[i].tool_contacts;
+    if (w->last[id] > w->max[id]) w->max[id] = w->last[id];
+  }
+  w->n++;
+}
+
 typedef struct ctl {
   tc_client *c;
   forces f;
+  frames fr;
   tc_joined j;
 } ctl;
 
@@ -100,6 +121,7 @@ static void run(int solver, const char *label, double k) {
                              TS_DPROC_KEY, 0, err, sizeof err);
     ck_assert_msg(cs[i].c != NULL, "%s", err);
     tc_set_force_cb(cs[i].c, on_force, &cs[i].f);
+    tc_set_frame_cb(cs[i].c, on_frame, &cs[i].fr);
     tc_set_error_cb(cs[i].c, on_error, NULL);
   }
   uint32_t sid, nv;
@@ -136,11 +158,17 @@ static void run(int solver, const char *label, double k) {
   hold(cs, apart, 1, 0.2);
   cs[0].f.max_abs = cs[1].f.max_abs = 0;
   cs[0].f.max_tools = cs[1].f.max_tools = 0;
+  memset(cs[0].fr.max, 0, sizeof cs[0].fr.max);
+  const uint64_t frames_apart = cs[0].fr.n;
   hold(cs, apart, 1, 0.1);
   for (int i = 0; i < 2; i++) {
     ck_assert_msg(cs[i].f.max_abs == 0, "%s: tool %d apart felt %g N", label, i, cs[i].f.max_abs);
     ck_assert_uint_eq(cs[i].f.max_tools, 0);
   }
+  /* the frames over that hold (30 Hz: a few in 0.1 s; at least one) count
+   * no tool either */
+  ck_assert_uint_gt(cs[0].fr.n, frames_apart);
+  for (int i = 0; i < 2; i++) ck_assert_uint_eq(cs[0].fr.max[cs[i].j.tool_id], 0);
   ck_assert_uint_eq(cs[0].f.last.contacts, 0); /* and no tissue */
 
   /* centres 8 mm apart along x: 2 mm deep, 2 N each way once the 30 Hz
@@ -160,6 +188,21 @@ static void run(int solver, const char *label, double k) {
   ck_assert_uint_eq(fa->tool_contacts, 1);
   ck_assert_uint_eq(fb->tool_contacts, 1);
   ck_assert_uint_eq(fa->contacts, 0);
+  /* and the frames say so for both tools: a frame that is decoded from now
+   * on (a bounded wait on frames) shows 1 for each */
+  {
+    const uint64_t n0 = cs[0].fr.n;
+    const long long deadline = now_ms() + 30000;
+    while (cs[0].fr.n < n0 + 2) {
+      ck_assert_msg(now_ms() < deadline, "%s: no frames within 30 s", label);
+      ck_assert_int_ge(tc_poll(cs[0].c, 5), 0);
+      ck_assert_int_ge(tc_poll(cs[1].c, 0), 0);
+    }
+    for (int i = 0; i < 2; i++)
+      ck_assert_msg(cs[0].fr.last[cs[i].j.tool_id] == 1,
+                    "%s: frame's ToolState.tool_contacts of tool %u is %u, not 1", label,
+                    cs[i].j.tool_id, cs[0].fr.last[cs[i].j.tool_id]);
+  }
   for (int a = 1; a < 3; a++) {
     ck_assert_double_eq_tol(fa->force[a], 0, 1e-6);
     ck_assert_double_eq_tol(fb->force[a], 0, 1e-6);
@@ -188,6 +231,7 @@ static void run(int solver, const char *label, double k) {
       ck_assert_msg(fabs(cs[i].f.last.force[a]) < 1e-6, "%s: tool %d after parting: %g N", label,
                     i, cs[i].f.last.force[a]);
     ck_assert_uint_eq(cs[i].f.last.tool_contacts, 0); /* at once: the count is not filtered */
+    ck_assert_uint_eq(cs[0].fr.last[cs[i].j.tool_id], 0); /* the newest frame's too */
   }
   snprintf(name, sizeof name, "tissued_session_tool_contacts{session=\"%u\"}", sid);
   ck_assert_double_eq(ts_dproc_metric(d.http_port, name), 0);
