@@ -36,6 +36,10 @@ void ctl_usage(FILE *out) {
           "                            the wall two tools of the session feel, newtons per\n"
           "                            mm of overlap (0.1..20; default the daemon's, 1):\n"
           "                            what the controllers' haptic devices can render\n"
+          "  create [--tissue NAME] --self-contact\n"
+          "                            keep the tissue from passing through itself where\n"
+          "                            it folds (mass-spring and XPBD; off by default: it\n"
+          "                            costs a tree query per surface node per step)\n"
           "  create --mesh FILE [--scale S] [--name N] [--layers T1,T2,...]\n"
           "                            upload a surface mesh (.obj, .stl or .ply, by\n"
           "                            extension) and create a session of it: S converts\n"
@@ -202,6 +206,9 @@ int ctl_parse_args(int argc, char **argv, const char *default_cred, ctl_args *o)
       b = parse_int(o, a, v, 1, 1000, &o->substeps);
     } else if (!strcmp(a, "--tool-stiffness") && !strcmp(cmd, "create")) {
       b = parse_num(o, a, v, 0.1, 20, &o->tool_stiffness);
+    } else if (!strcmp(a, "--self-contact") && !strcmp(cmd, "create")) {
+      o->self_contact = 1;
+      used = 1; /* no value */
     } else if (!strcmp(a, "--scale") && !strcmp(cmd, "create")) {
       b = parse_num(o, a, v, 1e-6, 1000, &o->scale);
     } else if (!strcmp(a, "--leb") && !strcmp(cmd, "refine")) {
@@ -261,6 +268,10 @@ int ctl_parse_args(int argc, char **argv, const char *default_cred, ctl_args *o)
   }
   if (o->tool_stiffness > 0 && o->mesh) {
     bad(o, "--tool-stiffness applies to create --tissue, not to a mesh upload");
+    return CTL_ERROR;
+  }
+  if (o->self_contact && o->mesh) {
+    bad(o, "--self-contact applies to create --tissue, not to a mesh upload");
     return CTL_ERROR;
   }
   if (o->is_poke && o->seconds < 0) o->seconds = 3;

@@ -31,6 +31,7 @@ typedef struct ctl_args {
   const char *mesh, *mesh_name, *layers_s;
   double scale, substeps;    /* substeps 0: the daemon's choice */
   double tool_stiffness;     /* N/mm as given (--tool-stiffness); 0: the daemon's choice */
+  int self_contact;          /* --self-contact: CreateSession.self_contact */
   /* models */
   const char *verb;          /* list, export, import or delete; NULL for other commands */
   const char *verb_arg;      /* the id or file of export, import, delete */

@@ -94,6 +94,7 @@ int tc_create_session_ex(tc_client *c, const tc_create_params *p, uint32_t *sess
   m.substeps = p->substeps;
   /* a float on the wire; the server checks the range (a NaN too) */
   m.tool_stiffness = (float)p->tool_stiffness;
+  m.self_contact = p->self_contact != 0;
   return create_session(c, &m, session_id, vertex_count, triangle_count);
 }
 
@@ -281,6 +282,8 @@ int tc_list_sessions(tc_client *c, tc_session_info **out, size_t *n) {
     v[i].clients = s->clients;
     v[i].vertex_count = s->vertex_count;
     v[i].tool_stiffness = s->tool_stiffness;
+    v[i].self_contact = s->self_contact;
+    v[i].self_contacts = s->self_contacts;
   }
   *out = v;
   *n = l->n_sessions;

@@ -108,6 +108,8 @@ typedef struct tc_session_info {
   uint32_t clients;
   uint32_t vertex_count;
   double tool_stiffness; /* N/m: the wall its tools feel against each other */
+  int self_contact;       /* tissue self-contact runs (CreateSession.self_contact) */
+  uint32_t self_contacts; /* its node-triangle pairs in the newest frame's step */
 } tc_session_info;
 
 typedef struct tc_join_params {
@@ -214,6 +216,8 @@ typedef struct tc_create_params {
   double tool_stiffness; /* N/m: the wall two tools of the session feel (CreateSession.
                             tool_stiffness); 0: the server's (1000, 1 N/mm); else the server
                             takes 100..20000 */
+  int self_contact;      /* nonzero: tissue self-contact (CreateSession.self_contact);
+                            0: the server's default (off unless its --self-contact) */
 } tc_create_params;
 int tc_create_session_ex(tc_client *c, const tc_create_params *p, uint32_t *session_id,
                          uint32_t *vertex_count, uint32_t *triangle_count);

@@ -153,8 +153,10 @@ static int cmd_sessions(tc_client *c) {
     json_str(stdout, v[i].name);
     printf(",\"tissue\":");
     json_str(stdout, v[i].tissue);
-    printf(",\"solver\":%d,\"clients\":%u,\"vertex_count\":%u,\"tool_stiffness\":%.6g}\n",
-           v[i].solver, v[i].clients, v[i].vertex_count, v[i].tool_stiffness);
+    printf(",\"solver\":%d,\"clients\":%u,\"vertex_count\":%u,\"tool_stiffness\":%.6g,"
+           "\"self_contact\":%s,\"self_contacts\":%u}\n",
+           v[i].solver, v[i].clients, v[i].vertex_count, v[i].tool_stiffness,
+           v[i].self_contact ? "true" : "false", v[i].self_contacts);
   }
   free(v);
   return 0;
@@ -182,10 +184,12 @@ static void print_adjust(tc_client *c) {
   json_str(stdout, a.warning);
 }
 
-static int cmd_create(tc_client *c, const char *tissue, uint32_t substeps, double k_n_per_mm) {
+static int cmd_create(tc_client *c, const char *tissue, uint32_t substeps, double k_n_per_mm,
+                      int self_contact) {
   uint32_t id, nv, nt;
   const tc_create_params p = {.builtin = tissue, .substeps = substeps,
-                              .tool_stiffness = k_n_per_mm * 1000}; /* N/m on the wire */
+                              .tool_stiffness = k_n_per_mm * 1000, /* N/m on the wire */
+                              .self_contact = self_contact};
   if (tc_create_session_ex(c, &p, &id, &nv, &nt) != 0)
     return die("creating a session: %s%s", tc_last_error(c), "");
   printf("{\"session_id\":%u,\"vertex_count\":%u,\"triangle_count\":%u", id, nv, nt);
@@ -517,7 +521,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(cmd, "create") && o.mesh)
     rc = cmd_create_mesh(c, o.mesh, o.scale, o.mesh_name, o.layers_s);
   else if (!strcmp(cmd, "create"))
-    rc = cmd_create(c, o.tissue, (uint32_t)o.substeps, o.tool_stiffness);
+    rc = cmd_create(c, o.tissue, (uint32_t)o.substeps, o.tool_stiffness, o.self_contact);
   else if (o.is_refine)
     rc = cmd_refine(c, (uint32_t)o.session, o.leb, o.tris_s, o.ray_s, o.range, o.max_edge);
   else

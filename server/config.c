@@ -135,6 +135,10 @@ static const setting settings[] = {
      "the nodes the refinement made faster than the unrefined tissue, so the substeps per step "
      "stay about the unrefined count (statics unchanged, that region's motion slower); 0: "
      "physical masses (a refinement then about doubles the substeps)"},
+    {"self-contact", T_INT, OFF(self_contact), 0, 0, 1,
+     "1: every mass-spring and XPBD session keeps its tissue from passing through itself "
+     "(tissue self-contact, as CreateSession.self_contact asks for one session); 0 "
+     "(default): only sessions that ask, as it costs a tree query per surface node per step"},
     {"log-level", T_LOG, OFF(log_level), 0, 0, 0, "error, warn, info or debug"},
 };
 #define N_SETTINGS (sizeof settings / sizeof settings[0])

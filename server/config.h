@@ -67,6 +67,8 @@ typedef struct ts_config {
   int local_mass_scaling;     /* 1: a mass-spring session's refinements add inertia to the
                                  refined region so the substeps stay about the unrefined
                                  count (core/ts_ms_local.c; the default); 0 off */
+  int self_contact;           /* 1: every mass-spring and XPBD session runs tissue
+                                 self-contact (session_self.h); 0 (default): those that ask */
   int log_level;              /* TS_LOG_* */
 } ts_config;
 

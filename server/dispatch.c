@@ -323,7 +323,8 @@ static void on_create(ts_conn *c, uint64_t rid, const Tissued__V1__CreateSession
   ts_solver_opts sv = {m->solver == TISSUED__V1__SOLVER__SOLVER_DEFAULT
                            ? TISSUED__V1__SOLVER__SOLVER_MASS_SPRING
                            : (int)m->solver,
-                       m->substeps, m->iterations, tool_k};
+                       m->substeps, m->iterations, tool_k,
+                       m->self_contact || s->cfg.self_contact};
   if (mesh) {
     ts_log_info("%s uploads a %zu-byte mesh for a session '%s' (%u layers, scale %g, dt %g s)",
                 c->peer, mesh->data.len, name, def.n_layers, mesh_scale, dt);
@@ -615,6 +616,9 @@ static void on_list(ts_conn *c, uint64_t rid) {
     infos[i].clients = se->n_clients;
     infos[i].vertex_count = se->topo->vertex_count;
     infos[i].tool_stiffness = (float)se->sim.tool_contact.stiffness;
+    /* set at creation, constant after: safe to read on the loop thread */
+    infos[i].self_contact = se->sim.self != NULL;
+    infos[i].self_contacts = se->latest ? se->latest->self_contacts : 0;
     if (se->sim.shortcut) {
       uv_mutex_lock(&se->mbox.lock);
       infos[i].learned = se->mbox.learned;

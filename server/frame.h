@@ -63,6 +63,7 @@ typedef struct ts_frame_ref {
   uint32_t substeps;
   uint32_t contacts;
   uint32_t tool_contacts;    /* contacts between two tools in the last step */
+  uint32_t self_contacts;    /* tissue self-contact pairs in the last step */
   uint64_t tool_contact_steps; /* steps so far in which two tools touched */
   double inertia_scale;      /* mass-spring: inertia scale of the last step (1: physical) */
   double added_mass;         /* mass-spring: local mass scaling's added inertia, fraction

@@ -156,6 +156,9 @@ char *ts_metrics_text(ts_server *s, size_t *len) {
        "Of them, solves stopped by the iteration cap before max |R| fell below the tolerance."},
       {"tissued_session_qs_worst_residual_newtons", "gauge",
        "The largest final max |R| of a quasi-static session's solves, N."},
+      {"tissued_session_self_contacts", "gauge",
+       "Tissue self-contact pairs (node against triangle) in the last step; 0 when off "
+       "(CreateSession.self_contact)."},
   };
   for (size_t k = 0; k < sizeof per / sizeof per[0]; k++) {
     family(&b, per[k].name, per[k].type, per[k].help);
@@ -194,6 +197,7 @@ char *ts_metrics_text(ts_server *s, size_t *len) {
                       : se->mbox.qs_worst_residual;
         uv_mutex_unlock(&se->mbox.lock);
         break;
+      case 23: v = f ? f->self_contacts : 0; break;
       }
       put(&b, "%s{session=\"%u\"} %.9g\n", per[k].name, se->id, v);
     }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "auth.h"
+#include "session_self.h"
 #include "core/ts_error.h"
 #include "core/ts_mesh_io.h"
 #include "core/ts_refine.h"
@@ -307,6 +308,12 @@ static void create_work(ts_job *jb, ts_storage *st) {
                  ts_strerror(j->rc));
     }
     if (!j->rc) load_model(j, st);
+  }
+  /* tissue self-contact (session_self.h): the moving solvers only */
+  if (!j->rc && j->sv.self_contact && j->sv.solver != TISSUED__V1__SOLVER__SOLVER_QUASI_STATIC) {
+    j->rc = ts_session_self_create(j->session->sim.tissue, &j->session->sim.self);
+    if (j->rc)
+      snprintf(j->err, sizeof j->err, "cannot set up self-contact: %s", ts_strerror(j->rc));
   }
 }
 

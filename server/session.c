@@ -17,6 +17,7 @@
 #include "refine.h"
 #include "server.h"
 #include "session_contact.h"
+#include "session_self.h"
 #include "shortcut.h"
 #include "ts_codec.h"
 
@@ -132,6 +133,7 @@ void ts_session_free(ts_session *se) {
   ts_refine_req_free(se->mbox.refine);
   ts_session_contact_free(se->sim.contact);
   free(se->sim.contact);
+  ts_session_self_destroy(se->sim.self);
   ts_tool_contact_free(&se->sim.tool_contact);
   if (se->latest) ts_frame_release(se->latest);
   ts_topology_free(se->topo);
@@ -504,6 +506,11 @@ ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
   memset(&st, 0, sizeof st);
   uint64_t t0 = uv_hrtime();
   int rc;
+  /* self-contact: its tree for this tissue, XPBD pointed at it (a failure
+   * to build it skips the pass this step, not the session) */
+  const int self_ok = sim->self && !sim->shortcut &&
+                      ts_session_self_prepare(sim->self, sim->tissue, sim->xpbd) == 0;
+  int self_pairs = -1; /* XPBD: its last substep's pairs */
   if (sim->xpbd) {
     ts_xpbd_stats xs;
     memset(&xs, 0, sizeof xs);
@@ -512,6 +519,7 @@ ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
                       : ts_xpbd_step(sim->xpbd, sim->tissue, sim->dt, sim->tools, TS_MAX_TOOLS, &xs);
     st.substeps = xs.substeps;
     st.contacts = xs.contacts;
+    self_pairs = (int)xs.self_contacts;
     if (rc && rc != TS_EDIVERGED) rc = TS_EDIVERGED; /* any failure stops the session */
   } else if (sim->shortcut) {
     ts_shortcut_stats ss;
@@ -523,6 +531,8 @@ ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
   } else {
     rc = ts_massspring_step(sim->tissue, sim->dt, sim->tools, TS_MAX_TOOLS, &st);
   }
+  if (rc == 0 && self_ok) ts_session_self_after(sim->self, sim->tissue, self_pairs);
+  sim->self_contacts = self_ok && rc == 0 ? sim->self->contacts : 0;
   if (rc == 0) {
     /* tool against tool: each tool feels the others (the penalty joins the
      * tissue's reaction in filter_forces); a tool whose tree cannot be
@@ -580,6 +590,7 @@ ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
   f->substeps = sim->substeps;
   f->contacts = sim->contacts;
   f->tool_contacts = sim->tool_contacts;
+  f->self_contacts = sim->self_contacts;
   f->tool_contact_steps = sim->tool_contact_steps;
   f->verlet_fraction = sim->verlet_fraction;
   f->inertia_scale = sim->inertia_scale;

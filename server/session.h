@@ -64,6 +64,8 @@ typedef struct ts_session_sim {
   ts_xpbd *xpbd;             /* the position-based solver, when chosen */
   ts_xpbd_def xpbd_def;      /* its settings (a refinement rebuilds it with them) */
   struct ts_session_contact *contact; /* its tree-based tool contact (session_contact.h) */
+  struct ts_session_self *self; /* tissue self-contact (session_self.h), when
+                                   CreateSession.self_contact asked for it; NULL: off */
   struct ts_refine_src *refine_src; /* what the tissue is rebuilt from when refined
                                        (core/ts_refine.h); NULL: not refinable */
   struct ts_shortcut *shortcut; /* quasi-static sessions: solve and learned model (shortcut.h) */
@@ -104,6 +106,7 @@ typedef struct ts_session_sim {
   uint32_t contacts;
   uint32_t tool_contacts;    /* contacts between two tools in the last step */
   uint64_t tool_contact_steps; /* steps in which two tools touched */
+  uint32_t self_contacts;    /* tissue self-contact pairs in the last step (session_self.h) */
   double inertia_scale;      /* mass-spring: the inertia scale of the last step
                                 (1: physical masses, ts_massspring.h) */
   double added_mass;         /* mass-spring: inertia the local mass scaling of a
@@ -197,6 +200,8 @@ typedef struct ts_solver_opts {
                                     (0: physical masses); iterations 0 */
   double tool_stiffness;         /* N/m, tool against tool (core/ts_tool_contact.h),
                                     resolved (> 0) and range-checked; every solver */
+  int self_contact;              /* nonzero: tissue self-contact (session_self.h);
+                                    mass-spring and XPBD */
 } ts_solver_opts;
 
 /* Switches a new session (before physics owns it) to the XPBD solver

@@ -270,3 +270,10 @@ const ts_xpbd_contact *ts_xpbd_contacts(const ts_xpbd *s, uint32_t *n) {
   if (n) *n = s ? s->n_contact_out : 0;
   return s ? s->contact_out : NULL;
 }
+
+int ts_xpbd_set_self_contact(ts_xpbd *s, ts_self_contact *sc, ts_aabb_tree *tree) {
+  if (!s || (sc && !tree)) return TS_EINVAL;
+  s->self = sc;
+  s->self_tree = sc ? tree : NULL;
+  return 0;
+}

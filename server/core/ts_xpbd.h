@@ -55,6 +55,7 @@
 #include "ts_contact.h"
 #include "ts_grasp.h"
 #include "ts_obb_tree.h"
+#include "ts_self_contact.h"
 #include "ts_tissue.h"
 #include "ts_tool.h"
 
@@ -97,6 +98,7 @@ typedef struct ts_xpbd_stats {
                                 substep, m: how far Gauss-Seidel is from
                                 converged */
   int diverged;              /* NaN/Inf or runaway speed: state was reset */
+  uint32_t self_contacts;    /* self-contact pairs of the last substep (ts_xpbd_set_self_contact) */
 } ts_xpbd_stats;
 
 /* One tool contact of the last substep: the force node `node` exerts on
@@ -197,6 +199,14 @@ typedef struct ts_xpbd_tool {
 int ts_xpbd_step_posed(ts_xpbd *s, ts_tissue *t, double dt, ts_tool *tools, int n_tools,
                        ts_aabb_tree *tree, ts_xpbd_tool *posed, int n_posed,
                        ts_xpbd_stats *stats);
+
+/* Self-contact (ts_self_contact.h) in every step from now on: in each
+ * substep, after the prediction, the tree (built over t's contact surface)
+ * is refitted and the contacts detected, and every sweep projects them as
+ * rigid constraints after the tools'. sc and tree stay the caller's; NULL
+ * sc turns it off. stats->self_contacts counts the last substep's pairs.
+ * Returns 0, or TS_EINVAL (sc without tree). */
+int ts_xpbd_set_self_contact(ts_xpbd *s, ts_self_contact *sc, ts_aabb_tree *tree);
 
 /* Constraint counts of the solver. */
 void ts_xpbd_counts(const ts_xpbd *s, uint32_t *distance, uint32_t *bending, uint32_t *volume);

@@ -24,6 +24,7 @@
 
 #include "ts_tissue.h"
 #include "ts_tool.h"
+#include "ts_self_contact.h"
 #include "ts_xpbd.h"
 
 #define TS__MAX_SPEED 100.0 /* m/s: faster than any tissue moves */
@@ -99,6 +100,10 @@ struct ts_xpbd {
   uint32_t cap_contacts, n_contacts;
   ts_xpbd_contact *contact_out;
   uint32_t n_contact_out;
+  /* self-contact (ts_xpbd_set_self_contact): the caller's workspace and the
+   * tree it detects through; NULL: none */
+  ts_self_contact *self;
+  ts_aabb_tree *self_tree;
 
   ts__prev_tool prev[TS__MAX_TOOLS];
 };

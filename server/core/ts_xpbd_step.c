@@ -136,6 +136,10 @@ int ts_xpbd_step_posed(ts_xpbd *s, ts_tissue *t, double dt, ts_tool *tools, int 
     for (int q = 0; q < np; q++) ts__xpbd_place_tool(&pt[q], (double)(k + 1) / nsub);
     s->n_contacts = np ? ts__xpbd_gather_contacts(s, t, pt, np, &dropped) : 0;
     dropped += ts__xpbd_begin_posed(t, tree, posed, n_posed, k, nsub);
+    if (s->self) { /* at the predicted positions, the tree refitted for them */
+      if (ts_aabb_tree_refit(s->self_tree, (const double (*)[3])x) < 0) s->self->n = 0;
+      else ts_self_contact_detect(s->self, s->self_tree, t, (const double (*)[3])x);
+    }
     ts__xpbd_linearise_distance(s, t, h, s->def.stiffness_damping);
 
     /* solve */
@@ -150,6 +154,7 @@ int ts_xpbd_step_posed(ts_xpbd *s, ts_tissue *t, double dt, ts_tool *tools, int 
       if (n_posed)
         ts__xpbd_sweep_posed(s, t, posed, n_posed, it == 0 ? TS_CONTACT_SWEEP : TS_CONTACT_SWEEP_THIN,
                     hdepth, wh);
+      if (s->self && s->self->n) ts_self_contact_project(s->self, x, im);
     }
 
     /* velocities, damping, health */
@@ -262,6 +267,7 @@ int ts_xpbd_step_posed(ts_xpbd *s, ts_tissue *t, double dt, ts_tool *tools, int 
     stats->max_speed = sqrt(vmax2);
     stats->kinetic_energy = ke;
     stats->residual = residual;
+    stats->self_contacts = s->self ? s->self->n : 0;
   }
   return 0;
 }
