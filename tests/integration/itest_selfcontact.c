@@ -1,0 +1,140 @@
+/*
+ * itest_selfcontact.c: tissue self-contact (CreateSession.self_contact,
+ * server/session_self.h) on a real daemon, over the socket.
+ *
+ * A session created with self_contact lists it (SessionInfo.self_contact
+ * true), one created without lists false, and a quasi-static session
+ * ignores it (false). In the self-contact sessions (mass-spring and XPBD)
+ * a 5 mm sphere pressed 6 mm into the built-in patch touches the tissue
+ * (ToolForce.contacts > 0) while the tissue touches itself nowhere
+ * (SessionInfo.self_contacts and /metrics tissued_session_self_contacts
+ * 0): a press is no fold, and the pass must not push the pressed surface
+ * against its own neighbours or layers (the skip and front-side rules).
+ * The session steps on (steps grow, no divergence). The fold itself, with
+ * contact counts > 0 and nodes kept in front, is test_self_contact's (the
+ * daemon has no way yet to fold a patch onto itself from a client).
+ * Waits are on force messages, bounded by generous wall-clock deadlines.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "daemon_proc.h"
+#include "tissueclient.h"
+
+static long long now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+typedef struct forces {
+  uint64_t n;
+  uint32_t max_contacts;
+  tc_force last;
+} forces;
+
+static void on_force(void *ud, const tc_force *f) {
+  forces *w = ud;
+  if (f->contacts > w->max_contacts) w->max_contacts = f->contacts;
+  w->last = *f;
+  w->n++;
+}
+
+static void on_error(void *ud, int code, const char *name, const char *message, uint64_t rid) {
+  (void)ud;
+  (void)rid;
+  ck_abort_msg("the client got an error: %s (%d): %s", name, code, message);
+}
+
+/* the listed info of session sid */
+static tc_session_info info_of(tc_client *c, uint32_t sid) {
+  tc_session_info *list, out;
+  size_t n;
+  ck_assert_int_eq(tc_list_sessions(c, &list, &n), 0);
+  int found = 0;
+  for (size_t i = 0; i < n; i++)
+    if (list[i].session_id == sid) out = list[i], found = 1;
+  free(list);
+  ck_assert_msg(found, "session %u not listed", sid);
+  return out;
+}
+
+static void run(int solver, const char *label) {
+  ts_dproc d;
+  char err[256];
+  const char *args[] = {"--patch-resolution", "17", NULL};
+  ck_assert_msg(ts_dproc_start(&d, args, err, sizeof err) == 0, "%s", err);
+  tc_client *c = tc_connect_key("127.0.0.1", d.tcp_port, "itest-self", TS_DPROC_KEY, 0, err,
+                                sizeof err);
+  ck_assert_msg(c != NULL, "%s", err);
+  static forces f;
+  memset(&f, 0, sizeof f);
+  tc_set_force_cb(c, on_force, &f);
+  tc_set_error_cb(c, on_error, NULL);
+
+  uint32_t plain, qs, sid, nv;
+  const tc_create_params p0 = {.builtin = "stomach-patch", .solver = solver};
+  ck_assert_int_eq(tc_create_session_ex(c, &p0, &plain, &nv, NULL), 0);
+  const tc_create_params pq = {.builtin = "stomach-patch", .solver = TC_SOLVER_QUASI_STATIC,
+                               .self_contact = 1};
+  ck_assert_int_eq(tc_create_session_ex(c, &pq, &qs, &nv, NULL), 0);
+  const tc_create_params p1 = {.builtin = "stomach-patch", .solver = solver, .self_contact = 1};
+  ck_assert_int_eq(tc_create_session_ex(c, &p1, &sid, &nv, NULL), 0);
+  ck_assert_int_eq(info_of(c, plain).self_contact, 0);
+  ck_assert_int_eq(info_of(c, qs).self_contact, 0); /* quasi-static: not run */
+  ck_assert_int_eq(info_of(c, sid).self_contact, 1);
+
+  tc_join_params jp = {.session_id = sid, .role = TC_ROLE_CONTROLLER, .radius = 0.005};
+  tc_joined j;
+  ck_assert_int_eq(tc_join_ex(c, &jp, &j), 0);
+  /* the sphere's centre 1 mm below the patch's top: 6 mm into it; held
+   * until the tissue has pushed back on 200 force messages */
+  static const double quat[4] = {1, 0, 0, 0};
+  const double press[3] = {0, -0.001, 0};
+  const long long deadline = now_ms() + 60000;
+  while (f.n < 200) {
+    ck_assert_msg(now_ms() < deadline, "%s: 200 force messages not within 60 s", label);
+    ck_assert_int_eq(tc_send_pose(c, j.tool_id, press, quat, 0), 0);
+    ck_assert_int_ge(tc_poll(c, 5), 0);
+  }
+  const tc_session_info in = info_of(c, sid);
+  char name[128];
+  snprintf(name, sizeof name, "tissued_session_self_contacts{session=\"%u\"}", sid);
+  const double metric = ts_dproc_metric(d.http_port, name);
+  snprintf(name, sizeof name, "tissued_session_diverged_total{session=\"%u\"}", sid);
+  const double diverged = ts_dproc_metric(d.http_port, name);
+  fprintf(stderr, "itest_selfcontact %s: pressing, %u tissue contacts at most; self-contact "
+          "pairs %u (metrics %g), diverged %g\n", label, f.max_contacts, in.self_contacts, metric,
+          diverged);
+  ck_assert_uint_gt(f.max_contacts, 0); /* the press reached the tissue */
+  ck_assert_uint_eq(in.self_contacts, 0);
+  ck_assert_double_eq(metric, 0);
+  ck_assert_double_eq(diverged, 0);
+  tc_close(c);
+  char why[128];
+  ck_assert_int_eq(ts_dproc_stop(&d, 10000, why, sizeof why), 0);
+}
+
+START_TEST(test_self_massspring) { run(TC_SOLVER_MASS_SPRING, "mass-spring"); }
+END_TEST
+
+START_TEST(test_self_xpbd) { run(TC_SOLVER_XPBD, "xpbd"); }
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("selfcontact");
+  TCase *tc = tcase_create("live");
+  tcase_set_timeout(tc, 240);
+  tcase_add_test(tc, test_self_massspring);
+  tcase_add_test(tc, test_self_xpbd);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
