@@ -6,9 +6,12 @@
  *
  * The primitive is vertex-triangle proximity on the contact surface
  * (ts_tissue_contact_tris: the solid's closed boundary, outward faces): a
- * node p closer than the thickness h to a triangle T, on T's front side
- * (signed distance s = (p - T0) . n_T in [0, h), n_T T's unit outward
- * normal) and no corner of T, is in contact. The candidates come from the
+ * node p over a triangle T (its projection onto T's plane inside T), on
+ * T's front side closer than the thickness h (signed distance
+ * s = (p - T0) . n_T in [0, h), n_T T's unit outward normal) and no corner
+ * of T, is in contact. A node beside T (nearest T's edge) is the
+ * neighbouring face's: pushed along T's normal it went sideways (see
+ * ts_self_contact.c). The candidates come from the
  * tissue's AABB tree refitted for the same positions (ts_aabb_tree.h): each
  * surface node's box grown by h is queried against it
  * (ts_aabb_tree_query_box), and the exact test runs on those triangles.

@@ -44,8 +44,14 @@
  * beside the former query of the tool's swept root box
  * (ts_contact_def.box_candidates): positions that differ count as mismatches.
  *
+ * Tissue self-contact (ts_self_contact.h): its detection on the same
+ * refitted tree at each step's dented positions (a dent is no fold: the
+ * cost of a pass that finds nothing, one box query per surface node),
+ * beside the tool's refit + query.
+ *
  * Lines: refit_query_us_per_step (ref brute_force_us_per_step, target 100
- * on patch-L), refit_us_per_step, contact_response_us_per_step (sphere),
+ * on patch-L), self_contact_us_per_step (ref refit_query_us_per_step),
+ * refit_us_per_step, contact_response_us_per_step (sphere),
  * instrument_response_us_per_step (ref root_box_response_us_per_step),
  * ms_thin_pass_us_per_step (ref ms_thin_scan_us_per_step), and the contact
  * counts that show both found the same set.
@@ -58,6 +64,7 @@
 #include "bench_path.h"
 #include "bench_report.h"
 #include "bench_scenario.h"
+#include "ts_self_contact.h"
 #include "ts_aabb_tree.h"
 #include "ts_collide.h"
 #include "ts_contact.h"
@@ -313,6 +320,12 @@ static int run_scenario(const char *name, const plan *pl, const ts_mesh *instrum
   double tip_local[3];
   if (ts_bench_instrument_tip(instrument, tip_local)) goto out;
 
+  /* tissue self-contact (ts_self_contact.h): its detection on the same
+   * refitted tree each step, beside the tool's refit + query */
+  ts_self_contact self;
+  if (ts_self_contact_init(&self, NULL)) goto out;
+  double t_self = 0;
+  uint64_t self_pairs = 0, self_overflow0 = 0;
   double t_refit = 0, t_query = 0, t_brute = 0, t_contact = 0, t_thin = 0, t_scan = 0;
   uint32_t thin_mismatches = 0;
   uint64_t thin_marked = 0;
@@ -357,6 +370,11 @@ static int run_scenario(const char *name, const plan *pl, const ts_mesh *instrum
     if (rc < 0 && rc != TS_EFULL) goto out;
     t_refit += c1 - c0;
     t_query += c2 - c1;
+    {
+      const double s0 = ts_bench_cpu_s();
+      self_pairs += ts_self_contact_detect(&self, tree, t, (const double (*)[3])x);
+      t_self += ts_bench_cpu_s() - s0;
+    }
     contacts += buf.total;
     box_tests += cst.box_tests;
     leaf_tests += cst.leaf_tests;
@@ -476,6 +494,14 @@ static int run_scenario(const char *name, const plan *pl, const ts_mesh *instrum
   ts_bench_line_str(o, "tool", "dental_instrument_light");
   ts_bench_line_str(o, "plan", pl->name);
   ts_bench_line_emit(o);
+  o = ts_bench_line("collide", name, "self_contact_us_per_step", t_self / n * 1e6, "us");
+  ts_bench_line_ref(o, "refit_query_us_per_step", per_step);
+  ts_bench_line_num(o, "mean_pairs", self_pairs / n);
+  ts_bench_line_num(o, "overflow", (double)(self.overflow - self_overflow0));
+  ts_bench_line_num(o, "surface_nodes", tree->n_used);
+  ts_bench_line_str(o, "plan", pl->name);
+  ts_bench_line_emit(o);
+  ts_self_contact_free(&self);
   o = ts_bench_line("collide", name, "refit_us_per_step", t_refit / n * 1e6, "us");
   ts_bench_line_num(o, "mean_escaped_nodes", escaped / n);
   ts_bench_line_num(o, "mean_moved_nodes", moved_sum / n);
