@@ -42,13 +42,8 @@ before(async () => {
   daemon = await startDaemon({
     name: 'training-test-tissued',
     // a 16 x 16 patch: the quasi-static session's rest state settles in a
-    // quarter of the default's time, and four pages draw less; 20 frames a
-    // second, not 60: each frame is drawn by every page in software WebGL,
-    // and nothing here counts frames against the clock (two copies of this
-    // test run side by side on a loaded box, 60 against 20 frames a second:
-    // 446 and 375 s to the hand-over)
-    extraArgs: ['--train-after-samples', '0', '--max-training-samples', '3000', '--patch-resolution', '16',
-      '--frame-rate', '20'],
+    // quarter of the default's time, and four pages draw less
+    extraArgs: ['--train-after-samples', '0', '--max-training-samples', '3000', '--patch-resolution', '16'],
   });
   base = `http://127.0.0.1:${daemon.httpPort}`;
   browser = await launchChromium(WAIT_MS);
