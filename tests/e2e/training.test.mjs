@@ -268,8 +268,11 @@ test('training, hand-over, touch, gamepad, tool shapes and cut-away in the page'
   'the trainee watching again after a reconnect');
   assert.equal((await hook(trainee)).toolId, 0);
   await trainee.reload({ waitUntil: 'load' });
+  // a page loaded afresh beside three drawing ones: as long as the second
+  // trainee's below (at load 19-25 it ran out of 40 s twice: once 6 frames
+  // in, once before the page had joined)
   await waitHook(trainee, () => window.tissued.role === 'observer' && window.tissued.frames > 2, null,
-    'the trainee watching again after a reload');
+    'the trainee watching again after a reload', 2 * WAIT_MS);
   // The instructor and the first trainee are done: their pages close, so
   // that four software-rendered pages do not starve the box.
   for (const [p, who] of [[page, 'instructor'], [trainee, 'trainee']]) {
