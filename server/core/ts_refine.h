@@ -31,9 +31,9 @@
  *     puts the nodes, the old inner ones move 20 um (the liver: 0.32 and
  *     0.30 mm), and the new springs start 34-43 % off their rest lengths
  *     (two beyond the strain limit under a pressed sphere). Measured with
- *     the hand-over against an unrefined twin (test_refine's live cases
+ *     the hand-over against an unrefined twin (test_refine_ms/_xpbd's live cases
  *     run with smooth_rest 1, the same press and twin with the liver as
- *     bench_mesh builds it; test_refine's loop_smooth_rest keeps the
+ *     bench_mesh builds it; test_refine_smooth's loop_smooth_rest keeps the
  *     pressed mass-spring case; a pick of 24-27 triangles under the sphere,
  *     blend 0.1-0.2 s), the first step after the refinement differs from the
  *     twin's (new nodes: from their interpolated positions' step) by
@@ -110,11 +110,11 @@
  * no copy: ts_leb_extrusion bisects the whole tissue's rest shape and
  * ts_tissue_build rebuilds the whole tissue, so the model is the tissue.
  * The propagation still reaches past the selection (measured: 8 of 50 new
- * surface vertices off the 24 selected triangles of test_refine's pick on
+ * surface vertices off the 24 selected triangles of the live cases' pick on
  * the default patch, 10 of 56 for 26 triangles, 5 of 84 on the liver's top
  * region), but those vertices are midpoints of the rest surface's edges,
  * so inside the model, and every node made there is a free, massed node of
- * the running tissue, stepped and handed over as the others (test_refine's
+ * the running tissue, stepped and handed over as the others (test_refine_checks's
  * leb_outside_selection). Removing them would leave their neighbours'
  * edges split on one side only (T-junctions), or take back the bisections
  * that needed them, and with them the longest-edge rule's angle bound.
