@@ -335,7 +335,7 @@ static void refine_work(ts_job *j, ts_storage *st) {
      * capsules, meshes, jaws) give the new nodes inside them their contact
      * allowance (made again at the install, where they are then) */
     ts_refine_opts o = {q->method, q->max_edge, q->max_nodes, 0, 0, q->tools, TS_MAX_TOOLS, TS_REFINE_REBUILD_LOCAL,
-                        TS_HANDOVER_MS_DEFAULT};
+                        TS_HANDOVER_MS_DEFAULT, 0};
     rc = ts_refine_run(q->src, q->snap, sel, n, &o, &q->nt, &q->nsrc, &q->info, q->err, sizeof q->err);
   }
   if (!rc && q->xpbd) {

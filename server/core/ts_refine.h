@@ -203,6 +203,8 @@ typedef struct ts_refine_opts {
                           rebuild with its ring one prism too narrow, which is wrong) */
   int handover;        /* the mass-spring step's form of the hand-over (ts_handover.h):
                           TS_HANDOVER_MS_DEFAULT (0), _REST or _FORCE */
+  double smooth_rate;  /* smooth_rest: the rest shape's largest speed during the blend,
+                          m/s (ts_refine_smooth.h); 0 = TS_REFINE_SMOOTH_RATE */
 } ts_refine_opts;
 
 enum { TS_REFINE_REBUILD_LOCAL = 0, TS_REFINE_REBUILD_FULL = 1, TS_REFINE_REBUILD_NARROW = 2 };
@@ -218,6 +220,12 @@ typedef struct ts_refine_info {
   uint32_t springs_computed; /* of them computed anew (all of them when built whole) */
   uint32_t prisms_computed;  /* prisms whose volume shares were computed (all when whole) */
   int local;           /* 1: the springs were rebuilt locally; 0: whole */
+  uint32_t smooth_limited; /* smooth_rest: surface vertices whose smoothing was scaled
+                          back (inverted prisms, turned triangles, crossings) */
+  double smooth_scale; /* smooth_rest: the smoothing's global scale (1: whole; below 1
+                          when the change would need more than TS_REFINE_SMOOTH_MAX_BLEND) */
+  double rest_move;    /* m: the largest rest change against midpoints (0 without smoothing) */
+  double blend_time;   /* s: the hand-over's blend time taken (0: none) */
 } ts_refine_info;
 
 /* A source from an extrusion (copied), its layers (e->n_layers), the anchor

@@ -146,7 +146,7 @@ START_TEST(test_async_moving_tool) {
   uint32_t *sel = NULL, n = 0;
   const double o[3] = {0.003, 0.05, 0.002}, d[3] = {0, -1, 0};
   ck_assert_int_eq(ts_refine_pick(src, snap, o, d, 0.005, &sel, &n, NULL), 0);
-  ts_refine_opts opts = {TS_REFINE_LOOP, 0, 0, 0, BLEND, &tool_snap, 1, 0, g_hmode};
+  ts_refine_opts opts = {TS_REFINE_LOOP, 0, 0, 0, BLEND, &tool_snap, 1, 0, g_hmode, 0};
   ts_refine_info info;
   info.parents = NULL;
   char err[256];
@@ -261,7 +261,7 @@ START_TEST(test_async_moving_tool) {
     ts_refine_src *ns2 = NULL;
     ts_refine_info info2;
     info2.parents = NULL;
-    ts_refine_opts o2 = {TS_REFINE_LOOP, 0, 0, 0, BLEND, &tool_now, 1, 0, g_hmode};
+    ts_refine_opts o2 = {TS_REFINE_LOOP, 0, 0, 0, BLEND, &tool_now, 1, 0, g_hmode, 0};
     ck_assert_int_eq(ts_refine_run(src, a.t, sel, n, &o2, &ri, &ns2, &info2, err, sizeof err), 0);
     ck_assert_uint_eq(ri->n_nodes, r->n_nodes);
     ck_assert(memcmp(info2.parents, par, sizeof *par * (r->n_nodes - a.t->n_nodes)) == 0);
@@ -476,7 +476,7 @@ START_TEST(test_handover_local) {
   uint32_t *sel = NULL, n = 0;
   const double o[3] = {0.003, 0.05, 0.002}, d[3] = {0, -1, 0};
   ck_assert_int_eq(ts_refine_pick(src, a.t, o, d, 0.005, &sel, &n, NULL), 0);
-  ts_refine_opts opts = {TS_REFINE_LOOP, 0, 0, 0, BLEND, NULL, 0, 0, 0};
+  ts_refine_opts opts = {TS_REFINE_LOOP, 0, 0, 0, BLEND, NULL, 0, 0, 0, 0};
   ts_refine_info info;
   info.parents = NULL;
   char err[256];

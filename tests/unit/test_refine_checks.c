@@ -68,7 +68,7 @@ START_TEST(test_leb_outside_selection) {
   uint32_t *sel = NULL, n = 0;
   const double o[3] = {0.003, 0.05, 0.002}, dir[3] = {0, -1, 0};
   ck_assert_int_eq(ts_refine_pick(src, t, o, dir, 0.005, &sel, &n, NULL), 0);
-  ts_refine_opts opts = {TS_REFINE_LEB, 0, 0, 0, 0, NULL, 0, 0, 0};
+  ts_refine_opts opts = {TS_REFINE_LEB, 0, 0, 0, 0, NULL, 0, 0, 0, 0};
   ts_refine_info info;
   info.parents = NULL;
   char err[256];
@@ -123,7 +123,7 @@ START_TEST(test_refusals) {
   ck_assert_int_eq(ts_patch_create(&d, &t), 0);
   ck_assert_int_eq(ts_refine_src_patch(&d, &src), 0);
   char err[256];
-  ts_refine_opts o = {TS_REFINE_LOOP, 0, 0, 0, 0, NULL, 0, 0, 0};
+  ts_refine_opts o = {TS_REFINE_LOOP, 0, 0, 0, 0, NULL, 0, 0, 0, 0};
   uint32_t sel[2] = {10, 11};
   ck_assert_int_eq(ts_refine_run(src, t, sel, 0, &o, &r, &nsrc, NULL, err, sizeof err), TS_EINVAL);
   ck_assert(strstr(err, "empty") != NULL);
@@ -239,7 +239,7 @@ START_TEST(test_inverted_elsewhere) {
   }
   ck_assert(sqrt(dmax) > 0.01); /* m: several triangles away (the patch's are ~3 mm) */
   char err[256];
-  ts_refine_opts o = {TS_REFINE_LOOP, 0, 0, 0, 0, NULL, 0, 0, 0};
+  ts_refine_opts o = {TS_REFINE_LOOP, 0, 0, 0, 0, NULL, 0, 0, 0, 0};
   invert_at(src, t, far);
   ts_refine_info info;
   info.parents = NULL;

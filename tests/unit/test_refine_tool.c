@@ -150,7 +150,7 @@ START_TEST(test_mesh_tool) {
     uint32_t *sel = NULL, ns = 0;
     const double o[3] = {0.0021, 0.05, -0.0013}, d[3] = {0, -1, 0};
     ck_assert_int_eq(ts_refine_pick(src, m->s.t, o, d, 0.004, &sel, &ns, NULL), 0);
-    ts_refine_opts opts = {TS_REFINE_LOOP, 0, 0, 0, k ? -1 : BLEND, &tool, 1, 0, 0};
+    ts_refine_opts opts = {TS_REFINE_LOOP, 0, 0, 0, k ? -1 : BLEND, &tool, 1, 0, 0, 0};
     ts_refine_info info;
     info.parents = NULL;
     ts_tissue *r = NULL;
