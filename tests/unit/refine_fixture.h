@@ -439,6 +439,9 @@ static inline void run_case_with(int xpbd, int method, int tool_on, int smooth) 
       refine_and_check(&d, &sd, method == TS_REFINE_LOOP ? TS_REFINE_LEB : TS_REFINE_LOOP, smooth, BLEND,
                        tool_on ? &tool : NULL, &nsel, &par2);
       n2 = d.t->n_nodes;
+      /* a refinement during a blend takes at least that blend's time (its
+         rest change still under way); the LEB's own would be BLEND */
+      ck_assert(d.t->hand->duration >= blend_b);
       jump2 = step_jump(&d, &b, (const double(*)[3])xd, (const uint32_t(*)[2])par2, tool_on, &moved2);
       printf("  second refinement during the blend: %u -> %u nodes, first step differs by %.3g m "
              "(twin moved %.3g m)\n", nd_before, n2, jump2, moved2);
