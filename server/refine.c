@@ -307,7 +307,7 @@ static refine_res *res_for(const struct ts_refine_req *q, int rc, const char *er
  * ts_tool_proxy_follow from here gives its pose then. XPBD's fit takes its
  * tools at these poses: its trial steps hold the tools still, and a tool
  * that moves in the step the hand-over must match stands better where it
- * ends the step than where it starts it. Measured (test_refine, async
+ * ends the step than where it starts it. Measured (test_refine_async, async
  * case: the sphere pressing on 30 um a step): the first step after the
  * install 12.7 um off the twin's with the chase's corrections (17.6 um with
  * the fits at the poses of then), 4.3 um fitted again at the install
@@ -335,7 +335,7 @@ static void refine_work(ts_job *j, ts_storage *st) {
      * capsules, meshes, jaws) give the new nodes inside them their contact
      * allowance (made again at the install, where they are then) */
     ts_refine_opts o = {q->method, q->max_edge, q->max_nodes, 0, 0, q->tools, TS_MAX_TOOLS, TS_REFINE_REBUILD_LOCAL,
-                        TS_HANDOVER_MS_DEFAULT};
+                        TS_HANDOVER_MS_DEFAULT, 0};
     rc = ts_refine_run(q->src, q->snap, sel, n, &o, &q->nt, &q->nsrc, &q->info, q->err, sizeof q->err);
   }
   if (!rc && q->xpbd) {
@@ -532,7 +532,7 @@ static void install(ts_session *se, struct ts_refine_req *q) {
    * step's friction sees a moving tool move as the unrefined tissue's
    * would (without it the tool stands in that step and its friction holds
    * the tissue back: 2.5 um against 0.5 um off the twin's step on the
-   * node the sphere drags, test_refine's async case with the daemon's
+   * node the sphere drags, test_refine_async's async case with the daemon's
    * default friction) */
   if (!rc && !sim->xpbd) rc = ts_massspring_carry_tools(q->nt, sim->tissue);
   if (rc && !err[0]) snprintf(err, sizeof err, "cannot install the refinement: %s", ts_strerror(rc));
@@ -547,7 +547,7 @@ static void install(ts_session *se, struct ts_refine_req *q) {
    * takes each tool's last pose from the one it replaces, so that its first
    * step sweeps a moving tool from there as the unrefined tissue's would
    * (without it the tool's motion in that step arrives in its first
-   * substep: 1.6 um more in test_refine's async case fitted again at the
+   * substep: 1.6 um more in test_refine_async's async case fitted again at the
    * install, measured) */
   ts_tissue_destroy(sim->tissue);
   sim->tissue = q->nt;

@@ -228,10 +228,10 @@ static int create_mapped(const ts_tissue *old, const ts_tissue *nt, const uint32
      * parents' accelerations have no push into the tool, so the node's
      * normal one is about zero either way). The old nodes keep their
      * force: the same rule on them left a second refinement under the
-     * tool 29 um off in its first step (test_refine), against 8.6 um; and
+     * tool 29 um off in its first step (run_case, refine_fixture.h), against 8.6 um; and
      * so does a new node with a parent off the tool (the reaction's
      * friction then dragged the node the moving sphere holds 2.3 um off
-     * the twin's, against 0.5 um: test_refine's async case). */
+     * the twin's, against 0.5 um: test_refine_async's async case). */
     if (fn < 0) {
       const double off = h->f[i][0] * nrm[0] + h->f[i][1] * nrm[1] + h->f[i][2] * nrm[2];
       const double cut = fmin(fmax(off, 0.0), -fn);

@@ -87,7 +87,7 @@
  * its tension when it is stretched by e's elongation of it (exact for a
  * network that settles within the step, which these light, stiff nodes
  * do). A correction that makes the trial worse is halved from the best
- * rest lengths so far. Measured on the default patch (test_refine.c), the
+ * rest lengths so far. Measured on the default patch (test_refine_ms.c, test_refine_xpbd.c), the
  * first step after the refinement then differs from the unrefined tissue's
  * by 0.7-1.4 um (2-2.3 um after a second refinement during the blend), and
  * no step of the blend by more than 5.5 um beyond the unrefined tissue's
@@ -112,7 +112,7 @@
  * (0.1-0.41 mm off the twin in the first step). With the tensions in the
  * springs' rest lengths, blended to their own over the blend time as
  * XPBD's are, and f what they leave, each spring's force follows its
- * length. Measured against the unrefined twin (test_refine.c: blend 0.1 s;
+ * length. Measured against the unrefined twin (test_refine_ms.c, test_refine_xpbd.c: blend 0.1 s;
  * test_refine_liver.c; node forces alone in brackets):
  *   - the default patch, midpoints: first step 0.002 um sagging, 0.34-0.35
  *     um with the sphere pressed 3 mm in (0.01-0.5 um); no step of the
@@ -162,7 +162,7 @@
  * capsules by their core segment, meshes and jaws by the signed distance
  * of their tree placed at the tool's pose (ts_contact_tool_sdf). Measured
  * with the dental instrument pressed into the default patch
- * (test_refine.c): Loop's new nodes up to 0.19-0.26 mm inside it, the
+ * (test_refine_ms.c, test_refine_xpbd.c): Loop's new nodes up to 0.19-0.26 mm inside it, the
  * first step within 5.5 um (mass-spring) and 0.9 um (XPBD) of the
  * unrefined twin's, against 0.2-0.26 mm without the hand-over.
  *
@@ -317,7 +317,7 @@ typedef struct ts_handover_fit_stats {
  * tools at the given poses, standing still (the daemon gives each tool its
  * pose at the end of the next step, server/refine.c's next_poses: a tool
  * moving 30 um a step then leaves the first step after the install 4.3 um
- * off the twin's against 13.9 um at its pose of then, test_refine's async
+ * off the twin's against 13.9 um at its pose of then, test_refine_async's async
  * case) (n_tools, NULL for none;
  * inactive ones ignored; at most 64): flags with TS_FIT_POSED takes every
  * tool on the tree-based contact path as an XPBD session with tool contact
@@ -378,7 +378,7 @@ int ts_handover_renew(ts_tissue *nt, const ts_tissue *cur, const uint32_t (*pare
  * pressing tool XPBD's state is set by the contacts as much as by the
  * springs, so corrections fitted with the tool 1.2 mm shallower carried to
  * the new state leave the first step 84-90 um off the twin's, against 2 um
- * for a fit there (test_refine.c, async case). nt's hand-over map keeps
+ * for a fit there (test_refine_async.c, async case). nt's hand-over map keeps
  * what the fits of the same networks share (the sweep orders, the trials'
  * region), so a fit after the first sets up in a few ms. Returns as
  * ts_handover_fit_xpbd; TS_EINVAL without a hand-over or rest_fix. */
@@ -402,7 +402,7 @@ int ts_handover_fit_carried(ts_tissue *nt, const ts_tissue *cur, const uint32_t 
  * close enough to the last fit's state for them to be installed as they
  * are, with no trial step on the physics thread.
  *
- * How close. Measured on the default patch (test_refine.c's async setting:
+ * How close. Measured on the default patch (test_refine_async.c's async setting:
  * Loop under a sphere pressed in; the first step after the install against
  * an unrefined twin's, the fit at the install leaving 17.7 um with the tool
  * moving 28 um a step, 1.7 um with it held), the corrections of a full fit

@@ -23,7 +23,7 @@
 #define FIT_RING 6       /* spring rings around the new nodes that the trials step */
 /* TS_FIT_QUICK: a fit again from corrections close to their answer (see
  * ts_handover.h) takes fewer trials on a smaller region. Measured on the
- * default patch (test_refine.c's async setting, the first step against
+ * default patch (test_refine_async.c's async setting, the first step against
  * the twin's): 2 rings instead of 6 change it by 0.1-0.3 um; 3 trials from
  * a full fit's corrections 1-5 steps old leave it 2-7 um above 12 trials'
  * (the chase's rounds each start from the last round's, see ts_handover.h,

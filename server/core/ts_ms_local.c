@@ -70,7 +70,7 @@
  * (ts_handover.h: f = m a - F with the physical m): matching the unrefined
  * accelerations over the added inertia instead (m' a - F) made the first
  * step after a refinement under a moving sphere 43 um off the unrefined
- * twin against 24 um (test_refine, async case; the issue's bound there is
+ * twin against 24 um (test_refine_async, async case; the issue's bound there is
  * 37 um), the heavier nodes' slower response within the step, not their
  * start, being what differs; at rest both are within 0.5 um. It
  * composes with the uniform inertia scale of a capped session (that scale

@@ -18,6 +18,7 @@
 #include "ts_massspring.h"
 #include "ts_material.h"
 #include "ts_meshtopo.h"
+#include "ts_refine_smooth.h"
 #include "ts_refine_springs.h"
 #include "ts_region.h"
 
@@ -394,7 +395,7 @@ int ts_refine_run(const ts_refine_src *s, const ts_tissue *t, const uint32_t *se
   *out = NULL;
   *src_out = NULL;
   if (!o || (o->method != TS_REFINE_LOOP && o->method != TS_REFINE_LEB) || !isfinite(o->max_edge) ||
-      o->max_edge < 0 || !isfinite(o->blend_time) || o->n_tools < 0 || (o->n_tools > 0 && !o->tools) ||
+      o->max_edge < 0 || !isfinite(o->blend_time) || !isfinite(o->smooth_rate) || o->smooth_rate < 0 || o->n_tools < 0 || (o->n_tools > 0 && !o->tools) ||
       o->rebuild < TS_REFINE_REBUILD_LOCAL || o->rebuild > TS_REFINE_REBUILD_NARROW ||
       o->handover < TS_HANDOVER_MS_DEFAULT || o->handover > TS_HANDOVER_MS_FORCE) {
     errf(err, errcap, "bad refinement options");
@@ -427,6 +428,7 @@ int ts_refine_run(const ts_refine_src *s, const ts_tissue *t, const uint32_t *se
   uint32_t(*tpar)[2] = NULL;
   double *mass2 = NULL, *massb = NULL;
   uint32_t nd = 0;
+  ts__refine_smooth_out so = {0, 0, 1, 0, 0};
   if (!flag || !dsel) {
     rc = TS_ENOMEM;
     goto done;
@@ -437,8 +439,11 @@ int ts_refine_run(const ts_refine_src *s, const ts_tissue *t, const uint32_t *se
   /* the refined extrusion and each new surface vertex's parent edge */
   const uint32_t(*parents)[2] = NULL;
   if (o->method == TS_REFINE_LOOP) {
-    rc = ts_loop_extrusion(e, dsel, nd, o->smooth_rest ? TS_LOOP_SMOOTH : TS_LOOP_LINEAR, &e2, &plan,
-                           err, errcap);
+    if (o->smooth_rest)
+      rc = ts__refine_smooth(e, dsel, nd, o->smooth_rate > 0 ? o->smooth_rate : TS_REFINE_SMOOTH_RATE,
+                             TS_REFINE_SMOOTH_MAX_BLEND, &e2, &plan, &so, err, errcap);
+    else
+      rc = ts_loop_extrusion(e, dsel, nd, TS_LOOP_LINEAR, &e2, &plan, err, errcap);
     if (!rc) parents = (const uint32_t(*)[2])plan->edge_ends;
   } else {
     sel_region r = {e, dsel, nd, {INFINITY, INFINITY, INFINITY}, {-INFINITY, -INFINITY, -INFINITY},
@@ -646,9 +651,16 @@ int ts_refine_run(const ts_refine_src *s, const ts_tissue *t, const uint32_t *se
 
   /* the hand-over (ts_handover.h): the first step continues the unrefined
    * tissue's motion, then the finer network takes over over blend_time */
+  double blend = o->blend_time > 0 ? o->blend_time : TS_HANDOVER_DEFAULT_TIME;
+  /* Loop's smoothing: at least the time its rest change needs
+   * (ts_refine_smooth.h); during an earlier blend, at least that blend's
+   * time, so the earlier rest change still under way (taken into this
+   * hand-over) goes on no faster than it did */
+  if (so.blend > blend) blend = so.blend;
+  if (t->hand && ts_handover_weight(t->hand, t->time) > 0 && t->hand->duration > blend)
+    blend = t->hand->duration;
   if (o->blend_time >= 0) {
-    rc = ts_handover_create(t, ft, (const uint32_t(*)[2])tpar, o->tools, o->n_tools,
-                            o->blend_time > 0 ? o->blend_time : TS_HANDOVER_DEFAULT_TIME, o->handover,
+    rc = ts_handover_create(t, ft, (const uint32_t(*)[2])tpar, o->tools, o->n_tools, blend, o->handover,
                             &ft->hand);
     if (rc) {
       errf(err, errcap, "cannot hand the state over: %s", ts_strerror(rc));
@@ -657,6 +669,10 @@ int ts_refine_run(const ts_refine_src *s, const ts_tissue *t, const uint32_t *se
   }
 
   if (info) {
+    info->smooth_limited = so.limited;
+    info->smooth_scale = so.scale;
+    info->rest_move = so.rest_move;
+    info->blend_time = o->blend_time >= 0 ? blend : 0;
     info->parents = tpar;
     tpar = NULL;
     info->selected = nd;

@@ -337,7 +337,7 @@ static int time_refine(const char *name, ts_tissue *t, const ts_extrusion *ex, c
     fprintf(stderr, "bench_mesh: %s: ts_refine_pick: %s\n", name, ts_err_name(rc));
     goto out;
   }
-  ts_refine_opts opts = {TS_REFINE_LOOP, 0, 0, 0, 0, &tool, 1, 0, 0};
+  ts_refine_opts opts = {TS_REFINE_LOOP, 0, 0, 0, 0, &tool, 1, 0, 0, 0};
   double ms_s = 0, xp_s = 0, fit_s = 0, fit_err = 0, whole_s = 0, whole_err = 0;
   uint32_t new_nodes = 0, n_after = 0, trials = 0, fit_nodes = 0, whole_trials = 0;
   char err[256];
@@ -454,7 +454,7 @@ typedef struct live_job {
 static void live_work(live_job *j) {
   double w0 = wall_s();
   char err[256];
-  ts_refine_opts o = {TS_REFINE_LOOP, 0, 0, 0, 0, &j->tool, 1, 0, 0};
+  ts_refine_opts o = {TS_REFINE_LOOP, 0, 0, 0, 0, &j->tool, 1, 0, 0, 0};
   j->info.parents = NULL;
   j->rc = ts_refine_run(j->src, j->snap, j->sel, j->ns, &o, &j->nt, &j->nsrc, &j->info, err, sizeof err);
   if (!j->rc) {
@@ -762,7 +762,7 @@ static int time_refined_steps(const char *name, ts_tissue *t, const ts_extrusion
   const double base = time_steps(t, n->ms_steps, &sub0);
   if (base < 0) goto out;
   for (int method = TS_REFINE_LOOP; method <= TS_REFINE_LEB; method++) {
-    ts_refine_opts opts = {method, 0, 0, 0, -1.0, NULL, 0, 0, 0};
+    ts_refine_opts opts = {method, 0, 0, 0, -1.0, NULL, 0, 0, 0, 0};
     ts_tissue *r = NULL;
     ts_refine_src *rs = NULL;
     char err[256];

@@ -38,7 +38,7 @@ static double time_run(const ts_refine_src *src, const ts_tissue *t, const uint3
     ts_refine_src_free(*sout);
     *out = NULL;
     *sout = NULL;
-    ts_refine_opts o = {method, 0, 0, 0, -1.0, NULL, 0, how, 0};
+    ts_refine_opts o = {method, 0, 0, 0, -1.0, NULL, 0, how, 0, 0};
     char err[256];
     memset(info, 0, sizeof *info);
     double c0 = ts_bench_cpu_s();

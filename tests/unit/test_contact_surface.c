@@ -197,7 +197,7 @@ START_TEST(test_refined) {
   const double o[3] = {0.0, 0.05, 0.0}, dir[3] = {0, -1, 0};
   ck_assert_int_eq(ts_refine_pick(src, t, o, dir, 0.005, &sel, &n, NULL), 0);
   ck_assert_uint_gt(n, 0);
-  ts_refine_opts opts = {_i ? TS_REFINE_LEB : TS_REFINE_LOOP, 0, 0, 0, 0, NULL, 0, 0, 0};
+  ts_refine_opts opts = {_i ? TS_REFINE_LEB : TS_REFINE_LOOP, 0, 0, 0, 0, NULL, 0, 0, 0, 0};
   char err[256] = "";
   ck_assert_msg(ts_refine_run(src, t, sel, n, &opts, &r, &nsrc, NULL, err, sizeof err) == 0, "%s", err);
   const char *what = _i ? "leb" : "loop";

@@ -57,7 +57,7 @@ static void fixture_make(fixture *f, uint32_t resolution, int method) {
   const double o[3] = {0.003, 0.05, 0.002}, dir[3] = {0, -1, 0};
   ck_assert_int_eq(ts_refine_pick(s0, f->t0, o, dir, 0.005, &sel, &n, NULL), 0);
   ck_assert_uint_gt(n, 2);
-  ts_refine_opts opts = {method, 0, 0, 0, -1.0, NULL, 0, 0, 0};
+  ts_refine_opts opts = {method, 0, 0, 0, -1.0, NULL, 0, 0, 0, 0};
   char err[256];
   int rc = ts_refine_run(s0, f->t0, sel, n, &opts, &f->r, &s1, NULL, err, sizeof err);
   ck_assert_msg(rc == 0, "refine: %s", err);

@@ -277,7 +277,7 @@ static void refine_live(ts_tissue *a, ts_refine_src *src, ts_tool tools[TS_MAX_T
   const double o[3] = {tools[0].pos[0], 0.05, tools[0].pos[2]}, d[3] = {0, -1, 0};
   ck_assert_int_eq(ts_refine_pick(src, q->snap, o, d, 0.005, &q->sel, &q->nsel, NULL), 0);
   ts_refine_opts opts = {TS_REFINE_LOOP, 0, 0, 0, blend, tools, TS_MAX_TOOLS, TS_REFINE_REBUILD_LOCAL,
-                         TS_HANDOVER_MS_DEFAULT};
+                         TS_HANDOVER_MS_DEFAULT, 0};
   q->info.parents = NULL;
   char err[256] = "";
   ck_assert_msg(ts_refine_run(src, q->snap, q->sel, q->nsel, &opts, &q->r, &q->nsrc, &q->info, err, sizeof err) == 0,

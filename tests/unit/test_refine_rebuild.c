@@ -166,7 +166,7 @@ static void refine(const ts_refine_src *s, const ts_tissue *t, const double o[3]
   uint32_t *sel = NULL, n = 0;
   ck_assert_int_eq(ts_refine_pick(s, t, o, dir, range, &sel, &n, NULL), 0);
   ck_assert_uint_gt(n, 2);
-  ts_refine_opts opts = {method, 0, 0, smooth_rest, blend, NULL, 0, how, 0};
+  ts_refine_opts opts = {method, 0, 0, smooth_rest, blend, NULL, 0, how, 0, 0};
   char err[256];
   memset(info, 0, sizeof *info);
   int rc = ts_refine_run(s, t, sel, n, &opts, out, sout, info, err, sizeof err);
