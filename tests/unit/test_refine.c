@@ -1703,15 +1703,27 @@ START_TEST(test_handover_local) {
 }
 END_TEST
 
+#ifdef TS_TEST_SANITIZED
+#define SAG_FIRST 1 /* the sagging cases run_case covers: see refine_suite */
+#else
+#define SAG_FIRST 0
+#endif
+
 static Suite *refine_suite(void) {
   Suite *s = suite_create("refine");
   TCase *tc = tcase_create("live");
   tcase_set_timeout(tc, 120);
-  /* loop index: 0 sagging under gravity, 1 a sphere pressed 3 mm in */
-  tcase_add_loop_test(tc, test_massspring_loop, 0, 2);
-  tcase_add_loop_test(tc, test_massspring_leb, 0, 2);
+  /* loop index: 0 sagging under gravity, 1 a sphere pressed 3 mm in. A
+   * sanitizer build (memory and undefined behaviour, not the figures)
+   * runs every pressed case and, of the sagging ones, XPBD's Loop alone:
+   * the others are the pressed case's code without the tool and without
+   * d's second refinement (3 of the 4 copies' steps), and XPBD's is the
+   * one whose hand-over fit then runs without a tool to hold; the
+   * mass-spring hand-over without a tool is leb_outside_selection's */
+  tcase_add_loop_test(tc, test_massspring_loop, SAG_FIRST, 2);
+  tcase_add_loop_test(tc, test_massspring_leb, SAG_FIRST, 2);
   tcase_add_loop_test(tc, test_xpbd_loop, 0, 2);
-  tcase_add_loop_test(tc, test_xpbd_leb, 0, 2);
+  tcase_add_loop_test(tc, test_xpbd_leb, SAG_FIRST, 2);
   tcase_add_test(tc, test_loop_smooth_rest);
   tcase_add_loop_test(tc, test_mesh_tool, 0, 2); /* 0 mass-spring, 1 XPBD */
   tcase_add_test(tc, test_liver_loop_prisms);
