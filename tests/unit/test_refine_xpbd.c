@@ -28,7 +28,10 @@ static Suite *refine_suite(void) {
   TCase *tc = tcase_create("live");
   tcase_set_timeout(tc, 120);
   tcase_add_loop_test(tc, test_xpbd_loop, 0, 2);
-  tcase_add_loop_test(tc, test_xpbd_leb, 0, 2);
+  /* a sanitizer build runs XPBD Loop's sagging case (its hand-over fit
+   * without a tool to hold) and the pressed ones; LEB's sagging case is the
+   * pressed one's code without the tool */
+  tcase_add_loop_test(tc, test_xpbd_leb, SAG_FIRST, 2);
   suite_add_tcase(s, tc);
   return s;
 }
