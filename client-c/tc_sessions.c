@@ -281,6 +281,9 @@ int tc_list_sessions(tc_client *c, tc_session_info **out, size_t *n) {
     v[i].clients = s->clients;
     v[i].vertex_count = s->vertex_count;
     v[i].tool_stiffness = s->tool_stiffness;
+    v[i].learned = s->learned;
+    v[i].samples = s->samples;
+    v[i].model_answers = s->model_answers;
   }
   *out = v;
   *n = l->n_sessions;
