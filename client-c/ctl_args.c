@@ -52,6 +52,12 @@ void ctl_usage(FILE *out) {
           "                            (up to 1 mm) and thins the layers (to 0.1 at least)\n"
           "                            and says so: \"moved_vertices\",\"max_move\" (m),\n"
           "                            \"thinned_vertices\",\"min_depth_fraction\",\"warning\"\n"
+          "  create [--tissue NAME] --solver mass-spring|xpbd|quasi-static\n"
+          "                            the session's solver (default: the daemon's,\n"
+          "                            mass-spring). A quasi-static session learns the\n"
+          "                            shortcut (README: the supervised shortcut): it\n"
+          "                            starts with the newest stored model of its tissue\n"
+          "                            that fits it ('sessions' shows \"learned\")\n"
           "  poke --session N [--depth M] [--seconds S] [--radius M] [--friction MUS,MUK]\n"
           "                            join as a tool controller and drive a sphere\n"
           "                            (radius default 0.005 m; Coulomb friction on the\n"
@@ -79,6 +85,23 @@ void ctl_usage(FILE *out) {
           "                            and tool states for S seconds or until K frames\n"
           "                            (1..1000000000) came, whichever is first (default:\n"
           "                            until interrupted)\n"
+          "  train --session N [--model KIND]\n"
+          "                            join quasi-static session N as a tool controller\n"
+          "                            and train its learned shortcut on the presses\n"
+          "                            recorded so far (KIND: method, the default, rich,\n"
+          "                            spread, spread2 or spread2r); prints each progress\n"
+          "                            report (fraction, loss in m^2) and the last one with\n"
+          "                            \"done\": samples, iterations, heldout_rmse (m),\n"
+          "                            heldout_rel, model_id; then the model answers the\n"
+          "                            session's presses. Exit status 1 when training\n"
+          "                            failed (its \"error\", e.g. too few samples)\n"
+          "  shortcut --session N --use learned|solve [--model-id ID]\n"
+          "                            join quasi-static session N as a tool controller\n"
+          "                            and switch it between the learned model and the\n"
+          "                            quasi-static solve (from the next step on);\n"
+          "                            --model-id first installs stored model ID (refused,\n"
+          "                            TS_EMISMATCH, when it is of another tissue,\n"
+          "                            material or solve)\n"
           "  models list [--tissue NAME]\n"
           "                            the stored learned models (of one tissue), one per\n"
           "                            line: model_id, tissue, material, kind, version,\n"
@@ -186,6 +209,7 @@ int ctl_parse_args(int argc, char **argv, const char *default_cred, ctl_args *o)
   o->depth = 0.004;
   o->seconds = -1;
   o->radius = 0.005;
+  o->use_learned = -1;
   while (i < argc) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -209,6 +233,30 @@ int ctl_parse_args(int argc, char **argv, const char *default_cred, ctl_args *o)
     } else if (!strcmp(a, "--self-contact") && !strcmp(cmd, "create")) {
       o->self_contact = 1;
       used = 1; /* no value */
+    } else if (!strcmp(a, "--solver") && !strcmp(cmd, "create") && v) {
+      if (!strcmp(v, "mass-spring"))
+        o->solver = 1;
+      else if (!strcmp(v, "xpbd"))
+        o->solver = 2;
+      else if (!strcmp(v, "quasi-static"))
+        o->solver = 3;
+      else {
+        bad(o, "--solver must be mass-spring, xpbd or quasi-static, not '%s'", v);
+        return CTL_ERROR;
+      }
+    } else if (!strcmp(a, "--model") && !strcmp(cmd, "train") && v) {
+      o->model_kind = v;
+    } else if (!strcmp(a, "--use") && !strcmp(cmd, "shortcut") && v) {
+      if (!strcmp(v, "learned"))
+        o->use_learned = 1;
+      else if (!strcmp(v, "solve"))
+        o->use_learned = 0;
+      else {
+        bad(o, "--use must be learned or solve, not '%s'", v);
+        return CTL_ERROR;
+      }
+    } else if (!strcmp(a, "--model-id") && !strcmp(cmd, "shortcut")) {
+      b = parse_int(o, a, v, 1, 9007199254740992.0, &o->model_id);
     } else if (!strcmp(a, "--scale") && !strcmp(cmd, "create")) {
       b = parse_num(o, a, v, 1e-6, 1000, &o->scale);
     } else if (!strcmp(a, "--leb") && !strcmp(cmd, "refine")) {
@@ -223,7 +271,8 @@ int ctl_parse_args(int argc, char **argv, const char *default_cred, ctl_args *o)
     } else if (!strcmp(a, "--max-edge") && !strcmp(cmd, "refine")) {
       b = parse_num(o, a, v, 0, 1, &o->max_edge);
     } else if (!strcmp(a, "--session") &&
-               (!strcmp(cmd, "poke") || !strcmp(cmd, "watch") || !strcmp(cmd, "refine"))) {
+               (!strcmp(cmd, "poke") || !strcmp(cmd, "watch") || !strcmp(cmd, "refine") ||
+                !strcmp(cmd, "train") || !strcmp(cmd, "shortcut"))) {
       b = parse_int(o, a, v, 1, 4294967295.0, &o->session);
     } else if (!strcmp(a, "--depth") && !strcmp(cmd, "poke")) {
       b = parse_num(o, a, v, 0, 0.05, &o->depth);
@@ -253,13 +302,25 @@ int ctl_parse_args(int argc, char **argv, const char *default_cred, ctl_args *o)
   o->is_poke = !strcmp(cmd, "poke");
   o->is_watch = !strcmp(cmd, "watch");
   o->is_refine = !strcmp(cmd, "refine");
+  o->is_train = !strcmp(cmd, "train");
+  o->is_shortcut = !strcmp(cmd, "shortcut");
   if (strcmp(cmd, "sessions") && strcmp(cmd, "create") && !o->is_poke && !o->is_watch && !verb &&
-      !o->is_refine) {
+      !o->is_refine && !o->is_train && !o->is_shortcut) {
     bad(o, "unknown command '%s' (see --help)", cmd);
     return CTL_ERROR;
   }
-  if ((o->is_poke || o->is_watch || o->is_refine) && o->session < 0) {
+  if ((o->is_poke || o->is_watch || o->is_refine || o->is_train || o->is_shortcut) &&
+      o->session < 0) {
     bad(o, "%s needs --session N", cmd);
+    return CTL_ERROR;
+  }
+  if (o->is_shortcut && o->use_learned < 0) {
+    bad(o, "shortcut needs --use learned or --use solve");
+    return CTL_ERROR;
+  }
+  if (o->solver && o->mesh) {
+    bad(o, "--solver applies to create --tissue, not to a mesh upload (upload it once, then "
+           "create --tissue NAME --solver ...)");
     return CTL_ERROR;
   }
   if (o->substeps > 0 && o->mesh) {

@@ -24,19 +24,26 @@ enum {
 typedef struct ctl_args {
   const char *host, *cred;   /* cred: --key or --token, else the default given */
   double port, timeout;      /* whole port 1..65535; timeout ms 1..3600000 */
-  const char *cmd;           /* sessions, create, poke, watch, refine or models */
-  int is_poke, is_watch, is_refine;
+  const char *cmd;           /* sessions, create, poke, watch, refine, models, train or
+                                shortcut */
+  int is_poke, is_watch, is_refine, is_train, is_shortcut;
   /* create */
   const char *tissue;        /* default stomach-patch */
   const char *mesh, *mesh_name, *layers_s;
   double scale, substeps;    /* substeps 0: the daemon's choice */
   double tool_stiffness;     /* N/mm as given (--tool-stiffness); 0: the daemon's choice */
   int self_contact;          /* --self-contact: CreateSession.self_contact */
+  int solver;                /* --solver: 0 the daemon's, 1 mass-spring, 2 xpbd,
+                                3 quasi-static (TC_SOLVER_*) */
+  /* train, shortcut (quasi-static sessions) */
+  const char *model_kind;    /* train --model; NULL: the method's */
+  int use_learned;           /* shortcut --use: 1 learned, 0 solve, -1 not given */
+  double model_id;           /* shortcut --model-id; 0: none */
   /* models */
   const char *verb;          /* list, export, import or delete; NULL for other commands */
   const char *verb_arg;      /* the id or file of export, import, delete */
   const char *model_tissue;  /* models list --tissue */
-  /* poke, watch, refine */
+  /* poke, watch, refine, train, shortcut */
   double session;            /* -1 when not given */
   double depth, seconds, radius, rate;
   double frames;             /* watch: stop after this many frames; 0 = no limit */

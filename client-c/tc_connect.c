@@ -197,6 +197,11 @@ void tc_set_error_cb(tc_client *c, tc_error_cb cb, void *ud) {
   c->error_ud = ud;
 }
 
+void tc_set_progress_cb(tc_client *c, tc_progress_cb cb, void *ud) {
+  c->progress_cb = cb;
+  c->progress_ud = ud;
+}
+
 const tc_frame *tc_last_frame(const tc_client *c) {
   return c->have_state && !c->desync ? &c->frame : NULL;
 }

@@ -1,7 +1,8 @@
 /*
  * tc_models.c: libtissueclient's requests on stored learned models
- * (tissueclient.h): list, export, import, delete, and switching a session
- * between its solve and a learned shortcut.
+ * (tissueclient.h): list, export, import, delete, training a session's
+ * shortcut, and switching a session between its solve and a learned
+ * shortcut.
  */
 #include "tc_priv.h"
 
@@ -116,6 +117,26 @@ int tc_use_shortcut(tc_client *c, uint32_t session_id, int learned, int64_t mode
   Envelope *r;
   int rc = tc__request(c, &env, TISSUED__V1__ENVELOPE__BODY_ACK, &r);
   if (rc) return rc;
+  tissued__v1__envelope__free_unpacked(r, NULL);
+  return 0;
+}
+
+int tc_train_shortcut(tc_client *c, uint32_t session_id, const char *model, uint64_t *request_id) {
+  Tissued__V1__TrainShortcut m = TISSUED__V1__TRAIN_SHORTCUT__INIT;
+  m.session_id = session_id;
+  m.model = (char *)(model ? model : "");
+  Envelope env = TISSUED__V1__ENVELOPE__INIT;
+  env.body_case = TISSUED__V1__ENVELOPE__BODY_TRAIN_SHORTCUT;
+  env.train_shortcut = &m;
+  c->train_rid = c->next_rid + 1; /* the id tc__request gives it */
+  c->train_acked = 0;
+  Envelope *r;
+  int rc = tc__request(c, &env, TISSUED__V1__ENVELOPE__BODY_ACK, &r);
+  if (rc) {
+    c->train_rid = 0;
+    return rc;
+  }
+  if (request_id) *request_id = r->request_id;
   tissued__v1__envelope__free_unpacked(r, NULL);
   return 0;
 }

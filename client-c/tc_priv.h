@@ -46,6 +46,10 @@ struct tc_client {
   void *frame_ud;
   tc_error_cb error_cb;
   void *error_ud;
+  tc_progress_cb progress_cb;
+  void *progress_ud;
+  uint64_t train_rid;         /* the last TrainShortcut sent, 0 = none */
+  int train_acked;            /* and it was acknowledged: its reports follow */
 
   uint64_t wait_rid;          /* request awaiting its reply, 0 = none */
   Envelope *reply;            /* its reply once arrived */

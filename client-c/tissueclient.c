@@ -112,6 +112,29 @@ static void handle_force(tc_client *c, const Tissued__V1__ToolForce *m) {
   if (c->force_cb) c->force_cb(c->force_ud, f);
 }
 
+static void handle_progress(tc_client *c, uint64_t rid, const Tissued__V1__TrainingProgress *m) {
+  if (!c->progress_cb) return;
+  tc_training_progress p;
+  memset(&p, 0, sizeof p);
+  p.request_id = rid;
+  p.mine = c->train_acked && rid == c->train_rid;
+  p.session_id = m->session_id;
+  p.fraction = m->fraction;
+  p.loss = m->loss;
+  p.done = m->done;
+  snprintf(p.error, sizeof p.error, "%s", m->error ? m->error : "");
+  snprintf(p.model, sizeof p.model, "%s", m->model ? m->model : "");
+  p.samples = m->samples;
+  p.iterations = m->iterations;
+  p.heldout_rmse = m->heldout_rmse;
+  p.heldout_rel = m->heldout_rel;
+  p.model_id = m->model_id;
+  p.intervals = m->intervals;
+  p.unconverged_intervals = m->unconverged_intervals;
+  p.worst_residual = m->worst_residual;
+  c->progress_cb(c->progress_ud, &p);
+}
+
 static int on_message(void *ud, const uint8_t *msg, size_t len) {
   tc_client *c = ud;
   Envelope *env = tissued__v1__envelope__unpack(NULL, len, msg);
@@ -120,8 +143,12 @@ static int on_message(void *ud, const uint8_t *msg, size_t len) {
     return 0;
   }
   if (c->wait_rid && env->request_id == c->wait_rid && !c->reply &&
-      env->body_case != TISSUED__V1__ENVELOPE__BODY_FRAME) {
+      env->body_case != TISSUED__V1__ENVELOPE__BODY_FRAME &&
+      env->body_case != TISSUED__V1__ENVELOPE__BODY_TRAINING_PROGRESS) {
     c->reply = env; /* the waiting request frees it */
+    /* the acknowledgement of a TrainShortcut: its reports come after it, maybe in the same read */
+    if (c->wait_rid == c->train_rid && env->body_case == TISSUED__V1__ENVELOPE__BODY_ACK)
+      c->train_acked = 1;
     return 0;
   }
   switch (env->body_case) {
@@ -130,6 +157,9 @@ static int on_message(void *ud, const uint8_t *msg, size_t len) {
     break;
   case TISSUED__V1__ENVELOPE__BODY_TOOL_FORCE:
     handle_force(c, env->tool_force);
+    break;
+  case TISSUED__V1__ENVELOPE__BODY_TRAINING_PROGRESS:
+    handle_progress(c, env->request_id, env->training_progress);
     break;
   case TISSUED__V1__ENVELOPE__BODY_ERROR: {
     const Tissued__V1__Error *e = env->error;

@@ -110,6 +110,11 @@ typedef struct tc_session_info {
   double tool_stiffness; /* N/m: the wall its tools feel against each other */
   int self_contact;       /* tissue self-contact runs (CreateSession.self_contact) */
   uint32_t self_contacts; /* its node-triangle pairs in the newest frame's step */
+  /* quasi-static sessions (0 for the others): the learned model answers
+   * presses, samples recorded so far, presses the model answered */
+  int learned;
+  uint64_t samples;
+  uint64_t model_answers;
 } tc_session_info;
 
 typedef struct tc_join_params {
@@ -379,6 +384,50 @@ int tc_delete_model(tc_client *c, int64_t model_id);
  * TS_EMISMATCH when it belongs to another tissue or material,
  * TS_EUNSUPPORTED for a kind the server cannot run. */
 int tc_use_shortcut(tc_client *c, uint32_t session_id, int learned, int64_t model_id);
+
+/* One TrainingProgress of a quasi-static session's training (issue 6):
+ * reports while gradient descent runs, then one with done set. request_id
+ * is the TrainShortcut's (tc_train_shortcut gives it); 0 for a training the
+ * session started by itself (train-after-samples) and for the reports of
+ * an earlier training replayed to a client that joins. */
+typedef struct tc_training_progress {
+  uint64_t request_id;
+  int mine;              /* the report is of this client's last TrainShortcut: it
+                            carries that request's id and came after its
+                            acknowledgement (a report of another client's training
+                            that ended just before ours began may carry the same
+                            number, and comes before it) */
+  uint32_t session_id;
+  double fraction;       /* 0..1 */
+  double loss;           /* J(theta) so far, m^2 */
+  int done;
+  char error[512];       /* done without a model: why ("" otherwise) */
+  char model[32];        /* the kind trained */
+  uint64_t samples;      /* done: samples trained on */
+  uint64_t iterations;   /* done: gradient-descent iterations */
+  double heldout_rmse;   /* done: m, against the solve on held-out samples */
+  double heldout_rel;    /* done: heldout_rmse / their RMS displacement */
+  int64_t model_id;      /* done: stored as this model */
+  uint64_t intervals;    /* done: presses behind the samples, */
+  uint64_t unconverged_intervals; /* those the iteration cap stopped, */
+  double worst_residual; /* and their largest final max |R|, N */
+} tc_training_progress;
+typedef void (*tc_progress_cb)(void *ud, const tc_training_progress *p);
+
+/* Calls cb (from tc_poll and while a request waits) for every
+ * TrainingProgress that arrives. */
+void tc_set_progress_cb(tc_client *c, tc_progress_cb cb, void *ud);
+
+/* TrainShortcut (a controller of quasi-static session_id): trains the model
+ * kind ("method", "rich", "spread", "spread2" or "spread2r"; NULL or "": the
+ * method's) on the samples recorded so far, off the physics thread. Returns
+ * once the server acknowledged; the progress arrives later (tc_set_progress_cb,
+ * tc_poll), the last report with done set, each with `mine` set (they may
+ * come with the acknowledgement, during this call). *request_id (may be
+ * NULL) gets the request's id, which its reports carry. Errors: TS_EUNSUPPORTED (not
+ * quasi-static), TS_EFULL (training already), TS_EINVAL (unknown kind),
+ * TS_ENOTJOINED, TS_EROLE. */
+int tc_train_shortcut(tc_client *c, uint32_t session_id, const char *model, uint64_t *request_id);
 
 #ifdef __cplusplus
 }

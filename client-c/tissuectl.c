@@ -1,9 +1,10 @@
 /*
  * tissuectl.c: command-line client of a running tissued over its TCP
  * protocol port, built on libtissueclient. Lists and creates sessions, runs a
- * scripted poke as a tool controller, watches a session as an observer, or
- * lists, exports, imports and deletes stored learned models, printing JSON
- * on stdout (messages go to stderr). The command line is parsed in
+ * scripted poke as a tool controller, watches a session as an observer,
+ * trains a quasi-static session's learned shortcut and switches it between
+ * the model and the solve, or lists, exports, imports and deletes stored
+ * learned models, printing JSON on stdout (messages go to stderr). The command line is parsed in
  * ctl_args.c.
  */
 #include <errno.h>
@@ -154,9 +155,14 @@ static int cmd_sessions(tc_client *c) {
     printf(",\"tissue\":");
     json_str(stdout, v[i].tissue);
     printf(",\"solver\":%d,\"clients\":%u,\"vertex_count\":%u,\"tool_stiffness\":%.6g,"
-           "\"self_contact\":%s,\"self_contacts\":%u}\n",
+           "\"self_contact\":%s,\"self_contacts\":%u",
            v[i].solver, v[i].clients, v[i].vertex_count, v[i].tool_stiffness,
            v[i].self_contact ? "true" : "false", v[i].self_contacts);
+    if (v[i].solver == TC_SOLVER_QUASI_STATIC)
+      printf(",\"learned\":%s,\"samples\":%llu,\"model_answers\":%llu",
+             v[i].learned ? "true" : "false", (unsigned long long)v[i].samples,
+             (unsigned long long)v[i].model_answers);
+    printf("}\n");
   }
   free(v);
   return 0;
@@ -184,10 +190,10 @@ static void print_adjust(tc_client *c) {
   json_str(stdout, a.warning);
 }
 
-static int cmd_create(tc_client *c, const char *tissue, uint32_t substeps, double k_n_per_mm,
-                      int self_contact) {
+static int cmd_create(tc_client *c, const char *tissue, int solver, uint32_t substeps,
+                      double k_n_per_mm, int self_contact) {
   uint32_t id, nv, nt;
-  const tc_create_params p = {.builtin = tissue, .substeps = substeps,
+  const tc_create_params p = {.builtin = tissue, .solver = solver, .substeps = substeps,
                               .tool_stiffness = k_n_per_mm * 1000, /* N/m on the wire */
                               .self_contact = self_contact};
   if (tc_create_session_ex(c, &p, &id, &nv, &nt) != 0)
@@ -491,6 +497,93 @@ static int cmd_refine(tc_client *c, uint32_t session, int leb, const char *tris_
   return 0;
 }
 
+/* ---- the learned shortcut (train, shortcut) ----------------------------------- */
+
+/* Joins session as the controller of a free tool (TrainShortcut and
+ * UseShortcut are a controller's requests); frames at 1 per second, which
+ * these commands do not use. */
+static int join_controller(tc_client *c, uint32_t session) {
+  tc_join_params p = {.session_id = session, .role = TC_ROLE_CONTROLLER, .frame_rate = 1};
+  tc_joined j;
+  if (tc_join_ex(c, &p, &j) != 0)
+    return die("joining the session as controller: %s%s", tc_last_error(c), "");
+  fprintf(stderr, "tissuectl: joined session %u as controller of tool %u\n", j.session_id,
+          j.tool_id);
+  return 0;
+}
+
+typedef struct train_wait {
+  int done, failed;
+  long reports;
+} train_wait;
+
+static void on_progress(void *ud, const tc_training_progress *p) {
+  train_wait *w = ud;
+  /* only our training's reports: a join replays the session's last one */
+  if (!p->mine || w->done) return;
+  w->reports++;
+  printf("{\"session_id\":%u,\"model\":", p->session_id);
+  json_str(stdout, p->model);
+  printf(",\"fraction\":%.4g,\"loss\":%.9g", p->fraction, p->loss);
+  if (p->done) {
+    w->done = 1;
+    if (p->error[0]) {
+      w->failed = 1;
+      printf(",\"done\":true,\"samples\":%llu,\"error\":", (unsigned long long)p->samples);
+      json_str(stdout, p->error);
+    } else {
+      printf(",\"done\":true,\"samples\":%llu,\"iterations\":%llu,\"heldout_rmse\":%.6g,"
+             "\"heldout_rel\":%.4g,\"model_id\":%lld,\"intervals\":%llu,"
+             "\"unconverged_intervals\":%llu,\"worst_residual\":%.4g",
+             (unsigned long long)p->samples, (unsigned long long)p->iterations, p->heldout_rmse,
+             p->heldout_rel, (long long)p->model_id, (unsigned long long)p->intervals,
+             (unsigned long long)p->unconverged_intervals, p->worst_residual);
+    }
+  }
+  printf("}\n");
+  fflush(stdout);
+}
+
+/* Waits for the training's last report; gives up when none came for the
+ * longer of the request timeout and 60 s (gradient descent reports every
+ * sixteenth of its way, so a silent minute means a lost daemon). */
+static int cmd_train(tc_client *c, uint32_t session, const char *model, int timeout_ms) {
+  if (join_controller(c, session)) return 1;
+  train_wait w = {0};
+  tc_set_progress_cb(c, on_progress, &w);
+  if (tc_train_shortcut(c, session, model, NULL) != 0)
+    return die("training: %s%s", tc_last_error(c), "");
+  const double quiet_s = timeout_ms > 60000 ? timeout_ms / 1000.0 : 60;
+  double last = mono_s();
+  long seen = 0;
+  while (!w.done && !interrupted) {
+    int rc = tc_poll(c, 200);
+    if (rc < 0 && rc != TS_EDECODE && rc != TS_EPROTOCOL)
+      return die("training: %s%s", tc_last_error(c), "");
+    if (w.reports != seen) {
+      seen = w.reports;
+      last = mono_s();
+    } else if (mono_s() - last > quiet_s) {
+      char s[32];
+      snprintf(s, sizeof s, "%.0f", quiet_s);
+      return die("training: no progress report for %s s%s", s, "");
+    }
+  }
+  if (!w.done) return die("interrupted before the training ended%s%s", "", "");
+  return w.failed ? 1 : 0;
+}
+
+static int cmd_shortcut(tc_client *c, uint32_t session, int learned, int64_t model_id) {
+  if (join_controller(c, session)) return 1;
+  if (tc_use_shortcut(c, session, learned, model_id) != 0)
+    return die("switching session to the %s: %s", learned ? "learned model" : "solve",
+               tc_last_error(c));
+  printf("{\"session_id\":%u,\"learned\":%s", session, learned ? "true" : "false");
+  if (model_id) printf(",\"model_id\":%lld", (long long)model_id);
+  printf("}\n");
+  return 0;
+}
+
 /* ---- main ------------------------------------------------------------------------- */
 
 int main(int argc, char **argv) {
@@ -521,7 +614,11 @@ int main(int argc, char **argv) {
   else if (!strcmp(cmd, "create") && o.mesh)
     rc = cmd_create_mesh(c, o.mesh, o.scale, o.mesh_name, o.layers_s);
   else if (!strcmp(cmd, "create"))
-    rc = cmd_create(c, o.tissue, (uint32_t)o.substeps, o.tool_stiffness, o.self_contact);
+    rc = cmd_create(c, o.tissue, o.solver, (uint32_t)o.substeps, o.tool_stiffness, o.self_contact);
+  else if (o.is_train)
+    rc = cmd_train(c, (uint32_t)o.session, o.model_kind, (int)o.timeout);
+  else if (o.is_shortcut)
+    rc = cmd_shortcut(c, (uint32_t)o.session, o.use_learned, (int64_t)o.model_id);
   else if (o.is_refine)
     rc = cmd_refine(c, (uint32_t)o.session, o.leb, o.tris_s, o.ray_s, o.range, o.max_edge);
   else

@@ -11,7 +11,11 @@
  * CTL_RUN, CTL_HELP, CTL_USAGE, CTL_ERROR; an error says why in a
  * terminated message; a command to run holds what main() relies on without
  * checking again: a known command, the verb and its argument of models, a
- * session id for poke, watch and refine that fits a uint32_t, every number
+ * session id for poke, watch, refine, train and shortcut that fits a
+ * uint32_t, a solver 0..3 and not with --mesh, --self-contact only for create
+ * without --mesh, --use learned or solve given
+ * to shortcut and to no other command, a model id 0 or whole, only for
+ * shortcut, a model kind only for train, every number
  * whole where it must be and within the bounds --help states (port
  * 1..65535, timeout 1..3600000 ms, depth 0..0.05 m, radius 0.0005..0.05 m,
  * scale 1e-6..1000, substeps and frame rate 1..1000 or unset, range and
@@ -54,15 +58,27 @@ static void check_run(const fuzz_argv *a, const ctl_args *o, const char *cred) {
   const char *cmd = o->cmd;
   check_str(a, cmd, NULL, 0);
   if (!is(cmd, "sessions") && !is(cmd, "create") && !is(cmd, "poke") && !is(cmd, "watch") &&
-      !is(cmd, "refine") && !is(cmd, "models"))
+      !is(cmd, "refine") && !is(cmd, "models") && !is(cmd, "train") && !is(cmd, "shortcut"))
     abort();
   check_str(a, o->host, DEFAULT_HOST, 0);
   check_str(a, o->cred, cred, 1);
   check_num(o->port, 1, 65535, 1);
   check_num(o->timeout, 1, 3600000, 0);
   if (o->is_poke != is(cmd, "poke") || o->is_watch != is(cmd, "watch") ||
-      o->is_refine != is(cmd, "refine"))
+      o->is_refine != is(cmd, "refine") || o->is_train != is(cmd, "train") ||
+      o->is_shortcut != is(cmd, "shortcut"))
     abort();
+  /* the learned shortcut: create --solver, train --model, shortcut --use/--model-id */
+  if (o->solver < 0 || o->solver > 3 || (o->solver && o->mesh)) abort();
+  if (o->solver && !is(cmd, "create")) abort();
+  /* create --self-contact: a flag of create --tissue alone */
+  if (o->self_contact != 0 && (o->self_contact != 1 || !is(cmd, "create") || o->mesh)) abort();
+  check_str(a, o->model_kind, NULL, 1);
+  if (o->model_kind && !o->is_train) abort();
+  if (o->is_shortcut ? (o->use_learned != 0 && o->use_learned != 1) : o->use_learned != -1)
+    abort();
+  if (o->model_id != 0) check_num(o->model_id, 1, 9007199254740992.0, 1);
+  if (o->model_id != 0 && !o->is_shortcut) abort();
   /* models: its verb, and an argument for all but list */
   if (is(cmd, "models")) {
     if (!is(o->verb, "list") && !is(o->verb, "export") && !is(o->verb, "import") &&
@@ -82,8 +98,8 @@ static void check_run(const fuzz_argv *a, const ctl_args *o, const char *cred) {
   check_num(o->scale, 1e-6, 1000, 0);
   if (o->substeps != 0) check_num(o->substeps, 1, 1000, 1);
   if (o->substeps > 0 && o->mesh) abort();
-  /* poke, watch, refine */
-  if (o->is_poke || o->is_watch || o->is_refine)
+  /* poke, watch, refine, train, shortcut */
+  if (o->is_poke || o->is_watch || o->is_refine || o->is_train || o->is_shortcut)
     check_num(o->session, 1, 4294967295.0, 1);
   else if (o->session != -1)
     abort();
@@ -101,7 +117,9 @@ static void check_run(const fuzz_argv *a, const ctl_args *o, const char *cred) {
   if (o->have_mu && (!isfinite(o->mu[0]) || !isfinite(o->mu[1]))) abort();
   if (o->leb && !o->is_refine) abort();
   /* what main() casts (the session id only for the commands that take it) */
-  if (o->is_poke || o->is_watch || o->is_refine) sink += (uint32_t)o->session;
+  if (o->is_poke || o->is_watch || o->is_refine || o->is_train || o->is_shortcut)
+    sink += (uint32_t)o->session;
+  sink += (uint64_t)o->model_id;
   sink += (uint32_t)o->substeps + (uint32_t)o->rate + (unsigned)o->port;
 }
 

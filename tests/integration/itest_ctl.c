@@ -9,6 +9,12 @@
  *     later watch sees the refined tissue;
  *   - a mesh upload (the shared liver, centimetres) and a session of the
  *     stored tissue by name; models list on an empty database;
+ *   - the learned shortcut from the command line (issue 6): create --solver
+ *     quasi-static, train refused with nothing recorded, poke records
+ *     samples (sessions counts them), train prints its progress and the
+ *     stored model, sessions shows the session learned, shortcut switches it
+ *     to the solve and back, and refuses an unknown model id and a session
+ *     that is not quasi-static;
  *   - every refusal (wrong key, wrong token, no such session or model, a
  *     mesh too small for its layers, a file that is no model, no daemon)
  *     exits 1 with the daemon's error code and reason on stderr.
@@ -62,8 +68,10 @@ START_TEST(test_help_and_usage) {
   static ctl_run o;
   run_ctl(&o, "--help");
   ck_assert_int_eq(o.status, 0);
-  const char *cmds[] = {"sessions", "create", "poke", "refine", "watch", "models list",
-                        "models export", "models import", "models delete", "--token"};
+  const char *cmds[] = {"sessions",      "create",        "poke",          "refine",
+                        "watch",         "models list",   "models export", "models import",
+                        "models delete", "--token",       "--solver",      "train --session",
+                        "shortcut --session"};
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
     ck_assert_msg(strstr(o.out, cmds[i]) != NULL, "--help does not mention %s", cmds[i]);
 
@@ -74,6 +82,12 @@ START_TEST(test_help_and_usage) {
   expect_refusal(&o, 2, "expected a number in [1, 1000]");
   run_ctl(&o, "--port", "1", "create", "--substeps", "2.5");
   expect_refusal(&o, 2, "whole number");
+  run_ctl(&o, "--port", "1", "create", "--solver", "fem");
+  expect_refusal(&o, 2, "--solver must be mass-spring, xpbd or quasi-static");
+  run_ctl(&o, "--port", "1", "shortcut", "--session", "1");
+  expect_refusal(&o, 2, "--use learned or --use solve");
+  run_ctl(&o, "--port", "1", "train");
+  expect_refusal(&o, 2, "train needs --session N");
   run_ctl(&o, "--port", "70000", "sessions");
   expect_refusal(&o, 2, "--port");
   run_ctl(&o, "--port", "1", "watch", "--session", "1", "--token");
@@ -242,6 +256,127 @@ START_TEST(test_meshes_and_models) {
 }
 END_TEST
 
+/* The "sessions" line of session sid_s (into line), or 0 when not listed. */
+static int session_line(const char *port, const char *sid_s, char *line, size_t cap) {
+  static ctl_run o;
+  char *v[64], key[32];
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "sessions");
+  ck_assert_msg(o.status == 0, "sessions: %s", o.err);
+  snprintf(key, sizeof key, "\"session_id\":%s,", sid_s);
+  int n = lines(&o, v, 64);
+  for (int i = 0; i < n; i++)
+    if (strstr(v[i], key)) {
+      snprintf(line, cap, "%s", v[i]);
+      return 1;
+    }
+  return 0;
+}
+
+/* Waits (bounded: 60 s, the session's next step is all it takes) until
+ * session sid_s's line says "learned":want. */
+static void wait_learned(const char *port, const char *sid_s, int want) {
+  char line[1024], pat[32];
+  snprintf(pat, sizeof pat, "\"learned\":%s", want ? "true" : "false");
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (;;) {
+    ck_assert(session_line(port, sid_s, line, sizeof line));
+    if (strstr(line, pat)) return;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    ck_assert_msg(t.tv_sec - t0.tv_sec < 60, "session %s never said %s: %s", sid_s, pat, line);
+    struct timespec pause = {0, 100000000};
+    nanosleep(&pause, NULL);
+  }
+}
+
+START_TEST(test_shortcut) {
+  ts_dproc d;
+  char err[256], port[16], line[1024], sid_s[16];
+  ck_assert_msg(ts_dproc_start(&d, NULL, err, sizeof err) == 0, "%s", err);
+  snprintf(port, sizeof port, "%d", d.tcp_port);
+  static ctl_run o;
+  char *v[512];
+
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "create", "--solver", "quasi-static");
+  ck_assert_msg(o.status == 0, "create --solver quasi-static: %s", o.err);
+  ck_assert_int_eq(lines(&o, v, 512), 1);
+  snprintf(sid_s, sizeof sid_s, "%.0f", jnum(v[0], "session_id"));
+  ck_assert(session_line(port, sid_s, line, sizeof line));
+  ck_assert_msg(jnum(line, "solver") == 3 && strstr(line, "\"learned\":false") &&
+                    jnum(line, "samples") == 0,
+                "%s", line);
+
+  /* nothing recorded: the training ends at once with the reason, exit 1 */
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "train", "--session", sid_s);
+  ck_assert_msg(o.status == 1, "train with no samples: exit %d, %s", o.status, o.err);
+  ck_assert_int_eq(lines(&o, v, 512), 1);
+  ck_assert_msg(strstr(v[0], "\"done\":true") && strstr(v[0], "training needs at least"), "%s",
+                v[0]);
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "shortcut", "--session", sid_s, "--use",
+          "learned");
+  expect_refusal(&o, 1, "no trained model yet");
+
+  /* presses record samples; on a slow (sanitizer) build a poke may end
+   * before a press was solved, so poke until some are counted (bounded) */
+  double samples = 0;
+  for (int k = 0; k < 10 && samples < 64; k++) {
+    run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "poke", "--session", sid_s, "--seconds",
+            "2", "--depth", "0.003");
+    ck_assert_msg(o.status == 0, "poke: %s", o.err);
+    ck_assert(session_line(port, sid_s, line, sizeof line));
+    samples = jnum(line, "samples");
+  }
+  ck_assert_msg(samples >= 64, "samples after the pokes: %s", line);
+
+  /* training: progress lines, the last one done with the stored model */
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "train", "--session", sid_s);
+  ck_assert_msg(o.status == 0, "train: %s", o.err);
+  int n = lines(&o, v, 512);
+  ck_assert_int_ge(n, 2); /* at least one report before the end */
+  const char *last = v[n - 1];
+  fprintf(stderr, "ctl: train %d reports, last %s\n", n, last);
+  for (int i = 0; i + 1 < n; i++) ck_assert_ptr_null(strstr(v[i], "\"done\""));
+  ck_assert_msg(strstr(last, "\"done\":true") && !strstr(last, "\"error\"") &&
+                    strstr(last, "\"model\":\"method\"") && jnum(last, "model_id") >= 1 &&
+                    jnum(last, "samples") > 0 && jnum(last, "samples") <= samples &&
+                    jnum(last, "heldout_rmse") > 0 && jnum(last, "fraction") == 1,
+                "%s", last);
+  wait_learned(port, sid_s, 1);
+
+  /* switch to the solve and back */
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "shortcut", "--session", sid_s, "--use",
+          "solve");
+  ck_assert_msg(o.status == 0, "shortcut --use solve: %s", o.err);
+  ck_assert_ptr_nonnull(strstr(o.out, "\"learned\":false"));
+  wait_learned(port, sid_s, 0);
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "shortcut", "--session", sid_s, "--use",
+          "learned");
+  ck_assert_msg(o.status == 0, "shortcut --use learned: %s", o.err);
+  wait_learned(port, sid_s, 1);
+
+  /* refusals: an unknown model, a session that does not learn, an unknown kind */
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "shortcut", "--session", sid_s, "--use",
+          "learned", "--model-id", "4242");
+  expect_refusal(&o, 1, "TS_ENOMODEL");
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "train", "--session", sid_s, "--model",
+          "cubic");
+  expect_refusal(&o, 1, "TS_EINVAL");
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "create");
+  ck_assert_msg(o.status == 0, "create: %s", o.err);
+  ck_assert_int_eq(lines(&o, v, 512), 1);
+  char ms_s[16];
+  snprintf(ms_s, sizeof ms_s, "%.0f", jnum(v[0], "session_id"));
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "train", "--session", ms_s);
+  expect_refusal(&o, 1, "TS_EUNSUPPORTED");
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "shortcut", "--session", ms_s, "--use",
+          "solve");
+  expect_refusal(&o, 1, "TS_EUNSUPPORTED");
+
+  char why[256];
+  ck_assert_msg(ts_dproc_stop(&d, 5000, why, sizeof why) == 0, "%s", why);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("ctl");
   TCase *tc = tcase_create("ctl");
@@ -249,6 +384,7 @@ int main(void) {
   tcase_add_test(tc, test_help_and_usage);
   tcase_add_test(tc, test_session_life);
   tcase_add_test(tc, test_meshes_and_models);
+  tcase_add_test(tc, test_shortcut);
   suite_add_tcase(s, tc);
   return ts_dproc_run_suite(s);
 }

@@ -13,7 +13,8 @@
  *     load on its tip node, solved by ts_qstatic_solve with f_ext, to its
  *     closed form (every spring carries the load on top of the weight
  *     below it).
- * (The refined solve has no external term: ts_qstatic_refine.h says why.)
+ * (The refined solve has the same external term: test_qstatic_refine_load.c
+ * and test_shortcut_load.c check it.)
  */
 #include <check.h>
 #include <math.h>
