@@ -48,17 +48,33 @@ export async function waitFor(fn, timeoutMs, what, every = 20) {
  * Debian's chromium through playwright-core, headless, with the project's
  * flags (never a browser download). WebGL without a GPU: ANGLE on
  * SwiftShader, which Chromium only uses for WebGL when told to.
+ *
+ * A launch gets at least 30 s and up to three attempts. Here a launch takes
+ * 0.1-1 s, but in one fresh-clone CI run (2026-12-01) the first two test
+ * files' launches each sat 20 s with the browser started and its pipe
+ * silent, and the third file's launch worked. Each failed attempt is said on
+ * stderr, so a run shows when it happened.
  */
 export async function launchChromium(timeoutMs) {
   const { chromium } = webRequire('playwright-core');
-  return chromium.launch({
-    executablePath: process.env.TS_CHROMIUM || '/usr/bin/chromium',
-    headless: true,
-    timeout: timeoutMs,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-      '--disable-component-update', '--disable-quic', '--no-first-run', '--disable-sync',
-      '--use-angle=swiftshader', '--enable-unsafe-swiftshader'],
-  });
+  const perAttempt = Math.max(timeoutMs, 30000);
+  for (let attempt = 1; ; attempt++) {
+    const t0 = Date.now();
+    try {
+      return await chromium.launch({
+        executablePath: process.env.TS_CHROMIUM || '/usr/bin/chromium',
+        headless: true,
+        timeout: perAttempt,
+        args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+          '--disable-component-update', '--disable-quic', '--no-first-run', '--disable-sync',
+          '--use-angle=swiftshader', '--enable-unsafe-swiftshader'],
+      });
+    } catch (e) {
+      const first = String(e && e.message || e).split('\n')[0];
+      process.stderr.write(`launchChromium: attempt ${attempt} failed after ${Date.now() - t0} ms: ${first}\n`);
+      if (attempt >= 3) throw e;
+    }
+  }
 }
 
 /**
