@@ -128,12 +128,16 @@ int tc_train_shortcut(tc_client *c, uint32_t session_id, const char *model, uint
   Envelope env = TISSUED__V1__ENVELOPE__INIT;
   env.body_case = TISSUED__V1__ENVELOPE__BODY_TRAIN_SHORTCUT;
   env.train_shortcut = &m;
-  c->train_rid = c->next_rid + 1; /* the id tc__request gives it */
+  /* the reply's handler takes the id tc__request gives it (on_message) */
+  c->train_rid = 0;
   c->train_acked = 0;
+  c->train_waiting = 1;
   Envelope *r;
   int rc = tc__request(c, &env, TISSUED__V1__ENVELOPE__BODY_ACK, &r);
+  c->train_waiting = 0;
   if (rc) {
     c->train_rid = 0;
+    c->train_acked = 0;
     return rc;
   }
   if (request_id) *request_id = r->request_id;

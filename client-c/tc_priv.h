@@ -48,7 +48,8 @@ struct tc_client {
   void *error_ud;
   tc_progress_cb progress_cb;
   void *progress_ud;
-  uint64_t train_rid;         /* the last TrainShortcut sent, 0 = none */
+  uint64_t train_rid;         /* the last acknowledged TrainShortcut's id, 0 = none */
+  int train_waiting;          /* a TrainShortcut waits for its reply */
   int train_acked;            /* and it was acknowledged: its reports follow */
 
   uint64_t wait_rid;          /* request awaiting its reply, 0 = none */

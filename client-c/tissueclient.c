@@ -147,8 +147,10 @@ static int on_message(void *ud, const uint8_t *msg, size_t len) {
       env->body_case != TISSUED__V1__ENVELOPE__BODY_TRAINING_PROGRESS) {
     c->reply = env; /* the waiting request frees it */
     /* the acknowledgement of a TrainShortcut: its reports come after it, maybe in the same read */
-    if (c->wait_rid == c->train_rid && env->body_case == TISSUED__V1__ENVELOPE__BODY_ACK)
+    if (c->train_waiting && env->body_case == TISSUED__V1__ENVELOPE__BODY_ACK) {
+      c->train_rid = c->wait_rid;
       c->train_acked = 1;
+    }
     return 0;
   }
   switch (env->body_case) {
