@@ -19,7 +19,7 @@ import { SERVER_KEY, startDaemon, artifactsDir, sleep, waitSettled, launchChromi
   from '../integration/daemon_proc.mjs';
 import { WsPeer } from '../integration/ws_peer.mjs';
 import { Role } from '../../client-web/src/protocol.js';
-import { decodePng, changedFraction, meanColour } from './png.mjs';
+import { decodePng, changedFraction, meanColour, SHOT_SCALE } from './png.mjs';
 
 const VIEWPORT = { width: 1280, height: 800 };
 const WAIT_MS = 20000;
@@ -43,7 +43,7 @@ after(async () => {
 });
 
 function openPage(url, label, viewport = VIEWPORT) {
-  return openCheckedPage(browser, url, label, problems, { viewport, timeoutMs: WAIT_MS, deviceScaleFactor: 1 });
+  return openCheckedPage(browser, url, label, problems, { viewport, timeoutMs: WAIT_MS, deviceScaleFactor: SHOT_SCALE });
 }
 
 const hook = (page) => page.evaluate(() => {
@@ -171,7 +171,7 @@ test('the page creates a session, renders it, and the mouse dents the tissue', a
   // middle of the view changes while the tool presses.
   const a = decodePng(shotBefore);
   const b = decodePng(shotAfter);
-  assert.equal(a.width, VIEWPORT.width);
+  assert.equal(a.width, VIEWPORT.width * SHOT_SCALE);
   const middle = { x: cx - 160, y: cy - 110, w: 320, h: 220 };
   const [r, g, bl] = meanColour(a, { x: cx - 60, y: cy + 40, w: 120, h: 40 });
   assert.ok(r > g + 15 && r > bl + 15, `the mucosa is drawn pinkish: mean rgb ${[r, g, bl].map(Math.round)}`);

@@ -19,7 +19,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 import { SERVER_KEY, startDaemon, artifactsDir, sleep, launchChromium, openCheckedPage } from '../integration/daemon_proc.mjs';
-import { decodePng, changedFraction, meanColour } from './png.mjs';
+import { decodePng, changedFraction, meanColour, SHOT_SCALE } from './png.mjs';
 
 const VIEWPORT = { width: 1280, height: 800 };
 const WAIT_MS = 20000;      // any one wait; the box may be loaded
@@ -45,7 +45,7 @@ after(async () => {
 // Everything the page loads comes from the daemon (onlyFrom).
 function openPage(url, label, viewport = VIEWPORT) {
   return openCheckedPage(browser, url, label, problems,
-    { viewport, timeoutMs: WAIT_MS, deviceScaleFactor: 1, onlyFrom: base });
+    { viewport, timeoutMs: WAIT_MS, deviceScaleFactor: SHOT_SCALE, onlyFrom: base });
 }
 
 const hook = (page) => page.evaluate(() => {

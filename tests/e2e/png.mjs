@@ -1,13 +1,36 @@
 // png.mjs: a small PNG reader for the browser tests, enough for the
 // screenshots Chromium writes (8-bit RGB or RGBA, not interlaced), so the
 // tests can compare pixels instead of file bytes. Uses node's zlib only.
+// The pages render at a device scale factor under 1 (SHOT_SCALE: a quarter
+// of the pixels to software-render); rects are given in CSS pixels and
+// taken at the image's scale.
 
 import zlib from 'node:zlib';
 
 const SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 
-/** Returns { width, height, channels, data } with data as RGB(A) rows. */
-export function decodePng(buf) {
+/**
+ * The device pixels per CSS pixel the browser tests' pages render at
+ * (Playwright's deviceScaleFactor). 0.5 draws a quarter of the pixels of a
+ * 1280 x 800 page: each software-rendered (SwiftShader, antialiased) frame
+ * costs the loaded 2-core CI box that much less, and every wait on a page
+ * with it. js.training took 133 s instead of 198 s at 0.5 (load 17-18,
+ * 2026-12-02); the screenshots are 640 x 400, their text still legible.
+ */
+export const SHOT_SCALE = 0.5;
+
+/** A rect in CSS pixels {x, y, w, h} in the device pixels of an image at scale s. */
+function devRect(rect, s) {
+  const x = Math.round(rect.x * s), y = Math.round(rect.y * s);
+  return { x, y, w: Math.round((rect.x + rect.w) * s) - x, h: Math.round((rect.y + rect.h) * s) - y };
+}
+
+/**
+ * Returns { width, height, channels, data, scale } with data as RGB(A)
+ * rows; scale: the device pixels per CSS pixel of the page it was taken of
+ * (default SHOT_SCALE), for the rects below.
+ */
+export function decodePng(buf, scale = SHOT_SCALE) {
   if (buf.length < 8 || !buf.subarray(0, 8).equals(SIGNATURE)) throw new Error('not a PNG');
   let o = 8;
   let width = 0, height = 0, depth = 0, colour = 0, interlace = 0;
@@ -63,15 +86,17 @@ export function decodePng(buf) {
       row[i] = v & 0xff;
     }
   }
-  return { width, height, channels, data };
+  return { width, height, channels, data, scale };
 }
 
 /**
- * Fraction of pixels inside rect {x, y, w, h} whose RGB differs by more than
- * `threshold` (sum over channels) between two decoded images of one size.
+ * Fraction of pixels inside rect {x, y, w, h} (CSS pixels) whose RGB differs
+ * by more than `threshold` (sum over channels) between two decoded images of
+ * one size.
  */
-export function changedFraction(a, b, rect, threshold = 24) {
+export function changedFraction(a, b, cssRect, threshold = 24) {
   if (a.width !== b.width || a.height !== b.height) throw new Error('images differ in size');
+  const rect = devRect(cssRect, a.scale);
   let changed = 0, total = 0;
   for (let y = rect.y; y < rect.y + rect.h; y++) {
     for (let x = rect.x; x < rect.x + rect.w; x++) {
@@ -86,8 +111,9 @@ export function changedFraction(a, b, rect, threshold = 24) {
   return total ? changed / total : 0;
 }
 
-/** Mean RGB of rect, to tell a rendered scene from a blank canvas. */
-export function meanColour(img, rect) {
+/** Mean RGB of rect (CSS pixels), to tell a rendered scene from a blank canvas. */
+export function meanColour(img, cssRect) {
+  const rect = devRect(cssRect, img.scale);
   const sum = [0, 0, 0];
   let n = 0;
   for (let y = rect.y; y < rect.y + rect.h; y++) {

@@ -23,7 +23,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 import { SERVER_KEY, startDaemon, artifactsDir, sleep, launchChromium, openCheckedPage } from '../integration/daemon_proc.mjs';
-import { decodePng, changedFraction } from './png.mjs';
+import { decodePng, changedFraction, SHOT_SCALE } from './png.mjs';
 
 const VIEWPORT = { width: 1280, height: 800 };
 const WAIT_MS = 40000;       // any one wait; the box may be loaded (software WebGL in four pages)
@@ -56,7 +56,7 @@ after(async () => {
 
 function openPage(url, label, { viewport = VIEWPORT, hasTouch = false, init = null } = {}) {
   return openCheckedPage(browser, url, label, problems,
-    { viewport, timeoutMs: WAIT_MS, deviceScaleFactor: 1, hasTouch, init });
+    { viewport, timeoutMs: WAIT_MS, deviceScaleFactor: SHOT_SCALE, hasTouch, init });
 }
 
 const hook = (page) => page.evaluate(() => {

@@ -30,6 +30,17 @@
 #define TU_ITERS(normal, sanitized) (normal)
 #endif
 
+/* Asserts that expr (a call returning 0 on success) returned 0, at index i
+ * of a hot loop (a step of thousands): Check records every passing
+ * ck_assert with a write to its pipe (test_mechanics made 215k of them,
+ * test_xpbd 241k: strace -f -c -e trace=write), so this calls into Check
+ * only when the call fails, naming it, the index and the code. */
+#define TU_OK_AT(expr, i)                                                                  \
+  do {                                                                                     \
+    const int tu_rc_ = (expr);                                                             \
+    if (tu_rc_ != 0) ck_abort_msg("%s at %ld returned %d", #expr, (long)(i), tu_rc_);      \
+  } while (0)
+
 /* The whole of the file at path, NUL-terminated (the NUL not counted in
  * *len). A file that cannot be opened or read, or is empty, fails the test
  * naming the path. The caller frees it. */

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "test_util.h"
 #include "ts_error.h"
 #include "ts_massspring.h"
 #include "ts_tissue.h"
@@ -210,7 +211,7 @@ static chain_run run_chain(double k, uint32_t iterations, uint32_t substeps, dou
   ck_assert_int_eq(ts_xpbd_build(t, &d, &s), 0);
   ts_xpbd_stats st;
   long n = lround(seconds / dt);
-  for (long i = 0; i < n; i++) ck_assert_int_eq(ts_xpbd_step(s, t, dt, NULL, 0, &st), 0);
+  for (long i = 0; i < n; i++) TU_OK_AT(ts_xpbd_step(s, t, dt, NULL, 0, &st), i);
   ck_assert_uint_eq(st.substeps, substeps);
   ck_assert_uint_eq(st.iterations, iterations);
   chain_run r;
@@ -334,7 +335,7 @@ START_TEST(test_exponential_law) {
     ck_assert_int_eq(ts_xpbd_build(t, &d, &s), 0);
     ck_assert_double_eq_tol(ts_xpbd_compliance(s)[0], 1 / (k1 + k2), 1e-15);
     ts_xpbd_stats st;
-    for (int i = 0; i < 1500; i++) ck_assert_int_eq(ts_xpbd_step(s, t, 1e-3, NULL, 0, &st), 0);
+    for (int i = 0; i < 1500; i++) TU_OK_AT(ts_xpbd_step(s, t, 1e-3, NULL, 0, &st), i);
     ck_assert(st.max_speed < 1e-9);
     double e = m * g / ((k1 + k2) * L0); /* linear strain, the start for Newton */
     if (nl)
@@ -404,7 +405,7 @@ START_TEST(test_bending_hinge) {
   ck_assert_uint_eq(nb, 1); /* one interior edge */
   ck_assert_uint_eq(nv, 0); /* a single sheet has no prisms */
   ts_xpbd_stats st;
-  for (int i = 0; i < 3000; i++) ck_assert_int_eq(ts_xpbd_step(s, t, 1e-3, NULL, 0, &st), 0);
+  for (int i = 0; i < 3000; i++) TU_OK_AT(ts_xpbd_step(s, t, 1e-3, NULL, 0, &st), i);
   ck_assert(st.max_speed < 1e-9);
 
   const double D = E * th * th * th / (12 * (1 - nu * nu));
@@ -476,6 +477,12 @@ END_TEST
 START_TEST(test_patch_gravity) {
   double sag[3];
   for (int run = 0; run < 3; run++) {
+#ifdef TS_TEST_SANITIZED
+    /* a sanitizer build (memory and undefined behaviour, not the figures)
+     * leaves out the run with twice the iterations: run 0's code, twice
+     * as long (about 40 % of the case's 59 s under ASan), for a figure */
+    if (run == 1) continue;
+#endif
     ts_tissue *t = default_patch();
     const uint32_t c = fx_top_centre(t);
     ts_xpbd_def d = ts_xpbd_default_def();
@@ -507,7 +514,9 @@ START_TEST(test_patch_gravity) {
     ts_xpbd_destroy(s);
     ts_tissue_destroy(t);
   }
+#ifndef TS_TEST_SANITIZED
   ck_assert_msg(fabs(sag[0] / sag[1] - 1) < 0.01, "sag %.6g m vs %.6g m", sag[0], sag[1]);
+#endif
   ck_assert_msg(fabs(sag[0] / sag[2] - 1) < 0.01, "XPBD sag %.6g m, mass-spring %.6g m", sag[0],
                 sag[2]);
 }
@@ -647,7 +656,7 @@ START_TEST(test_patch_volume_unfolds) {
     const uint32_t c = fx_top_centre(t), nps = t->nodes_per_sheet;
     t->x[c][1] = t->x[c + nps][1] - 0.001;
     ts_xpbd_stats st;
-    for (int i = 0; i < 400; i++) ck_assert_int_eq(ts_xpbd_step(s, t, 1e-3, NULL, 0, &st), 0);
+    for (int i = 0; i < 400; i++) TU_OK_AT(ts_xpbd_step(s, t, 1e-3, NULL, 0, &st), i);
     assert_finite_state(t);
     ck_assert(st.max_speed < 1e-5);
     moved[vol] = max_displacement(t);
@@ -840,7 +849,7 @@ START_TEST(test_nan_injection_diverges_and_resets) {
   ts_xpbd *s = ts_xpbd_create(t, NULL);
   ck_assert_ptr_nonnull(s);
   ts_xpbd_stats st;
-  for (int i = 0; i < 5; i++) ck_assert_int_eq(ts_xpbd_step(s, t, 1e-3, NULL, 0, &st), 0);
+  for (int i = 0; i < 5; i++) TU_OK_AT(ts_xpbd_step(s, t, 1e-3, NULL, 0, &st), i);
   const uint32_t c = fx_top_centre(t) + t->nodes_per_sheet; /* an inner node */
   const int which[3] = {0, 1, 2};
   for (int w = 0; w < 3; w++) {
