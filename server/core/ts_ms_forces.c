@@ -98,13 +98,79 @@
  * IEEE operations as scalar code, so that the sums round as before). */
 typedef double ts__v4 __attribute__((vector_size(32)));
 
+/* The gathered block of TS__BLK springs (see spring_class): b - a as rows
+ * (the scatter's), |b - a|^2 (the square roots are taken in place) and
+ * (v_b - v_a).(b - a). */
+typedef struct ts__gath {
+  ts__v4 dr[TS__BLK];
+  double len[TS__BLK], dvd[TS__BLK];
+} ts__gath;
+
+/* Gathers the m springs (m <= TS__BLK) from ia[0..m), ib[0..m) into g:
+ * two rows a spring end; the padding lanes j >= m at rest (rest length L0[j],
+ * 1 for none). */
+static inline __attribute__((always_inline)) void
+gather(const uint32_t *restrict ia, const uint32_t *restrict ib, uint32_t m,
+       const double *restrict L0, const double (*restrict xv)[8], ts__gath *restrict g) {
+  uint32_t j0 = 0;
+  for (; j0 + 4 <= m; j0 += 4) { /* four springs: their sums as lanes */
+    ts__v4 dd[4], wd[4];
+    for (int q = 0; q < 4; q++) {
+      const uint32_t a = ia[j0 + q], b = ib[j0 + q];
+      const ts__v4 d = *(const ts__v4 *)&xv[b][0] - *(const ts__v4 *)&xv[a][0];
+      const ts__v4 w = *(const ts__v4 *)&xv[b][4] - *(const ts__v4 *)&xv[a][4];
+      g->dr[j0 + q] = d;
+      dd[q] = d * d, wd[q] = w * d;
+    }
+    /* the 4 x 4 transposes: x, y, z of the four springs as three vectors,
+     * summed x + y + z as the component form, lane by lane */
+    const ts__v4 dl = __builtin_shufflevector(dd[0], dd[1], 0, 4, 2, 6);
+    const ts__v4 dh = __builtin_shufflevector(dd[0], dd[1], 1, 5, 3, 7);
+    const ts__v4 el = __builtin_shufflevector(dd[2], dd[3], 0, 4, 2, 6);
+    const ts__v4 eh = __builtin_shufflevector(dd[2], dd[3], 1, 5, 3, 7);
+    const ts__v4 wl = __builtin_shufflevector(wd[0], wd[1], 0, 4, 2, 6);
+    const ts__v4 wh = __builtin_shufflevector(wd[0], wd[1], 1, 5, 3, 7);
+    const ts__v4 ul = __builtin_shufflevector(wd[2], wd[3], 0, 4, 2, 6);
+    const ts__v4 uh = __builtin_shufflevector(wd[2], wd[3], 1, 5, 3, 7);
+    const ts__v4 lx = __builtin_shufflevector(dl, el, 0, 1, 4, 5);
+    const ts__v4 ly = __builtin_shufflevector(dh, eh, 0, 1, 4, 5);
+    const ts__v4 lz = __builtin_shufflevector(dl, el, 2, 3, 6, 7);
+    const ts__v4 vx = __builtin_shufflevector(wl, ul, 0, 1, 4, 5);
+    const ts__v4 vy = __builtin_shufflevector(wh, uh, 0, 1, 4, 5);
+    const ts__v4 vz = __builtin_shufflevector(wl, ul, 2, 3, 6, 7);
+    const ts__v4 tiny = {1e-300, 1e-300, 1e-300, 1e-300};
+    const ts__v4 l2 = lx + ly + lz + tiny, dv = vx + vy + vz;
+    __builtin_memcpy(&g->len[j0], &l2, sizeof l2);
+    __builtin_memcpy(&g->dvd[j0], &dv, sizeof dv);
+  }
+  for (uint32_t j = j0; j < m; j++) {
+    const uint32_t a = ia[j], b = ib[j];
+    const ts__v4 d = *(const ts__v4 *)&xv[b][0] - *(const ts__v4 *)&xv[a][0];
+    const ts__v4 w = *(const ts__v4 *)&xv[b][4] - *(const ts__v4 *)&xv[a][4];
+    const ts__v4 dd = d * d, wd = w * d;
+    g->dr[j] = d;
+    g->len[j] = dd[0] + dd[1] + dd[2] + 1e-300;
+    g->dvd[j] = wd[0] + wd[1] + wd[2];
+  }
+  for (uint32_t j = m; j < TS__BLK; j++) { /* harmless padding: at rest */
+    const double r = L0[j] > 0 ? L0[j] : 1.0;
+    g->len[j] = r * r + 1e-300, g->dvd[j] = 0;
+  }
+}
+
 /* Spring and damper forces of one class of springs (terms = its number of
  * exponential terms), added into f4. Springs go in blocks of TS__BLK: the
  * gathers and the scatter work on whole node rows (xv: (x, 0, v, 0) per
  * node, f4: (f, 0)), everything in between (length, strain, the
  * exponentials, the tension) runs over the whole block as loops of
  * independent lanes that the compiler vectorises (one spring alone is a
- * long dependent chain: square root, division, a degree-12 polynomial). */
+ * long dependent chain: square root, division, a degree-12 polynomial).
+ * The gather runs one block ahead (two buffers): the vector loops then
+ * load lengths whose scalar stores were made a block earlier, instead of
+ * stalling on the store-to-load forward that a wide load of just-stored
+ * scalars cannot take (perf put 8 % of the loop's samples on those two
+ * loads). The gather reads xv only and the scatter writes f4 only, so the
+ * order changes no result. */
 static inline __attribute__((always_inline)) void
 spring_class(const ts__soa *restrict sp, uint32_t first, uint32_t n,
              const double (*restrict xv)[8], double (*restrict f4)[4], const int terms,
@@ -117,30 +183,24 @@ spring_class(const ts__soa *restrict sp, uint32_t first, uint32_t n,
   uint32_t ca = n > 0 ? ia[0] : 0;
   ts__v4 fa = {0, 0, 0, 0};
   if (n > 0) fa = *(const ts__v4 *)f4[ca];
-  for (uint32_t s0 = 0; s0 < n; s0 += TS__BLK) {
+  ts__gath gb[2];
+  if (n > 0) gather(ia, ib, n < TS__BLK ? n : TS__BLK, sp->L0 + first, xv, &gb[0]);
+  for (uint32_t s0 = 0, q = 0; s0 < n; s0 += TS__BLK, q ^= 1) {
     const uint32_t m = n - s0 < TS__BLK ? n - s0 : TS__BLK;
+    if (s0 + TS__BLK < n) { /* the next block's gather, into the other buffer */
+      const uint32_t s1 = s0 + TS__BLK, m1 = n - s1 < TS__BLK ? n - s1 : TS__BLK;
+      gather(ia + s1, ib + s1, m1, sp->L0 + first + s1, xv, &gb[q ^ 1]);
+    }
+    ts__gath *restrict g = &gb[q];
     /* the constants straight from their arrays (padded by TS__BLK records
      * at the end, so that a last short block reads within them) */
     const double *restrict L0 = sp->L0 + first + s0, *restrict iL0 = sp->iL0 + first + s0;
     const double *restrict k1 = sp->k1 + first + s0, *restrict b1 = sp->b1 + first + s0;
     const double *restrict k2 = sp->k2 + first + s0, *restrict b2 = sp->b2 + first + s0;
     const double *restrict c = sp->c + first + s0;
-    ts__v4 dr[TS__BLK]; /* b - a, as rows (the scatter's) */
-    double len[TS__BLK], dvd[TS__BLK];
+    double *restrict len = g->len;
+    const double *restrict dvd = g->dvd;
     double fs[TS__BLK], eps[TS__BLK], xx[TS__BLK];
-    for (uint32_t j = 0; j < m; j++) { /* gather: two rows a spring end */
-      const uint32_t a = ia[s0 + j], b = ib[s0 + j];
-      const ts__v4 d = *(const ts__v4 *)&xv[b][0] - *(const ts__v4 *)&xv[a][0];
-      const ts__v4 w = *(const ts__v4 *)&xv[b][4] - *(const ts__v4 *)&xv[a][4];
-      const ts__v4 dd = d * d, wd = w * d;
-      dr[j] = d;
-      len[j] = dd[0] + dd[1] + dd[2] + 1e-300;
-      dvd[j] = wd[0] + wd[1] + wd[2];
-    }
-    for (uint32_t j = m; j < TS__BLK; j++) { /* harmless padding: at rest */
-      const double r = L0[j] > 0 ? L0[j] : 1.0;
-      len[j] = r * r + 1e-300, dvd[j] = 0;
-    }
     /* square roots on their own (the file is compiled without errno for
      * math functions, server/core/CMakeLists.txt, or sqrt() would stay
      * scalar) */
@@ -166,7 +226,7 @@ spring_class(const ts__soa *restrict sp, uint32_t first, uint32_t n,
     double bx = -INFINITY, bn = INFINITY; /* the block's (strain limiting's) */
     for (uint32_t j = 0; j < m; j++) { /* scatter, and the strain extremes */
       const uint32_t a = ia[s0 + j], b = ib[s0 + j];
-      const ts__v4 fv = dr[j] * fs[j];
+      const ts__v4 fv = g->dr[j] * fs[j];
       if (a != ca) { /* a new run of springs from node a */
         *(ts__v4 *)f4[ca] = fa;
         ca = a, fa = *(const ts__v4 *)f4[a];
