@@ -210,15 +210,14 @@ spring_class(const ts__soa *restrict sp, uint32_t first, uint32_t n,
        * has no compare to stop the vectoriser */
       const double l = len[j], il = 1.0 / l;
       const double e = l - L0[j], ep0 = e * iL0[j];
-      const double ep = 0.5 * (ep0 + fabs(ep0)); /* max(eps, 0) */
+      const double ep = ep0 > 0 ? ep0 : 0.0; /* max(eps, 0) */
       eps[j] = ep0;
       double kk = k1[j];
       if (terms > 0) {
         const double y1 = b1[j] * ep, y2 = terms > 1 ? b2[j] * ep : 0.0;
-        const double o1 = y1 - 700.0, o2 = y2 - 700.0; /* min(y, 700) = y - max(y - 700, 0) */
-        xx[j] = 0.5 * (y1 + y2 + fabs(y1 - y2));
-        kk = k1[j] * ts_exp_spring(y1 - 0.5 * (o1 + fabs(o1)));
-        if (terms > 1) kk += k2[j] * ts_exp_spring(y2 - 0.5 * (o2 + fabs(o2)));
+        xx[j] = y1 > y2 ? y1 : y2;
+        kk = k1[j] * ts_exp_spring(y1 < 700.0 ? y1 : 700.0);
+        if (terms > 1) kk += k2[j] * ts_exp_spring(y2 < 700.0 ? y2 : 700.0);
       }
       /* tension over length: k'(eps) (L - L0) plus the damper's c dL/dt */
       fs[j] = (kk * e + c[j] * dvd[j] * il) * il;
