@@ -243,22 +243,14 @@ spring_class(const ts__soa *restrict sp, uint32_t first, uint32_t n,
   st->x_max = xm, st->eps_max = em, st->eps_min = en;
 }
 
-/* Built three times where the compiler can (GCC and clang on x86-64 with
- * ifunc support), the best chosen at load time: for AVX-512 (AVX512F, 8
- * lanes), for AVX2 (4 lanes) and for the baseline (SSE2's 2). The
- * ThreadSanitizer build keeps the baseline alone, as before. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_THREAD__)
-#define TS__CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define TS__CLONES
-#endif
-
-TS__CLONES static void spring_forces_all(const ts__soa *sp, uint32_t n_lin, uint32_t n_one,
-                                         uint32_t n_two, uint32_t n_nodes,
-                                         const double (*x)[3], const double (*v)[3],
-                                         double (*restrict xv)[8], double (*restrict f4)[4],
-                                         double (*f)[3], double *bmax, double *bmin,
-                                         ts__strain *st, int zero) {
+/* The pass over every node and spring: the rows the gathers read, then the
+ * three classes, then (f not NULL) the forces out to f. Compiled into each
+ * path below. */
+static inline __attribute__((always_inline)) void
+forces_all(const ts__soa *sp, uint32_t n_lin, uint32_t n_one, uint32_t n_two, uint32_t n_nodes,
+           const double (*x)[3], const double (*v)[3], double (*restrict xv)[8],
+           double (*restrict f4)[4], double (*f)[3], double *bmax, double *bmin, ts__strain *st,
+           int zero) {
   for (uint32_t i = 0; i < n_nodes; i++) { /* the rows the gathers read */
     xv[i][0] = x[i][0], xv[i][1] = x[i][1], xv[i][2] = x[i][2], xv[i][3] = 0;
     xv[i][4] = v[i][0], xv[i][5] = v[i][1], xv[i][6] = v[i][2], xv[i][7] = 0;
@@ -274,18 +266,86 @@ TS__CLONES static void spring_forces_all(const ts__soa *sp, uint32_t n_lin, uint
     for (uint32_t i = 0; i < n_nodes; i++) f[i][0] = f4[i][0], f[i][1] = f4[i][1], f[i][2] = f4[i][2];
 }
 
-/* f: where the forces go besides f4 (NULL: f4 alone). */
-static void spring_forces(ts_tissue *t, struct ts__ms *ms, double (*f)[3]) {
-  ts__strain st = {0.0, 0.0, 0.0};
-  spring_forces_all(&ms->soa, ms->n_lin, ms->n_one, ms->n_two, t->n_nodes,
-                    (const double (*)[3])t->x, (const double (*)[3])t->v, ms->xv, ms->f4, f,
-                    ms->blk_eps_max, ms->blk_eps_min, &st, !ms->f4_zero);
-  ms->f4_zero = 0;
-  ms->x_seen = st.x_max;
-  ms->eps_max = st.eps_max;
-  ms->eps_min = st.eps_min;
+#define TS__FORCES_ARGS                                                                    \
+  const ts__soa *sp, uint32_t n_lin, uint32_t n_one, uint32_t n_two, uint32_t n_nodes,     \
+      const double(*x)[3], const double(*v)[3], double(*restrict xv)[8],                   \
+      double(*restrict f4)[4], double(*f)[3], double *bmax, double *bmin, ts__strain *st, \
+      int zero
+#define TS__FORCES_PASS sp, n_lin, n_one, n_two, n_nodes, x, v, xv, f4, f, bmax, bmin, st, zero
+
+/* The paths (TS__MS_PATH_*, ts_ms_internal.h): the loop built for AVX-512
+ * (AVX512F, 8 lanes), for AVX2 (4 lanes) and for the baseline (SSE2's 2)
+ * where the compiler can (GCC and clang on x86-64), the one to run chosen
+ * at every pass from what the CPU and the OS support (__builtin_cpu_supports:
+ * a load and a bit test, no state of our own). The ThreadSanitizer build
+ * keeps the baseline alone, as before. All are compiled without contracting
+ * into FMA (server/core/CMakeLists.txt) and do the same IEEE operations in
+ * the same order lane by lane, so that they give the same forces bit for bit
+ * (test_ms_forces's test_paths_agree runs each path this CPU has). */
+static void forces_base(TS__FORCES_ARGS) { forces_all(TS__FORCES_PASS); }
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_THREAD__)
+#define TS__X86_PATHS 1
+__attribute__((target("avx2"))) static void forces_avx2(TS__FORCES_ARGS) {
+  forces_all(TS__FORCES_PASS);
+}
+__attribute__((target("avx512f"))) static void forces_avx512(TS__FORCES_ARGS) {
+  forces_all(TS__FORCES_PASS);
+}
+#endif
+
+int ts__ms_forces_path_ok(int path) {
+  switch (path) {
+  case TS__MS_PATH_BEST:
+  case TS__MS_PATH_BASE: return 1;
+#ifdef TS__X86_PATHS
+  case TS__MS_PATH_AVX2: return __builtin_cpu_supports("avx2") != 0;
+  case TS__MS_PATH_AVX512: return __builtin_cpu_supports("avx512f") != 0;
+#endif
+  default: return 0;
+  }
 }
 
-void ts__ms_spring_forces(ts_tissue *t, struct ts__ms *ms) { spring_forces(t, ms, t->f); }
+/* The path to take for `path` (an unsupported one: the baseline). */
+static int path_of(int path) {
+  if (path == TS__MS_PATH_BEST) {
+#ifdef TS__X86_PATHS
+    if (__builtin_cpu_supports("avx512f")) return TS__MS_PATH_AVX512;
+    if (__builtin_cpu_supports("avx2")) return TS__MS_PATH_AVX2;
+#endif
+    return TS__MS_PATH_BASE;
+  }
+  return ts__ms_forces_path_ok(path) ? path : TS__MS_PATH_BASE;
+}
 
-void ts__ms_spring_rows(ts_tissue *t, struct ts__ms *ms) { spring_forces(t, ms, NULL); }
+/* f: where the forces go besides f4 (NULL: f4 alone). */
+static void spring_forces(ts_tissue *t, struct ts__ms *ms, double (*f)[3], int path) {
+  ts__strain sv = {0.0, 0.0, 0.0}, *st = &sv;
+  const ts__soa *sp = &ms->soa;
+  const uint32_t n_lin = ms->n_lin, n_one = ms->n_one, n_two = ms->n_two, n_nodes = t->n_nodes;
+  const double (*x)[3] = (const double (*)[3])t->x, (*v)[3] = (const double (*)[3])t->v;
+  double (*xv)[8] = ms->xv, (*f4)[4] = ms->f4, *bmax = ms->blk_eps_max, *bmin = ms->blk_eps_min;
+  const int zero = !ms->f4_zero;
+  switch (path_of(path)) {
+#ifdef TS__X86_PATHS
+  case TS__MS_PATH_AVX512: forces_avx512(TS__FORCES_PASS); break;
+  case TS__MS_PATH_AVX2: forces_avx2(TS__FORCES_PASS); break;
+#endif
+  default: forces_base(TS__FORCES_PASS); break;
+  }
+  ms->f4_zero = 0;
+  ms->x_seen = sv.x_max;
+  ms->eps_max = sv.eps_max;
+  ms->eps_min = sv.eps_min;
+}
+
+void ts__ms_spring_forces(ts_tissue *t, struct ts__ms *ms) {
+  spring_forces(t, ms, t->f, TS__MS_PATH_BEST);
+}
+
+void ts__ms_spring_forces_path(ts_tissue *t, struct ts__ms *ms, int path) {
+  spring_forces(t, ms, t->f, path);
+}
+
+void ts__ms_spring_rows(ts_tissue *t, struct ts__ms *ms) {
+  spring_forces(t, ms, NULL, TS__MS_PATH_BEST);
+}
