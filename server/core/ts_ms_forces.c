@@ -17,19 +17,23 @@
  * (ms->f4_zero; ts__ms_spring_rows); ts__ms_spring_forces, for the tests,
  * still clears and copies here.
  * The loop runs over blocks of 16 springs: the gather reads a spring end as
- * two 4-wide loads of one cache line and forms, per spring, b - a, |b - a|^2
- * and (v_b - v_a).(b - a) (the same operations in the same order as the
- * component loop they replace); then the square roots (vectorised: this
+ * two 4-wide loads of one cache line and forms, per spring, b - a, and for
+ * four springs at once |b - a|^2 and (v_b - v_a).(b - a) as vector lanes
+ * (4 x 4 transposes of the products; the same operations in the same order
+ * as the component loop they replace), one block ahead of the arithmetic
+ * (spring_class); then the square roots (vectorised: this
  * file is compiled without errno for math functions), the division, the
  * exponentials (ts_exp_spring: branch-free, degree 9, 2e-14 relative) and
  * the tension run as loops over the block's lanes; then the scatter adds
  * each spring's force row into node b's row and into node a's, kept in
  * registers over the run of springs from a (instead of a chain of
  * store-to-load forwards), and records the block's strain extremes for
- * strain limiting (ts_ms_limit.c). It is built for AVX-512 (8 lanes) and
- * AVX2 too where the compiler can pick them at load time, all without
- * contracting into FMA (server/core/CMakeLists.txt), so that every build
- * rounds alike. No allocation in the step.
+ * strain limiting (ts_ms_limit.c). It is built for AVX-512 (8 lanes), AVX2
+ * and the baseline where the compiler can, the path chosen at each pass from
+ * what the CPU supports, all without contracting into FMA
+ * (server/core/CMakeLists.txt), so that every path rounds alike
+ * (test_ms_forces's test_paths_agree: bit for bit). No allocation in the
+ * step.
  * Measured (tests/bench/run --quick mechanics:patch-S, whole steps): 43 to
  * 73 million spring evaluations per second with the AVX2 build, against
  * 216-229 million for a plain linear spring loop in the same runs. Then,
@@ -84,6 +88,20 @@
  * copies: the rows' fill from t->x and t->v, 22 us a pass on patch-S (3 %
  * of a capped step), which the integrator could write instead once contact
  * and strain limiting keep the rows of the nodes they move.
+ * The gather's sums as the lanes of 4 x 4 transposes instead of a scalar
+ * reduction per spring, the gather one block ahead, and the max, min and
+ * cap as compares (masked blends) instead of the |a - b| forms, same results
+ * bit for bit in these runs: the loop alone (a profiling driver:
+ * ts__ms_spring_forces on patch-S after 50 capped steps, 500 calls a round,
+ * best of 20 rounds; main's build and this one alternated, load 9-16) took
+ * 490-556 us a pass before and 448-476 after (8-14 % less); the gather one
+ * block ahead alone (to spare the sums' stores a forward into the wide
+ * loads, where perf had put 8 % of the samples) changed nothing measurable
+ * (whole capped steps 717-782 us against 712-735 us before).
+ * Tried and dropped: the constants k1, b1, k2, b2 and c as float (20 of the
+ * 64 bytes a spring reads; the loop 430-440 us against 451-458 us, 4-5 %),
+ * for 3 % of a step the law would hold to 6e-8 of k' instead of 2e-14 and a
+ * constant past FLT_MAX would have to be refused.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -206,8 +224,10 @@ spring_class(const ts__soa *restrict sp, uint32_t first, uint32_t n,
      * scalar) */
     for (uint32_t j = 0; j < TS__BLK; j++) len[j] = sqrt(len[j]);
     for (uint32_t j = 0; j < TS__BLK; j++) {
-      /* max and min as (a + b +- |a - b|) / 2, exact here, so that the loop
-       * has no compare to stop the vectoriser */
+      /* max and min as compares: GCC 12 vectorises them into masked blends
+       * (fewer operations than the (a + b +- |a - b|) / 2 forms of before,
+       * which gave the same results except past the cap, where
+       * y - (y - 700) may round off 700) */
       const double l = len[j], il = 1.0 / l;
       const double e = l - L0[j], ep0 = e * iL0[j];
       const double ep = ep0 > 0 ? ep0 : 0.0; /* max(eps, 0) */
