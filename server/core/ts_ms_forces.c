@@ -17,19 +17,23 @@
  * (ms->f4_zero; ts__ms_spring_rows); ts__ms_spring_forces, for the tests,
  * still clears and copies here.
  * The loop runs over blocks of 16 springs: the gather reads a spring end as
- * two 4-wide loads of one cache line and forms, per spring, b - a, |b - a|^2
- * and (v_b - v_a).(b - a) (the same operations in the same order as the
- * component loop they replace); then the square roots (vectorised: this
+ * two 4-wide loads of one cache line and forms, per spring, b - a, and for
+ * four springs at once |b - a|^2 and (v_b - v_a).(b - a) as vector lanes
+ * (4 x 4 transposes of the products; the same operations in the same order
+ * as the component loop they replace), one block ahead of the arithmetic
+ * (spring_class); then the square roots (vectorised: this
  * file is compiled without errno for math functions), the division, the
  * exponentials (ts_exp_spring: branch-free, degree 9, 2e-14 relative) and
  * the tension run as loops over the block's lanes; then the scatter adds
  * each spring's force row into node b's row and into node a's, kept in
  * registers over the run of springs from a (instead of a chain of
  * store-to-load forwards), and records the block's strain extremes for
- * strain limiting (ts_ms_limit.c). It is built for AVX-512 (8 lanes) and
- * AVX2 too where the compiler can pick them at load time, all without
- * contracting into FMA (server/core/CMakeLists.txt), so that every build
- * rounds alike. No allocation in the step.
+ * strain limiting (ts_ms_limit.c). It is built for AVX-512 (8 lanes), AVX2
+ * and the baseline where the compiler can, the path chosen at each pass from
+ * what the CPU supports, all without contracting into FMA
+ * (server/core/CMakeLists.txt), so that every path rounds alike
+ * (test_ms_forces's test_paths_agree: bit for bit). No allocation in the
+ * step.
  * Measured (tests/bench/run --quick mechanics:patch-S, whole steps): 43 to
  * 73 million spring evaluations per second with the AVX2 build, against
  * 216-229 million for a plain linear spring loop in the same runs. Then,
@@ -84,6 +88,20 @@
  * copies: the rows' fill from t->x and t->v, 22 us a pass on patch-S (3 %
  * of a capped step), which the integrator could write instead once contact
  * and strain limiting keep the rows of the nodes they move.
+ * The gather's sums as the lanes of 4 x 4 transposes instead of a scalar
+ * reduction per spring, the gather one block ahead, and the max, min and
+ * cap as compares (masked blends) instead of the |a - b| forms, same results
+ * bit for bit in these runs: the loop alone (a profiling driver:
+ * ts__ms_spring_forces on patch-S after 50 capped steps, 500 calls a round,
+ * best of 20 rounds; main's build and this one alternated, load 9-16) took
+ * 490-556 us a pass before and 448-476 after (8-14 % less); the gather one
+ * block ahead alone (to spare the sums' stores a forward into the wide
+ * loads, where perf had put 8 % of the samples) changed nothing measurable
+ * (whole capped steps 717-782 us against 712-735 us before).
+ * Tried and dropped: the constants k1, b1, k2, b2 and c as float (20 of the
+ * 64 bytes a spring reads; the loop 430-440 us against 451-458 us, 4-5 %),
+ * for 3 % of a step the law would hold to 6e-8 of k' instead of 2e-14 and a
+ * constant past FLT_MAX would have to be refused.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -98,13 +116,79 @@
  * IEEE operations as scalar code, so that the sums round as before). */
 typedef double ts__v4 __attribute__((vector_size(32)));
 
+/* The gathered block of TS__BLK springs (see spring_class): b - a as rows
+ * (the scatter's), |b - a|^2 (the square roots are taken in place) and
+ * (v_b - v_a).(b - a). */
+typedef struct ts__gath {
+  ts__v4 dr[TS__BLK];
+  double len[TS__BLK], dvd[TS__BLK];
+} ts__gath;
+
+/* Gathers the m springs (m <= TS__BLK) from ia[0..m), ib[0..m) into g:
+ * two rows a spring end; the padding lanes j >= m at rest (rest length L0[j],
+ * 1 for none). */
+static inline __attribute__((always_inline)) void
+gather(const uint32_t *restrict ia, const uint32_t *restrict ib, uint32_t m,
+       const double *restrict L0, const double (*restrict xv)[8], ts__gath *restrict g) {
+  uint32_t j0 = 0;
+  for (; j0 + 4 <= m; j0 += 4) { /* four springs: their sums as lanes */
+    ts__v4 dd[4], wd[4];
+    for (int q = 0; q < 4; q++) {
+      const uint32_t a = ia[j0 + q], b = ib[j0 + q];
+      const ts__v4 d = *(const ts__v4 *)&xv[b][0] - *(const ts__v4 *)&xv[a][0];
+      const ts__v4 w = *(const ts__v4 *)&xv[b][4] - *(const ts__v4 *)&xv[a][4];
+      g->dr[j0 + q] = d;
+      dd[q] = d * d, wd[q] = w * d;
+    }
+    /* the 4 x 4 transposes: x, y, z of the four springs as three vectors,
+     * summed x + y + z as the component form, lane by lane */
+    const ts__v4 dl = __builtin_shufflevector(dd[0], dd[1], 0, 4, 2, 6);
+    const ts__v4 dh = __builtin_shufflevector(dd[0], dd[1], 1, 5, 3, 7);
+    const ts__v4 el = __builtin_shufflevector(dd[2], dd[3], 0, 4, 2, 6);
+    const ts__v4 eh = __builtin_shufflevector(dd[2], dd[3], 1, 5, 3, 7);
+    const ts__v4 wl = __builtin_shufflevector(wd[0], wd[1], 0, 4, 2, 6);
+    const ts__v4 wh = __builtin_shufflevector(wd[0], wd[1], 1, 5, 3, 7);
+    const ts__v4 ul = __builtin_shufflevector(wd[2], wd[3], 0, 4, 2, 6);
+    const ts__v4 uh = __builtin_shufflevector(wd[2], wd[3], 1, 5, 3, 7);
+    const ts__v4 lx = __builtin_shufflevector(dl, el, 0, 1, 4, 5);
+    const ts__v4 ly = __builtin_shufflevector(dh, eh, 0, 1, 4, 5);
+    const ts__v4 lz = __builtin_shufflevector(dl, el, 2, 3, 6, 7);
+    const ts__v4 vx = __builtin_shufflevector(wl, ul, 0, 1, 4, 5);
+    const ts__v4 vy = __builtin_shufflevector(wh, uh, 0, 1, 4, 5);
+    const ts__v4 vz = __builtin_shufflevector(wl, ul, 2, 3, 6, 7);
+    const ts__v4 tiny = {1e-300, 1e-300, 1e-300, 1e-300};
+    const ts__v4 l2 = lx + ly + lz + tiny, dv = vx + vy + vz;
+    __builtin_memcpy(&g->len[j0], &l2, sizeof l2);
+    __builtin_memcpy(&g->dvd[j0], &dv, sizeof dv);
+  }
+  for (uint32_t j = j0; j < m; j++) {
+    const uint32_t a = ia[j], b = ib[j];
+    const ts__v4 d = *(const ts__v4 *)&xv[b][0] - *(const ts__v4 *)&xv[a][0];
+    const ts__v4 w = *(const ts__v4 *)&xv[b][4] - *(const ts__v4 *)&xv[a][4];
+    const ts__v4 dd = d * d, wd = w * d;
+    g->dr[j] = d;
+    g->len[j] = dd[0] + dd[1] + dd[2] + 1e-300;
+    g->dvd[j] = wd[0] + wd[1] + wd[2];
+  }
+  for (uint32_t j = m; j < TS__BLK; j++) { /* harmless padding: at rest */
+    const double r = L0[j] > 0 ? L0[j] : 1.0;
+    g->len[j] = r * r + 1e-300, g->dvd[j] = 0;
+  }
+}
+
 /* Spring and damper forces of one class of springs (terms = its number of
  * exponential terms), added into f4. Springs go in blocks of TS__BLK: the
  * gathers and the scatter work on whole node rows (xv: (x, 0, v, 0) per
  * node, f4: (f, 0)), everything in between (length, strain, the
  * exponentials, the tension) runs over the whole block as loops of
  * independent lanes that the compiler vectorises (one spring alone is a
- * long dependent chain: square root, division, a degree-12 polynomial). */
+ * long dependent chain: square root, division, a degree-12 polynomial).
+ * The gather runs one block ahead (two buffers): the vector loops then
+ * load lengths whose scalar stores were made a block earlier, instead of
+ * stalling on the store-to-load forward that a wide load of just-stored
+ * scalars cannot take (perf put 8 % of the loop's samples on those two
+ * loads). The gather reads xv only and the scatter writes f4 only, so the
+ * order changes no result. */
 static inline __attribute__((always_inline)) void
 spring_class(const ts__soa *restrict sp, uint32_t first, uint32_t n,
              const double (*restrict xv)[8], double (*restrict f4)[4], const int terms,
@@ -117,48 +201,43 @@ spring_class(const ts__soa *restrict sp, uint32_t first, uint32_t n,
   uint32_t ca = n > 0 ? ia[0] : 0;
   ts__v4 fa = {0, 0, 0, 0};
   if (n > 0) fa = *(const ts__v4 *)f4[ca];
-  for (uint32_t s0 = 0; s0 < n; s0 += TS__BLK) {
+  ts__gath gb[2];
+  if (n > 0) gather(ia, ib, n < TS__BLK ? n : TS__BLK, sp->L0 + first, xv, &gb[0]);
+  for (uint32_t s0 = 0, q = 0; s0 < n; s0 += TS__BLK, q ^= 1) {
     const uint32_t m = n - s0 < TS__BLK ? n - s0 : TS__BLK;
+    if (s0 + TS__BLK < n) { /* the next block's gather, into the other buffer */
+      const uint32_t s1 = s0 + TS__BLK, m1 = n - s1 < TS__BLK ? n - s1 : TS__BLK;
+      gather(ia + s1, ib + s1, m1, sp->L0 + first + s1, xv, &gb[q ^ 1]);
+    }
+    ts__gath *restrict g = &gb[q];
     /* the constants straight from their arrays (padded by TS__BLK records
      * at the end, so that a last short block reads within them) */
     const double *restrict L0 = sp->L0 + first + s0, *restrict iL0 = sp->iL0 + first + s0;
     const double *restrict k1 = sp->k1 + first + s0, *restrict b1 = sp->b1 + first + s0;
     const double *restrict k2 = sp->k2 + first + s0, *restrict b2 = sp->b2 + first + s0;
     const double *restrict c = sp->c + first + s0;
-    ts__v4 dr[TS__BLK]; /* b - a, as rows (the scatter's) */
-    double len[TS__BLK], dvd[TS__BLK];
+    double *restrict len = g->len;
+    const double *restrict dvd = g->dvd;
     double fs[TS__BLK], eps[TS__BLK], xx[TS__BLK];
-    for (uint32_t j = 0; j < m; j++) { /* gather: two rows a spring end */
-      const uint32_t a = ia[s0 + j], b = ib[s0 + j];
-      const ts__v4 d = *(const ts__v4 *)&xv[b][0] - *(const ts__v4 *)&xv[a][0];
-      const ts__v4 w = *(const ts__v4 *)&xv[b][4] - *(const ts__v4 *)&xv[a][4];
-      const ts__v4 dd = d * d, wd = w * d;
-      dr[j] = d;
-      len[j] = dd[0] + dd[1] + dd[2] + 1e-300;
-      dvd[j] = wd[0] + wd[1] + wd[2];
-    }
-    for (uint32_t j = m; j < TS__BLK; j++) { /* harmless padding: at rest */
-      const double r = L0[j] > 0 ? L0[j] : 1.0;
-      len[j] = r * r + 1e-300, dvd[j] = 0;
-    }
     /* square roots on their own (the file is compiled without errno for
      * math functions, server/core/CMakeLists.txt, or sqrt() would stay
      * scalar) */
     for (uint32_t j = 0; j < TS__BLK; j++) len[j] = sqrt(len[j]);
     for (uint32_t j = 0; j < TS__BLK; j++) {
-      /* max and min as (a + b +- |a - b|) / 2, exact here, so that the loop
-       * has no compare to stop the vectoriser */
+      /* max and min as compares: GCC 12 vectorises them into masked blends
+       * (fewer operations than the (a + b +- |a - b|) / 2 forms of before,
+       * which gave the same results except past the cap, where
+       * y - (y - 700) may round off 700) */
       const double l = len[j], il = 1.0 / l;
       const double e = l - L0[j], ep0 = e * iL0[j];
-      const double ep = 0.5 * (ep0 + fabs(ep0)); /* max(eps, 0) */
+      const double ep = ep0 > 0 ? ep0 : 0.0; /* max(eps, 0) */
       eps[j] = ep0;
       double kk = k1[j];
       if (terms > 0) {
         const double y1 = b1[j] * ep, y2 = terms > 1 ? b2[j] * ep : 0.0;
-        const double o1 = y1 - 700.0, o2 = y2 - 700.0; /* min(y, 700) = y - max(y - 700, 0) */
-        xx[j] = 0.5 * (y1 + y2 + fabs(y1 - y2));
-        kk = k1[j] * ts_exp_spring(y1 - 0.5 * (o1 + fabs(o1)));
-        if (terms > 1) kk += k2[j] * ts_exp_spring(y2 - 0.5 * (o2 + fabs(o2)));
+        xx[j] = y1 > y2 ? y1 : y2;
+        kk = k1[j] * ts_exp_spring(y1 < 700.0 ? y1 : 700.0);
+        if (terms > 1) kk += k2[j] * ts_exp_spring(y2 < 700.0 ? y2 : 700.0);
       }
       /* tension over length: k'(eps) (L - L0) plus the damper's c dL/dt */
       fs[j] = (kk * e + c[j] * dvd[j] * il) * il;
@@ -166,7 +245,7 @@ spring_class(const ts__soa *restrict sp, uint32_t first, uint32_t n,
     double bx = -INFINITY, bn = INFINITY; /* the block's (strain limiting's) */
     for (uint32_t j = 0; j < m; j++) { /* scatter, and the strain extremes */
       const uint32_t a = ia[s0 + j], b = ib[s0 + j];
-      const ts__v4 fv = dr[j] * fs[j];
+      const ts__v4 fv = g->dr[j] * fs[j];
       if (a != ca) { /* a new run of springs from node a */
         *(ts__v4 *)f4[ca] = fa;
         ca = a, fa = *(const ts__v4 *)f4[a];
@@ -184,22 +263,14 @@ spring_class(const ts__soa *restrict sp, uint32_t first, uint32_t n,
   st->x_max = xm, st->eps_max = em, st->eps_min = en;
 }
 
-/* Built three times where the compiler can (GCC and clang on x86-64 with
- * ifunc support), the best chosen at load time: for AVX-512 (AVX512F, 8
- * lanes), for AVX2 (4 lanes) and for the baseline (SSE2's 2). The
- * ThreadSanitizer build keeps the baseline alone, as before. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_THREAD__)
-#define TS__CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define TS__CLONES
-#endif
-
-TS__CLONES static void spring_forces_all(const ts__soa *sp, uint32_t n_lin, uint32_t n_one,
-                                         uint32_t n_two, uint32_t n_nodes,
-                                         const double (*x)[3], const double (*v)[3],
-                                         double (*restrict xv)[8], double (*restrict f4)[4],
-                                         double (*f)[3], double *bmax, double *bmin,
-                                         ts__strain *st, int zero) {
+/* The pass over every node and spring: the rows the gathers read, then the
+ * three classes, then (f not NULL) the forces out to f. Compiled into each
+ * path below. */
+static inline __attribute__((always_inline)) void
+forces_all(const ts__soa *sp, uint32_t n_lin, uint32_t n_one, uint32_t n_two, uint32_t n_nodes,
+           const double (*x)[3], const double (*v)[3], double (*restrict xv)[8],
+           double (*restrict f4)[4], double (*f)[3], double *bmax, double *bmin, ts__strain *st,
+           int zero) {
   for (uint32_t i = 0; i < n_nodes; i++) { /* the rows the gathers read */
     xv[i][0] = x[i][0], xv[i][1] = x[i][1], xv[i][2] = x[i][2], xv[i][3] = 0;
     xv[i][4] = v[i][0], xv[i][5] = v[i][1], xv[i][6] = v[i][2], xv[i][7] = 0;
@@ -215,18 +286,86 @@ TS__CLONES static void spring_forces_all(const ts__soa *sp, uint32_t n_lin, uint
     for (uint32_t i = 0; i < n_nodes; i++) f[i][0] = f4[i][0], f[i][1] = f4[i][1], f[i][2] = f4[i][2];
 }
 
-/* f: where the forces go besides f4 (NULL: f4 alone). */
-static void spring_forces(ts_tissue *t, struct ts__ms *ms, double (*f)[3]) {
-  ts__strain st = {0.0, 0.0, 0.0};
-  spring_forces_all(&ms->soa, ms->n_lin, ms->n_one, ms->n_two, t->n_nodes,
-                    (const double (*)[3])t->x, (const double (*)[3])t->v, ms->xv, ms->f4, f,
-                    ms->blk_eps_max, ms->blk_eps_min, &st, !ms->f4_zero);
-  ms->f4_zero = 0;
-  ms->x_seen = st.x_max;
-  ms->eps_max = st.eps_max;
-  ms->eps_min = st.eps_min;
+#define TS__FORCES_ARGS                                                                    \
+  const ts__soa *sp, uint32_t n_lin, uint32_t n_one, uint32_t n_two, uint32_t n_nodes,     \
+      const double(*x)[3], const double(*v)[3], double(*restrict xv)[8],                   \
+      double(*restrict f4)[4], double(*f)[3], double *bmax, double *bmin, ts__strain *st, \
+      int zero
+#define TS__FORCES_PASS sp, n_lin, n_one, n_two, n_nodes, x, v, xv, f4, f, bmax, bmin, st, zero
+
+/* The paths (TS__MS_PATH_*, ts_ms_internal.h): the loop built for AVX-512
+ * (AVX512F, 8 lanes), for AVX2 (4 lanes) and for the baseline (SSE2's 2)
+ * where the compiler can (GCC and clang on x86-64), the one to run chosen
+ * at every pass from what the CPU and the OS support (__builtin_cpu_supports:
+ * a load and a bit test, no state of our own). The ThreadSanitizer build
+ * keeps the baseline alone, as before. All are compiled without contracting
+ * into FMA (server/core/CMakeLists.txt) and do the same IEEE operations in
+ * the same order lane by lane, so that they give the same forces bit for bit
+ * (test_ms_forces's test_paths_agree runs each path this CPU has). */
+static void forces_base(TS__FORCES_ARGS) { forces_all(TS__FORCES_PASS); }
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_THREAD__)
+#define TS__X86_PATHS 1
+__attribute__((target("avx2"))) static void forces_avx2(TS__FORCES_ARGS) {
+  forces_all(TS__FORCES_PASS);
+}
+__attribute__((target("avx512f"))) static void forces_avx512(TS__FORCES_ARGS) {
+  forces_all(TS__FORCES_PASS);
+}
+#endif
+
+int ts__ms_forces_path_ok(int path) {
+  switch (path) {
+  case TS__MS_PATH_BEST:
+  case TS__MS_PATH_BASE: return 1;
+#ifdef TS__X86_PATHS
+  case TS__MS_PATH_AVX2: return __builtin_cpu_supports("avx2") != 0;
+  case TS__MS_PATH_AVX512: return __builtin_cpu_supports("avx512f") != 0;
+#endif
+  default: return 0;
+  }
 }
 
-void ts__ms_spring_forces(ts_tissue *t, struct ts__ms *ms) { spring_forces(t, ms, t->f); }
+/* The path to take for `path` (an unsupported one: the baseline). */
+static int path_of(int path) {
+  if (path == TS__MS_PATH_BEST) {
+#ifdef TS__X86_PATHS
+    if (__builtin_cpu_supports("avx512f")) return TS__MS_PATH_AVX512;
+    if (__builtin_cpu_supports("avx2")) return TS__MS_PATH_AVX2;
+#endif
+    return TS__MS_PATH_BASE;
+  }
+  return ts__ms_forces_path_ok(path) ? path : TS__MS_PATH_BASE;
+}
 
-void ts__ms_spring_rows(ts_tissue *t, struct ts__ms *ms) { spring_forces(t, ms, NULL); }
+/* f: where the forces go besides f4 (NULL: f4 alone). */
+static void spring_forces(ts_tissue *t, struct ts__ms *ms, double (*f)[3], int path) {
+  ts__strain sv = {0.0, 0.0, 0.0}, *st = &sv;
+  const ts__soa *sp = &ms->soa;
+  const uint32_t n_lin = ms->n_lin, n_one = ms->n_one, n_two = ms->n_two, n_nodes = t->n_nodes;
+  const double (*x)[3] = (const double (*)[3])t->x, (*v)[3] = (const double (*)[3])t->v;
+  double (*xv)[8] = ms->xv, (*f4)[4] = ms->f4, *bmax = ms->blk_eps_max, *bmin = ms->blk_eps_min;
+  const int zero = !ms->f4_zero;
+  switch (path_of(path)) {
+#ifdef TS__X86_PATHS
+  case TS__MS_PATH_AVX512: forces_avx512(TS__FORCES_PASS); break;
+  case TS__MS_PATH_AVX2: forces_avx2(TS__FORCES_PASS); break;
+#endif
+  default: forces_base(TS__FORCES_PASS); break;
+  }
+  ms->f4_zero = 0;
+  ms->x_seen = sv.x_max;
+  ms->eps_max = sv.eps_max;
+  ms->eps_min = sv.eps_min;
+}
+
+void ts__ms_spring_forces(ts_tissue *t, struct ts__ms *ms) {
+  spring_forces(t, ms, t->f, TS__MS_PATH_BEST);
+}
+
+void ts__ms_spring_forces_path(ts_tissue *t, struct ts__ms *ms, int path) {
+  spring_forces(t, ms, t->f, path);
+}
+
+void ts__ms_spring_rows(ts_tissue *t, struct ts__ms *ms) {
+  spring_forces(t, ms, NULL, TS__MS_PATH_BEST);
+}

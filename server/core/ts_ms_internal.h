@@ -238,6 +238,17 @@ void ts__ms_handover_rest(const ts_tissue *t, struct ts__ms *ms, double w);
  * blk_eps_min). */
 void ts__ms_spring_forces(ts_tissue *t, struct ts__ms *ms);
 
+/* The force loop's builds (ts_ms_forces.c): the best this CPU has (what
+ * the step runs), the baseline, AVX2, AVX-512. */
+enum { TS__MS_PATH_BEST, TS__MS_PATH_BASE, TS__MS_PATH_AVX2, TS__MS_PATH_AVX512 };
+
+/* 1 when this build and CPU can run the force loop's path (TS__MS_PATH_*). */
+int ts__ms_forces_path_ok(int path);
+
+/* ts__ms_spring_forces by the given path (one it cannot run: the
+ * baseline), for the tests that compare them. */
+void ts__ms_spring_forces_path(ts_tissue *t, struct ts__ms *ms, int path);
+
 /* The same into ms->f4 alone, which the step's integrators then read
  * (ts__ms_integrate, ts__ms_integrate_sms: they copy it to t->f and clear
  * it for the next pass, ms->f4_zero). */

@@ -10,6 +10,7 @@
 #include <check.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,14 +98,9 @@ static ts_spring random_spring(uint64_t *sd, uint32_t a, uint32_t b, double L, i
   return s;
 }
 
-/* Every spring's force (each spring on its own two nodes, so that a node's
- * force is one spring's), and then springs sharing nodes (a star and a
- * chain: the loop keeps a node's force in registers over its springs), by
- * their sums. Tolerances: 3e-14 of the tension (the exponential's 2e-14
- * plus a few roundings) plus 1e-14 of k' L + |damper| (L - L0 and the
- * velocity term come from differences of positions known to a few ulp of
- * L); the strain extremes to 1e-14 relative (a length and a division). */
-START_TEST(test_forces_against_law) {
+/* Pairs, a star and a chain of random springs of every class (see
+ * test_forces_against_law), prepared, the nodes moving at random. */
+static ts_tissue *random_tissue(void) {
   const uint32_t ns = N_PAIRS + 2 * N_STAR, nn = 2 * N_PAIRS + N_STAR + 1;
   ts_tissue *t = NULL;
   ck_assert_int_eq(ts_tissue_alloc(nn, ns, 0, &t), 0);
@@ -133,6 +129,19 @@ START_TEST(test_forces_against_law) {
   ck_assert_int_eq(ts_massspring_prepare(t), 0);
   for (uint32_t i = 0; i < nn; i++)
     for (int c = 0; c < 3; c++) t->v[i][c] = 0.2 * rnd(&sd) - 0.1;
+  return t;
+}
+
+/* Every spring's force (each spring on its own two nodes, so that a node's
+ * force is one spring's), and then springs sharing nodes (a star and a
+ * chain: the loop keeps a node's force in registers over its springs), by
+ * their sums. Tolerances: 3e-14 of the tension (the exponential's 2e-14
+ * plus a few roundings) plus 1e-14 of k' L + |damper| (L - L0 and the
+ * velocity term come from differences of positions known to a few ulp of
+ * L); the strain extremes to 1e-14 relative (a length and a division). */
+START_TEST(test_forces_against_law) {
+  const uint32_t ns = N_PAIRS + 2 * N_STAR, nn = 2 * N_PAIRS + N_STAR + 1;
+  ts_tissue *t = random_tissue();
   for (uint32_t i = 0; i < nn; i++) t->f[i][0] = t->f[i][1] = t->f[i][2] = 1e9; /* overwritten */
   ts__ms_spring_forces(t, t->ms);
 
@@ -237,12 +246,80 @@ START_TEST(test_step_forces_rows) {
 }
 END_TEST
 
+/* The force loop's builds (ts_ms_forces.c: AVX-512, AVX2, the baseline;
+ * the step runs the best the CPU has) give the same forces and strain
+ * extremes bit for bit: each does the same IEEE operations in the same
+ * order lane by lane, nothing contracted into FMA. On the random springs of
+ * every class above and on a sagging patch (10 steps, all springs in the
+ * exponential law's classes). The paths this CPU lacks are skipped (said on
+ * stderr). Checked to fail: with the AVX-512 path contracted into FMA
+ * (-ffp-contract=fast on the file) its forces differ in the last bits. */
+static void paths_agree(ts_tissue *t, const char *what) {
+  const uint32_t n = t->n_nodes;
+  struct ts__ms *ms = t->ms;
+  const uint32_t nb = ms->n_blk;
+  double (*f0)[3] = malloc(sizeof *f0 * n), *bx = malloc(sizeof *bx * (nb + 1) * 2);
+  ck_assert_ptr_nonnull(f0);
+  ck_assert_ptr_nonnull(bx);
+  ts__ms_spring_forces_path(t, ms, TS__MS_PATH_BASE);
+  memcpy(f0, t->f, sizeof *f0 * n);
+  memcpy(bx, ms->blk_eps_max, sizeof *bx * nb);
+  memcpy(bx + nb, ms->blk_eps_min, sizeof *bx * nb);
+  const double x0 = ms->x_seen, e0 = ms->eps_max, n0 = ms->eps_min;
+  double fmax = 0;
+  for (uint32_t i = 0; i < n; i++)
+    for (int c = 0; c < 3; c++) fmax = fmax > fabs(f0[i][c]) ? fmax : fabs(f0[i][c]);
+  ck_assert_double_gt(fmax, 0); /* not trivially zero */
+  const int paths[3] = {TS__MS_PATH_AVX2, TS__MS_PATH_AVX512, TS__MS_PATH_BEST};
+  const char *names[3] = {"AVX2", "AVX-512", "best"};
+  for (int p = 0; p < 3; p++) {
+    if (!ts__ms_forces_path_ok(paths[p])) {
+      fprintf(stderr, "test_paths_agree: %s: no %s path on this CPU or build\n", what, names[p]);
+      continue;
+    }
+    for (uint32_t i = 0; i < n; i++) t->f[i][0] = t->f[i][1] = t->f[i][2] = 1e9; /* overwritten */
+    ts__ms_spring_forces_path(t, ms, paths[p]);
+    for (uint32_t i = 0; i < n; i++)
+      for (int c = 0; c < 3; c++)
+        ck_assert_msg(memcmp(&t->f[i][c], &f0[i][c], sizeof(double)) == 0,
+                      "%s: %s path: node %u axis %d: %.17g N, baseline %.17g N", what, names[p],
+                      i, c, t->f[i][c], f0[i][c]);
+    ck_assert_msg(memcmp(bx, ms->blk_eps_max, sizeof *bx * nb) == 0 &&
+                      memcmp(bx + nb, ms->blk_eps_min, sizeof *bx * nb) == 0,
+                  "%s: %s path: block strain extremes differ", what, names[p]);
+    ck_assert_msg(ms->x_seen == x0 && ms->eps_max == e0 && ms->eps_min == n0,
+                  "%s: %s path: strain extremes differ", what, names[p]);
+  }
+  free(f0);
+  free(bx);
+}
+
+START_TEST(test_paths_agree) {
+  ts_tissue *t = random_tissue();
+  paths_agree(t, "random springs");
+  ts_tissue_destroy(t);
+  ts_patch_def d = ts_default_patch_def();
+  d.resolution = 10;
+  t = NULL;
+  ck_assert_int_eq(ts_patch_create(&d, &t), 0);
+  ck_assert_int_eq(ts_massspring_prepare(t), 0);
+  for (int k = 0; k < 10; k++) { /* moving: sagging under gravity */
+    ts_step_stats st;
+    ck_assert_int_eq(ts_massspring_step(t, 1e-3, NULL, 0, &st), 0);
+  }
+  ck_assert_int_gt(t->ms->n_one + t->ms->n_two, 0);
+  paths_agree(t, "sagging patch");
+  ts_tissue_destroy(t);
+}
+END_TEST
+
 static Suite *ms_forces_suite(void) {
   Suite *s = suite_create("ms_forces");
   TCase *tc = tcase_create("law");
   tcase_add_test(tc, test_exp_spring_bound);
   tcase_add_test(tc, test_forces_against_law);
   tcase_add_test(tc, test_step_forces_rows);
+  tcase_add_test(tc, test_paths_agree);
   suite_add_tcase(s, tc);
   return s;
 }
