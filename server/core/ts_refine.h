@@ -51,16 +51,22 @@
  *       (as before, smooth_rate 1 m/s) the sagging blend is over it (10.6
  *       um at step 32; 12.6 um measured before the hand-over in rest
  *       lengths, 11.6 um pressed);
- *       not within: XPBD's second refinement during a smoothed blend,
- *       whose fit (ts_handover_fit_xpbd) ends 71 um off after its 12
- *       trials (midpoints: 1.5-2.3 um), against the bound's 10 um; and
- *       the liver's presses (test_refine_liver) are not measured with it.
+ *       XPBD's second refinement (LEB) 40 ms into the blend 1.5 um off
+ *       after its fit, no later step more than 4.2 um beyond (its fit
+ *       ended 71 um off before a spring whose constants change keeps its
+ *       strain during a blend, ts_handover.c);
+ *     the liver pressed 2 mm and held (test_refine_smooth_liver, the
+ *     daemon's build and settings, the 5 mm pick: rest change 0.38 mm, no
+ *     vertex limited, blend 0.227 s): first step 6.2 um (mass-spring) and
+ *     3.9 um (XPBD, fitted) off, the twin moving 62-68 um, no later step
+ *     of XPBD's blend more than 0.73 um beyond the twin's largest move
+ *     (the mass-spring blend not yet measured through).
  *     On the liver's 1,000-triangle top region the unlimited smoothing
  *     inverts 7 prisms under 3 turned-over sliver triangles (which
  *     ts_refine_run would refuse); the limiter takes 6 vertices back, in 2
  *     rounds, and keeps the smoothing elsewhere (rest change up to 0.49
- *     mm, blend 0.29 s). So smooth_rest stays an option: the live default
- *     is midpoints until XPBD's fit after a smoothed blend converges;
+ *     mm, blend 0.29 s). smooth_rest stays an option until the mass-spring
+ *     liver's blend is measured through; the live default is midpoints;
  *   - springs are rebuilt locally (ts_refine_springs.c), equal to the
  *     whole build (ts_tissue_build on the refined extrusion, renumbered) to
  *     the bit and in its order: a spring with an end on a changed surface

@@ -13,7 +13,14 @@
  * Beside an unrefined twin, the first step (every old node as the twin's,
  * every new one as its interpolated position) and every later step of the
  * whole blend (no node moves more than the twin's largest move plus) are
- * held to the quantum, the issue's bound. Measured: see each case.
+ * held to the quantum, the issue's bound; the first step also to the
+ * quantum alone (the creeping liver's motion would let a refinement without
+ * its fit through). Measured (load 18 on 2 cores, which changes no figure):
+ * the pick 79-81 triangles, 8,776 -> 9,304-9,316 nodes, rest change 0.38
+ * mm, no vertex limited, blend 0.227 s; XPBD: fit 3.7 um, first step 3.9
+ * um (the twin 68 um), steps 2-233 at most 0.73 um beyond the twin's
+ * largest move (without the fit: first step 53.6 um, checked); mass-spring:
+ * first step 6.2 um (the twin 62 um).
  * Under the sanitizers (memory and undefined behaviour, not the figures):
  * 0.8 mm pressed in 6 steps, a few steps of the blend, mass-spring only.
  */
@@ -244,12 +251,14 @@ START_TEST(test_liver_smooth_ms) {
 }
 END_TEST
 
+#ifndef TS_TEST_SANITIZED /* the same smoothing and hand-over code; XPBD's fit is the patch's too */
 /* XPBD */
 START_TEST(test_liver_smooth_xpbd) {
   double worst = 0, blend = 0;
   smooth_case(1, &worst, &blend);
 }
 END_TEST
+#endif
 
 static Suite *suite(void) {
   Suite *s = suite_create("refine_smooth_liver");
@@ -257,7 +266,7 @@ static Suite *suite(void) {
   tcase_set_timeout(ms, 540);
   tcase_add_test(ms, test_liver_smooth_ms);
   suite_add_tcase(s, ms);
-#ifndef TS_TEST_SANITIZED /* the same smoothing and hand-over code; XPBD's fit is the patch's too */
+#ifndef TS_TEST_SANITIZED
   TCase *xp = tcase_create("xpbd");
   tcase_set_timeout(xp, 540);
   tcase_add_test(xp, test_liver_smooth_xpbd);
