@@ -71,10 +71,12 @@ void ctl_usage(FILE *out) {
           "                            delta), max_disp_mm (largest displacement since the\n"
           "                            first keyframe), force (N on the tool),\n"
           "                            last_pose_seq, tool_y\n"
-          "  refine --session N [--leb] [--triangles I,J,...] [--ray OX,OY,OZ,DX,DY,DZ]\n"
-          "         [--range M] [--max-edge M]\n"
+          "  refine --session N [--leb | --midpoints] [--triangles I,J,...]\n"
+          "         [--ray OX,OY,OZ,DX,DY,DZ] [--range M] [--max-edge M]\n"
           "                            refine the session's tissue while it runs (needs the\n"
-          "                            key): Loop (default) or longest-edge bisection on\n"
+          "                            key): Loop (default; with its smoothing rules on the\n"
+          "                            rest shape, --midpoints: new rest positions at edge\n"
+          "                            midpoints) or longest-edge bisection on\n"
           "                            the given outer-surface triangles (indices into the\n"
           "                            keyframe topology), or on those within M metres\n"
           "                            (default 0.005) of where the ray meets the surface\n"
@@ -261,6 +263,9 @@ int ctl_parse_args(int argc, char **argv, const char *default_cred, ctl_args *o)
       b = parse_num(o, a, v, 1e-6, 1000, &o->scale);
     } else if (!strcmp(a, "--leb") && !strcmp(cmd, "refine")) {
       o->leb = 1;
+      used = 1; /* no value */
+    } else if (!strcmp(a, "--midpoints") && !strcmp(cmd, "refine")) {
+      o->midpoints = 1;
       used = 1; /* no value */
     } else if (!strcmp(a, "--triangles") && !strcmp(cmd, "refine") && v) {
       o->tris_s = v;

@@ -47,7 +47,7 @@ typedef struct ctl_args {
   double session;            /* -1 when not given */
   double depth, seconds, radius, rate;
   double frames;             /* watch: stop after this many frames; 0 = no limit */
-  int leb;
+  int leb, midpoints;
   const char *tris_s, *ray_s;
   double range, max_edge;
   double mu[2];

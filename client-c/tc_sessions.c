@@ -136,6 +136,7 @@ int tc_refine(tc_client *c, const tc_refine_params *p, tc_refined *out) {
   }
   m.range = (float)p->range;
   m.max_edge = (float)p->max_edge;
+  m.midpoint_rest = p->midpoint_rest != 0;
   Envelope env = TISSUED__V1__ENVELOPE__INIT;
   env.body_case = TISSUED__V1__ENVELOPE__BODY_REFINE_REGION;
   env.refine_region = &m;

@@ -273,6 +273,8 @@ typedef struct tc_refine_params {
   double ray_direction[3];
   double range;                 /* m; 0 = the server's default (5 mm) */
   double max_edge;              /* LEB: m; 0 = half the region's longest edge */
+  int midpoint_rest;            /* LOOP: 1 = rest positions at edge midpoints (no
+                                   smoothing); 0 = Loop's smoothing rules (the default) */
 } tc_refine_params;
 typedef struct tc_refined {
   uint32_t vertex_count, triangle_count, selected_triangles, new_vertices;

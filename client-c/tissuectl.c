@@ -465,11 +465,11 @@ static int parse_list(const char *s, double *out, int n, int exact) {
   return exact && k != n ? -1 : k;
 }
 
-static int cmd_refine(tc_client *c, uint32_t session, int leb, const char *tris_s,
+static int cmd_refine(tc_client *c, uint32_t session, int leb, int midpoints, const char *tris_s,
                       const char *ray_s, double range, double max_edge) {
   tc_refine_params p = {.session_id = session, .method = leb ? TC_REFINE_LEB : TC_REFINE_LOOP,
                         .ray_origin = {0, 0.05, 0}, .ray_direction = {0, -1, 0},
-                        .range = range, .max_edge = max_edge};
+                        .range = range, .max_edge = max_edge, .midpoint_rest = midpoints};
   uint32_t tris[256];
   if (tris_s) {
     double v[256];
@@ -620,7 +620,7 @@ int main(int argc, char **argv) {
   else if (o.is_shortcut)
     rc = cmd_shortcut(c, (uint32_t)o.session, o.use_learned, (int64_t)o.model_id);
   else if (o.is_refine)
-    rc = cmd_refine(c, (uint32_t)o.session, o.leb, o.tris_s, o.ray_s, o.range, o.max_edge);
+    rc = cmd_refine(c, (uint32_t)o.session, o.leb, o.midpoints, o.tris_s, o.ray_s, o.range, o.max_edge);
   else
     rc = cmd_frames(c, (uint32_t)o.session, o.is_poke, o.seconds, (long)o.frames, o.radius,
                     o.depth, (uint32_t)o.rate, o.have_mu ? o.mu : NULL);

@@ -72,6 +72,7 @@ struct ts_refine_req {
   uint32_t session_id;
   uint64_t conn_id, rid;
   int method;             /* TS_REFINE_* */
+  int smooth;             /* LOOP: Loop's smoothing rules on the rest shape (not midpoint_rest) */
   uint32_t *tris;         /* render triangle indices; NULL: by ray */
   uint32_t n_tris;
   double origin[3], dir[3];
@@ -228,6 +229,7 @@ void ts_refine_request(ts_conn *c, uint64_t rid, const Tissued__V1__RefineRegion
   q->conn_id = c->id;
   q->rid = rid;
   q->method = m->method == TISSUED__V1__REFINE_REGION__METHOD__LEB ? TS_REFINE_LEB : TS_REFINE_LOOP;
+  q->smooth = q->method == TS_REFINE_LOOP && !m->midpoint_rest;
   q->n_tris = (uint32_t)m->n_triangles;
   if (q->n_tris) memcpy(q->tris, m->triangles, sizeof *q->tris * q->n_tris);
   if (!q->n_tris) {
@@ -331,10 +333,12 @@ static void refine_work(ts_job *j, ts_storage *st) {
   int rc = select_tris(q, &sel, &n, q->err, sizeof q->err);
   memset(&q->info, 0, sizeof q->info);
   if (!rc) {
-    /* the default blend (ts_handover.h); the session's tools (spheres,
+    /* Loop with its smoothing rules unless asked for midpoints (ts_refine.h:
+     * the smoothing limited, its blend as long as its rest change needs);
+     * the default blend (ts_handover.h); the session's tools (spheres,
      * capsules, meshes, jaws) give the new nodes inside them their contact
      * allowance (made again at the install, where they are then) */
-    ts_refine_opts o = {q->method, q->max_edge, q->max_nodes, 0, 0, q->tools, TS_MAX_TOOLS, TS_REFINE_REBUILD_LOCAL,
+    ts_refine_opts o = {q->method, q->max_edge, q->max_nodes, q->smooth, 0, q->tools, TS_MAX_TOOLS, TS_REFINE_REBUILD_LOCAL,
                         TS_HANDOVER_MS_DEFAULT, 0};
     rc = ts_refine_run(q->src, q->snap, sel, n, &o, &q->nt, &q->nsrc, &q->info, q->err, sizeof q->err);
   }

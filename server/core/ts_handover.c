@@ -94,6 +94,18 @@ static int create_args(const ts_tissue *old, const ts_tissue *nt, const uint32_t
   return 0;
 }
 
+/* Whether old's spring k, at weight w of the earlier hand-over's rest
+ * lengths hrest, keeping its tension in nt's spring sp (same ends, other
+ * constants) would take a rest length more than its length away from its
+ * length (create_mapped says why that is refused). */
+static int changed_far(const ts_tissue *old, uint32_t k, const double *hrest, double w, const ts_tissue *nt,
+                       const ts_spring *sp) {
+  const ts_spring *os = &old->springs[k];
+  const double l = ts__handover_spring_length(nt, sp);
+  const double T = ts__handover_tension(os, ts__handover_spring_length(old, os), ts__handover_rest_at(old, k, hrest, w));
+  return fabs(ts__handover_rest_for(sp, l, T) - l) > l;
+}
+
 /* ts_handover_create with the topologies' map m (made for old and nt; not
  * taken: out->map is NULL); ms_rest: the mass-spring step's form
  * (TS_HANDOVER_MS_REST: 1). */
@@ -148,11 +160,39 @@ static int create_mapped(const ts_tissue *old, const ts_tissue *nt, const uint32
    * two refinements, which a session does not make: its form is the
    * default) it saw the springs' own rest lengths, and these rest lengths
    * are then XPBD's. */
+  /* A spring that was there with other constants (same ends: the prisms
+   * around it were split, so its volume share, and k, fell) keeps its
+   * tension, except during an earlier hand-over where that would put its
+   * rest length more than its length away from its length (changed_far):
+   * there it keeps its blended rest length (its strain). Why: the tension
+   * kept in a softer spring scales its compression by the stiffness ratio,
+   * and a hand-over's rest lengths are already such a scaled tension, so a
+   * second refinement during the blend scales it again. Measured
+   * (test_refine_smooth's smooth_live, XPBD, sphere pressed 3 mm, Loop with
+   * the smoothing rules, then LEB 40 ms into its 0.262 s blend, weight
+   * 0.94): the column spring under the sphere, k 70.3 -> 13.5 N/m at 0.83
+   * mm, got a rest length of 8.1 mm (the first hand-over's 2.3 mm, itself
+   * a tension kept with k 4x down); XPBD's unconverged sweeps cannot
+   * balance such a prestress: the fit's first trial was 0.46 mm off and its
+   * 12 trials ended 71 um off. With the strain kept there: the first trial
+   * 0.16 mm off, fitted to 1.5 um, the blend's later steps within 4.2 um
+   * beyond the twin's. For every changed spring during a blend (not only
+   * the far ones) the midpoint cases' second refinement went from 1.7-2.3
+   * to 2.7-3.2 um in its first step; with the bound 2.3-2.8 um, its later
+   * steps 4.9-5.9 um beyond the twin's (3.3-3.8 um before; test_refine_xpbd,
+   * all within the 10 um quantum). A first
+   * refinement keeps the tension (the strain there: the smoothed case's
+   * first trial 41 um off against 2.3 um, a blend step 11 um over the
+   * twin's). The mass-spring step's node term makes up the force either
+   * way (its figures unchanged). */
   for (uint32_t j = 0; j < nt->n_springs; j++) {
     const ts_spring *sp = &nt->springs[j];
     const uint32_t k = m->from[j];
     if (k != UINT32_MAX && m->same[j]) {
       h->rest[j] = ts__handover_rest_at(old, k, ohrest, w_old); /* the same spring: as it was */
+    } else if (k != UINT32_MAX && oh && w_old > 0 && old->springs[k].a == sp->a && old->springs[k].b == sp->b &&
+               changed_far(old, k, ohrest, w_old, nt, sp)) {
+      h->rest[j] = ts__handover_rest_at(old, k, ohrest, w_old); /* changed during a blend: its strain */
     } else if (k != UINT32_MAX) {
       const ts_spring *os = &old->springs[k];
       const double told = ts__handover_tension(os, ts__handover_spring_length(old, os), ts__handover_rest_at(old, k, ohrest, w_old));

@@ -133,8 +133,10 @@
  *     beyond the twin's: the smoothed rest shape is 0.44 mm away, and at the
  *     smoothstep's steepest the blend moves the tissue 1.5 / T of that a
  *     second), and a second refinement under the sphere 40 ms into the
- *     blend 22 um off in its first step (the twin 8.9 um), as XPBD's 21 um:
- *     so a live Loop keeps midpoints (ts_refine.h).
+ *     blend 22 um off in its first step (the twin 8.9 um), as XPBD's 21 um;
+ *     a live Loop's smoothing is therefore limited and blended as long as
+ *     its rest change needs (ts_refine_smooth.h), within the bound then
+ *     (ts_refine.h has the figures).
  * The strain limits widen to both rest lengths' ranges during the blend
  * (ts_ms_handover.c: with the blended range alone a compressed spring
  * snapped, 0.4 mm off in a second refinement's first step).

@@ -18,8 +18,9 @@
  *     state: nothing a client sees moves);
  *   - rest positions: LEB's midpoints; for Loop, either Loop's topology
  *     with midpoints (TS_LOOP_LINEAR, smooth_rest 0: what server/refine.c
- *     passes, the live default) or Loop's smoothing rules made fit for a
- *     live refinement (smooth_rest 1, ts_refine_smooth.h: the offline
+ *     passes for RefineRegion.midpoint_rest) or Loop's smoothing rules made
+ *     fit for a live refinement (smooth_rest 1, the live default,
+ *     ts_refine_smooth.h: the offline
  *     `tissuetool mesh subdivide --loop` rest shape, TS_LOOP_SMOOTH of the
  *     same selection through every sheet, where it inverts no prism, turns
  *     no triangle over and makes no sheets cross; a vertex where it does
@@ -51,16 +52,22 @@
  *       (as before, smooth_rate 1 m/s) the sagging blend is over it (10.6
  *       um at step 32; 12.6 um measured before the hand-over in rest
  *       lengths, 11.6 um pressed);
- *       not within: XPBD's second refinement during a smoothed blend,
- *       whose fit (ts_handover_fit_xpbd) ends 71 um off after its 12
- *       trials (midpoints: 1.5-2.3 um), against the bound's 10 um; and
- *       the liver's presses (test_refine_liver) are not measured with it.
+ *       XPBD's second refinement (LEB) 40 ms into the blend 1.5 um off
+ *       after its fit, no later step more than 4.2 um beyond (its fit
+ *       ended 71 um off before a spring whose constants change keeps its
+ *       strain during a blend, ts_handover.c);
+ *     the liver pressed 2 mm and held (test_refine_smooth_liver, the
+ *     daemon's build and settings, the 5 mm pick: rest change 0.38 mm, no
+ *     vertex limited, blend 0.227 s): first step 6.2 um (mass-spring) and
+ *     3.9 um (XPBD, fitted) off, the twin moving 62-68 um, no later step
+ *     of the blend more than 6.8 um (mass-spring) and 0.73 um (XPBD)
+ *     beyond the twin's largest move.
  *     On the liver's 1,000-triangle top region the unlimited smoothing
  *     inverts 7 prisms under 3 turned-over sliver triangles (which
  *     ts_refine_run would refuse); the limiter takes 6 vertices back, in 2
  *     rounds, and keeps the smoothing elsewhere (rest change up to 0.49
- *     mm, blend 0.29 s). So smooth_rest stays an option: the live default
- *     is midpoints until XPBD's fit after a smoothed blend converges;
+ *     mm, blend 0.29 s). So smooth_rest is the live default (server/refine.c),
+ *     midpoints on request (RefineRegion.midpoint_rest);
  *   - springs are rebuilt locally (ts_refine_springs.c), equal to the
  *     whole build (ts_tissue_build on the refined extrusion, renumbered) to
  *     the bit and in its order: a spring with an end on a changed surface
@@ -191,8 +198,8 @@ typedef struct ts_refine_opts {
                           where they would invert, turn over or cross, with a blend as
                           long as their rest change needs (ts_refine_smooth.h); 0 = Loop's
                           topology with new rest positions at edge midpoints and old ones
-                          kept (TS_LOOP_LINEAR). See the top of this file for why a live
-                          session uses 0 (measured figures there). */
+                          kept (TS_LOOP_LINEAR). A live session uses 1 unless asked for
+                          midpoints (server/refine.c; measured figures at the top). */
   double blend_time;   /* the hand-over's blend time (ts_handover.h), s: 0 = the
                           default TS_HANDOVER_DEFAULT_TIME (0.2 s), longer when Loop's
                           smoothing needs it (smooth_rest) or an earlier blend under way

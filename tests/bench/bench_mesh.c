@@ -120,7 +120,10 @@
  *                      their mass and of the tissue's);
  *   refine_rebuild_loop_s, refine_rebuild_leb_s   the refinement's springs
  *                      rebuilt locally against the whole build, on the same
- *                      region at rest (bench_mesh_rebuild.c says what).
+ *                      region at rest (bench_mesh_rebuild.c says what);
+ *   refine_smooth_cross_s   the crossing check's share of a refinement with
+ *                      Loop's smoothing rules, on the same region at rest
+ *                      (bench_mesh_smooth.c says what).
  */
 #include <math.h>
 #include <pthread.h>
@@ -131,6 +134,7 @@
 #include <time.h>
 
 #include "bench_mesh_rebuild.h"
+#include "bench_mesh_smooth.h"
 #include "bench_report.h"
 #include "bench_scenario.h"
 #include "ts_error.h"
@@ -758,6 +762,7 @@ static int time_refined_steps(const char *name, ts_tissue *t, const ts_extrusion
     goto out;
   }
   if (ts_bench_mesh_rebuild(name, t, src, sel, ns, n->refines)) goto out;
+  if (ts_bench_mesh_smooth(name, t, src, sel, ns, n->refines)) goto out;
   uint32_t sub0 = 0;
   const double base = time_steps(t, n->ms_steps, &sub0);
   if (base < 0) goto out;

@@ -116,6 +116,7 @@ static void check_run(const fuzz_argv *a, const ctl_args *o, const char *cred) {
   check_str(a, o->ray_s, NULL, 1);
   if (o->have_mu && (!isfinite(o->mu[0]) || !isfinite(o->mu[1]))) abort();
   if (o->leb && !o->is_refine) abort();
+  if (o->midpoints && !o->is_refine) abort();
   /* what main() casts (the session id only for the commands that take it) */
   if (o->is_poke || o->is_watch || o->is_refine || o->is_train || o->is_shortcut)
     sink += (uint32_t)o->session;

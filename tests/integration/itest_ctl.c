@@ -6,7 +6,7 @@
  *   - a session's life: create (tokens printed), sessions lists it, poke
  *     presses the patch (frames with a tool force and a displacement), watch
  *     with the observer token sees frames, refine grows the vertex count and a
- *     later watch sees the refined tissue;
+ *     later watch sees the refined tissue; refine --midpoints refines again;
  *   - a mesh upload (the shared liver, centimetres) and a session of the
  *     stored tissue by name; models list on an empty database;
  *   - the learned shortcut from the command line (issue 6): create --solver
@@ -180,6 +180,13 @@ START_TEST(test_session_life) {
   ck_assert_int_ge(n, 1);
   ck_assert_ptr_nonnull(strstr(v[0], "\"keyframe\":true"));
   ck_assert(jnum(v[0], "vertices") == verts2);
+
+  /* Loop again with midpoint rest positions (--midpoints: the smoothing
+   * off, RefineRegion.midpoint_rest), during the first one's blend */
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "refine", "--session", sid_s, "--midpoints");
+  ck_assert_msg(o.status == 0, "refine --midpoints: %s", o.err);
+  ck_assert_int_eq(lines(&o, v, 512), 1);
+  ck_assert(jnum(v[0], "new_vertices") > 0 && jnum(v[0], "vertex_count") == verts2 + jnum(v[0], "new_vertices"));
 
   /* the observer token opens nothing else */
   run_ctl(&o, "--port", port, "--token", observer, "poke", "--session", sid_s, "--seconds", "0.2");
