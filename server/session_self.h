@@ -20,11 +20,16 @@
 struct ts_xpbd; /* core/ts_xpbd.h */
 
 /* The daemon's --self-contact-max-nodes default. The rule: the detection
- * (the tree walk) on a tissue at rest may take at most a tenth of a 1 kHz
- * session's 1 ms step on one core, so that a physics thread hosting
+ * (the tree walk) of a tissue without a fold may take about a quarter of a
+ * 1 kHz session's 1 ms step on one core, so that a physics thread hosting
  * several sessions keeps its rate when one of them asks for self-contact.
- * Measured (tests/bench/run --quick self): ... */
-#define TS_SELF_CONTACT_MAX_NODES_DEFAULT 16384
+ * Measured (tests/bench/run --quick self, load 11-12 on 2 cores, CPU time,
+ * the standard path's dented states): 45-55 ns a surface node on the
+ * patches (patch-S 5,392 nodes 0.24 ms, patch-L 40,882 2.2 ms), so about
+ * 5,500 nodes; 6000 admits patch-S and the liver (4,388 nodes, 0.81 ms: its
+ * larger triangles cost more per node) and refuses patch-L. Folded, the
+ * walk prunes little (patch-S 9.9 ms, patch-L 150 ms a step). */
+#define TS_SELF_CONTACT_MAX_NODES_DEFAULT 6000
 
 typedef struct ts_session_self {
   ts_self_contact sc;

@@ -2,7 +2,8 @@
  * ts_self_contact.h: a tissue's contact with itself (issue 5: "self-contact
  * where enabled"): a fold of the surface that brings one part onto another
  * must not pass through it. Off by default in a session (CreateSession.
- * self_contact): it costs a tree query per surface node per (sub)step.
+ * self_contact): it costs a walk of the tissue's tree against itself per
+ * (sub)step, and the daemon refuses it on large tissues (session_self.h).
  *
  * The primitive is vertex-triangle proximity on the contact surface
  * (ts_tissue_contact_tris: the solid's closed boundary, outward faces): a
@@ -19,12 +20,17 @@
  * whose fat box holds it) are tested against the other triangle. So every
  * (node, triangle) pair is tested at most once, and every pair in contact
  * (the node within h of a point of the triangle) is met. The walk leaves
- * out, as high up the tree as it can, the node pairs whose rest boxes lie
- * wholly within rest_skip of each other (every pair below them is skipped
- * by the rule below): on a tissue at rest nearly all of it. Measured
- * (bench_self): patch-L (40,882 surface nodes) ... (filled in below).
- * The former method, one box query per surface node
- * (ts_self_contact_detect_pernode), stays as the benchmark's reference.
+ * out, as high up the tree as it can, the subtree pairs whose rest boxes
+ * lie wholly within rest_skip of each other (every pair below them is
+ * skipped by the rule below) and those whose displacement boxes (x - rest)
+ * lie wholly within rest_skip - h (see ts_self_contact.c): a tissue at
+ * rest, sagging or dented is done near the root. Measured (bench_self,
+ * load 11-12 on 2 cores, CPU time, the standard path's dented states):
+ * patch-L's 40,882 surface nodes 2.2 ms a step beside 130 ms for the
+ * former method, one box query per surface node
+ * (ts_self_contact_detect_pernode, kept as the reference); the liver's
+ * 4,388 0.81 ms beside 7.9 ms. A fold leaves little to prune: patch-L
+ * folded in half 150 ms beside 203 ms, patch-S 9.9 ms beside 5.7 ms.
  *
  * Left out (the skip rule): a pair whose node and triangle are closer than
  * rest_skip in the rest shape (the node's rest position to the triangle's
@@ -51,9 +57,10 @@
  * per-contact anchors this pass does not keep).
  *
  * Bounded work: at most cap contacts per detection (further ones are
- * counted in `overflow`, never silently dropped) and at most cand_cap
- * candidate triangles per node (further ones counted too). Nothing is
- * allocated after ts_self_contact_init.
+ * counted in `overflow`, never silently dropped; the per-node reference
+ * also takes at most cand_cap candidate triangles per node, further ones
+ * counted too). Nothing is allocated after ts_self_contact_init but the
+ * walk's per-tree data (ts_self_contact_bind).
  */
 #ifndef TS_SELF_CONTACT_H
 #define TS_SELF_CONTACT_H
@@ -74,7 +81,8 @@ typedef struct ts_self_contact_def {
 /* Defaults: h = 1 mm (half the default patch's thinnest layer pair, more
  * than a node moves in a 1 ms step at 0.5 m/s), rest_skip = 4 h (more than
  * the default patch's 4.5 mm thickness, so the outer and inner sheets of one
- * column are never a pair), 8192 contacts, 256 candidates per node. */
+ * column are never a pair), 8192 contacts, 256 candidates per node (the
+ * per-node reference). */
 ts_self_contact_def ts_default_self_contact_def(void);
 
 typedef struct ts_self_pair {
