@@ -460,6 +460,55 @@ START_TEST(test_detect_methods) {
 }
 END_TEST
 
+/* The pruning bounds are tight, not just safe: one outer-sheet node of a
+ * flat patch (2 mm triangles) lifted 0.5 mm and slid 4.2 to 8 mm along x
+ * over triangles it was 4 mm or more from at rest (in contact with them:
+ * in front, closer than h); its displacement differs from theirs by the
+ * slide, just over rest_skip - h = 3 mm at the least. The walk finds what
+ * the brute force finds (a displacement bound of rest_skip + h, or a
+ * rest bound of 1.5 rest_skip, loses the short slides' pairs). */
+START_TEST(test_detect_slide) {
+  ts_tissue *t = flat_patch(41);
+  double (*x)[3] = malloc(sizeof *x * t->n_nodes);
+  ck_assert_ptr_nonnull(x);
+  ts_self_contact w;
+  ck_assert_int_eq(ts_self_contact_init(&w, NULL), 0);
+  ts_self_pair *ref = malloc(sizeof *ref * w.def.cap);
+  ck_assert_ptr_nonnull(ref);
+  ts_aabb_tree *tree = NULL;
+  ck_assert_int_eq(ts_aabb_tree_create_tissue(NULL, t, &tree), 0);
+  /* the outer-sheet node nearest (-10 mm, 0, 5 mm) */
+  uint32_t p = 0;
+  double best = INFINITY;
+  for (uint32_t j = 0; j < t->nodes_per_sheet; j++) {
+    const double dx = t->rest[j][0] + 0.01, dz = t->rest[j][2] - 0.005;
+    if (dx * dx + dz * dz < best) best = dx * dx + dz * dz, p = j;
+  }
+  static const double slide[] = {4.2e-3, 4.6e-3, 5.0e-3, 5.5e-3, 6.5e-3, 8e-3};
+  uint32_t total = 0;
+  for (size_t k = 0; k < sizeof slide / sizeof slide[0]; k++) {
+    memcpy(x, t->rest, sizeof *x * t->n_nodes);
+    x[p][0] += slide[k];
+    x[p][1] += 0.5e-3;
+    ck_assert_int_ge(ts_aabb_tree_refit(tree, (const double (*)[3])x), 0);
+    ts_self_contact_detect(&w, tree, t, (const double (*)[3])x);
+    const uint32_t nb = ts_self_contact_brute(&w.def, t, (const double (*)[3])x, ref, w.def.cap);
+    ck_assert_uint_eq(w.found, nb);
+    for (uint32_t i = 0; i < nb; i++)
+      ck_assert_msg(same_pair(&w.pair[i], &ref[i]), "slide %g mm: pair %u differs", slide[k] * 1e3, i);
+    if (slide[k] < 5e-3) ck_assert_uint_gt(nb, 0); /* the short slides do touch */
+    total += nb;
+  }
+  fprintf(stderr, "test_self_contact: one node slid 4.2-8 mm over its sheet: %u pairs, as the "
+          "brute force\n", total);
+  ts_aabb_tree_destroy(tree);
+  ts_self_contact_free(&w);
+  free(ref);
+  free(x);
+  ts_tissue_destroy(t);
+}
+END_TEST
+
 /* The flat patch at rest has no pairs: its outer and inner sheets face
  * away from each other, and its rim nodes lie beside the side walls, not
  * over them (the count without the skip rule is printed: 0 too; the skip
@@ -501,6 +550,7 @@ int main(void) {
   tcase_add_test(tc, test_detect_brute);
   tcase_add_test(tc, test_walk_pairs);
   tcase_add_test(tc, test_detect_methods);
+  tcase_add_test(tc, test_detect_slide);
   tcase_add_test(tc, test_rest_none);
   tcase_add_test(tc, test_bad_def);
   tcase_add_test(tc, test_fold_massspring);
