@@ -6,6 +6,13 @@
  *     a patch: the same pairs, and the same barycentric coordinates and
  *     normals bit for bit (both sides run the same exact test on the same
  *     doubles; the tree only chooses which pairs are tested);
+ *   - the tree walked against itself (ts_aabb_self.h) hands over exactly
+ *     the leaf pairs of an all-pairs test of the leaf boxes, each unordered
+ *     pair once, plain and with the rest and displacement boxes' pruning;
+ *     the walk's detection equals the former per-node query and the brute
+ *     force with the skip rule and without, across a rebuild and a new
+ *     tree; a node slid just past the skip over its own sheet, where the
+ *     pruning bounds are tight, is found as the references find it;
  *   - a fold: the patch's left half anchored flat (outer surface at y = 0),
  *     the right half turned over it about the centre line (its outer
  *     surface 3 mm above, facing down; the springs across the crease given
@@ -15,12 +22,16 @@
  *     in mass-spring, 9.4 mm in XPBD); with it no flap node gets behind the
  *     lower sheet in XPBD (lowest 0.87 mm: the thickness, 1 mm, less the
  *     sweeps' residual) and none more than 0.25 mm in mass-spring (lowest
- *     -0.09 mm; see fold_case for why it may dip).
+ *     -0.12 mm with the pairs in node order, -0.09 mm in
+ *     the former query order; see fold_case for why it may dip).
  *
  * Turning the response off (ts_self_contact_project returning at once) or
  * the detection (ts_self_contact_detect storing nothing) fails the fold's
  * "with" cases (measured: the flap ends about as deep as without), and a
- * detection that skips candidates fails the brute-force comparison.
+ * detection that skips candidates fails the brute-force comparison. The
+ * walk visiting mirrors too fails the three comparisons (twice the pairs);
+ * a displacement bound of rest_skip + h instead of rest_skip - h, or a rest
+ * bound of 1.5 rest_skip, fails the slide (checked by editing them in).
  */
 #include <check.h>
 #include <math.h>
@@ -174,7 +185,7 @@ static double run_fold(int solver, int self, uint32_t *pairs) {
  * the pass is a constraint of every sweep of every substep. Mass-spring:
  * 0.25 mm, the pass runs once per 1 ms step, so a node faster than the
  * thickness per step (1 m/s; the thrown flap's rim whips past 2 m/s) can
- * get behind before it is seen (measured: 0.09 mm) and is then left to the
+ * get behind before it is seen (measured: 0.12 mm) and is then left to the
  * elastic model. */
 static void fold_case(int solver, const char *name, double tol) {
   uint32_t p_off, p_on;
@@ -256,6 +267,14 @@ END_TEST
 
 /* ---- the tree walked against itself (ts_aabb_self.h) ---- */
 
+/* folded states of the all-pairs comparison (6,600 leaves: 22 million box
+ * pairs each); the sanitizer builds take two, at a twentieth of the speed */
+#ifdef TS_TEST_SANITIZED
+#define WALK_TRIALS 2
+#else
+#define WALK_TRIALS 4
+#endif
+
 typedef struct leaf_list {
   uint64_t *key; /* min(a, b) << 32 | max(a, b) */
   uint32_t n, cap;
@@ -313,9 +332,12 @@ START_TEST(test_walk_pairs) {
   ck_assert(got.key && want.key && rlo && rhi && dlo && dhi);
   const double g = 1e-3, skip = 4e-3, dskip = 3e-3;
   uint64_t total_both = 0;
+  const uint32_t meet_cap = nl * 64;
+  uint64_t *meet = malloc(sizeof *meet * meet_cap);
+  ck_assert_ptr_nonnull(meet);
   srand(11);
   uint64_t total = 0, total_pruned = 0;
-  for (int trial = 0; trial < 4; trial++) {
+  for (int trial = 0; trial < WALK_TRIALS; trial++) {
     fold_positions(t, x);
     const double drop = GAP - 2e-3 * rand() / RAND_MAX;
     for (uint32_t i = 0; i < t->n_nodes; i++) {
@@ -323,10 +345,19 @@ START_TEST(test_walk_pairs) {
       for (int k = 0; k < 3; k++) x[i][k] += 0.8e-3 * (2.0 * rand() / RAND_MAX - 1);
     }
     ck_assert_int_ge(ts_aabb_tree_refit(tree, (const double (*)[3])x), 0);
-    if (trial == 2) ck_assert_int_eq(ts_aabb_tree_rebuild(tree, (const double (*)[3])x), 0);
+    if (trial == 1) ck_assert_int_eq(ts_aabb_tree_rebuild(tree, (const double (*)[3])x), 0);
     ck_assert_int_eq(ts_aabb_self_boxes(tree, (const double (*)[3])t->rest, NULL, rlo, rhi), 0);
     ck_assert_int_eq(ts_aabb_self_boxes(tree, (const double (*)[3])x, (const double (*)[3])t->rest,
                                         dlo, dhi), 0);
+    /* the all-pairs test once: the leaf pairs whose boxes meet */
+    uint32_t nmeet = 0;
+    for (uint32_t a = 0; a < nl; a++)
+      for (uint32_t b = a + 1; b < nl; b++) {
+        const ts_aabb_node *na = &tree->nodes[tree->leaf[a]], *nb = &tree->nodes[tree->leaf[b]];
+        if (!boxes_meet(na->lo, na->hi, nb->lo, nb->hi, g)) continue;
+        ck_assert_uint_lt(nmeet, meet_cap);
+        meet[nmeet++] = (uint64_t)a << 32 | b;
+      }
     /* plain; the rest boxes; the rest and the displacement boxes */
     for (int pruned = 0; pruned < 3; pruned++) {
       ts_aabb_self_def d = {.grow = g};
@@ -337,11 +368,9 @@ START_TEST(test_walk_pairs) {
       ck_assert_int_eq(ts_aabb_self_walk(tree, &d, collect, &got, &st), 0);
       ck_assert_uint_eq(got.self_pairs, 0);
       ck_assert_uint_eq(st.leaf_pairs, got.n);
-      for (uint32_t a = 0; a < nl; a++)
-        for (uint32_t b = a + 1; b < nl; b++) {
+      for (uint32_t m = 0; m < nmeet; m++) {
+          const uint32_t a = (uint32_t)(meet[m] >> 32), b = (uint32_t)meet[m];
           const int32_t la = tree->leaf[a], lb = tree->leaf[b];
-          const ts_aabb_node *na = &tree->nodes[la], *nb = &tree->nodes[lb];
-          if (!boxes_meet(na->lo, na->hi, nb->lo, nb->hi, g)) continue;
           /* the walk's own threshold: skip less 1e-9 of it (ts_aabb_self.h) */
           const double sk = skip * (1 - 1e-9);
           if (pruned && far2(rlo[la], rhi[la], rlo[lb], rhi[lb]) < sk * sk) continue;
@@ -367,10 +396,10 @@ START_TEST(test_walk_pairs) {
       }
     }
   }
-  fprintf(stderr, "test_self_contact: tree against itself on 4 folded states: %llu leaf pairs "
+  fprintf(stderr, "test_self_contact: tree against itself on %d folded states: %llu leaf pairs "
           "as the all-pairs test, %llu of them beyond the rest boxes' skip, %llu beyond the "
           "displacement boxes' too\n",
-          (unsigned long long)total, (unsigned long long)total_pruned,
+          WALK_TRIALS, (unsigned long long)total, (unsigned long long)total_pruned,
           (unsigned long long)total_both);
   ck_assert_uint_gt(total, 1000);
   ck_assert_uint_lt(total_pruned, total); /* the rest boxes do leave pairs out */
@@ -385,6 +414,7 @@ START_TEST(test_walk_pairs) {
   free(rhi);
   free(dlo);
   free(dhi);
+  free(meet);
   free(x);
   ts_tissue_destroy(t);
 }
