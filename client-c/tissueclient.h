@@ -221,7 +221,8 @@ typedef struct tc_create_params {
   double tool_stiffness; /* N/m: the wall two tools of the session feel (CreateSession.
                             tool_stiffness); 0: the server's (1000, 1 N/mm); else the server
                             takes 100..20000 */
-  int self_contact;      /* nonzero: tissue self-contact (CreateSession.self_contact);
+  int self_contact;      /* nonzero: tissue self-contact (CreateSession.self_contact;
+                            TS_ETOOBIG over the server's --self-contact-max-nodes);
                             0: the server's default (off unless its --self-contact) */
 } tc_create_params;
 int tc_create_session_ex(tc_client *c, const tc_create_params *p, uint32_t *session_id,

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "core/ts_tool_contact.h"
+#include "session_self.h"
 #include "log.h"
 
 #ifndef TS_DEFAULT_WEB_ROOT
@@ -138,7 +139,12 @@ static const setting settings[] = {
     {"self-contact", T_INT, OFF(self_contact), 0, 0, 1,
      "1: every mass-spring and XPBD session keeps its tissue from passing through itself "
      "(tissue self-contact, as CreateSession.self_contact asks for one session); 0 "
-     "(default): only sessions that ask, as it costs a tree query per surface node per step"},
+     "(default): only sessions that ask; a tissue over --self-contact-max-nodes then runs "
+     "without it (logged, SessionInfo.self_contact false)"},
+    {"self-contact-max-nodes", T_INT, OFF(self_contact_max_nodes), 0, 0, 10000000,
+     "surface nodes of a tissue that self-contact runs on at most: its detection's cost per "
+     "step grows with them and its physics thread steps other sessions too; a CreateSession "
+     "asking for self-contact on a larger tissue is refused (TS_ETOOBIG)"},
     {"log-level", T_LOG, OFF(log_level), 0, 0, 0, "error, warn, info or debug"},
 };
 #define N_SETTINGS (sizeof settings / sizeof settings[0])
@@ -181,6 +187,7 @@ void ts_config_defaults(ts_config *c) {
   c->max_training_samples = 100000;
   c->qs_refine_edge = -1; /* auto */
   c->local_mass_scaling = 1;
+  c->self_contact_max_nodes = TS_SELF_CONTACT_MAX_NODES_DEFAULT;
   c->log_level = TS_LOG_INFO;
 }
 

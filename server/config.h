@@ -69,6 +69,9 @@ typedef struct ts_config {
                                  count (core/ts_ms_local.c; the default); 0 off */
   int self_contact;           /* 1: every mass-spring and XPBD session runs tissue
                                  self-contact (session_self.h); 0 (default): those that ask */
+  int self_contact_max_nodes; /* surface nodes of a tissue that self-contact runs on at most
+                                 (session_self.h); larger: refused, or off where only
+                                 self_contact asked (TS_SELF_CONTACT_MAX_NODES_DEFAULT) */
   int log_level;              /* TS_LOG_* */
 } ts_config;
 

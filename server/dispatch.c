@@ -324,7 +324,9 @@ static void on_create(ts_conn *c, uint64_t rid, const Tissued__V1__CreateSession
                            ? TISSUED__V1__SOLVER__SOLVER_MASS_SPRING
                            : (int)m->solver,
                        m->substeps, m->iterations, tool_k,
-                       m->self_contact || s->cfg.self_contact};
+                       /* 1: asked (refused over the limit); 2: the daemon's
+                        * --self-contact only (off over the limit) */
+                       m->self_contact ? 1 : s->cfg.self_contact ? 2 : 0};
   if (mesh) {
     ts_log_info("%s uploads a %zu-byte mesh for a session '%s' (%u layers, scale %g, dt %g s)",
                 c->peer, mesh->data.len, name, def.n_layers, mesh_scale, dt);

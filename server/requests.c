@@ -63,6 +63,7 @@ typedef struct create_job {
   uint32_t n_relaxed, n_thinned;
   double max_relaxed, min_depth_kept;
   char warning[400];
+  int self_refused;          /* refused by --self-contact-max-nodes */
 } create_job;
 
 /* A layer whose LayerSpec names a material takes the stored fits of that
@@ -311,9 +312,25 @@ static void create_work(ts_job *jb, ts_storage *st) {
   }
   /* tissue self-contact (session_self.h): the moving solvers only */
   if (!j->rc && j->sv.self_contact && j->sv.solver != TISSUED__V1__SOLVER__SOLVER_QUASI_STATIC) {
-    j->rc = ts_session_self_create(j->session->sim.tissue, &j->session->sim.self);
-    if (j->rc)
+    const uint32_t max = (uint32_t)j->server->cfg.self_contact_max_nodes;
+    uint32_t ns = 0;
+    j->rc = ts_session_self_create(j->session->sim.tissue, max, &j->session->sim.self, &ns);
+    if (j->rc == TS_ETOOBIG && j->sv.self_contact == 2) {
+      /* only the daemon-wide --self-contact asked: the session runs
+       * without it (SessionInfo.self_contact false) */
+      ts_log_warn("session '%s' runs without self-contact: its tissue has %u surface nodes, "
+                  "more than --self-contact-max-nodes %u", j->name, ns, max);
+      j->rc = 0;
+    } else if (j->rc == TS_ETOOBIG) {
+      j->self_refused = 1;
+      snprintf(j->err, sizeof j->err,
+               "self-contact refused: the tissue has %u surface nodes, more than this daemon's "
+               "limit of %u (--self-contact-max-nodes); its detection's cost per step grows with "
+               "them and would slow the other sessions on its physics thread",
+               ns, max);
+    } else if (j->rc) {
       snprintf(j->err, sizeof j->err, "cannot set up self-contact: %s", ts_strerror(j->rc));
+    }
   }
 }
 
@@ -335,7 +352,8 @@ static void create_done(ts_job *jb) {
       snprintf(j->err, sizeof j->err, "no randomness from the kernel for session tokens");
     }
   }
-  if (j->rc == TS_ETOOBIG) s->limit_refused[TS_LIMIT_MESH]++;
+  if (j->rc == TS_ETOOBIG)
+    s->limit_refused[j->self_refused ? TS_LIMIT_SELF_CONTACT : TS_LIMIT_MESH]++;
   if (j->rc || s->shutting_down) {
     if (c) ts_send_error(c, j->rid, j->rc ? j->rc : TS_ESHUTDOWN, "%s",
                          j->rc ? j->err : "server is shutting down");

@@ -200,8 +200,10 @@ typedef struct ts_solver_opts {
                                     (0: physical masses); iterations 0 */
   double tool_stiffness;         /* N/m, tool against tool (core/ts_tool_contact.h),
                                     resolved (> 0) and range-checked; every solver */
-  int self_contact;              /* nonzero: tissue self-contact (session_self.h);
-                                    mass-spring and XPBD */
+  int self_contact;              /* tissue self-contact (session_self.h), mass-spring
+                                    and XPBD: 1 asked by the CreateSession (refused on a
+                                    tissue over --self-contact-max-nodes), 2 only the
+                                    daemon's --self-contact (off there, logged); 0 off */
 } ts_solver_opts;
 
 /* Switches a new session (before physics owns it) to the XPBD solver

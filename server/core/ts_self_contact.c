@@ -1,6 +1,7 @@
 /*
  * ts_self_contact.c: a tissue's contact with itself, vertex against
- * triangle through the tissue's AABB tree, and its mass-weighted
+ * triangle through the tissue's AABB tree walked against itself
+ * (ts_aabb_self.h), and its mass-weighted
  * projection (see ts_self_contact.h for the rule and why).
  */
 #include "ts_self_contact.h"
@@ -34,6 +35,21 @@ int ts_self_contact_init(ts_self_contact *sc, const ts_self_contact_def *def) {
   return 0;
 }
 
+static void unbind(ts_self_contact *sc) {
+  free(sc->own);
+  free(sc->owner);
+  free(sc->rlo);
+  free(sc->rhi);
+  free(sc->dlo);
+  free(sc->dhi);
+  sc->own = NULL;
+  sc->owner = NULL;
+  sc->rlo = sc->rhi = sc->dlo = sc->dhi = NULL;
+  sc->b_tree = NULL;
+  sc->b_tissue = NULL;
+  sc->cap_tris = sc->cap_nodes = sc->cap_points = 0;
+}
+
 void ts_self_contact_free(ts_self_contact *sc) {
   if (!sc) return;
   free(sc->pair);
@@ -41,6 +57,55 @@ void ts_self_contact_free(ts_self_contact *sc) {
   sc->pair = NULL;
   sc->cand = NULL;
   sc->n = 0;
+  unbind(sc);
+}
+
+/* The owners and rest boxes for the bound tree as it is now (sizes within
+ * the capacities). No allocation. */
+static void compute_bound(ts_self_contact *sc, const ts_aabb_tree *tree, const ts_tissue *t) {
+  for (uint32_t p = 0; p < tree->n_points; p++) sc->owner[p] = UINT32_MAX;
+  for (uint32_t k = tree->n_tris; k-- > 0;) /* the lowest-numbered triangle wins */
+    for (int c = 0; c < 3; c++) sc->owner[tree->tris[k][c]] = k;
+  for (uint32_t k = 0; k < tree->n_tris; k++) {
+    uint8_t m = 0;
+    for (int c = 0; c < 3; c++)
+      if (sc->owner[tree->tris[k][c]] == k) m |= (uint8_t)(1u << c);
+    /* a triangle naming a node twice owns it once */
+    if (tree->tris[k][1] == tree->tris[k][0]) m &= (uint8_t)~2u;
+    if (tree->tris[k][2] == tree->tris[k][0] || tree->tris[k][2] == tree->tris[k][1])
+      m &= (uint8_t)~4u;
+    sc->own[k] = m;
+  }
+  ts_aabb_self_boxes(tree, (const double (*)[3])t->rest, NULL, sc->rlo, sc->rhi);
+  sc->b_tree = tree;
+  sc->b_tissue = t;
+  sc->b_rebuilds = tree->stats.rebuilds;
+  sc->b_tris = tree->n_tris;
+  sc->b_nodes = tree->n_nodes;
+  sc->b_points = tree->n_points;
+}
+
+int ts_self_contact_bind(ts_self_contact *sc, const ts_aabb_tree *tree, const ts_tissue *t) {
+  if (!sc || !tree || !t || !t->rest || tree->n_points > t->n_nodes) return TS_EINVAL;
+  if (tree->n_tris > sc->cap_tris || tree->n_nodes > sc->cap_nodes ||
+      tree->n_points > sc->cap_points) {
+    unbind(sc);
+    const size_t nt = tree->n_tris ? tree->n_tris : 1, nn = tree->n_nodes ? tree->n_nodes : 1,
+                 np = tree->n_points ? tree->n_points : 1;
+    sc->own = malloc(nt);
+    sc->owner = malloc(sizeof *sc->owner * np);
+    sc->rlo = malloc(sizeof *sc->rlo * nn);
+    sc->rhi = malloc(sizeof *sc->rhi * nn);
+    sc->dlo = malloc(sizeof *sc->dlo * nn);
+    sc->dhi = malloc(sizeof *sc->dhi * nn);
+    if (!sc->own || !sc->owner || !sc->rlo || !sc->rhi || !sc->dlo || !sc->dhi) {
+      unbind(sc);
+      return TS_ENOMEM;
+    }
+    sc->cap_tris = (uint32_t)nt, sc->cap_nodes = (uint32_t)nn, sc->cap_points = (uint32_t)np;
+  }
+  compute_bound(sc, tree, t);
+  return 0;
 }
 
 static void tri_at(const double (*x)[3], const uint32_t t[3], double T[3][3]) {
@@ -97,8 +162,109 @@ static int test_pair(const ts_self_contact_def *d, const ts_tissue *tis, const d
   return 1;
 }
 
+/* a found pair stored, or counted as overflow */
+static void keep(ts_self_contact *sc, const ts_self_pair *pr) {
+  if (sc->n < sc->def.cap)
+    sc->pair[sc->n++] = *pr;
+  else
+    sc->overflow++;
+  sc->found++;
+}
+
+typedef struct leaf_ctx {
+  ts_self_contact *sc;
+  const ts_aabb_tree *tree;
+  const ts_tissue *t;
+  const double (*x)[3];
+  double g; /* the walk's reach: h and a hair (1e-6 h) for the projection's tolerance */
+} leaf_ctx;
+
+/* node p (a corner triangle `own` owns) against triangle k: its leaf's fat
+ * box first, then the exact test */
+static void node_tri(leaf_ctx *c, uint32_t p, uint32_t k) {
+  const ts_aabb_node *b = &c->tree->nodes[c->tree->leaf[k]];
+  for (int j = 0; j < 3; j++)
+    if (c->x[p][j] < b->lo[j] - c->g || c->x[p][j] > b->hi[j] + c->g) return;
+  ts_self_pair pr;
+  if (test_pair(&c->sc->def, c->t, c->x, p, c->tree->tris[k], &pr)) keep(c->sc, &pr);
+}
+
+static void leaf_pair(void *ctx, uint32_t a, uint32_t b) {
+  leaf_ctx *c = ctx;
+  const uint8_t oa = c->sc->own[a], ob = c->sc->own[b];
+  for (int j = 0; j < 3; j++) {
+    if (oa & (1u << j)) node_tri(c, c->tree->tris[a][j], b);
+    if (ob & (1u << j)) node_tri(c, c->tree->tris[b][j], a);
+  }
+}
+
+static int cmp_pair(const ts_self_pair *p, const ts_self_pair *q) {
+  if (p->node != q->node) return p->node < q->node ? -1 : 1;
+  for (int j = 0; j < 3; j++)
+    if (p->tri[j] != q->tri[j]) return p->tri[j] < q->tri[j] ? -1 : 1;
+  return 0;
+}
+
+/* heapsort by (node, corners): in place, no allocation (qsort may
+ * allocate), and the order the projection's Gauss-Seidel pass follows
+ * is the former node order whatever order the walk met the pairs in */
+static void sift(ts_self_pair *a, uint32_t i, uint32_t n) {
+  for (;;) {
+    uint32_t m = i, l = 2 * i + 1, r = l + 1;
+    if (l < n && cmp_pair(&a[l], &a[m]) > 0) m = l;
+    if (r < n && cmp_pair(&a[r], &a[m]) > 0) m = r;
+    if (m == i) return;
+    const ts_self_pair tmp = a[i];
+    a[i] = a[m], a[m] = tmp;
+    i = m;
+  }
+}
+
+static void sort_pairs(ts_self_pair *a, uint32_t n) {
+  for (uint32_t i = n / 2; i-- > 0;) sift(a, i, n);
+  for (uint32_t e = n; e-- > 1;) {
+    const ts_self_pair tmp = a[0];
+    a[0] = a[e], a[e] = tmp;
+    sift(a, 0, e);
+  }
+}
+
 uint32_t ts_self_contact_detect(ts_self_contact *sc, const ts_aabb_tree *tree, const ts_tissue *t,
                                 const double (*x)[3]) {
+  sc->n = sc->found = 0;
+  sc->detections++;
+  memset(&sc->walk, 0, sizeof sc->walk);
+  if (!tree || !t || !x || !tree->n_tris) return 0;
+  if (sc->b_tree != tree || sc->b_tissue != t || sc->b_tris != tree->n_tris ||
+      sc->b_nodes != tree->n_nodes || sc->b_points != tree->n_points) {
+    if (ts_self_contact_bind(sc, tree, t)) return 0; /* out of memory: nothing detected */
+  } else if (sc->b_rebuilds != tree->stats.rebuilds) {
+    compute_bound(sc, tree, t); /* rebuilt: new structure, same sizes */
+  }
+  const double h = sc->def.thickness, skip = sc->def.rest_skip;
+  leaf_ctx c = {sc, tree, t, x, h * (1 + 1e-6)};
+  ts_aabb_self_def wd = {.grow = c.g};
+  /* the rest boxes: every pair below closer than rest_skip at rest */
+  wd.prune[0] = (ts_aabb_self_prune){(const double (*)[3])sc->rlo, (const double (*)[3])sc->rhi,
+                                     skip};
+  /* the displacement boxes (x - rest): a pair in contact (node p, point q
+   * of the triangle under it) is closer than h now and at least rest_skip
+   * apart at rest, so its displacements differ by more than rest_skip - h;
+   * where no two displacements of the two boxes differ that much, nothing
+   * below is in contact (less 1e-6 of it for the barycentric tolerance and
+   * rounding). Prunes a dented or moved tissue's quiet parts near the root. */
+  if (skip > h) {
+    ts_aabb_self_boxes(tree, x, (const double (*)[3])t->rest, sc->dlo, sc->dhi);
+    wd.prune[1] = (ts_aabb_self_prune){(const double (*)[3])sc->dlo,
+                                       (const double (*)[3])sc->dhi, (skip - h) * (1 - 1e-6)};
+  }
+  ts_aabb_self_walk(tree, &wd, leaf_pair, &c, &sc->walk);
+  sort_pairs(sc->pair, sc->n);
+  return sc->n;
+}
+
+uint32_t ts_self_contact_detect_pernode(ts_self_contact *sc, const ts_aabb_tree *tree,
+                                        const ts_tissue *t, const double (*x)[3]) {
   sc->n = sc->found = 0;
   sc->detections++;
   if (!tree || !t || !x || !tree->n_tris) return 0;
@@ -114,12 +280,7 @@ uint32_t ts_self_contact_detect(ts_self_contact *sc, const ts_aabb_tree *tree, c
     }
     for (uint32_t i = 0; i < nc; i++) {
       ts_self_pair pr;
-      if (!test_pair(&sc->def, t, x, p, tree->tris[sc->cand[i]], &pr)) continue;
-      if (sc->n < sc->def.cap)
-        sc->pair[sc->n++] = pr;
-      else
-        sc->overflow++;
-      sc->found++;
+      if (test_pair(&sc->def, t, x, p, tree->tris[sc->cand[i]], &pr)) keep(sc, &pr);
     }
   }
   return sc->n;
@@ -232,13 +393,7 @@ double ts_self_contact_settle(ts_self_contact *sc, ts_tissue *t, uint32_t iterat
   return worst < 0 ? 0 : worst;
 }
 
-static int cmp_pair(const void *a, const void *b) {
-  const ts_self_pair *p = a, *q = b;
-  if (p->node != q->node) return p->node < q->node ? -1 : 1;
-  for (int j = 0; j < 3; j++)
-    if (p->tri[j] != q->tri[j]) return p->tri[j] < q->tri[j] ? -1 : 1;
-  return 0;
-}
+static int cmp_qsort(const void *a, const void *b) { return cmp_pair(a, b); }
 
 uint32_t ts_self_contact_brute(const ts_self_contact_def *def, const ts_tissue *t,
                                const double (*x)[3], ts_self_pair *out, uint32_t cap) {
@@ -259,6 +414,6 @@ uint32_t ts_self_contact_brute(const ts_self_contact_def *def, const ts_tissue *
     }
   }
   free(surf);
-  qsort(out, n < cap ? n : cap, sizeof *out, cmp_pair);
+  qsort(out, n < cap ? n : cap, sizeof *out, cmp_qsort);
   return n;
 }

@@ -46,8 +46,9 @@
  *
  * Tissue self-contact (ts_self_contact.h): its detection on the same
  * refitted tree at each step's dented positions (a dent is no fold: the
- * cost of a pass that finds nothing, one box query per surface node),
- * beside the tool's refit + query.
+ * cost of a pass that finds nothing, the tree walked against itself;
+ * bench_self has it beside the former per-node query), beside the tool's
+ * refit + query.
  *
  * Lines: refit_query_us_per_step (ref brute_force_us_per_step, target 100
  * on patch-L), self_contact_us_per_step (ref refit_query_us_per_step),

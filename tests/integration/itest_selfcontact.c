@@ -13,6 +13,18 @@
  * The session steps on (steps grow, no divergence). The fold itself, with
  * contact counts > 0 and nodes kept in front, is test_self_contact's (the
  * daemon has no way yet to fold a patch onto itself from a client).
+ *
+ * The limit (--self-contact-max-nodes, server/session_self.h): a daemon
+ * whose limit (100) is under the patch's surface nodes refuses a
+ * self-contact CreateSession of the built-in patch and of an uploaded mesh
+ * (the shared liver.obj, sent raw: the client library and tissuectl do
+ * not offer self-contact for uploads) with TS_ETOOBIG, the message naming
+ * the limit and the tissue's surface nodes, counted in /metrics
+ * tissued_limit_refused_total{limit="self-contact-max-nodes"}; a session
+ * already running there keeps stepping (200 more force messages after the
+ * refusals). With the daemon-wide --self-contact 1 and the same limit, a
+ * session that did not ask is created without it (SessionInfo.self_contact
+ * false).
  * Waits are on force messages, bounded by generous wall-clock deadlines.
  */
 #include <check.h>
@@ -22,7 +34,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "../../server/core/ts_error.h"
 #include "daemon_proc.h"
+#include "rawclient.h"
+#include "test_util.h"
 #include "tissueclient.h"
 
 static long long now_ms(void) {
@@ -119,6 +134,160 @@ static void run(int solver, const char *label) {
   ck_assert_int_eq(ts_dproc_stop(&d, 10000, why, sizeof why), 0);
 }
 
+static void on_error_count(void *ud, int code, const char *name, const char *message,
+                           uint64_t rid) {
+  (void)code, (void)name, (void)rid;
+  fprintf(stderr, "itest_selfcontact: error callback: %s\n", message);
+  (*(int *)ud)++;
+}
+
+/* the surface node count a refusal's message names ("has N surface nodes") */
+static unsigned named_nodes(const char *msg) {
+  const char *p = strstr(msg, "has ");
+  unsigned n = 0;
+  ck_assert_msg(p && sscanf(p, "has %u surface nodes", &n) == 1, "no node count in '%s'", msg);
+  return n;
+}
+
+/* presses with the session's tool until `more` force messages came */
+static void press_for(tc_client *c, uint32_t tool, forces *f, uint64_t more, const char *what) {
+  static const double quat[4] = {1, 0, 0, 0};
+  const double press[3] = {0, -0.001, 0};
+  const uint64_t want = f->n + more;
+  const long long deadline = now_ms() + 60000;
+  while (f->n < want) {
+    ck_assert_msg(now_ms() < deadline, "%s: %llu force messages not within 60 s", what,
+                  (unsigned long long)more);
+    ck_assert_int_eq(tc_send_pose(c, tool, press, quat, 0), 0);
+    ck_assert_int_ge(tc_poll(c, 5), 0);
+  }
+}
+
+START_TEST(test_limit) {
+  ts_dproc d;
+  char err[256];
+  const char *args[] = {"--patch-resolution", "17", "--self-contact-max-nodes", "100", NULL};
+  ck_assert_msg(ts_dproc_start(&d, args, err, sizeof err) == 0, "%s", err);
+  tc_client *c = tc_connect_key("127.0.0.1", d.tcp_port, "itest-self", TS_DPROC_KEY, 0, err,
+                                sizeof err);
+  ck_assert_msg(c != NULL, "%s", err);
+  static forces f;
+  memset(&f, 0, sizeof f);
+  int errors = 0;
+  tc_set_force_cb(c, on_force, &f);
+  tc_set_error_cb(c, on_error_count, &errors);
+
+  /* another session, running and pressed before the refusals */
+  uint32_t other, nv;
+  const tc_create_params p0 = {.builtin = "stomach-patch", .solver = TC_SOLVER_MASS_SPRING};
+  ck_assert_int_eq(tc_create_session_ex(c, &p0, &other, &nv, NULL), 0);
+  tc_join_params jp = {.session_id = other, .role = TC_ROLE_CONTROLLER, .radius = 0.005};
+  tc_joined j;
+  ck_assert_int_eq(tc_join_ex(c, &jp, &j), 0);
+  press_for(c, j.tool_id, &f, 100, "before");
+
+  /* the built-in patch asking for self-contact: refused, the limit named */
+  uint32_t sid = 0;
+  const tc_create_params p1 = {.builtin = "stomach-patch", .solver = TC_SOLVER_XPBD,
+                               .self_contact = 1};
+  ck_assert_int_eq(tc_create_session_ex(c, &p1, &sid, &nv, NULL), TS_ETOOBIG);
+  const char *msg = tc_last_error(c);
+  fprintf(stderr, "itest_selfcontact: refused: %s\n", msg);
+  ck_assert_ptr_nonnull(strstr(msg, "limit of 100"));
+  ck_assert_ptr_nonnull(strstr(msg, "--self-contact-max-nodes"));
+  const unsigned patch_nodes = named_nodes(msg);
+  /* resolution 17: two sheets of 289 nodes at least */
+  ck_assert_uint_ge(patch_nodes, 2 * 17 * 17);
+
+  /* an uploaded mesh asking for it (raw: no client offers it for uploads) */
+  rc_conn rc;
+  ck_assert_int_eq(rc_tcp(&rc, d.tcp_port), 0);
+  ck_assert_int_eq(rc_hello(&rc, 10000), 0);
+  char path[1024];
+  ts_dproc_shared_mesh("liver.obj", path, sizeof path);
+  size_t len = 0;
+  uint8_t *obj = tu_read_file(path, &len);
+  ck_assert_ptr_nonnull(obj);
+  Tissued__V1__MeshUpload up = TISSUED__V1__MESH_UPLOAD__INIT;
+  up.format = TISSUED__V1__MESH_UPLOAD__FORMAT__OBJ;
+  up.data.data = obj;
+  up.data.len = len;
+  up.scale = 0.01f;
+  Tissued__V1__CreateSession cs = TISSUED__V1__CREATE_SESSION__INIT;
+  cs.tissue_case = TISSUED__V1__CREATE_SESSION__TISSUE_MESH;
+  cs.mesh = &up;
+  cs.solver = TISSUED__V1__SOLVER__SOLVER_MASS_SPRING;
+  cs.self_contact = 1;
+  Tissued__V1__Envelope env = TISSUED__V1__ENVELOPE__INIT;
+  env.request_id = 4242;
+  env.body_case = TISSUED__V1__ENVELOPE__BODY_CREATE_SESSION;
+  env.create_session = &cs;
+  ck_assert_int_eq(rc_send(&rc, &env), 0);
+  Tissued__V1__Envelope *e = NULL;
+  const long long deadline = now_ms() + 120000;
+  while (!e) {
+    ck_assert_msg(now_ms() < deadline, "no answer to the upload within 120 s");
+    e = rc_recv(&rc, 1000);
+    if (e && e->request_id != 4242) {
+      tissued__v1__envelope__free_unpacked(e, NULL);
+      e = NULL;
+    }
+    /* the other session's frames keep coming to the library client */
+    ck_assert_int_ge(tc_poll(c, 0), 0);
+  }
+  ck_assert_int_eq(e->body_case, TISSUED__V1__ENVELOPE__BODY_ERROR);
+  fprintf(stderr, "itest_selfcontact: upload refused: %s: %s\n", e->error->name,
+          e->error->message);
+  ck_assert_int_eq(-(int)e->error->code, TS_ETOOBIG);
+  ck_assert_ptr_nonnull(strstr(e->error->message, "limit of 100"));
+  ck_assert_uint_gt(named_nodes(e->error->message), 100);
+  tissued__v1__envelope__free_unpacked(e, NULL);
+  free(obj);
+  rc_close(&rc);
+
+  /* the running session went on: 200 more force messages, not diverged */
+  press_for(c, j.tool_id, &f, 200, "after the refusals");
+  char name[128];
+  snprintf(name, sizeof name, "tissued_session_diverged_total{session=\"%u\"}", other);
+  ck_assert_double_eq(ts_dproc_metric(d.http_port, name), 0);
+  ck_assert_double_eq(
+      ts_dproc_metric(d.http_port, "tissued_limit_refused_total{limit=\"self-contact-max-nodes\"}"), 2);
+  ck_assert_int_eq(info_of(c, other).self_contact, 0);
+  tc_close(c);
+  char why[128];
+  ck_assert_int_eq(ts_dproc_stop(&d, 10000, why, sizeof why), 0);
+
+  /* the daemon-wide --self-contact with the same limit: not refused, off */
+  const char *args2[] = {"--patch-resolution", "17", "--self-contact", "1",
+                         "--self-contact-max-nodes", "100", NULL};
+  ck_assert_msg(ts_dproc_start(&d, args2, err, sizeof err) == 0, "%s", err);
+  c = tc_connect_key("127.0.0.1", d.tcp_port, "itest-self", TS_DPROC_KEY, 0, err, sizeof err);
+  ck_assert_msg(c != NULL, "%s", err);
+  tc_set_error_cb(c, on_error_count, &errors);
+  ck_assert_int_eq(tc_create_session_ex(c, &p0, &sid, &nv, NULL), 0);
+  ck_assert_int_eq(info_of(c, sid).self_contact, 0);
+  tc_close(c);
+  ck_assert_int_eq(ts_dproc_stop(&d, 10000, why, sizeof why), 0);
+
+  /* and a limit the patch fits under: the daemon-wide option runs it */
+  char lim[16];
+  snprintf(lim, sizeof lim, "%u", patch_nodes);
+  const char *args3[] = {"--patch-resolution", "17", "--self-contact", "1",
+                         "--self-contact-max-nodes", lim, NULL};
+  ck_assert_msg(ts_dproc_start(&d, args3, err, sizeof err) == 0, "%s", err);
+  c = tc_connect_key("127.0.0.1", d.tcp_port, "itest-self", TS_DPROC_KEY, 0, err, sizeof err);
+  ck_assert_msg(c != NULL, "%s", err);
+  tc_set_error_cb(c, on_error_count, &errors);
+  ck_assert_int_eq(tc_create_session_ex(c, &p0, &sid, &nv, NULL), 0);
+  ck_assert_int_eq(info_of(c, sid).self_contact, 1);
+  tc_close(c);
+  ck_assert_int_eq(ts_dproc_stop(&d, 10000, why, sizeof why), 0);
+  fprintf(stderr, "itest_selfcontact: limit 100 under the patch's %u surface nodes: both creates "
+          "refused, the other session stepped on; --self-contact 1 left it off, on at the "
+          "limit %u (%d error callbacks)\n", patch_nodes, patch_nodes, errors);
+}
+END_TEST
+
 START_TEST(test_self_massspring) { run(TC_SOLVER_MASS_SPRING, "mass-spring"); }
 END_TEST
 
@@ -131,6 +300,7 @@ int main(void) {
   tcase_set_timeout(tc, 240);
   tcase_add_test(tc, test_self_massspring);
   tcase_add_test(tc, test_self_xpbd);
+  tcase_add_test(tc, test_limit);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
