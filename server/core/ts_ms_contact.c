@@ -300,14 +300,17 @@ static double mesh_sdf(const ts__ptool *p, const double x[3], double n[3]) {
   return s;
 }
 
-/* The surface tree's deferred refit (ts_aabb_tree_defer_note): while it is
- * armed, every node this file moves is noted, so that the next use of the
- * tree refits only what escaped. Armed by the first node scan of a substep
- * that a triangle pass follows (which notes every node on its way, the
- * escape test fused into the scan the projection makes anyway) and again
- * after each refit; disarmed where nodes move elsewhere: each substep's
- * ts__ms_clear_contacts (after the update, the strain limit and the jaws'
- * placing) and the step's start (ts__ms_tool_motion, the revalidation). */
+/* The surface tree's deferred refit (ts_aabb_tree_defer_note): after each
+ * refit (the substep's first use of the tree, a pass over the surface
+ * nodes) it is armed, and every node this file moves is noted, so that the
+ * substep's later uses (the poses of a triangle pass's sweep, up to 256; a
+ * second thin tool; the jaws' grasp) refit only what was noted instead of
+ * another pass over the surface. Disarmed where nodes move elsewhere: each
+ * substep's ts__ms_clear_contacts (after the update, the strain limit and
+ * the jaws' placing) and the step's start (ts__ms_tool_motion, the
+ * revalidation). Testing every node in the node scan below instead of the
+ * substep's first pass was dearer (the same test in XPBD's prediction:
+ * ts_xpbd_contact.c). */
 static ts_aabb_tree *armed_tree(const ts_tissue *t, const struct ts__ms *ms) {
   ts_aabb_tree *tr = ms->tree;
   return tr && ts_aabb_tree_defer_armed(tr) && tr->n_points == t->n_nodes ? tr : NULL;
@@ -664,15 +667,9 @@ void ts__ms_contact(ts_tissue *t, struct ts__ms *ms, ts__ptool *p, int sweep) {
   uint32_t hits = 0;
   const double *depth = ms->depth, wh = ms->wh;
   const int thin = p->mesh ? p->mesh->thin_pass : p->thin;
-  /* the surface tree's escape test on the way, for the triangle pass after
-   * this scan: when it is not armed yet in this substep, every node is
-   * noted (the first thin tool's scan); when armed, the moves only */
-  ts_aabb_tree *nt = ms->tree && ms->tree->n_points == t->n_nodes ? ms->tree : NULL;
-  const int note_all = thin && nt && !ts_aabb_tree_defer_armed(nt);
-  if (note_all) ts_aabb_tree_defer_begin(nt);
-  else if (nt && !ts_aabb_tree_defer_armed(nt)) nt = NULL;
+  /* moves noted for the surface tree while it is armed (armed_tree) */
+  ts_aabb_tree *nt = armed_tree(t, ms);
   for (uint32_t i = 0; i < t->n_nodes; i++) {
-    if (note_all) ts_aabb_tree_defer_note(nt, i, x[i]);
     double ex = x[i][0] - p->bc[0], ey = x[i][1] - p->bc[1], ez = x[i][2] - p->bc[2];
     if (!(ex * ex + ey * ey + ez * ez < p->br2) || im[i] == 0) continue;
     if (p->held && p->held[i]) continue; /* the jaws carry it */

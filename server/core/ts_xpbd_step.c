@@ -122,23 +122,16 @@ int ts_xpbd_step_posed(ts_xpbd *s, ts_tissue *t, double dt, ts_tool *tools, int 
   uint32_t dropped = 0;
   double residual = 0;
   for (uint32_t k = 0; k < nsub && !bad; k++) {
-    /* predict; with tree-based tools, the tissue tree's escape test on the
-     * way (ts_aabb_tree_defer_note: every node passes here, anchored ones
-     * too, and nothing moves before the tools' candidates are taken), so
-     * that its refit in ts__xpbd_begin_posed needs no pass of its own */
-    ts_aabb_tree *dtree = n_posed ? tree : NULL;
-    if (dtree) ts_aabb_tree_defer_begin(dtree);
+    /* predict */
     for (uint32_t i = 0; i < nn; i++) {
       xp[i][0] = x[i][0], xp[i][1] = x[i][1], xp[i][2] = x[i][2];
-      if (im[i] != 0) {
-        v[i][0] += h * gx, v[i][1] += h * gy, v[i][2] += h * gz;
-        if (hf) {
-          const double hw = h * wh * im[i];
-          v[i][0] += hw * hf[i][0], v[i][1] += hw * hf[i][1], v[i][2] += hw * hf[i][2];
-        }
-        x[i][0] += h * v[i][0], x[i][1] += h * v[i][1], x[i][2] += h * v[i][2];
+      if (im[i] == 0) continue;
+      v[i][0] += h * gx, v[i][1] += h * gy, v[i][2] += h * gz;
+      if (hf) {
+        const double hw = h * wh * im[i];
+        v[i][0] += hw * hf[i][0], v[i][1] += hw * hf[i][1], v[i][2] += hw * hf[i][2];
       }
-      if (dtree) ts_aabb_tree_defer_note(dtree, i, x[i]);
+      x[i][0] += h * v[i][0], x[i][1] += h * v[i][1], x[i][2] += h * v[i][2];
     }
     for (int q = 0; q < np; q++) ts__xpbd_place_tool(&pt[q], (double)(k + 1) / nsub);
     s->n_contacts = np ? ts__xpbd_gather_contacts(s, t, pt, np, &dropped) : 0;

@@ -17,11 +17,14 @@
  *   that every move of the step's contact was noted (a move not noted
  *   leaves a point beyond its fat box: validation names it).
  *
- * Checked against breakage: with the node scan's notes removed (the
- * substep's update then unseen by the tree) the mass-spring case fails its
- * validation at step 7 (the patch settling under gravity moves nodes out
- * before the tools touch); with defer_refit refitting nothing both cases
- * fail, the tree case at its first bump.
+ * - The node projection's moves are noted: a sphere put down 2 mm into
+ *   patch-S at once, the tree refitted for the notes, validates.
+ *
+ * Checked against breakage: with defer_refit refitting nothing the tree
+ * case fails at its first bump; with the contact's notes removed the
+ * projection case fails at its first placement. The stepping case did not
+ * fail then (a substep's moves after the tree's first use stay within the
+ * margin there): it checks that the step's uses keep the tree valid.
  */
 #include <check.h>
 #include <math.h>
@@ -178,7 +181,7 @@ static ts_mesh *instrument(void) {
 #ifdef TS_TEST_SANITIZED
 #define MS_STEPS 300 /* the touch and the press's start */
 #else
-#define MS_STEPS 1000
+#define MS_STEPS 600
 #endif
 
 START_TEST(test_defer_ms_step) {
@@ -244,12 +247,67 @@ START_TEST(test_defer_ms_step) {
 }
 END_TEST
 
+/* The node projection's moves are noted: a 5 mm sphere put down 2 mm into
+ * patch-S at once (no triangle pass: thin_off) moves the nodes under it by
+ * up to 2 mm within one contact call, ten times the margin (asserted: over five), after the
+ * surface tree was refitted and armed; refitted for what was noted, the
+ * tree must be valid. */
+START_TEST(test_defer_ms_projection) {
+  ts_patch_def d = ts_default_patch_def();
+  d.resolution = 50;
+  ts_tissue *t;
+  ck_assert_int_eq(ts_patch_create(&d, &t), 0);
+  ck_assert_int_eq(ts_massspring_prepare(t), 0);
+  uint32_t top = 0, ns = t->nodes_per_sheet ? t->nodes_per_sheet : t->n_nodes;
+  for (uint32_t i = 1; i < ns; i++)
+    if (t->rest[i][1] > t->rest[top][1]) top = i;
+  char err[256] = "";
+  uint64_t moved = 0;
+  for (int k = 0; k < 20; k++) {
+    ts_tissue_reset(t);
+    ts__ms_clear_contacts(t->ms); /* disarmed: the first use refits fully, then arms */
+    ts_aabb_tree *tree = ts__ms_surface_tree(t, t->ms);
+    ck_assert_ptr_nonnull(tree);
+    ck_assert(ts_aabb_tree_defer_armed(tree));
+    ts_tool tl;
+    memset(&tl, 0, sizeof tl);
+    tl.kind = TS_TOOL_SPHERE;
+    tl.active = 1;
+    tl.radius = 0.005;
+    tl.quat[0] = 1;
+    tl.thin_off = 1;
+    memcpy(tl.pos, t->rest[top], sizeof tl.pos);
+    tl.pos[0] += 0.002 * (k % 5), tl.pos[2] += 0.002 * (k / 5);
+    tl.pos[1] += tl.radius - 0.002; /* 2 mm deep */
+    ts__ptool p;
+    ts__ms_prepare_tool(&p, &tl);
+    p.index = 0;
+    ts__ms_contact(t, t->ms, &p, 0);
+    ck_assert_uint_gt(t->ms->n_clist, 0); /* it pushed nodes out */
+    double far = 0;
+    for (uint32_t i = 0; i < t->n_nodes; i++) {
+      double dd = dist3(t->x[i], t->rest[i]);
+      if (dd > far) far = dd;
+    }
+    ck_assert_double_gt(far, 5 * tree->def.margin); /* a move far beyond the margin */
+    tree = ts__ms_surface_tree(t, t->ms);
+    moved += tree->stats.escaped;
+    ck_assert_msg(ts_aabb_tree_validate(tree, (const double(*)[3])t->x, err, sizeof err) == 0,
+                  "placement %d: %s", k, err);
+  }
+  fprintf(stderr, "test_defer_ms_projection: 20 placements, %.1f escaped per placement\n",
+          moved / 20.0);
+  ts_tissue_destroy(t);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("collide_defer");
   TCase *tc = tcase_create("defer");
-  tcase_set_timeout(tc, 300);
+  tcase_set_timeout(tc, 600); /* wall time: a loaded machine */
   tcase_add_test(tc, test_defer_refit);
   tcase_add_test(tc, test_defer_ms_step);
+  tcase_add_test(tc, test_defer_ms_projection);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
