@@ -19,10 +19,11 @@
  * surface node plus, for each escaped node, new fat boxes for its triangles
  * and a walk up to the root that stops where a box does not change. Internal
  * boxes are always the exact union of their children's. That comparison
- * can run inside a caller's own loop over the nodes (the deferred refit,
- * ts_aabb_tree_defer_*): the live steps test each node in the pass they
- * make anyway (XPBD's prediction, the mass-spring contact's node scan), so
- * the refit itself touches only what escaped.
+ * can also run in a caller's own code (the deferred refit,
+ * ts_aabb_tree_defer_*): the mass-spring contact notes the nodes it moves,
+ * so the later uses of the tree within a substep refit only those. (Fused
+ * into XPBD's prediction, a test of every node, it was dearer than the
+ * pass over the surface nodes: ts_xpbd_contact.c.)
  *
  * The tree is rebuilt (top-down again, from the current positions) when the
  * topology changes (ts_aabb_tree_set_topology, after refinement) or when
@@ -144,11 +145,11 @@ int ts_aabb_tree_refit(ts_aabb_tree *tree, const double (*x)[3]);
 int ts_aabb_tree_refit_moved(ts_aabb_tree *tree, const double (*x)[3], const uint32_t *moved,
                              uint32_t n_moved);
 
-/* Deferred refit, for a caller whose own pass over the points (a solver's
- * prediction, a contact's node scan) can test them on the way, so that the
- * tree's refit needs no pass of its own (the escape test of
- * ts_aabb_tree_refit fused into the caller's loop, as Box2D's solver
- * tests each body's box in its own finalising loop):
+/* Deferred refit, for a caller that knows which points it moves, or whose
+ * own pass over the points can test them on the way, so that the tree's
+ * refit needs no pass of its own (the escape test of ts_aabb_tree_refit in
+ * the caller's code, as Box2D's solver tests each body's box in its own
+ * finalising loop):
  *
  *   ts_aabb_tree_defer_begin(tree);            the tree is armed, nothing noted
  *   for every point i that moved (or every point, when the caller does not
