@@ -304,7 +304,7 @@ static double mesh_sdf(const ts__ptool *p, const double x[3], double n[3]) {
  * refit (the substep's first use of the tree, a pass over the surface
  * nodes) it is armed, and every node this file moves is noted, so that the
  * substep's later uses (the poses of a triangle pass's sweep, up to 256; a
- * second thin tool; the jaws' grasp) refit only what was noted instead of
+ * second thin tool) refit only what was noted instead of
  * another pass over the surface. Disarmed where nodes move elsewhere: each
  * substep's ts__ms_clear_contacts (after the update, the strain limit and
  * the jaws' placing) and the step's start (ts__ms_tool_motion, the
@@ -426,9 +426,9 @@ ts_aabb_tree *ts__ms_surface_tree(const ts_tissue *t, struct ts__ms *ms) {
     ts_aabb_tree_defer_begin(ms->tree); /* built at t->x: nothing escaped */
     return ms->tree;
   }
-  /* what was noted since the tree was armed (the substep's node scan, the
-   * moves of this file), or a full ts_aabb_tree_refit when unarmed; then
-   * armed again, for this file's moves until the next use */
+  /* what this file's moves noted since the tree was armed, or a full
+   * ts_aabb_tree_refit when unarmed (a substep's first use); then armed
+   * again, for this file's moves until the next use */
   if (ts_aabb_tree_defer_refit(ms->tree, (const double (*)[3])t->x) < 0) return NULL;
   ts_aabb_tree_defer_begin(ms->tree);
   return ms->tree;
