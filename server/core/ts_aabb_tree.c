@@ -168,6 +168,7 @@ static int used_finite(const ts_aabb_tree *t, const double (*x)[3]) {
 }
 
 static void do_build(ts_aabb_tree *t, const double (*x)[3]) {
+  t->armed = 0;
   for (uint32_t i = 0; i < t->n_used; i++) set_ref(t, i, x[t->used[i]]);
   for (uint32_t k = 0; k < t->n_tris; k++) {
     const uint32_t *tr = t->tris[k];
@@ -206,6 +207,7 @@ static void free_parts(ts_aabb_tree *t) {
   free(t->mark);
   free(t->pmark);
   free(t->queue);
+  free(t->pend);
   free(t->tqueue);
   free(t->perm);
   free(t->cent);
@@ -234,6 +236,7 @@ int ts_aabb_tree_create(const ts_aabb_tree_def *def, uint32_t n_points, const do
   if (!t) return TS_ENOMEM;
   t->def = d;
   t->n_points = n_points;
+  t->esc2 = d.margin * ESCAPE * d.margin * ESCAPE;
   t->n_tris = n_tris;
   t->n_nodes = n_tris ? 2 * n_tris - 1 : 0;
   size_t nt = n_tris ? n_tris : 1, np = n_points ? n_points : 1;
@@ -245,11 +248,12 @@ int ts_aabb_tree_create(const ts_aabb_tree_def *def, uint32_t n_points, const do
   t->adj = malloc(sizeof *t->adj * 3 * nt);
   t->mark = calloc(nt, sizeof *t->mark);
   t->queue = malloc(sizeof *t->queue * np);
+  t->pend = malloc(sizeof *t->pend * np);
   t->tqueue = malloc(sizeof *t->tqueue * nt);
   t->perm = malloc(sizeof *t->perm * nt);
   t->cent = malloc(sizeof *t->cent * nt);
   if (!t->tris || !t->nodes || !t->leaf || !t->slot || !t->adj_off || !t->adj || !t->mark ||
-      !t->queue || !t->tqueue || !t->perm || !t->cent) {
+      !t->queue || !t->pend || !t->tqueue || !t->perm || !t->cent) {
     ts_aabb_tree_destroy(t);
     return TS_ENOMEM;
   }
@@ -392,6 +396,7 @@ int ts_aabb_tree_refit(ts_aabb_tree *t, const double (*x)[3]) {
   const double m = t->def.margin * ESCAPE, m2 = m * m;
   t->stats.refits++;
   t->stats.escaped = t->stats.leaves_refit = t->stats.internal_refit = 0;
+  t->armed = 0;
 
   /* 1. points that left their reference box (NaN fails the comparison too) */
   /* locals: the stores into queue could alias the tree's fields otherwise */
@@ -422,6 +427,7 @@ int ts_aabb_tree_refit_moved(ts_aabb_tree *t, const double (*x)[3], const uint32
   const double m = t->def.margin * ESCAPE, m2 = m * m;
   t->stats.refits++;
   t->stats.escaped = t->stats.leaves_refit = t->stats.internal_refit = 0;
+  t->armed = 0;
 
   /* 1. the listed points that left their reference box, each queued once
    * (pmark); nothing changes before all are known finite */
@@ -459,6 +465,28 @@ int ts_aabb_tree_refit_moved(ts_aabb_tree *t, const double (*x)[3], const uint32
   /* 2. their triangles, the walk up */
   return refit_escaped(t, x, n_esc);
 }
+
+/* ---- deferred refit (the escape test in the caller's loop) ---- */
+
+void ts_aabb_tree_defer_begin(ts_aabb_tree *t) {
+  if (!t) return;
+  t->n_pend = 0;
+  t->armed = 1;
+}
+
+void ts_aabb_tree_defer_cancel(ts_aabb_tree *t) {
+  if (t) t->armed = 0;
+}
+
+int ts_aabb_tree_defer_refit(ts_aabb_tree *t, const double (*x)[3]) {
+  if (!t || (!x && t->n_used)) return TS_EINVAL;
+  if (!t->armed) return ts_aabb_tree_refit(t, x);
+  /* the noted points only (each checked again: a note may be stale) */
+  const uint32_t n = t->n_pend;
+  t->n_pend = 0;
+  return ts_aabb_tree_refit_moved(t, x, t->pend, n);
+}
+
 /* ---- checks and queries ---- */
 
 static int fail(char *err, size_t cap, const char *what, long a, long b) {

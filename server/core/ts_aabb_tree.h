@@ -18,7 +18,12 @@
  * always lies inside its leaf's fat box, and a step costs one comparison per
  * surface node plus, for each escaped node, new fat boxes for its triangles
  * and a walk up to the root that stops where a box does not change. Internal
- * boxes are always the exact union of their children's.
+ * boxes are always the exact union of their children's. That comparison
+ * can also run in a caller's own code (the deferred refit,
+ * ts_aabb_tree_defer_*): the mass-spring contact notes the nodes it moves,
+ * so the later uses of the tree within a substep refit only those. (Fused
+ * into XPBD's prediction, a test of every node, it was dearer than the
+ * pass over the surface nodes: ts_xpbd_contact.c.)
  *
  * The tree is rebuilt (top-down again, from the current positions) when the
  * topology changes (ts_aabb_tree_set_topology, after refinement) or when
@@ -85,6 +90,10 @@ typedef struct ts_aabb_tree {
   uint32_t *pmark;   /* per used point: stamp of the last refit_moved that queued it */
   uint32_t pstamp;
   uint32_t *queue;   /* refit scratch: escaped points (slots) */
+  uint32_t *pend;    /* deferred refit: points noted as escaped (indices into x) */
+  uint32_t n_pend;
+  int armed;         /* deferred refit: every point not in pend is within its escape distance */
+  double esc2;       /* the escape distance squared (margin less the rounding hair) */
   uint32_t *tqueue;  /* refit scratch: their triangles */
   uint32_t *perm;    /* build scratch: triangle order */
   double (*cent)[3]; /* build scratch: triangle centroids */
@@ -127,13 +136,58 @@ int ts_aabb_tree_refit(ts_aabb_tree *tree, const double (*x)[3]);
  * in moved (indices into x, any order, repeats allowed; points that no
  * triangle uses are skipped) are checked against their references, so a
  * step costs O(n_moved) instead of a pass over every surface point. Every
- * point not listed must be exactly where it was at the last refit or build:
- * then the tree ends as ts_aabb_tree_refit leaves it (ts_aabb_tree_validate
+ * point not listed must be exactly where it was at the last refit or build
+ * (or at least within its escape distance of its reference, the promise of
+ * the deferred refit below): then the tree ends as ts_aabb_tree_refit leaves it (ts_aabb_tree_validate
  * finds a broken promise: a point beyond the margin of its reference). Returns as
  * ts_aabb_tree_refit, and TS_EINVAL for moved NULL with n_moved > 0 or an
  * index >= n_points (tree unchanged). No allocation. */
 int ts_aabb_tree_refit_moved(ts_aabb_tree *tree, const double (*x)[3], const uint32_t *moved,
                              uint32_t n_moved);
+
+/* Deferred refit, for a caller that knows which points it moves, or whose
+ * own pass over the points can test them on the way, so that the tree's
+ * refit needs no pass of its own (the escape test of ts_aabb_tree_refit in
+ * the caller's code, as Box2D's solver tests each body's box in its own
+ * finalising loop):
+ *
+ *   ts_aabb_tree_defer_begin(tree);            the tree is armed, nothing noted
+ *   for every point i that moved (or every point, when the caller does not
+ *   know which): ts_aabb_tree_defer_note(tree, i, x[i]);
+ *   ts_aabb_tree_defer_refit(tree, x);         refits what was noted, disarms
+ *
+ * The promise: at defer_refit, every point that is not noted is within its
+ * escape distance of its reference, which holds when each point was noted
+ * at its last move since defer_begin, or since the last refit or build for
+ * a caller that began right after one (a point that moves back inside after
+ * a note is only refitted needlessly). defer_refit on a tree that is not
+ * armed (any other refit, rebuild or topology change disarms it) or whose
+ * notes overflowed (more than n_points) refits as ts_aabb_tree_refit does.
+ * Returns as ts_aabb_tree_refit. No allocation. */
+void ts_aabb_tree_defer_begin(ts_aabb_tree *tree);
+/* Disarms (the caller lost track of moves): the next defer_refit is a full
+ * ts_aabb_tree_refit. */
+void ts_aabb_tree_defer_cancel(ts_aabb_tree *tree);
+int ts_aabb_tree_defer_refit(ts_aabb_tree *tree, const double (*x)[3]);
+static inline int ts_aabb_tree_defer_armed(const ts_aabb_tree *tree) { return tree && tree->armed; }
+
+/* Notes point i at position p (m) if it is a surface point beyond its
+ * escape distance (a NaN counts as beyond, for defer_refit to refuse); a
+ * no-op when the tree is not armed. Inline, and without a branch on
+ * whether i is a surface point (surface and inner nodes alternate along a
+ * solid's node order, a branch mispredicted about half the time): an
+ * inner point reads reference 0 and is dropped with the rare escape. */
+static inline void ts_aabb_tree_defer_note(ts_aabb_tree *tree, uint32_t i, const double p[3]) {
+  if (!tree->armed) return;
+  const uint32_t s = tree->slot[i], used = s != UINT32_MAX;
+  const float *r = tree->ref[used ? s : 0];
+  const double dx = p[0] - r[0], dy = p[1] - r[1], dz = p[2] - r[2];
+  if (!((!(dx * dx + dy * dy + dz * dz <= tree->esc2)) & used)) return;
+  if (tree->n_pend < tree->n_points)
+    tree->pend[tree->n_pend++] = i;
+  else
+    tree->armed = 0; /* overflow (repeats): defer_refit takes the full pass */
+}
 
 /* Rebuilds top-down from positions x now. No allocation. Returns 0,
  * TS_EINVAL or TS_ENAN (tree unchanged). */

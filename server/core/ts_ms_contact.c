@@ -118,6 +118,8 @@
  * with the core: triangles_swept) stops them (test_ms_thin). */
 #define TS__CORE_STEP 0.5
 
+static void disarm(struct ts__ms *ms);
+
 int ts__ms_valid_tool(const ts_tool *tl) {
   if (tl->kind != TS_TOOL_SPHERE && tl->kind != TS_TOOL_CAPSULE && tl->kind != TS_TOOL_MESH &&
       tl->kind != TS_TOOL_JAWS)
@@ -215,6 +217,7 @@ void ts__ms_tool_motion(struct ts__ms *ms, ts__ptool *p, int i, double dt) {
   memcpy(ms->tl_pos[i], tl->pos, sizeof ms->tl_pos[i]);
   memcpy(ms->tl_quat[i], q, sizeof ms->tl_quat[i]);
   ms->tl_seen[i] = 1;
+  disarm(ms); /* a step's start: the caller may have moved nodes since the last */
 }
 
 /* The pose of p's tool the fraction s (0..1) of the way from its last
@@ -297,10 +300,31 @@ static double mesh_sdf(const ts__ptool *p, const double x[3], double n[3]) {
   return s;
 }
 
+/* The surface tree's deferred refit (ts_aabb_tree_defer_note): after each
+ * refit (the substep's first use of the tree, a pass over the surface
+ * nodes) it is armed, and every node this file moves is noted, so that the
+ * substep's later uses (the poses of a triangle pass's sweep, up to 256; a
+ * second thin tool) refit only what was noted instead of
+ * another pass over the surface. Disarmed where nodes move elsewhere: each
+ * substep's ts__ms_clear_contacts (after the update, the strain limit and
+ * the jaws' placing) and the step's start (ts__ms_tool_motion, the
+ * revalidation). The substep's first use keeps the pass: the same test of
+ * every node fused into XPBD's prediction was dearer (ts_xpbd_contact.c),
+ * and here the instrument's contact is nearly all the node projection's
+ * distances (0.64 s a step on patch-L, 37 substeps; the refit under 1 %:
+ * collide, ms_live_contact_us_per_step). */
+static ts_aabb_tree *armed_tree(const ts_tissue *t, const struct ts__ms *ms) {
+  ts_aabb_tree *tr = ms->tree;
+  return tr && ts_aabb_tree_defer_armed(tr) && tr->n_points == t->n_nodes ? tr : NULL;
+}
+
+static void disarm(struct ts__ms *ms) { ts_aabb_tree_defer_cancel(ms->tree); }
+
 /* A node is moved by dx (the tool's push along its outward direction n,
  * unit) without a velocity kick and loses its velocity into the tool, as
  * the node projection below does. */
-static void move_node(ts_tissue *t, uint32_t i, const double dx[3], const double n[3]) {
+static void move_node(ts_tissue *t, struct ts__ms *ms, uint32_t i, const double dx[3],
+                      const double n[3]) {
   const int verlet = t->branch[i] == TS_BRANCH_VERLET;
   double *x = t->x[i], *xp = t->x_prev[i], *v = t->v[i];
   for (int k = 0; k < 3; k++) {
@@ -316,6 +340,8 @@ static void move_node(ts_tissue *t, uint32_t i, const double dx[3], const double
     if (rel < 0)
       for (int k = 0; k < 3; k++) xp[k] += rel * n[k];
   }
+  ts_aabb_tree *tr = armed_tree(t, ms);
+  if (tr) ts_aabb_tree_defer_note(tr, i, x);
 }
 
 static void mark_node(struct ts__ms *ms, const ts__ptool *p, uint32_t i, const double n[3]) {
@@ -397,9 +423,15 @@ ts_aabb_tree *ts__ms_surface_tree(const ts_tissue *t, struct ts__ms *ms) {
       ms->tree = NULL;
       return NULL;
     }
+    ts_aabb_tree_defer_begin(ms->tree); /* built at t->x: nothing escaped */
     return ms->tree;
   }
-  return ts_aabb_tree_refit(ms->tree, (const double (*)[3])t->x) >= 0 ? ms->tree : NULL;
+  /* what this file's moves noted since the tree was armed, or a full
+   * ts_aabb_tree_refit when unarmed (a substep's first use); then armed
+   * again, for this file's moves until the next use */
+  if (ts_aabb_tree_defer_refit(ms->tree, (const double (*)[3])t->x) < 0) return NULL;
+  ts_aabb_tree_defer_begin(ms->tree);
+  return ms->tree;
 }
 
 /* A primitive's pierce of world triangle X (the triangle pass's, for a
@@ -563,7 +595,7 @@ uint32_t ts__ms_thin_pass(ts_tissue *t, struct ts__ms *ms, const ts__ptool *p,
       if (move && s > 0) {
         double dx[3];
         for (int k = 0; k < 3; k++) dx[k] = im[c[q]] * bc[q] * s * n[k];
-        move_node(t, c[q], dx, n);
+        move_node(t, ms, c[q], dx, n);
       }
       mark_node(ms, p, c[q], n);
       marked++;
@@ -636,6 +668,9 @@ void ts__ms_contact(ts_tissue *t, struct ts__ms *ms, ts__ptool *p, int sweep) {
   const double *im = t->inv_mass;
   uint32_t hits = 0;
   const double *depth = ms->depth, wh = ms->wh;
+  const int thin = p->mesh ? p->mesh->thin_pass : p->thin;
+  /* moves noted for the surface tree while it is armed (armed_tree) */
+  ts_aabb_tree *nt = armed_tree(t, ms);
   for (uint32_t i = 0; i < t->n_nodes; i++) {
     double ex = x[i][0] - p->bc[0], ey = x[i][1] - p->bc[1], ez = x[i][2] - p->bc[2];
     if (!(ex * ex + ey * ey + ez * ez < p->br2) || im[i] == 0) continue;
@@ -683,11 +718,12 @@ void ts__ms_contact(ts_tissue *t, struct ts__ms *ms, ts__ptool *p, int sweep) {
         if (rel < 0)
           for (int k = 0; k < 3; k++) xp[k] += rel * n[k];
       }
+      if (nt) ts_aabb_tree_defer_note(nt, i, x[i]);
     }
     mark_node(ms, p, i, n);
     hits++;
   }
-  if (p->mesh ? p->mesh->thin_pass : p->thin)
+  if (thin)
     hits += p->swept ? triangles_swept(t, ms, p, sweep, p->at_s0, p->at_s)
                      : triangles_swept(t, ms, p, sweep, 0.0, 1.0);
   if (hits > p->contacts) p->contacts = hits; /* the most in any substep of the step */
@@ -698,6 +734,7 @@ void ts__ms_contact(ts_tissue *t, struct ts__ms *ms, ts__ptool *p, int sweep) {
  * once), with the normals at the new pose. */
 void ts__ms_revalidate_contacts(const ts_tissue *t, struct ts__ms *ms, const ts__ptool *pt,
                                 const int8_t *slot) {
+  disarm(ms); /* the step's start (the jaws' grasp may have moved nodes) */
   uint32_t kept = 0;
   for (uint32_t q = 0; q < ms->n_clist; q++) {
     uint32_t i = ms->clist[q];
@@ -755,6 +792,9 @@ void ts__ms_free(struct ts__ms *ms) {
 
 /* Forgets the contacts of the last substep. */
 void ts__ms_clear_contacts(struct ts__ms *ms) {
+  /* called after the substep's update moved the nodes: the surface tree's
+   * deferred refit has lost track */
+  disarm(ms);
   for (uint32_t k = 0; k < ms->n_clist; k++) ms->ctool[ms->clist[k]] = 0;
   ms->n_clist = 0;
 }

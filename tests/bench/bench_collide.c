@@ -75,6 +75,7 @@
 #include "ts_ms_internal.h"
 #include "ts_obb_tree.h"
 #include "ts_tool_contact.h"
+#include "ts_xpbd.h"
 
 #define DENT_RADIUS 0.012 /* m */
 #define DENT_SHARE 0.8    /* of the tip's depth: the tool stays 20 % of it into the dent */
@@ -261,6 +262,243 @@ out:
   return status;
 }
 
+/* The daemon's step along the standard path (issue 5's "refit + query per
+ * step" as the live step runs it), on the dented positions of the loop
+ * above, each step's motion spread over the solvers' substeps (the
+ * automatic counts at the session dt, from one untimed step of each at
+ * rest): substep j of nsub has every node at x_prev + s (x - x_prev), s =
+ * (j + 1) / nsub, written by a loop over all nodes as a solver's
+ * prediction writes them.
+ *
+ * XPBD (ts_xpbd_step.c, ts_xpbd_contact.c): per substep the prediction,
+ * the tissue tree's refit for it and the instrument's candidates
+ * (ts_contact_begin over the substep's poses). Three forms in turn (the
+ * first meets the coldest cache, so the order rotates): the prediction
+ * alone (prediction_us_per_step); the live form, the prediction then
+ * ts_aabb_tree_refit's pass over the surface nodes
+ * (live_refit_query_us_per_step); the fused form, the escape test inside
+ * the prediction (ts_aabb_tree_defer_note) and ts_aabb_tree_defer_refit
+ * (fused_refit_query_us_per_step, the deferred refit the live step tried
+ * and dropped as dearer). Each form's figure less the prediction's is the
+ * collision's share. Each keeps its own tree; their candidate sets must
+ * agree (mismatches) and the fused tree stay valid (invalid_trees,
+ * checked untimed on the brute-force steps).
+ *
+ * Mass-spring (ts_ms_contact.c), on every LIVE_MS_EVERY-th step: per
+ * substep the instrument's contact, ts__ms_contact (the node scan, the
+ * projection and the triangle pass through the surface tree, standing at
+ * the step's pose) as the step runs it, beside the node scan without the
+ * pass followed by the pass alone (each of the tree's uses a full refit),
+ * each from the same positions; positions that differ after the two count
+ * as mismatches. */
+#define LIVE_MS_EVERY 50 /* the instrument's node projection makes it slow: 0.66 s a step on patch-L */
+
+static void predict(double (*y)[3], const double (*xa)[3], const double (*xb)[3], uint32_t n,
+                    double s, ts_aabb_tree *tree) {
+  if (tree) {
+    for (uint32_t i = 0; i < n; i++) {
+      for (int k = 0; k < 3; k++) y[i][k] = xa[i][k] + s * (xb[i][k] - xa[i][k]);
+      ts_aabb_tree_defer_note(tree, i, y[i]);
+    }
+  } else {
+    for (uint32_t i = 0; i < n; i++)
+      for (int k = 0; k < 3; k++) y[i][k] = xa[i][k] + s * (xb[i][k] - xa[i][k]);
+  }
+}
+
+static int live_path(const char *name, const plan *pl, ts_bench_scenario *sc, ts_obb_tree *itree,
+                     ts_posed_tool *ipt, const double tip_local[3], ts_contacts *bbuf) {
+  ts_tissue *t = sc->tissue;
+  const uint32_t nn = t->n_nodes;
+  int status = -1;
+  ts_aabb_tree *tl = NULL, *tp = NULL;
+  ts_contact_ws wl, wp;
+  memset(&wl, 0, sizeof wl);
+  memset(&wp, 0, sizeof wp);
+  double (*xa)[3] = malloc(sizeof *xa * nn), (*xb)[3] = malloc(sizeof *xb * nn);
+  double (*y)[3] = malloc(sizeof *y * nn);
+  double (*xs)[3] = malloc(sizeof *xs * nn);
+  uint32_t *scratch = malloc(sizeof *scratch * nn), n_scratch = 0;
+  if (!xa || !xb || !y || !xs || !scratch) goto out;
+
+  /* the solvers' substep counts at the session dt */
+  uint32_t nx = 0, nm = 0;
+  {
+    ts_tissue_reset(t);
+    ts_xpbd *xp = ts_xpbd_create(t, NULL);
+    if (!xp) goto out;
+    ts_xpbd_stats xst;
+    int rc = ts_xpbd_step(xp, t, sc->dt, NULL, 0, &xst);
+    ts_xpbd_destroy(xp);
+    ts_tissue_reset(t);
+    ts_step_stats mst;
+    if (!rc) rc = ts_massspring_step(t, sc->dt, NULL, 0, &mst);
+    ts_tissue_reset(t);
+    if (rc) {
+      fprintf(stderr, "collide: %s: substep counts: %s\n", name, ts_err_name(rc));
+      goto out;
+    }
+    nx = xst.substeps, nm = mst.substeps;
+  }
+  if (ts_aabb_tree_create_tissue(NULL, t, &tl) || ts_aabb_tree_create_tissue(NULL, t, &tp)) goto out;
+  const uint32_t nct = ts_tissue_n_contact_tris(t);
+  if (ts_contact_ws_init(&wl, NULL, nn, nn, nct) || ts_contact_ws_init(&wp, NULL, nn, nn, nct))
+    goto out;
+  memcpy(xa, t->rest, sizeof *xa * nn);
+  double t_form[3] = {0, 0, 0}, t_msl = 0, t_msp = 0;
+  uint32_t mismatches = 0, invalid = 0, ms_mismatches = 0, ms_steps = 0;
+  uint64_t escaped = 0, cand = 0, full_escaped = 0;
+  double t_brute = 0;
+  uint32_t n_brute = 0;
+  ts_pose prev = {.jaw = 0};
+  for (uint32_t k = 0; k < pl->steps; k++) {
+    const double time = pl->t0 + k * sc->dt;
+    double tip[3], R[3][3], trans[3];
+    ts_bench_path_tip(&sc->path, time, tip);
+    n_scratch = 0;
+    dent(t, &sc->path, tip, xb, scratch, &n_scratch);
+    ts_bench_path_instrument_pose(&sc->path, time, tip_local, 1.0, R, trans);
+    ts_pose ip = {.jaw = 0};
+    memcpy(ip.p, trans, sizeof ip.p);
+    ts_bench_path_instrument_quat(&sc->path, ip.q);
+    if (k == 0) {
+      /* the first step from rest to the first dent, untimed: the trees at
+       * the dented positions, the poses' start */
+      memcpy(xa, xb, sizeof *xa * nn);
+      if (ts_aabb_tree_refit(tl, (const double (*)[3])xa) < 0 ||
+          ts_aabb_tree_refit(tp, (const double (*)[3])xa) < 0)
+        goto out;
+      prev = ip;
+      continue;
+    }
+    for (uint32_t j = 0; j < nx; j++) {
+      const double s = (double)(j + 1) / nx;
+      ts_pose a, b;
+      ts_pose_lerp(&prev, &ip, (double)j / nx, &a);
+      ts_pose_lerp(&prev, &ip, s, &b);
+      for (int q = 0; q < 3; q++) {
+        const int form = (q + (int)(k + j)) % 3;
+        const double c0 = ts_bench_cpu_s();
+        int rc = 0;
+        if (form == 0) {
+          predict(y, (const double (*)[3])xa, (const double (*)[3])xb, nn, s, NULL);
+        } else if (form == 1) {
+          ts_aabb_tree_defer_begin(tl);
+          predict(y, (const double (*)[3])xa, (const double (*)[3])xb, nn, s, tl);
+          rc = ts_aabb_tree_defer_refit(tl, (const double (*)[3])y);
+          if (rc >= 0) rc = ts_contact_begin(&wl, ipt, &a, &b, tl, t->inv_mass, NULL);
+        } else {
+          predict(y, (const double (*)[3])xa, (const double (*)[3])xb, nn, s, NULL);
+          rc = ts_aabb_tree_refit(tp, (const double (*)[3])y);
+          if (rc >= 0) rc = ts_contact_begin(&wp, ipt, &a, &b, tp, t->inv_mass, NULL);
+        }
+        t_form[form] += ts_bench_cpu_s() - c0;
+        if (rc < 0 && rc != TS_EFULL) goto out;
+        if (form == 1) escaped += tl->stats.escaped;
+        if (form == 2) full_escaped += tp->stats.escaped;
+      }
+      cand += wl.n;
+      /* the same candidates (vertices, in order) from both trees */
+      int same = wl.n == wp.n && wl.n_tris == wp.n_tris;
+      for (uint32_t v = 0; same && v < wl.n; v++) same = wl.v[v].node == wp.v[v].node;
+      mismatches += !same;
+    }
+    if (k % pl->brute_every == 0) {
+      invalid += ts_aabb_tree_validate(tl, (const double (*)[3])xb, NULL, 0) != 0;
+      /* the brute force at the step's end pose and positions */
+      if (ts_posed_tool_set_pose(ipt, &ip)) goto out;
+      const double b0 = ts_bench_cpu_s();
+      const int rc = ts_collide_tool_tissue_brute(ipt, tl, (const double (*)[3])xb, bbuf);
+      t_brute += ts_bench_cpu_s() - b0;
+      if (rc < 0 && rc != TS_EFULL) goto out;
+      n_brute++;
+    }
+
+    if (k % LIVE_MS_EVERY == 0) {
+      /* the mass-spring contact of the instrument at this step's pose */
+      ts_tool mt;
+      memset(&mt, 0, sizeof mt);
+      mt.kind = TS_TOOL_MESH;
+      mt.shape = itree;
+      mt.active = 1;
+      memcpy(mt.pos, ip.p, sizeof mt.pos);
+      memcpy(mt.quat, ip.q, sizeof mt.quat);
+      ts__ptool mp;
+      ts__ms_prepare_tool(&mp, &mt);
+      for (uint32_t j = 0; j < nm; j++) {
+        predict(y, (const double (*)[3])xa, (const double (*)[3])xb, nn, (double)(j + 1) / nm,
+                NULL);
+        for (int q = 0; q < 2; q++) {
+          const int live = (q + (int)j) % 2;
+          memcpy(t->x, y, sizeof *y * nn);
+          for (uint32_t i = 0; i < nn; i++) { /* the same state for both */
+            memcpy(t->x_prev[i], y[i], sizeof y[i]);
+            memset(t->v[i], 0, sizeof t->v[i]);
+          }
+          ts__ms_clear_contacts(t->ms);
+          const double c0 = ts_bench_cpu_s();
+          if (live) {
+            ts__ms_contact(t, t->ms, &mp, 0);
+          } else {
+            itree->thin_pass = 0; /* the scan alone, then the pass with the tree's full refit */
+            ts__ms_contact(t, t->ms, &mp, 0);
+            itree->thin_pass = 1;
+            (void)ts__ms_thin_pass(t, t->ms, &mp, (const double (*)[3])mp.at_R, mp.at_pos, 0, 1, 1);
+          }
+          *(live ? &t_msl : &t_msp) += ts_bench_cpu_s() - c0;
+          if (q == 0)
+            memcpy(xs, t->x, sizeof *xs * nn);
+          else
+            ms_mismatches += memcmp(xs, t->x, sizeof *xs * nn) != 0;
+        }
+      }
+      ts__ms_clear_contacts(t->ms);
+      ms_steps++;
+    }
+    memcpy(xa, xb, sizeof *xa * nn);
+    prev = ip;
+  }
+  const double n = pl->steps - 1;
+  const double fused_us = (t_form[1] - t_form[0]) / n * 1e6, live_us = (t_form[2] - t_form[0]) / n * 1e6;
+  cJSON *o = ts_bench_line("collide", name, "live_refit_query_us_per_step", live_us, "us");
+  ts_bench_line_ref(o, "fused_refit_query_us_per_step", fused_us);
+  ts_bench_line_num(o, "brute_force_us_per_step", n_brute ? t_brute / n_brute * 1e6 : 0);
+  if (strcmp(name, "patch-L") == 0) ts_bench_line_num(o, "target", 100);
+  ts_bench_line_num(o, "prediction_us_per_step", t_form[0] / n * 1e6);
+  ts_bench_line_num(o, "xpbd_substeps", nx);
+  ts_bench_line_num(o, "mean_escaped_per_substep", full_escaped / (n * nx));
+  ts_bench_line_num(o, "fused_mean_escaped_per_substep", escaped / (n * nx));
+  ts_bench_line_num(o, "mean_candidates", cand / (n * nx));
+  ts_bench_line_num(o, "mismatches", mismatches);
+  ts_bench_line_num(o, "invalid_trees", invalid);
+  ts_bench_line_num(o, "surface_nodes", tl->n_used);
+  ts_bench_line_str(o, "tool", "dental_instrument_light");
+  ts_bench_line_str(o, "plan", pl->name);
+  ts_bench_line_emit(o);
+  o = ts_bench_line("collide", name, "ms_live_contact_us_per_step", ms_steps ? t_msl / ms_steps * 1e6 : 0, "us");
+  ts_bench_line_ref(o, "ms_scan_then_pass_us_per_step", ms_steps ? t_msp / ms_steps * 1e6 : 0);
+  ts_bench_line_num(o, "ms_substeps", nm);
+  ts_bench_line_num(o, "steps", ms_steps);
+  ts_bench_line_num(o, "mismatches", ms_mismatches);
+  ts_bench_line_str(o, "tool", "dental_instrument_light");
+  ts_bench_line_str(o, "plan", pl->name);
+  ts_bench_line_emit(o);
+  status = 0;
+out:
+  if (status) fprintf(stderr, "collide: %s: the live path failed\n", name);
+  ts_tissue_reset(t);
+  ts_contact_ws_free(&wl);
+  ts_contact_ws_free(&wp);
+  ts_aabb_tree_destroy(tl);
+  ts_aabb_tree_destroy(tp);
+  free(xa);
+  free(xb);
+  free(y);
+  free(xs);
+  free(scratch);
+  return status;
+}
+
 static int run_scenario(const char *name, const plan *pl, const ts_mesh *instrument) {
   char err[1024] = "";
   ts_bench_scenario sc;
@@ -320,6 +558,9 @@ static int run_scenario(const char *name, const plan *pl, const ts_mesh *instrum
   int have_iprev = 0;
   double tip_local[3];
   if (ts_bench_instrument_tip(instrument, tip_local)) goto out;
+  /* the live step's path first (its lines come out early; it leaves the
+   * tissue at rest) */
+  if (live_path(name, pl, &sc, itree, &ipt, tip_local, &bbuf)) goto out;
 
   /* tissue self-contact (ts_self_contact.h): its detection on the same
    * refitted tree each step, beside the tool's refit + query */
