@@ -79,6 +79,7 @@ static ts_mesh *loop_n(const ts_mesh *m, uint32_t levels) {
   return r;
 }
 
+#ifdef TS_OPENMESH_LOOP
 /* Spot with a round hole: drops the triangles whose centroid is within
  * `radius` of vertex 0. */
 static ts_mesh *spot_with_hole(double radius) {
@@ -178,7 +179,6 @@ static double assert_same_mesh(const ts_mesh *ours, const ts_mesh *ref, double t
   return worst;
 }
 
-#ifdef TS_OPENMESH_LOOP
 /* Runs the OpenMesh reference on m for `levels` steps. */
 static ts_mesh *openmesh_loop(const ts_mesh *m, int levels) {
   char in[] = "/tmp/ts_om_in_XXXXXX", out[] = "/tmp/ts_om_out_XXXXXX", err[256], lv[8];
