@@ -100,6 +100,13 @@ typedef void (*tc_force_cb)(void *ud, const tc_force *f);
 typedef void (*tc_error_cb)(void *ud, int code, const char *name, const char *message,
                             uint64_t request_id);
 
+/* tc_session_info.self_contact_off (SessionInfo.SelfContactOff) */
+enum {
+  TC_SELF_OFF_NONE = 0,       /* runs, or not asked for */
+  TC_SELF_OFF_OVER_LIMIT = 1, /* the tissue is over the daemon's --self-contact-max-nodes */
+  TC_SELF_OFF_FAILED = 2,     /* could not be set up for a refined tissue (out of memory) */
+};
+
 typedef struct tc_session_info {
   uint32_t session_id;
   char name[64];
@@ -110,6 +117,8 @@ typedef struct tc_session_info {
   double tool_stiffness; /* N/m: the wall its tools feel against each other */
   int self_contact;       /* tissue self-contact runs (CreateSession.self_contact) */
   uint32_t self_contacts; /* its node-triangle pairs in the newest frame's step */
+  int self_contact_off;   /* why self_contact is 0 though asked for: TC_SELF_OFF_* */
+  uint32_t self_contact_surface_nodes; /* the tissue's contact-surface nodes (its limit's size) */
   /* quasi-static sessions (0 for the others): the learned model answers
    * presses, samples recorded so far, presses the model answered */
   int learned;

@@ -158,6 +158,13 @@ static int cmd_sessions(tc_client *c) {
            "\"self_contact\":%s,\"self_contacts\":%u",
            v[i].solver, v[i].clients, v[i].vertex_count, v[i].tool_stiffness,
            v[i].self_contact ? "true" : "false", v[i].self_contacts);
+    if (v[i].self_contact || v[i].self_contact_off)
+      printf(",\"self_contact_surface_nodes\":%u", v[i].self_contact_surface_nodes);
+    if (v[i].self_contact_off)
+      printf(",\"self_contact_off\":\"%s\"",
+             v[i].self_contact_off == TC_SELF_OFF_OVER_LIMIT ? "over_limit"
+             : v[i].self_contact_off == TC_SELF_OFF_FAILED   ? "failed"
+                                                             : "unknown");
     if (v[i].solver == TC_SOLVER_QUASI_STATIC)
       printf(",\"learned\":%s,\"samples\":%llu,\"model_answers\":%llu",
              v[i].learned ? "true" : "false", (unsigned long long)v[i].samples,

@@ -20,6 +20,7 @@
 #include "refine.h"
 #include "requests.h"
 #include "server.h"
+#include "session_self.h"
 #include "shortcut.h"
 #include "tissue.pb-c.h"
 #include "training.h"
@@ -618,9 +619,18 @@ static void on_list(ts_conn *c, uint64_t rid) {
     infos[i].clients = se->n_clients;
     infos[i].vertex_count = se->topo->vertex_count;
     infos[i].tool_stiffness = (float)se->sim.tool_contact.stiffness;
-    /* set at creation, constant after: safe to read on the loop thread */
-    infos[i].self_contact = se->sim.self != NULL;
-    infos[i].self_contacts = se->latest ? se->latest->self_contacts : 0;
+    /* sim.self is set at creation, constant after (safe to read on the loop
+     * thread); whether the pass runs for the current tissue comes with the
+     * frames (ts_session_on_frame) */
+    const int self_state = se->sim.self ? se->self_state : -1;
+    infos[i].self_contact = self_state == TS_SELF_ON;
+    infos[i].self_contacts = se->latest && self_state == TS_SELF_ON ? se->latest->self_contacts : 0;
+    infos[i].self_contact_off =
+        self_state == TS_SELF_OVER_LIMIT || se->self_refused
+            ? TISSUED__V1__SESSION_INFO__SELF_CONTACT_OFF__OVER_LIMIT
+        : self_state == TS_SELF_FAILED ? TISSUED__V1__SESSION_INFO__SELF_CONTACT_OFF__FAILED
+                                       : TISSUED__V1__SESSION_INFO__SELF_CONTACT_OFF__NONE;
+    infos[i].self_contact_surface_nodes = se->self_surface_nodes;
     if (se->sim.shortcut) {
       uv_mutex_lock(&se->mbox.lock);
       infos[i].learned = se->mbox.learned;

@@ -64,6 +64,11 @@ typedef struct ts_frame_ref {
   uint32_t contacts;
   uint32_t tool_contacts;    /* contacts between two tools in the last step */
   uint32_t self_contacts;    /* tissue self-contact pairs in the last step */
+  int self_state;            /* tissue self-contact: -1 not asked for, else ts_self_state
+                                (session_self.h) for the current tissue */
+  uint32_t self_surface_nodes; /* its tissue's contact-surface nodes (session_self.h) */
+  uint64_t self_steps_over_limit; /* steps it was off over --self-contact-max-nodes */
+  uint64_t self_failures;    /* refined tissues it could not be set up for */
   uint64_t tool_contact_steps; /* steps so far in which two tools touched */
   double inertia_scale;      /* mass-spring: inertia scale of the last step (1: physical) */
   double added_mass;         /* mass-spring: local mass scaling's added inertia, fraction

@@ -159,6 +159,12 @@ char *ts_metrics_text(ts_server *s, size_t *len) {
       {"tissued_session_self_contacts", "gauge",
        "Tissue self-contact pairs (node against triangle) in the last step; 0 when off "
        "(CreateSession.self_contact)."},
+      {"tissued_session_self_contact_steps_over_limit_total", "counter",
+       "Physics steps taken without tissue self-contact because a refinement took the tissue "
+       "over --self-contact-max-nodes (SessionInfo.self_contact_off OVER_LIMIT)."},
+      {"tissued_session_self_contact_failures_total", "counter",
+       "Refined tissues tissue self-contact could not be set up for (out of memory; off for "
+       "that tissue, SessionInfo.self_contact_off FAILED)."},
   };
   for (size_t k = 0; k < sizeof per / sizeof per[0]; k++) {
     family(&b, per[k].name, per[k].type, per[k].help);
@@ -198,6 +204,8 @@ char *ts_metrics_text(ts_server *s, size_t *len) {
         uv_mutex_unlock(&se->mbox.lock);
         break;
       case 23: v = f ? f->self_contacts : 0; break;
+      case 24: v = se->sim.self ? (double)se->self_steps_over_limit : 0; break;
+      case 25: v = se->sim.self ? (double)se->self_failures : 0; break;
       }
       put(&b, "%s{session=\"%u\"} %.9g\n", per[k].name, se->id, v);
     }

@@ -13,8 +13,9 @@
  * snapshot is refined (core/ts_refine.h: old nodes keep their indices, new
  * ones appended at the midpoints, the hand-over of core/ts_handover.h), the
  * XPBD hand-over fitted to the solver by trial steps (its rest-length
- * corrections kept apart), the solver data (XPBD and its contact trees) and
- * the topology rebuilt, while the session steps on. The loop gets the
+ * corrections kept apart), the solver data (XPBD and its contact trees, the
+ * self-contact tree and its count against the limit) and the topology
+ * rebuilt, while the session steps on. The loop gets the
  * result back (worker.h's done) and puts it into the session's mailbox,
  * unless the session has ended (then it is dropped and the requester told);
  * the physics thread installs it between two later steps: old nodes take
@@ -55,6 +56,7 @@
 #include "log.h"
 #include "server.h"
 #include "session_contact.h"
+#include "session_self.h"
 
 #define TS_REFINE_DEFAULT_RANGE 0.005 /* m: a pick's region when range is 0 */
 
@@ -85,6 +87,8 @@ struct ts_refine_req {
   ts_tool tools[TS_MAX_TOOLS];
   ts_tool fit_tools[TS_MAX_TOOLS]; /* the same at their poses of the next step (next_poses): XPBD's fits */
   int xpbd, contact;      /* the session's solver: XPBD; with tree-based contact */
+  int self;               /* the session runs tissue self-contact (session_self.h) */
+  uint32_t self_max;      /* and its limit (--self-contact-max-nodes) */
   ts_xpbd_def def;
   double dt;              /* s */
   uint64_t rest_epoch;    /* the session's at the snapshot */
@@ -98,6 +102,8 @@ struct ts_refine_req {
   ts_refine_src *nsrc;
   ts_xpbd *nx;
   ts_session_contact *nc;
+  ts_aabb_tree *self_tree; /* self-contact's tree over nt (NULL over the limit) */
+  uint32_t self_nodes;    /* nt's contact-surface nodes (self-contact's limit) */
   ts_topology *topo;
   ts_refine_info info;    /* info.parents: each new node's parent edge */
   double *rest_fix;       /* XPBD: the fit's rest-length corrections per spring */
@@ -136,6 +142,7 @@ void ts_refine_req_free(struct ts_refine_req *q) {
     ts_session_contact_free(q->nc);
     free(q->nc);
   }
+  ts_aabb_tree_destroy(q->self_tree);
   ts_topology_free(q->topo);
   free(q->info.parents);
   free(q->rest_fix);
@@ -368,6 +375,12 @@ static void refine_work(ts_job *j, ts_storage *st) {
     rc = q->nc ? ts_session_contact_init(q->nc, q->nt) : TS_ENOMEM;
     if (rc) snprintf(q->err, sizeof q->err, "cannot rebuild the collision tree: %s", ts_strerror(rc));
   }
+  if (!rc && q->self) {
+    /* self-contact's count against its limit and its tree, here rather
+     * than on the physics thread at the install (which binds it) */
+    rc = ts_session_self_build(q->nt, q->self_max, &q->self_tree, &q->self_nodes);
+    if (rc) snprintf(q->err, sizeof q->err, "cannot rebuild the self-contact tree: %s", ts_strerror(rc));
+  }
   if (!rc) {
     q->topo = ts_topology_from_tissue(q->nt);
     if (!q->topo) {
@@ -456,6 +469,8 @@ static void take_snapshot(ts_session *se, struct ts_refine_req *q) {
   next_poses(sim, q->fit_tools);
   q->xpbd = sim->xpbd != NULL;
   q->contact = sim->contact != NULL;
+  q->self = sim->self != NULL;
+  q->self_max = sim->self ? sim->self->max_nodes : 0;
   q->def = sim->xpbd_def;
   q->dt = sim->dt;
   q->rest_epoch = sim->rest_epoch;
@@ -571,6 +586,10 @@ static void install(ts_session *se, struct ts_refine_req *q) {
     free(sim->contact);
     sim->contact = q->nc;
     q->nc = NULL;
+  }
+  if (sim->self) { /* on the new tree, or off for this tissue (session_self.h) */
+    ts_session_self_install(sim->self, sim->tissue, q->self_tree, q->self_nodes, sim->xpbd);
+    q->self_tree = NULL;
   }
   sim->next_frame_time = sim->tissue->time; /* the new topology's first frame right away */
   q->hold_ms += (double)(uv_hrtime() - t0) * 1e-6;

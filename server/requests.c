@@ -315,11 +315,13 @@ static void create_work(ts_job *jb, ts_storage *st) {
     const uint32_t max = (uint32_t)j->server->cfg.self_contact_max_nodes;
     uint32_t ns = 0;
     j->rc = ts_session_self_create(j->session->sim.tissue, max, &j->session->sim.self, &ns);
+    j->session->self_surface_nodes = ns;
     if (j->rc == TS_ETOOBIG && j->sv.self_contact == 2) {
       /* only the daemon-wide --self-contact asked: the session runs
        * without it (SessionInfo.self_contact false) */
       ts_log_warn("session '%s' runs without self-contact: its tissue has %u surface nodes, "
                   "more than --self-contact-max-nodes %u", j->name, ns, max);
+      j->session->self_refused = 1; /* SessionInfo.self_contact_off says so */
       j->rc = 0;
     } else if (j->rc == TS_ETOOBIG) {
       j->self_refused = 1;

@@ -258,6 +258,12 @@ void ts_session_on_frame(ts_session *se, ts_frame_ref *f, uint64_t now_ms) {
   uint64_t now_us = uv_hrtime() / 1000;
   if (se->latest) ts_frame_release(se->latest);
   se->latest = f; /* takes the event's reference */
+  if (f->self_state >= 0) {
+    se->self_state = f->self_state;
+    se->self_surface_nodes = f->self_surface_nodes;
+    se->self_steps_over_limit = f->self_steps_over_limit;
+    se->self_failures = f->self_failures;
+  }
   ts_server *s = se->server;
   ts_conn *next;
   for (ts_conn *c = se->clients; c; c = next) {
@@ -591,6 +597,10 @@ ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
   f->contacts = sim->contacts;
   f->tool_contacts = sim->tool_contacts;
   f->self_contacts = sim->self_contacts;
+  f->self_state = sim->self ? (int)sim->self->state : -1;
+  f->self_surface_nodes = sim->self ? sim->self->surface_nodes : 0;
+  f->self_steps_over_limit = sim->self ? sim->self->steps_over_limit : 0;
+  f->self_failures = sim->self ? sim->self->failures : 0;
   f->tool_contact_steps = sim->tool_contact_steps;
   f->verlet_fraction = sim->verlet_fraction;
   f->inertia_scale = sim->inertia_scale;

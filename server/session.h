@@ -146,6 +146,15 @@ typedef struct ts_session {
   char observer_token[33];
   char controller_token[TS_MAX_TOOLS][33];
   int creator_key;           /* index of the server key that created it */
+  int self_refused;          /* set at creation: only the daemon's --self-contact asked
+                                for self-contact and the tissue was over the limit, so
+                                the session runs without it */
+  /* tissue self-contact (sim.self) as the newest frame said, kept when a
+   * refinement drops `latest`; before the first frame, as created */
+  int self_state;            /* ts_self_state (session_self.h) */
+  uint32_t self_surface_nodes; /* the tissue's contact-surface nodes (also when refused) */
+  uint64_t self_steps_over_limit; /* steps it was off over --self-contact-max-nodes */
+  uint64_t self_failures;    /* refined tissues it could not be set up for */
   ts_frame_ref *latest;  /* the newest frame (clients hold their own baselines) */
   /* Shared, like mbox: the loop writes, the physics thread reads. The
    * uv_hrtime microsecond from which one of the clients is due a frame

@@ -23,6 +23,17 @@ const $ = (id) => document.getElementById(id);
 // acts softer than its material (README, "Live sessions of large meshes").
 export const LIVE_XPBD = Object.freeze({ solver: 2, dt: 1 / 60, substeps: 4, iterations: 4 });
 
+// SessionInfo.SelfContactOff
+const SELF_OFF = { 1: 'over the node limit', 2: 'could not be set up' };
+
+/** The sessions panel's words for a session's tissue self-contact: '' when it
+ *  was not asked for. */
+export function selfContactText(s) {
+  if (s.selfContact) return 'self-contact';
+  const off = SELF_OFF[s.selfContactOff];
+  return off ? 'self-contact off: ' + off : '';
+}
+
 export class SessionsPanel {
   /**
    * client: SessionClient; hasKey: whether the page knows the server key;
@@ -106,6 +117,7 @@ export class SessionsPanel {
       r.cells.tissue.textContent = s.tissue || '–';
       r.cells.solver.textContent = SOLVER_NAMES[s.solver] || String(s.solver);
       r.tr.dataset.solver = r.cells.solver.textContent;
+      this._self(r, s);
       r.cells.clients.textContent = String(s.clients || 0);
       this._mark(s.sessionId, r);
     }
@@ -151,6 +163,26 @@ export class SessionsPanel {
     tr.appendChild(act);
     cells.actions = act;
     return { tr, cells };
+  }
+
+  /** Tissue self-contact, where the session asked for it: on, or off and why
+   *  (SessionInfo.self_contact, .self_contact_off); nothing otherwise. */
+  _self(r, s) {
+    const text = selfContactText(s);
+    if (!text) {
+      r.cells.self?.remove();
+      r.cells.self = null;
+      return;
+    }
+    if (!r.cells.self) {
+      r.cells.self = document.createElement('span');
+      r.cells.self.className = 'ss-self';
+      r.cells.solver.after(r.cells.self);
+    }
+    r.cells.self.textContent = text;
+    r.cells.self.classList.toggle('off', !s.selfContact);
+    r.cells.self.title = s.selfContactSurfaceNodes
+      ? s.selfContactSurfaceNodes + ' contact-surface nodes' : '';
   }
 
   _mark(id, r) {

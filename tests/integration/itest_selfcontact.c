@@ -24,7 +24,13 @@
  * already running there keeps stepping (200 more force messages after the
  * refusals). With the daemon-wide --self-contact 1 and the same limit, a
  * session that did not ask is created without it (SessionInfo.self_contact
- * false).
+ * false, self_contact_off OVER_LIMIT and the patch's surface nodes); at a
+ * limit the patch just fits under, it runs, and a refinement (which adds
+ * surface nodes) turns it off for the refined tissue: listed off
+ * (self_contact false, self_contact_off OVER_LIMIT, more surface nodes than
+ * the limit), /metrics tissued_session_self_contact_steps_over_limit_total
+ * counting the steps it skipped, tissued_session_self_contact_failures_total
+ * 0, and the session stepping on.
  * Waits are on force messages, bounded by generous wall-clock deadlines.
  */
 #include <check.h>
@@ -102,6 +108,9 @@ static void run(int solver, const char *label) {
   ck_assert_int_eq(info_of(c, plain).self_contact, 0);
   ck_assert_int_eq(info_of(c, qs).self_contact, 0); /* quasi-static: not run */
   ck_assert_int_eq(info_of(c, sid).self_contact, 1);
+  ck_assert_int_eq(info_of(c, sid).self_contact_off, TC_SELF_OFF_NONE);
+  ck_assert_uint_gt(info_of(c, sid).self_contact_surface_nodes, 2 * 17 * 17);
+  ck_assert_uint_eq(info_of(c, plain).self_contact_surface_nodes, 0);
 
   tc_join_params jp = {.session_id = sid, .role = TC_ROLE_CONTROLLER, .radius = 0.005};
   tc_joined j;
@@ -265,7 +274,10 @@ START_TEST(test_limit) {
   ck_assert_msg(c != NULL, "%s", err);
   tc_set_error_cb(c, on_error_count, &errors);
   ck_assert_int_eq(tc_create_session_ex(c, &p0, &sid, &nv, NULL), 0);
-  ck_assert_int_eq(info_of(c, sid).self_contact, 0);
+  tc_session_info in = info_of(c, sid);
+  ck_assert_int_eq(in.self_contact, 0);
+  ck_assert_int_eq(in.self_contact_off, TC_SELF_OFF_OVER_LIMIT);
+  ck_assert_uint_eq(in.self_contact_surface_nodes, patch_nodes);
   tc_close(c);
   ck_assert_int_eq(ts_dproc_stop(&d, 10000, why, sizeof why), 0);
 
@@ -279,12 +291,51 @@ START_TEST(test_limit) {
   ck_assert_msg(c != NULL, "%s", err);
   tc_set_error_cb(c, on_error_count, &errors);
   ck_assert_int_eq(tc_create_session_ex(c, &p0, &sid, &nv, NULL), 0);
-  ck_assert_int_eq(info_of(c, sid).self_contact, 1);
+  in = info_of(c, sid);
+  ck_assert_int_eq(in.self_contact, 1);
+  ck_assert_int_eq(in.self_contact_off, TC_SELF_OFF_NONE);
+  ck_assert_uint_eq(in.self_contact_surface_nodes, patch_nodes);
+
+  /* a refinement adds surface nodes: off for the refined tissue, the
+   * session stepping on without it */
+  memset(&f, 0, sizeof f);
+  tc_set_force_cb(c, on_force, &f);
+  jp.session_id = sid;
+  ck_assert_int_eq(tc_join_ex(c, &jp, &j), 0);
+  press_for(c, j.tool_id, &f, 50, "before the refinement");
+  char over_name[128], fail_name[128];
+  snprintf(over_name, sizeof over_name,
+           "tissued_session_self_contact_steps_over_limit_total{session=\"%u\"}", sid);
+  snprintf(fail_name, sizeof fail_name,
+           "tissued_session_self_contact_failures_total{session=\"%u\"}", sid);
+  ck_assert_double_eq(ts_dproc_metric(d.http_port, over_name), 0);
+  const tc_refine_params rp = {.session_id = sid, .method = TC_REFINE_LOOP,
+                               .ray_origin = {0.0021, 0.05, -0.0013}, .ray_direction = {0, -1, 0}};
+  tc_refined r;
+  ck_assert_int_eq(tc_refine(c, &rp, &r), 0);
+  ck_assert_uint_gt(r.new_vertices, 0);
+  press_for(c, j.tool_id, &f, 100, "after the refinement");
+  in = info_of(c, sid);
+  const double over1 = ts_dproc_metric(d.http_port, over_name);
+  fprintf(stderr, "itest_selfcontact: refined (+%u vertices): self_contact %d, off %d, %u surface "
+          "nodes (limit %u), %g steps over the limit\n", r.new_vertices, in.self_contact,
+          in.self_contact_off, in.self_contact_surface_nodes, patch_nodes, over1);
+  ck_assert_int_eq(in.self_contact, 0);
+  ck_assert_int_eq(in.self_contact_off, TC_SELF_OFF_OVER_LIMIT);
+  ck_assert_uint_gt(in.self_contact_surface_nodes, patch_nodes);
+  ck_assert_uint_eq(in.self_contacts, 0);
+  ck_assert_double_gt(over1, 0);
+  press_for(c, j.tool_id, &f, 100, "stepping on");
+  ck_assert_double_gt(ts_dproc_metric(d.http_port, over_name), over1);
+  ck_assert_double_eq(ts_dproc_metric(d.http_port, fail_name), 0);
+  snprintf(name, sizeof name, "tissued_session_diverged_total{session=\"%u\"}", sid);
+  ck_assert_double_eq(ts_dproc_metric(d.http_port, name), 0);
   tc_close(c);
   ck_assert_int_eq(ts_dproc_stop(&d, 10000, why, sizeof why), 0);
   fprintf(stderr, "itest_selfcontact: limit 100 under the patch's %u surface nodes: both creates "
           "refused, the other session stepped on; --self-contact 1 left it off, on at the "
-          "limit %u (%d error callbacks)\n", patch_nodes, patch_nodes, errors);
+          "limit %u, off after a refinement (%d error callbacks)\n", patch_nodes, patch_nodes,
+          errors);
 }
 END_TEST
 
