@@ -90,7 +90,11 @@ static int read_ports_file(const char *path, int *tcp, int *http) {
   if (!j) return -1;
   const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "tcp");
   const cJSON *h = cJSON_GetObjectItemCaseSensitive(j, "http");
-  int ok = cJSON_IsNumber(t) && cJSON_IsNumber(h);
+  /* the daemon writes its two listening ports: whole, 1..65535 (cJSON's
+   * valueint would take -5 as is and clamp 1e12 to INT_MAX) */
+  int ok = cJSON_IsNumber(t) && cJSON_IsNumber(h) && t->valuedouble >= 1 &&
+           t->valuedouble <= 65535 && t->valuedouble == floor(t->valuedouble) &&
+           h->valuedouble >= 1 && h->valuedouble <= 65535 && h->valuedouble == floor(h->valuedouble);
   if (ok) {
     *tcp = t->valueint;
     *http = h->valueint;

@@ -20,7 +20,7 @@ fi
 CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTS_SANITIZE=ON -DTS_FUZZ=ON \
   -DTS_BUILD_TESTS=ON -DCMAKE_C_FLAGS="-fsanitize=fuzzer-no-link" >/dev/null
 targets=(codec framing envelope csv obj stl ply layerspec dispatch wshandshake modeldoc config client tllink
-  ctlargs toolargs theta tlscan)
+  ctlargs toolargs theta tlscan tlopts)
 cmake --build build-fuzz -j"$(nproc)" --target "${targets[@]/#/fuzz_}"
 mkdir -p tests/fuzz/findings
 
