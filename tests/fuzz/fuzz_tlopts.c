@@ -38,12 +38,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 /* the ports file: one per process, rewritten for every input */
 static char ports_path[64];
 
+static void remove_ports(void) { unlink(ports_path); }
+
 static void write_ports(const uint8_t *p, size_t n) {
   if (!ports_path[0]) {
     snprintf(ports_path, sizeof ports_path, "/tmp/fuzz_tlopts.XXXXXX");
     int fd = mkstemp(ports_path);
     if (fd < 0) abort();
     close(fd);
+    atexit(remove_ports); /* libFuzzer and the replay both end through exit() */
   }
   FILE *f = fopen(ports_path, "wb");
   if (!f || (n && fwrite(p, 1, n, f) != n)) abort();
