@@ -15,12 +15,24 @@ jobs=$(nproc)
 total_pass=0
 total_fail=0
 status=0
+# each phase's wall time, printed as it ends and summed up at the end, so
+# that a CI log says where its minutes went (with ctest's per-test times)
+phase_times=()
+phase_start=0 # SECONDS counts from the script's start: the install above is the first phase
+phase_done() { # name
+  local took=$((SECONDS - phase_start))
+  echo "== $1: ${took} s"
+  phase_times+=("$1 ${took} s")
+  phase_start=$SECONDS
+}
+phase_done "install"
 
 run_suite() { # name build-dir ctest-regex cmake-options...
   local name=$1 dir=$2 regex=$3
   shift 3
   echo "== $name: build ($dir)"
   deploy/build.sh "$dir" "$@"
+  phase_done "$name build"
   echo "== $name: test"
   local log="$dir/ctest.log"
   if ! ctest --test-dir "$dir" --output-on-failure -j"$jobs" --timeout 900 -R "$regex" 2>&1 | tee "$log"; then
@@ -38,6 +50,7 @@ run_suite() { # name build-dir ctest-regex cmake-options...
   else
     status=1
   fi
+  phase_done "$name test"
 }
 
 run_suite "normal" build "."
@@ -73,6 +86,8 @@ else
   total_fail=$((total_fail + 1))
   status=1
 fi
+phase_done "fuzz build and run"
 
+echo "phases: $(IFS=,; echo "${phase_times[*]}" | sed 's/,/, /g'); total ${SECONDS} s"
 echo "tests: ${total_pass} passed, ${total_fail} failed"
 exit $status

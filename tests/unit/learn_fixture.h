@@ -107,8 +107,22 @@ static inline void apply(fixture *f, double px, double pz, const ts_learn_model 
 static const double train_pts[][2] = {{0, 0},        {0.012, 0},      {-0.010, 0.008},
                                       {0.004, -0.014}, {-0.018, -0.006}, {0.020, 0.016}};
 static const double held_pts[][2] = {{0.007, 0.009}, {-0.013, 0.015}, {0.016, -0.011}};
+/* A sanitizer build (memory and undefined behaviour, not the figures)
+ * records two of the training presses and compares on one held-out press:
+ * every press runs the same solve, recording and comparison code, and
+ * gradient descent still meets the closed form on those samples. The
+ * held-out figures, measured on all nine presses, are asserted in the
+ * normal build only (LEARN_FIGURES). Recording took about 60 % of
+ * test_learn's CPU under ASan, the held-out presses about 20 %. */
+#ifdef TS_TEST_SANITIZED
+#define N_TRAIN 2
+#define N_HELD 1
+#define LEARN_FIGURES 0
+#else
 #define N_TRAIN (int)(sizeof train_pts / sizeof train_pts[0])
 #define N_HELD (int)(sizeof held_pts / sizeof held_pts[0])
+#define LEARN_FIGURES 1
+#endif
 
 static inline void record_training(fixture *f) {
   for (int i = 0; i < N_TRAIN; i++) apply(f, train_pts[i][0], train_pts[i][1], NULL, 0, NULL);
