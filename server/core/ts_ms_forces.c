@@ -115,7 +115,14 @@
  * 0.916 and 0.921 of the time (medians; faster in 17 and 18 rounds of 20);
  * patch-L (resolution 141) 0.998 (10 rounds): its dependency chain, not the
  * operation count, was what the loop waited on (forces moved by at most
- * 5e-19 N of 4e-3 N, rounding). Tried and dropped in the same harness:
+ * 5e-19 N of 4e-3 N, rounding). Whole steps, main's build and this one
+ * alternated (tests/bench/run --quick mechanics:patch-S,patch-L, three
+ * rounds each, load 5.9-7.2): patch-S 88-134 million evaluations per
+ * second (0.593-0.603 of the linear loop, 2.33-2.39 times Bullet) before,
+ * 90-144 million (0.586-0.639, 2.60-2.69 times Bullet) after; patch-L
+ * 70-120 million (0.497-0.601) before, 91-113 million (0.534-0.614)
+ * after: a few per cent, within these runs' noise. Tried and dropped in the
+ * same harness:
  * springs sorted by (a, b) instead of (a, original index) (within 1 %);
  * nodes renumbered along a Morton curve with the springs re-sorted (12 %
  * slower on patch-S, 70 % on patch-L: the sheet-by-sheet order already
