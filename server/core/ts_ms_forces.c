@@ -23,7 +23,8 @@
  * as the component loop they replace), one block ahead of the arithmetic
  * (spring_class); then the square roots (vectorised: this
  * file is compiled without errno for math functions), the division, the
- * exponentials (ts_exp_spring: branch-free, degree 9, 2e-14 relative) and
+ * exponentials (ts_exp_spring: branch-free, degree 9 by Estrin's scheme,
+ * 2e-14 relative) and
  * the tension run as loops over the block's lanes; then the scatter adds
  * each spring's force row into node b's row and into node a's, kept in
  * registers over the run of springs from a (instead of a chain of
@@ -102,6 +103,37 @@
  * 64 bytes a spring reads; the loop 430-440 us against 451-458 us, 4-5 %),
  * for 3 % of a step the law would hold to 6e-8 of k' instead of 2e-14 and a
  * constant past FLT_MAX would have to be refused.
+ * Where the loop's time goes (patch-S settled 20 steps, the loop alone,
+ * ~440 us a pass at load 8-10 on the 2 cores; each variant against this
+ * loop in one process, alternate rounds of 50 passes, 20 rounds): the
+ * exponentials ~110 us (replaced by 1 + y), all the arithmetic between
+ * gather and scatter ~190 us (leaving gather, scatter and one constant
+ * stream, 248-273 us), the six other constant streams ~75 us; the square
+ * root and the division too little to measure (replaced by an add, no
+ * change). The exponential's polynomial by Estrin's scheme instead of
+ * Horner's (same coefficients, 1.38e-14 instead of 1.37e-14 against expl):
+ * 0.916 and 0.921 of the time (medians; faster in 17 and 18 rounds of 20);
+ * patch-L (resolution 141) 0.998 (10 rounds): its dependency chain, not the
+ * operation count, was what the loop waited on (forces moved by at most
+ * 5e-19 N of 4e-3 N, rounding). Whole steps, main's build and this one
+ * alternated (tests/bench/run --quick mechanics:patch-S,patch-L, three
+ * rounds each, load 5.9-7.2): patch-S 88-134 million evaluations per
+ * second (0.593-0.603 of the linear loop, 2.33-2.39 times Bullet) before,
+ * 90-144 million (0.586-0.639, 2.60-2.69 times Bullet) after; patch-L
+ * 70-120 million (0.497-0.601) before, 91-113 million (0.534-0.614)
+ * after: a few per cent, within these runs' noise. Tried and dropped in the
+ * same harness:
+ * springs sorted by (a, b) instead of (a, original index) (within 1 %);
+ * nodes renumbered along a Morton curve with the springs re-sorted (12 %
+ * slower on patch-S, 70 % on patch-L: the sheet-by-sheet order already
+ * walks a few sequential streams) or with the sheets interleaved (no
+ * change); the gather as whole 64-byte rows and one 8-wide transpose
+ * (0.994); the strain extremes as a lane-wise tree per block (no gain);
+ * non-temporal prefetches of the constants four blocks ahead (no gain);
+ * e / L0 instead of e * (1 / L0), one stream fewer (7 % slower: the
+ * division); -fno-trapping-math on this file (21-28 % slower); a
+ * 32-entry table exponential with a degree-5 polynomial (GCC 12 would not
+ * vectorise its lookup: twice as slow).
  */
 #include <math.h>
 #include <stdlib.h>

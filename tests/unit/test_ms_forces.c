@@ -5,7 +5,7 @@
  * k'(eps) = k1 e^(b1 eps+) + k2 e^(b2 eps+) (eps+ = max(eps, 0), b eps+
  * capped at 700), or k (L - L0) for a linear spring, plus the damper's
  * c dL/dt, along the spring; and the strain extremes the substep count
- * reads. Also the loop's exponential (ts_exp_spring) against exp.
+ * reads. Also the loop's exponential (ts_exp_spring) against exp and expl.
  */
 #include <check.h>
 #include <math.h>
@@ -43,6 +43,21 @@ START_TEST(test_exp_spring_bound) {
   }
   ck_assert_msg(worst <= 2e-14, "ts_exp_spring: relative error %.3g", worst);
   ck_assert_msg(worst > 1e-16, "ts_exp_spring: %.3g is exp() itself?", worst);
+  /* against expl (libm's long double, independent of exp's own rounding),
+   * where the reduced argument r is at its ends (|r| = ln2/2, where the
+   * polynomial's error and its evaluation's rounding are largest) and in
+   * between (|r| = ln2/4) */
+  long double wl = 0;
+  for (int n = 0; n <= 1009; n++)
+    for (int k = -8; k <= 8; k++) {
+      double x = (n + 0.5) * 0.69314718055994530942 + k * 1e-13 * (n + 1);
+      if (k == 0) x = (n + 0.25) * 0.69314718055994530942;
+      if (x < 0 || x > 700) continue;
+      long double r = fabsl(ts_exp_spring(x) / expl((long double)x) - 1);
+      if (r > wl) wl = r;
+    }
+  ck_assert_msg(wl <= 2e-14L, "ts_exp_spring: relative error %.3Lg against expl", wl);
+  ck_assert_msg(wl > 1e-15L, "ts_exp_spring: %.3Lg against expl: not the degree-9 form?", wl);
 }
 END_TEST
 
