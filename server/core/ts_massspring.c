@@ -118,7 +118,7 @@ int ts_massspring_prepare(ts_tissue *t) {
   size_t off_lim = off_hs + sizeof(ts__hs) * ns;
   size_t off_node = (off_lim + sizeof(ts__lim) * nl + 63) & ~(size_t)63;
   size_t ns_pad = ((size_t)ns + TS__BLK + 7) & ~(size_t)7; /* 64-byte multiples */
-  size_t off_pack = off_node + ((sizeof(double) * n * 13 + 63) & ~(size_t)63);
+  size_t off_pack = off_node + ((sizeof(double) * n * 19 + 63) & ~(size_t)63);
   /* xv (64 bytes a node) and f4 (32), the spring constants after them on a
    * 64-byte boundary again (n may be odd) */
   size_t off_soa = off_pack + ((sizeof(double) * 12 * (size_t)n + 63) & ~(size_t)63);
@@ -152,6 +152,8 @@ int ts_massspring_prepare(ts_tissue *t) {
   ms->mass = node + 10 * (size_t)n;
   ms->dm = node + 11 * (size_t)n;
   ms->iw = node + 12 * (size_t)n;
+  ms->wd = (double (*)[3])(node + 13 * (size_t)n);
+  ms->wy = (double (*)[3])(node + 16 * (size_t)n);
   ms->xv = (double (*)[8])(blk + off_pack);
   ms->f4 = (double (*)[4])(blk + off_pack + sizeof(double) * 8 * (size_t)n);
   double *soa = (double *)(blk + off_soa);
@@ -261,6 +263,7 @@ int ts_massspring_prepare(ts_tissue *t) {
     ms->g = TS__SMS_MARGIN * ts__ms_power_bound(t, ms, 1, d, y);
   }
   w2l = ts__ms_scaled_bound(t, ms->iw, ms->hs, ns, 0, d, y);
+  memcpy(ms->wd, d, sizeof *d * n); /* its weights: the stiffened bound's (ts_ms_bounds.c) */
   gl = ts__ms_scaled_bound(t, ms->iw, ms->hs, ns, 1, d, y);
   /* the scaling only where it lengthens the stable substep: where the
    * through-thickness modes are not the fastest (the in-sheet springs of a
