@@ -336,6 +336,15 @@ int ts_massspring_step(ts_tissue *t, double dt, ts_tool *tools, int n_tools,
   }
   struct ts__ms *ms = t->ms;
 
+  /* a refinement's hand-over, weighted at the middle of the step (before
+   * the substep count, which measures the strains against the rest lengths
+   * the step integrates) */
+  ms->wh = ts_handover_weight(t->hand, t->time + 0.5 * dt);
+  ms->fh = ms->wh > 0 ? (const double (*)[3])t->hand->f : (const double (*)[3])t->f_ext;
+  ms->depth = ms->wh > 0 ? t->hand->depth : NULL;
+  if (!(ms->wh > 0)) ms->wh = 0;
+  ts__ms_handover_rest(t, ms, ms->wh); /* in rest lengths: blended at the same weight */
+
   double phi, scale;
   double nsub = ts__ms_substep_count(t, ms, dt, &phi, &scale);
   if (!(nsub <= TS__MAX_SUBSTEPS)) return TS_ERANGE;
@@ -385,13 +394,6 @@ int ts_massspring_step(ts_tissue *t, double dt, ts_tool *tools, int n_tools,
   } else if (h != t->h_prev) {
     taylor = 1;
   }
-
-  /* a refinement's hand-over, weighted at the middle of the step */
-  ms->wh = ts_handover_weight(t->hand, t->time + 0.5 * dt);
-  ms->fh = ms->wh > 0 ? (const double (*)[3])t->hand->f : (const double (*)[3])t->f_ext;
-  ms->depth = ms->wh > 0 ? t->hand->depth : NULL;
-  if (!(ms->wh > 0)) ms->wh = 0;
-  ts__ms_handover_rest(t, ms, ms->wh); /* in rest lengths: blended at the same weight */
 
   /* after a refinement (a new step data, no contact marks yet) the nodes on
    * a tool are marked before the first substep, as the unrefined tissue's
