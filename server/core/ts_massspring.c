@@ -118,7 +118,7 @@ int ts_massspring_prepare(ts_tissue *t) {
   size_t off_lim = off_hs + sizeof(ts__hs) * ns;
   size_t off_node = (off_lim + sizeof(ts__lim) * nl + 63) & ~(size_t)63;
   size_t ns_pad = ((size_t)ns + TS__BLK + 7) & ~(size_t)7; /* 64-byte multiples */
-  size_t off_pack = off_node + ((sizeof(double) * n * 13 + 63) & ~(size_t)63);
+  size_t off_pack = off_node + ((sizeof(double) * n * 19 + 63) & ~(size_t)63);
   /* xv (64 bytes a node) and f4 (32), the spring constants after them on a
    * 64-byte boundary again (n may be odd) */
   size_t off_soa = off_pack + ((sizeof(double) * 12 * (size_t)n + 63) & ~(size_t)63);
@@ -152,6 +152,8 @@ int ts_massspring_prepare(ts_tissue *t) {
   ms->mass = node + 10 * (size_t)n;
   ms->dm = node + 11 * (size_t)n;
   ms->iw = node + 12 * (size_t)n;
+  ms->wd = (double (*)[3])(node + 13 * (size_t)n);
+  ms->wy = (double (*)[3])(node + 16 * (size_t)n);
   ms->xv = (double (*)[8])(blk + off_pack);
   ms->f4 = (double (*)[4])(blk + off_pack + sizeof(double) * 8 * (size_t)n);
   double *soa = (double *)(blk + off_soa);
@@ -261,6 +263,7 @@ int ts_massspring_prepare(ts_tissue *t) {
     ms->g = TS__SMS_MARGIN * ts__ms_power_bound(t, ms, 1, d, y);
   }
   w2l = ts__ms_scaled_bound(t, ms->iw, ms->hs, ns, 0, d, y);
+  memcpy(ms->wd, d, sizeof *d * n); /* its weights: the stiffened bound's (ts_ms_bounds.c) */
   gl = ts__ms_scaled_bound(t, ms->iw, ms->hs, ns, 1, d, y);
   /* the scaling only where it lengthens the stable substep: where the
    * through-thickness modes are not the fastest (the in-sheet springs of a
@@ -333,6 +336,15 @@ int ts_massspring_step(ts_tissue *t, double dt, ts_tool *tools, int n_tools,
   }
   struct ts__ms *ms = t->ms;
 
+  /* a refinement's hand-over, weighted at the middle of the step (before
+   * the substep count, which measures the strains against the rest lengths
+   * the step integrates) */
+  ms->wh = ts_handover_weight(t->hand, t->time + 0.5 * dt);
+  ms->fh = ms->wh > 0 ? (const double (*)[3])t->hand->f : (const double (*)[3])t->f_ext;
+  ms->depth = ms->wh > 0 ? t->hand->depth : NULL;
+  if (!(ms->wh > 0)) ms->wh = 0;
+  ts__ms_handover_rest(t, ms, ms->wh); /* in rest lengths: blended at the same weight */
+
   double phi, scale;
   double nsub = ts__ms_substep_count(t, ms, dt, &phi, &scale);
   if (!(nsub <= TS__MAX_SUBSTEPS)) return TS_ERANGE;
@@ -382,13 +394,6 @@ int ts_massspring_step(ts_tissue *t, double dt, ts_tool *tools, int n_tools,
   } else if (h != t->h_prev) {
     taylor = 1;
   }
-
-  /* a refinement's hand-over, weighted at the middle of the step */
-  ms->wh = ts_handover_weight(t->hand, t->time + 0.5 * dt);
-  ms->fh = ms->wh > 0 ? (const double (*)[3])t->hand->f : (const double (*)[3])t->f_ext;
-  ms->depth = ms->wh > 0 ? t->hand->depth : NULL;
-  if (!(ms->wh > 0)) ms->wh = 0;
-  ts__ms_handover_rest(t, ms, ms->wh); /* in rest lengths: blended at the same weight */
 
   /* after a refinement (a new step data, no contact marks yet) the nodes on
    * a tool are marked before the first substep, as the unrefined tissue's

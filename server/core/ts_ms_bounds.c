@@ -21,7 +21,19 @@
  * k e^(b eps)(1 + b eps), and its transverse stiffness T/L adds up to
  * eps/(1+eps) of that; so each step takes the largest b eps of the last
  * force evaluation (plus a margin of 1 % strain), phi = e^x (1 + x)
- * (1 + 2 eps), and w^2 phi in the bound. The substep is
+ * (1 + 2 eps), and w^2 phi in the bound. That pairs the most stretched
+ * spring's stiffening with the fastest mode wherever each is: on the liver
+ * pressed 2 mm by the default sphere and sagging onto its anchored base,
+ * the springs stretched most (20-30 %, x = 1.0-1.5) are at the base while
+ * its fastest modes are slivers elsewhere, and phi went from 7.8 to 19 as
+ * it crept (298 to 560 substeps a step against 118 at rest, the same with
+ * or without a refinement blending). So an uncapped step with lumped
+ * masses takes, where it is tighter, the same Collatz-Wielandt bound with
+ * each spring's own phi at the current strains (stiffened_bound, one pass
+ * over the springs a step, with the weights the rest bound's iteration
+ * reached): there 1.24-1.28 times the rest bound, 126-127 substeps. The
+ * capped (inertia-scaled) and the selectively scaled steps keep w^2 phi
+ * (their bounds are not Gershgorin rows). The substep is
  * TS_MASSSPRING_SAFETY of it; the count only falls again when the bound
  * allows 25 % more, so that it does not flap (each change restarts the run).
  * With selective mass scaling (below) the mass matrix is no longer diagonal
@@ -284,6 +296,71 @@ double ts__ms_power_bound(const ts_tissue *t, const struct ts__ms *ms, int dampi
 }
 
 
+/* The lumped masses' bound at the current strains: max_i (B' d)_i / d_i
+ * over the free degrees of freedom, B' the rest bound's matrix
+ * (abs_product, over the inertia ms->iw) with each spring's stiffness
+ * times its own stiffening at the current state, phi_s = e^x (1 + x)
+ * (1 + 2 eps), eps = max(0, l / L0 - 1) against the rest length the step
+ * integrates (a hand-over's blended one, ts_ms_handover.c), x = b (eps +
+ * TS__STRAIN_MARGIN) with b its larger exponent (0 for a linear spring);
+ * d = ms->wd, the weights preparation's Collatz-Wielandt iteration
+ * reached. Any positive d gives a bound on the spectral radius of B'
+ * (Gershgorin on D^-1 B' D), and B' <= phi B entrywise for the tissue's
+ * largest phi, so this bound is never above w2 phi with the same d, and
+ * far below it where the most stretched springs are not where the fastest
+ * modes are. */
+static double stiffened_bound(const ts_tissue *t, const struct ts__ms *ms, double *x_max, double *eps_max) {
+  const double (*x)[3] = (const double (*)[3])t->x, (*d)[3] = (const double (*)[3])ms->wd;
+  const double *im = ms->iw;
+  double (*y)[3] = ms->wy;
+  double xm = 0, em = 0;
+  memset(y, 0, sizeof *y * t->n_nodes);
+  for (uint32_t s = 0; s < ms->n_springs; s++) {
+    const ts__hs *sp = &ms->hs[s];
+    const double ia = im[sp->a] > 0 ? im[sp->a] : 0, ib = im[sp->b] > 0 ? im[sp->b] : 0;
+    double n[3], l2 = 0, c2 = 0;
+    for (int r = 0; r < 3; r++) {
+      n[r] = t->rest[sp->b][r] - t->rest[sp->a][r];
+      l2 += n[r] * n[r];
+      const double e = x[sp->b][r] - x[sp->a][r];
+      c2 += e * e;
+    }
+    if (l2 > 0) {
+      const double il = 1.0 / sqrt(l2);
+      for (int r = 0; r < 3; r++) n[r] = fabs(n[r]) * il;
+    } else {
+      n[0] = n[1] = n[2] = 1.0; /* no direction: an entrywise upper bound */
+    }
+    double eps = sp->L0 > 0 ? sqrt(c2) / sp->L0 - 1.0 : 0.0;
+    if (!(eps > 0)) eps = 0.0;
+    const double b = TS__MAX(sp->b1, sp->b2), xs = b * (eps + TS__STRAIN_MARGIN);
+    xm = TS__MAX(xm, b * eps), em = TS__MAX(em, eps);
+    if (ia == 0 && ib == 0) continue;
+    const double phi = (b > 0 ? exp(xs) * (1.0 + xs) : 1.0) * (1.0 + 2.0 * eps);
+    const double kc = (sp->k1 + sp->k2) * phi;
+    const double cross = sqrt(ia * ib);
+    double pa = 0, pb = 0;
+    for (int c = 0; c < 3; c++) {
+      pa += n[c] * (ia * d[sp->a][c] + cross * d[sp->b][c]);
+      pb += n[c] * (ib * d[sp->b][c] + cross * d[sp->a][c]);
+    }
+    for (int r = 0; r < 3; r++) {
+      if (ia > 0) y[sp->a][r] += kc * n[r] * pa;
+      if (ib > 0) y[sp->b][r] += kc * n[r] * pb;
+    }
+  }
+  double m = 0;
+  for (uint32_t i = 0; i < t->n_nodes; i++) {
+    if (!(im[i] > 0)) continue;
+    for (int r = 0; r < 3; r++) {
+      const double q = d[i][r] > 0 ? y[i][r] / d[i][r] : INFINITY;
+      if (q > m) m = q;
+    }
+  }
+  *x_max = xm, *eps_max = em;
+  return m;
+}
+
 /* The smallest inertia scale s with which a substep H (s) is within
  * TS_MASSSPRING_SAFETY of the bound for w2 / s, g / s and phi: with
  * u = 1 / s and Hs = H / TS_MASSSPRING_SAFETY, Hs (g u + sqrt(g^2 u^2 +
@@ -327,7 +404,25 @@ double ts__ms_substep_count(const ts_tissue *t, struct ts__ms *ms, double dt, do
     if (!isfinite(s)) s = 1.0; /* a NaN bound: the count below refuses it */
   }
   *scale_out = s;
-  double h = TS_MASSSPRING_SAFETY * ts__ms_step_bound(ms->w2 / s, gd / s, phi);
+  /* uncapped with lumped masses: the stiffness bound at the current
+   * strains where it is the tighter (stiffened_bound; never below the rest
+   * bound, which the margin's strain stiffens anyway). In the first step
+   * after a preparation (a refinement's tissue) no force evaluation has
+   * measured the strains yet (x_seen 0: phi was the rest state's, and a
+   * refined liver pressed 2 mm took 118 substeps there against the 126
+   * its strains need), so phi is taken from the strains measured here */
+  double w2p = ms->w2 * phi;
+  if (cap == 0 && !ms->sms && ms->n_springs > 0 && ms->w2 > 0) {
+    double xm = 0, em = 0;
+    const double loc = stiffened_bound(t, ms, &xm, &em);
+    if (ms->n_last == 0) {
+      const double xn = xm + ms->b_max * TS__STRAIN_MARGIN;
+      w2p = TS__MAX(w2p, ms->w2 * exp(xn) * (1.0 + xn) * (1.0 + 2.0 * em));
+    }
+    if (loc < w2p) w2p = TS__MAX(loc, ms->w2);
+    phi = w2p / ms->w2;
+  }
+  double h = TS_MASSSPRING_SAFETY * ts__ms_step_bound(w2p / s, gd / s, 1.0);
   *phi_out = phi;
   double need = ceil(dt / h);
   if (!(need <= TS__MAX_SUBSTEPS)) return need; /* also NaN */

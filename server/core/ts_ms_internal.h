@@ -125,6 +125,10 @@ struct ts__ms {
   double dm_total;   /* kg */
   double dm_region;  /* kg: those nodes' physical mass */
   double dm_target;  /* the stable substep the scaling aimed at, s (0: none) */
+  /* the lumped masses' stiffness bound (ts_ms_bounds.c): per node, the
+   * Collatz-Wielandt weights its last iteration reached at preparation, and
+   * the step's scratch for the bound at the current strains */
+  double (*wd)[3], (*wy)[3];
   double (*an)[3]; /* per node scratch: accelerations of the substep */
   /* per node scratch of the force loop (ts_ms_forces.c), 64-byte aligned:
    * x and v packed as (x, 0, v, 0), so that a spring end is one cache
@@ -149,7 +153,7 @@ struct ts__ms {
   /* a hand-over in rest lengths (ts_ms_handover.c): per spring of t, its
    * hot record's index and its index in lim (UINT32_MAX: none); hr_on: the
    * hot records and limits hold blended rest lengths (not the springs'
-   * own), so strain limiting takes whole passes */
+   * own; strain limiting's screening bounds then follow them) */
   uint32_t *hot_of, *lim_of;
   int hr_on;
   /* the tools' poses at the last step, by the caller's index (their

@@ -55,7 +55,6 @@ static inline void correct_velocity(ts_tissue *t, uint32_t i, const double dx[3]
  * skipped: the result is the same, without a sweep over every spring. */
 int ts__ms_limit_needed(const struct ts__ms *ms) {
   const double margin = 1e-9;
-  if (ms->hr_on) return 1; /* the extremes and bounds are the springs' own rest lengths' */
   double reach = 2.0 * sqrt(ms->move2) * ms->lim_il_max;
   if (!(reach < INFINITY)) return 1; /* also NaN */
   return !(ms->eps_max + reach < ms->lim_hi_min - margin &&
@@ -92,7 +91,6 @@ static uint32_t limit_first(const ts_tissue *t, const struct ts__ms *ms) {
   const double margin = 1e-9, d2 = 2.0 * sqrt(ms->move2);
   const double (*x)[3] = (const double (*)[3])t->x;
   const uint32_t many = ms->n_lim / 8 + TS__BLK;
-  if (ms->hr_on) return 0; /* blended rest lengths (ts_ms_handover.c): a whole pass */
   uint32_t nc = 0;
   for (uint32_t k = 0; k < ms->n_blk; k++) {
     const double reach = d2 * ms->blk_il_max[k];

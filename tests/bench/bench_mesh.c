@@ -123,7 +123,14 @@
  *                      region at rest (bench_mesh_rebuild.c says what);
  *   refine_smooth_cross_s   the crossing check's share of a refinement with
  *                      Loop's smoothing rules, on the same region at rest
- *                      (bench_mesh_smooth.c says what).
+ *                      (bench_mesh_smooth.c says what);
+ *   blend_smooth_cpu_per_sim_s, blend_midpoint_cpu_per_sim_s   the
+ *                      mass-spring step through a live refinement's blend
+ *                      (the same region, the sphere pressed 2 mm, Loop with
+ *                      the smoothing rules or midpoints, the default
+ *                      hand-over), CPU per simulated second and substeps,
+ *                      beside the unrefined twin stepped from the same
+ *                      state (bench_mesh_blend.c says what).
  */
 #include <math.h>
 #include <pthread.h>
@@ -133,6 +140,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_mesh_blend.h"
 #include "bench_mesh_rebuild.h"
 #include "bench_mesh_smooth.h"
 #include "bench_report.h"
@@ -766,6 +774,8 @@ static int time_refined_steps(const char *name, ts_tissue *t, const ts_extrusion
   uint32_t sub0 = 0;
   const double base = time_steps(t, n->ms_steps, &sub0);
   if (base < 0) goto out;
+  /* the blend: twice the timed steps, the whole blend with --full */
+  if (ts_bench_mesh_blend(name, t, src, sel, ns, top, n->ms_steps >= 100 ? 0 : 2 * n->ms_steps, sub0)) goto out;
   for (int method = TS_REFINE_LOOP; method <= TS_REFINE_LEB; method++) {
     ts_refine_opts opts = {method, 0, 0, 0, -1.0, NULL, 0, 0, 0, 0};
     ts_tissue *r = NULL;
