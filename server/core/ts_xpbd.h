@@ -84,7 +84,21 @@ typedef struct ts_xpbd_def {
                                0 = rigid), one per tissue spring, replacing
                                the springs' constants (constant: nonlinear
                                is then ignored); read at creation only */
+  double tree_slack;        /* m (0..1): the posed tools' surface tree
+                               (ts_xpbd_step_posed) is refitted in full at
+                               a step's first substep only, the later ones
+                               checking the points within this of their
+                               escape (ts_aabb_tree_refit_watch), while a
+                               bound on every node's move since (from the
+                               largest speed of the substeps) stays within
+                               it, capped at half the tree's margin; the
+                               tree, candidates and results are those of a
+                               full refit every substep, which 0 gives */
 } ts_xpbd_def;
+
+/* The default tree_slack: a quarter of the default tree margin (0.2 mm,
+ * ts_aabb_tree.h). */
+#define TS_XPBD_TREE_SLACK_DEFAULT 5e-5
 
 typedef struct ts_xpbd_stats {
   uint32_t substeps;         /* substeps taken this step */
