@@ -270,9 +270,9 @@ static uint64_t run_path(double margin, double s0, double ds, int steps, uint64_
 }
 
 /* path time 2.0 + 0.002 k s: the press, 4 to 5 mm in (a sanitizer build:
- * 30 steps, every step runs the same code) */
-#define PATH_STEPS TU_ITERS(150, 30)
-#define PATH_S0 TU_ITERS(2.0, 2.0)
+ * 50 steps from 2.2 s, touching; every step runs the same code) */
+#define PATH_STEPS TU_ITERS(150, 50)
+#define PATH_S0 TU_ITERS(2.0, 2.2)
 
 START_TEST(test_watch_xpbd_path) {
   uint64_t passes, refits;
