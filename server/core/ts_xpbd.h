@@ -200,7 +200,8 @@ typedef struct ts_xpbd_tool {
 /* As ts_xpbd_step (the ts_tool array may be NULL with n_tools 0), plus
  * n_posed tools on the tree-based path: each substep refits tree (the
  * tissue's AABB tree over t->x, ts_aabb_tree_create_tissue) at the
- * predicted positions, moves every posed tool linearly from prev to pose
+ * predicted positions (watched after the step's first: def.tree_slack),
+ * moves every posed tool linearly from prev to pose
  * across the substeps, takes its contact candidates (ts_contact_begin),
  * updates its grasp, and in every Gauss-Seidel sweep projects the held
  * vertices (ts_grasp_project) and then the contacts (ts_contact_project,
