@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ts_aabb_tree_internal.h"
 #include "ts_error.h"
 
 _Static_assert(sizeof(ts_aabb_node) == 64, "an AABB node is one cache line");
@@ -20,9 +21,6 @@ _Static_assert(sizeof(ts_aabb_node) == 64, "an AABB node is one cache line");
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 
-/* A point escapes a hair before it reaches the margin, so that rounding in
- * the fat box (ref -+ margin) can never leave a point outside it. */
-#define ESCAPE (1.0 - 1e-9)
 
 /* The moved-point refit runs on memory that the step's mechanics has just
  * pushed out of the caches: it asks for the points' slots and positions
@@ -67,7 +65,7 @@ static void fat_box(const ts_aabb_tree *t, uint32_t k, double lo[3], double hi[3
   }
 }
 
-static void set_ref(ts_aabb_tree *t, uint32_t i, const double x[3]) {
+void ts__aabb_set_ref(ts_aabb_tree *t, uint32_t i, const double x[3]) {
   t->ref[i][0] = (float)x[0];
   t->ref[i][1] = (float)x[1];
   t->ref[i][2] = (float)x[2];
@@ -169,7 +167,8 @@ static int used_finite(const ts_aabb_tree *t, const double (*x)[3]) {
 
 static void do_build(ts_aabb_tree *t, const double (*x)[3]) {
   t->armed = 0;
-  for (uint32_t i = 0; i < t->n_used; i++) set_ref(t, i, x[t->used[i]]);
+  t->n_watch = 0; /* every point at its reference: none near its escape */
+  for (uint32_t i = 0; i < t->n_used; i++) ts__aabb_set_ref(t, i, x[t->used[i]]);
   for (uint32_t k = 0; k < t->n_tris; k++) {
     const uint32_t *tr = t->tris[k];
     for (int a = 0; a < 3; a++) t->cent[k][a] = (x[tr[0]][a] + x[tr[1]][a] + x[tr[2]][a]) / 3.0;
@@ -206,6 +205,7 @@ static void free_parts(ts_aabb_tree *t) {
   free(t->adj);
   free(t->mark);
   free(t->pmark);
+  free(t->watch);
   free(t->queue);
   free(t->pend);
   free(t->tqueue);
@@ -270,8 +270,9 @@ int ts_aabb_tree_create(const ts_aabb_tree_def *def, uint32_t n_points, const do
   t->used = malloc(sizeof *t->used * (n_used ? n_used : 1));
   t->ref = calloc(n_used ? n_used : 1, sizeof *t->ref);
   t->pmark = calloc(n_used ? n_used : 1, sizeof *t->pmark);
+  t->watch = malloc(sizeof *t->watch * (n_used ? n_used : 1));
   uint32_t *fill = malloc(sizeof *fill * np);
-  if (!t->used || !t->ref || !t->pmark || !fill) {
+  if (!t->used || !t->ref || !t->pmark || !t->watch || !fill) {
     free(fill);
     ts_aabb_tree_destroy(t);
     return TS_ENOMEM;
@@ -339,7 +340,7 @@ int ts_aabb_tree_set_topology(ts_aabb_tree *t, uint32_t n_points, const double (
  * once, their references already moved): their triangles get new fat boxes
  * (each once), then the walk up; a rebuild when that made the tree loose.
  * Returns 0 or 1 (rebuilt). */
-static int refit_escaped(ts_aabb_tree *t, const double (*x)[3], uint32_t n_esc) {
+int ts__aabb_refit_escaped(ts_aabb_tree *t, const double (*x)[3], uint32_t n_esc) {
   t->stats.escaped = n_esc;
   if (n_esc == 0) return 0;
   if (++t->stamp == 0) {
@@ -414,9 +415,9 @@ int ts_aabb_tree_refit(ts_aabb_tree *t, const double (*x)[3]) {
       queue[n_esc++] = i;
     }
   }
-  for (uint32_t i = 0; i < n_esc; i++) set_ref(t, t->queue[i], x[t->used[t->queue[i]]]);
+  for (uint32_t i = 0; i < n_esc; i++) ts__aabb_set_ref(t, t->queue[i], x[t->used[t->queue[i]]]);
   /* 2. their triangles, the walk up */
-  return refit_escaped(t, x, n_esc);
+  return ts__aabb_refit_escaped(t, x, n_esc);
 }
 
 int ts_aabb_tree_refit_moved(ts_aabb_tree *t, const double (*x)[3], const uint32_t *moved,
@@ -461,9 +462,9 @@ int ts_aabb_tree_refit_moved(ts_aabb_tree *t, const double (*x)[3], const uint32
       queue[n_esc++] = s;
     }
   }
-  for (uint32_t i = 0; i < n_esc; i++) set_ref(t, queue[i], x[t->used[queue[i]]]);
+  for (uint32_t i = 0; i < n_esc; i++) ts__aabb_set_ref(t, queue[i], x[t->used[queue[i]]]);
   /* 2. their triangles, the walk up */
-  return refit_escaped(t, x, n_esc);
+  return ts__aabb_refit_escaped(t, x, n_esc);
 }
 
 /* ---- deferred refit (the escape test in the caller's loop) ---- */

@@ -58,6 +58,8 @@ typedef struct ts_aabb_tree_def {
 typedef struct ts_aabb_tree_stats {
   uint64_t refits;         /* ts_aabb_tree_refit calls */
   uint64_t rebuilds;       /* builds, including the first */
+  uint64_t watch_passes;   /* ts_aabb_tree_refit_watch calls (full passes listing the
+                              points near their escape) */
   uint32_t escaped;        /* last refit: nodes that left their reference box */
   uint32_t leaves_refit;   /* last refit: leaves given a new fat box */
   uint32_t internal_refit; /* last refit: internal boxes recomputed */
@@ -94,6 +96,8 @@ typedef struct ts_aabb_tree {
   uint32_t n_pend;
   int armed;         /* deferred refit: every point not in pend is within its escape distance */
   double esc2;       /* the escape distance squared (margin less the rounding hair) */
+  uint32_t *watch;   /* watched refit: points (slots, ascending) near their escape */
+  uint32_t n_watch;
   uint32_t *tqueue;  /* refit scratch: their triangles */
   uint32_t *perm;    /* build scratch: triangle order */
   double (*cent)[3]; /* build scratch: triangle centroids */
@@ -188,6 +192,31 @@ static inline void ts_aabb_tree_defer_note(ts_aabb_tree *tree, uint32_t i, const
   else
     tree->armed = 0; /* overflow (repeats): defer_refit takes the full pass */
 }
+
+/* Watched refit, for a caller that refits the tree at several positions
+ * within a step (a solver's substeps) and can bound how far any point has
+ * moved since the step's first refit (from the largest speed its own
+ * passes see): the first refit is a full ts_aabb_tree_refit that also
+ * lists the points within `slack` of their escape distance (distance from
+ * the reference beyond the escape distance less slack; slack in m, taken
+ * 0 to half the margin, else TS_EINVAL); a later one checks only those
+ * listed:
+ *
+ *   ts_aabb_tree_refit_watch(tree, x, slack);  full, and the list
+ *   ts_aabb_tree_refit_watched(tree, x);       while no point moved more
+ *                                              than slack since then
+ *
+ * A point not listed is then still within its escape distance, so it
+ * would not escape in ts_aabb_tree_refit either, and the listed ones
+ * escape in the same (ascending) order as in its pass: the tree ends
+ * bit for bit as ts_aabb_tree_refit leaves it (boxes, references, area,
+ * rebuild), at a cost of the list's length instead of a pass over the
+ * surface. The promise is the caller's; when its bound exceeds slack it
+ * calls refit_watch again. A return of 1 (the tree was rebuilt, every
+ * reference at x) restarts the bound at x too, as after refit_watch.
+ * Returns as ts_aabb_tree_refit. No allocation. */
+int ts_aabb_tree_refit_watch(ts_aabb_tree *tree, const double (*x)[3], double slack);
+int ts_aabb_tree_refit_watched(ts_aabb_tree *tree, const double (*x)[3]);
 
 /* Rebuilds top-down from positions x now. No allocation. Returns 0,
  * TS_EINVAL or TS_ENAN (tree unchanged). */

@@ -106,6 +106,7 @@ static int def_ok(const ts_xpbd_def *d) {
   if (!isfinite(d->stiffness_damping) || d->stiffness_damping < 0 || d->stiffness_damping > 1e3)
     return 0;
   if (!isfinite(d->poisson) || d->poisson < 0 || d->poisson >= 0.5) return 0;
+  if (!(d->tree_slack >= 0) || !(d->tree_slack <= 1.0)) return 0;
   return 1;
 }
 
@@ -122,6 +123,7 @@ ts_xpbd_def ts_xpbd_default_def(void) {
   d.volume = 0;
   d.poisson = 0.45;
   d.compliance = NULL;
+  d.tree_slack = TS_XPBD_TREE_SLACK_DEFAULT;
   return d;
 }
 

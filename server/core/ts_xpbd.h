@@ -84,7 +84,21 @@ typedef struct ts_xpbd_def {
                                0 = rigid), one per tissue spring, replacing
                                the springs' constants (constant: nonlinear
                                is then ignored); read at creation only */
+  double tree_slack;        /* m (0..1): the posed tools' surface tree
+                               (ts_xpbd_step_posed) is refitted in full at
+                               a step's first substep only, the later ones
+                               checking the points within this of their
+                               escape (ts_aabb_tree_refit_watch), while a
+                               bound on every node's move since (from the
+                               largest speed of the substeps) stays within
+                               it, capped at half the tree's margin; the
+                               tree, candidates and results are those of a
+                               full refit every substep, which 0 gives */
 } ts_xpbd_def;
+
+/* The default tree_slack: a quarter of the default tree margin (0.2 mm,
+ * ts_aabb_tree.h). */
+#define TS_XPBD_TREE_SLACK_DEFAULT 5e-5
 
 typedef struct ts_xpbd_stats {
   uint32_t substeps;         /* substeps taken this step */
@@ -186,7 +200,8 @@ typedef struct ts_xpbd_tool {
 /* As ts_xpbd_step (the ts_tool array may be NULL with n_tools 0), plus
  * n_posed tools on the tree-based path: each substep refits tree (the
  * tissue's AABB tree over t->x, ts_aabb_tree_create_tissue) at the
- * predicted positions, moves every posed tool linearly from prev to pose
+ * predicted positions (watched after the step's first: def.tree_slack),
+ * moves every posed tool linearly from prev to pose
  * across the substeps, takes its contact candidates (ts_contact_begin),
  * updates its grasp, and in every Gauss-Seidel sweep projects the held
  * vertices (ts_grasp_project) and then the contacts (ts_contact_project,

@@ -131,21 +131,33 @@ int ts__xpbd_valid_posed(const ts_tissue *t, ts_aabb_tree *tree, ts_xpbd_tool *p
   return 0;
 }
 
+int ts__xpbd_refit_posed(const ts_tissue *t, ts_aabb_tree *tree, double moved, double slack) {
+  /* the fat boxes' refit: a pass over the surface nodes, the escaped
+   * ones refitted, in a step's first substep (or when the bound went past
+   * the slack); in the others the listed points near their escape only,
+   * the same tree for a fraction of the pass (ts_aabb_tree_refit_watch).
+   * Testing each node inside the prediction instead (the deferred refit,
+   * ts_aabb_tree_defer_note) made it dearer: 2247 and 2311 against 1789
+   * and 1701 us a step for refit + candidates on patch-L, 15 substeps, the
+   * instrument on the standard path, two runs (collide,
+   * live_refit_query_us_per_step beside fused_refit_query_us_per_step,
+   * load 12-20; liver 260 against 194, patch-S 305 against 245), the test
+   * on every one of the 79,524 nodes costing more than this pass over the
+   * 40,882 surface ones */
+  const double (*x)[3] = (const double (*)[3])t->x;
+  if (slack > 0 && moved <= slack) {
+    const int rc = ts_aabb_tree_refit_watched(tree, x);
+    if (rc >= 0) return rc; /* 1: rebuilt, every reference at x */
+  }
+  const int rc = slack > 0 ? ts_aabb_tree_refit_watch(tree, x, slack) : ts_aabb_tree_refit(tree, x);
+  return rc < 0 ? -1 : 1; /* refused (a NaN): the tree as it was, a full refit next */
+}
+
 /* Substep k of nsub of the tree-based tools: their poses over the substep,
  * candidates and grasps. Returns the candidates dropped. */
 uint32_t ts__xpbd_begin_posed(ts_tissue *t, ts_aabb_tree *tree, ts_xpbd_tool *pt, int n,
                               uint32_t k, uint32_t nsub) {
   uint32_t dropped = 0;
-  /* the fat boxes' refit: a pass over the surface nodes, the escaped
-   * ones refitted. Testing each node inside the prediction instead (the
-   * deferred refit, ts_aabb_tree_defer_note) made it dearer: 2247 and 2311
-   * against 1789 and 1701 us a step for refit + candidates on patch-L, 15
-   * substeps, the instrument on the standard path, two runs (collide,
-   * live_refit_query_us_per_step beside fused_refit_query_us_per_step,
-   * load 12-20; liver 260 against 194, patch-S 305 against 245), the test on every
-   * one of the 79,524 nodes costing more than this pass over the 40,882
-   * surface ones */
-  if (n > 0) ts_aabb_tree_refit(tree, (const double (*)[3])t->x);
   for (int q = 0; q < n; q++) {
     ts_xpbd_tool *p = &pt[q];
     ts_pose a, b;

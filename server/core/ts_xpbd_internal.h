@@ -209,6 +209,14 @@ void ts__xpbd_sweep_contacts(ts_xpbd *s, ts_tissue *t, const ts__ptool *pt, cons
  * candidates and grasps at substep k of nsub (returns the candidates
  * dropped); their grasps and contacts projected in a sweep. */
 int ts__xpbd_valid_posed(const ts_tissue *t, ts_aabb_tree *tree, ts_xpbd_tool *pt, int n);
+/* Their surface tree refitted for t->x at a substep's start: watched
+ * (ts_aabb_tree_refit_watched) when slack > 0 and moved, a bound on every
+ * node's move since the last full refit, is within it; else in full (with
+ * the list of points within slack of their escape when slack > 0).
+ * Returns 1 when the bound restarts at t->x (a full refit or a rebuild),
+ * 0 when it goes on, -1 when the refit was refused (a position not finite:
+ * the tree is unchanged, and the next refit must be full). */
+int ts__xpbd_refit_posed(const ts_tissue *t, ts_aabb_tree *tree, double moved, double slack);
 uint32_t ts__xpbd_begin_posed(ts_tissue *t, ts_aabb_tree *tree, ts_xpbd_tool *pt, int n,
                               uint32_t k, uint32_t nsub);
 void ts__xpbd_sweep_posed(ts_xpbd *s, ts_tissue *t, ts_xpbd_tool *pt, int n, int sweep,

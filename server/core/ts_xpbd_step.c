@@ -14,6 +14,24 @@
 #include "ts_handover.h"
 #include "ts_xpbd_internal.h"
 
+/* The first substep's prediction without a hand-over's forces (the
+ * watched tree's case): as the loop in the step, returning the largest
+ * predicted speed squared over the free nodes. */
+static double first_predict(double (*restrict x)[3], double (*restrict v)[3],
+                            double (*restrict xp)[3], const double *restrict im, uint32_t nn,
+                            double h, double gx, double gy, double gz) {
+  double vp2 = 0;
+  for (uint32_t i = 0; i < nn; i++) {
+    xp[i][0] = x[i][0], xp[i][1] = x[i][1], xp[i][2] = x[i][2];
+    if (im[i] == 0) continue;
+    v[i][0] += h * gx, v[i][1] += h * gy, v[i][2] += h * gz;
+    x[i][0] += h * v[i][0], x[i][1] += h * v[i][1], x[i][2] += h * v[i][2];
+    const double v2 = v[i][0] * v[i][0] + v[i][1] * v[i][1] + v[i][2] * v[i][2];
+    vp2 = v2 > vp2 ? v2 : vp2;
+  }
+  return vp2;
+}
+
 int ts_xpbd_step(ts_xpbd *s, ts_tissue *t, double dt, ts_tool *tools, int n_tools,
                  ts_xpbd_stats *stats) {
   return ts_xpbd_step_posed(s, t, dt, tools, n_tools, NULL, NULL, 0, stats);
@@ -118,23 +136,53 @@ int ts_xpbd_step_posed(ts_xpbd *s, ts_tissue *t, double dt, ts_tool *tools, int 
     s->rest_blended = wh > 0;
   }
 
+  /* The posed tools' surface tree is refitted in full at the first
+   * substep and watched after (ts__xpbd_refit_posed) while a bound on
+   * every node's move since that refit stays within the slack (none with
+   * a hand-over's forces, which the bound leaves out). From the base
+   * substep b of the last full refit to substep k (at the predictions P):
+   * P_k - P_b = h v_k - h v_b + sum over j = b..k-1 of (x - x_prev) at the
+   * end of substep j, so |P_k - P_b| <= h (|v_b| + |v_k|) + h/damp sum
+   * |v_end,j|, the velocities the largest over the nodes: the first
+   * prediction's measured (first_predict), later ones bounded by the last
+   * substep's end speed plus h |g|, the end speeds measured in the
+   * velocities' loop. */
+  const double slack = n_posed && !hf ? fmin(s->def.tree_slack, 0.5 * tree->def.margin) : 0.0;
+  const double hg = h * sqrt(gx * gx + gy * gy + gz * gz);
+  double v_base = 0, v_end = 0, walked = 0;
+  int based = 0; /* a full refit's bound runs */
+
   int bad = 0;
   uint32_t dropped = 0;
   double residual = 0;
   for (uint32_t k = 0; k < nsub && !bad; k++) {
-    /* predict */
-    for (uint32_t i = 0; i < nn; i++) {
-      xp[i][0] = x[i][0], xp[i][1] = x[i][1], xp[i][2] = x[i][2];
-      if (im[i] == 0) continue;
-      v[i][0] += h * gx, v[i][1] += h * gy, v[i][2] += h * gz;
-      if (hf) {
-        const double hw = h * wh * im[i];
-        v[i][0] += hw * hf[i][0], v[i][1] += hw * hf[i][1], v[i][2] += hw * hf[i][2];
+    double vp2 = 0; /* the prediction's largest speed squared (the first substep's, watched) */
+    if (k == 0 && slack > 0)
+      vp2 = first_predict(x, v, xp, im, nn, h, gx, gy, gz);
+    else
+      for (uint32_t i = 0; i < nn; i++) {
+        xp[i][0] = x[i][0], xp[i][1] = x[i][1], xp[i][2] = x[i][2];
+        if (im[i] == 0) continue;
+        v[i][0] += h * gx, v[i][1] += h * gy, v[i][2] += h * gz;
+        if (hf) {
+          const double hw = h * wh * im[i];
+          v[i][0] += hw * hf[i][0], v[i][1] += hw * hf[i][1], v[i][2] += hw * hf[i][2];
+        }
+        x[i][0] += h * v[i][0], x[i][1] += h * v[i][1], x[i][2] += h * v[i][2];
       }
-      x[i][0] += h * v[i][0], x[i][1] += h * v[i][1], x[i][2] += h * v[i][2];
-    }
     for (int q = 0; q < np; q++) ts__xpbd_place_tool(&pt[q], (double)(k + 1) / nsub);
     s->n_contacts = np ? ts__xpbd_gather_contacts(s, t, pt, np, &dropped) : 0;
+    if (n_posed) {
+      /* 1e-6: the rounding of the speeds and sums, with room */
+      const double moved =
+          based ? (h * (v_base + v_end + hg) + walked) * (1.0 + 1e-6) : INFINITY;
+      const int rb = ts__xpbd_refit_posed(t, tree, moved, slack);
+      based = rb >= 0;
+      if (rb == 1) {
+        v_base = k == 0 ? sqrt(vp2) : v_end + hg;
+        walked = 0;
+      }
+    }
     dropped += ts__xpbd_begin_posed(t, tree, posed, n_posed, k, nsub);
     if (s->self) { /* at the predicted positions, the tree refitted for them */
       if (ts_aabb_tree_refit(s->self_tree, (const double (*)[3])x) < 0) s->self->n = 0;
@@ -157,15 +205,21 @@ int ts_xpbd_step_posed(ts_xpbd *s, ts_tissue *t, double dt, ts_tool *tools, int 
       if (s->self && s->self->n) ts_self_contact_project(s->self, x, im);
     }
 
-    /* velocities, damping, health */
+    /* velocities, damping, health (and the largest speed, for the tree's
+     * bound) */
+    double ve2 = 0;
     for (uint32_t i = 0; i < nn; i++) {
       if (im[i] == 0) continue;
       double vx = (x[i][0] - xp[i][0]) / h * damp;
       double vy = (x[i][1] - xp[i][1]) / h * damp;
       double vz = (x[i][2] - xp[i][2]) / h * damp;
       v[i][0] = vx, v[i][1] = vy, v[i][2] = vz;
-      bad |= !(vx * vx + vy * vy + vz * vz <= TS__MAX_SPEED * TS__MAX_SPEED);
+      const double v2 = vx * vx + vy * vy + vz * vz;
+      bad |= !(v2 <= TS__MAX_SPEED * TS__MAX_SPEED);
+      ve2 = v2 > ve2 ? v2 : ve2;
     }
+    v_end = sqrt(ve2);
+    walked += h * v_end / damp;
 
     /* forces: multipliers summed over the substeps; contacts per tool */
     for (uint32_t j = 0; j < s->n_springs; j++) s->sum_d[j] += s->lam_d[j];

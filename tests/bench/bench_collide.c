@@ -274,15 +274,17 @@ out:
  * the tissue tree's refit for it and the instrument's candidates
  * (ts_contact_begin over the substep's poses). Three forms in turn (the
  * first meets the coldest cache, so the order rotates): the prediction
- * alone (prediction_us_per_step); the live form, the prediction then
- * ts_aabb_tree_refit's pass over the surface nodes
- * (live_refit_query_us_per_step); the fused form, the escape test inside
- * the prediction (ts_aabb_tree_defer_note) and ts_aabb_tree_defer_refit
- * (fused_refit_query_us_per_step, the deferred refit the live step tried
- * and dropped as dearer). Each form's figure less the prediction's is the
- * collision's share. Each keeps its own tree; their candidate sets must
- * agree (mismatches) and the fused tree stay valid (invalid_trees,
- * checked untimed on the brute-force steps).
+ * alone (prediction_us_per_step); the live form as the XPBD step runs it
+ * (ts_xpbd_def.tree_slack), the first substep's prediction also finding
+ * the step's largest node move, a full pass of the tree
+ * (ts_aabb_tree_refit_watch) at the first substep and watched refits
+ * after while the bound (that move times the fraction of the step since
+ * the pass) is within the default slack (live_refit_query_us_per_step);
+ * the form of before, ts_aabb_tree_refit's pass over the surface nodes at
+ * every substep (substep_refit_query_us_per_step). Each form's figure
+ * less the prediction's is the collision's share. Each keeps its own
+ * tree; their candidate sets must agree (mismatches) and the watched tree
+ * stay valid (invalid_trees, checked untimed on the brute-force steps).
  *
  * Mass-spring (ts_ms_contact.c), on every LIVE_MS_EVERY-th step: per
  * substep the instrument's contact, ts__ms_contact (the node scan, the
@@ -294,16 +296,26 @@ out:
 #define LIVE_MS_EVERY 50 /* the instrument's node projection makes it slow: 0.66 s a step on patch-L */
 
 static void predict(double (*y)[3], const double (*xa)[3], const double (*xb)[3], uint32_t n,
-                    double s, ts_aabb_tree *tree) {
-  if (tree) {
-    for (uint32_t i = 0; i < n; i++) {
-      for (int k = 0; k < 3; k++) y[i][k] = xa[i][k] + s * (xb[i][k] - xa[i][k]);
-      ts_aabb_tree_defer_note(tree, i, y[i]);
+                    double s) {
+  for (uint32_t i = 0; i < n; i++)
+    for (int k = 0; k < 3; k++) y[i][k] = xa[i][k] + s * (xb[i][k] - xa[i][k]);
+}
+
+/* The same, also returning the step's largest move of a node, |xb - xa|
+ * (the speed the XPBD step's first prediction measures for its bound). */
+static double predict_most(double (*y)[3], const double (*xa)[3], const double (*xb)[3],
+                           uint32_t n, double s) {
+  double m2 = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    double d2 = 0;
+    for (int k = 0; k < 3; k++) {
+      const double d = xb[i][k] - xa[i][k];
+      y[i][k] = xa[i][k] + s * d;
+      d2 += d * d;
     }
-  } else {
-    for (uint32_t i = 0; i < n; i++)
-      for (int k = 0; k < 3; k++) y[i][k] = xa[i][k] + s * (xb[i][k] - xa[i][k]);
+    m2 = d2 > m2 ? d2 : m2;
   }
+  return sqrt(m2);
 }
 
 static int live_path(const char *name, const plan *pl, ts_bench_scenario *sc, ts_obb_tree *itree,
@@ -347,7 +359,7 @@ static int live_path(const char *name, const plan *pl, ts_bench_scenario *sc, ts
   memcpy(xa, t->rest, sizeof *xa * nn);
   double t_form[3] = {0, 0, 0}, t_msl = 0, t_msp = 0;
   uint32_t mismatches = 0, invalid = 0, ms_mismatches = 0, ms_steps = 0;
-  uint64_t escaped = 0, cand = 0, full_escaped = 0;
+  uint64_t escaped = 0, cand = 0, full_escaped = 0, watch_passes = 0, watch_pts = 0;
   double t_brute = 0;
   uint32_t n_brute = 0;
   ts_pose prev = {.jaw = 0};
@@ -371,6 +383,7 @@ static int live_path(const char *name, const plan *pl, ts_bench_scenario *sc, ts
       prev = ip;
       continue;
     }
+    double most = 0, base_s = 0; /* the watched form's bound: most (s - base_s) */
     for (uint32_t j = 0; j < nx; j++) {
       const double s = (double)(j + 1) / nx;
       ts_pose a, b;
@@ -381,14 +394,28 @@ static int live_path(const char *name, const plan *pl, ts_bench_scenario *sc, ts
         const double c0 = ts_bench_cpu_s();
         int rc = 0;
         if (form == 0) {
-          predict(y, (const double (*)[3])xa, (const double (*)[3])xb, nn, s, NULL);
+          predict(y, (const double (*)[3])xa, (const double (*)[3])xb, nn, s);
         } else if (form == 1) {
-          ts_aabb_tree_defer_begin(tl);
-          predict(y, (const double (*)[3])xa, (const double (*)[3])xb, nn, s, tl);
-          rc = ts_aabb_tree_defer_refit(tl, (const double (*)[3])y);
+          /* the XPBD step's: a full pass at the step's first substep (or
+           * when the bound passes the slack), watched after */
+          double moved = INFINITY;
+          if (j == 0) {
+            most = predict_most(y, (const double (*)[3])xa, (const double (*)[3])xb, nn, s);
+          } else {
+            predict(y, (const double (*)[3])xa, (const double (*)[3])xb, nn, s);
+            moved = most * (s - base_s) * (1.0 + 1e-6);
+          }
+          if (moved <= TS_XPBD_TREE_SLACK_DEFAULT) {
+            rc = ts_aabb_tree_refit_watched(tl, (const double (*)[3])y);
+          } else {
+            rc = ts_aabb_tree_refit_watch(tl, (const double (*)[3])y, TS_XPBD_TREE_SLACK_DEFAULT);
+            watch_passes++;
+            watch_pts += tl->n_watch;
+          }
+          if (rc == 1 || moved > TS_XPBD_TREE_SLACK_DEFAULT) base_s = s;
           if (rc >= 0) rc = ts_contact_begin(&wl, ipt, &a, &b, tl, t->inv_mass, NULL);
         } else {
-          predict(y, (const double (*)[3])xa, (const double (*)[3])xb, nn, s, NULL);
+          predict(y, (const double (*)[3])xa, (const double (*)[3])xb, nn, s);
           rc = ts_aabb_tree_refit(tp, (const double (*)[3])y);
           if (rc >= 0) rc = ts_contact_begin(&wp, ipt, &a, &b, tp, t->inv_mass, NULL);
         }
@@ -426,8 +453,7 @@ static int live_path(const char *name, const plan *pl, ts_bench_scenario *sc, ts
       ts__ptool mp;
       ts__ms_prepare_tool(&mp, &mt);
       for (uint32_t j = 0; j < nm; j++) {
-        predict(y, (const double (*)[3])xa, (const double (*)[3])xb, nn, (double)(j + 1) / nm,
-                NULL);
+        predict(y, (const double (*)[3])xa, (const double (*)[3])xb, nn, (double)(j + 1) / nm);
         for (int q = 0; q < 2; q++) {
           const int live = (q + (int)j) % 2;
           memcpy(t->x, y, sizeof *y * nn);
@@ -459,15 +485,17 @@ static int live_path(const char *name, const plan *pl, ts_bench_scenario *sc, ts
     prev = ip;
   }
   const double n = pl->steps - 1;
-  const double fused_us = (t_form[1] - t_form[0]) / n * 1e6, live_us = (t_form[2] - t_form[0]) / n * 1e6;
+  const double live_us = (t_form[1] - t_form[0]) / n * 1e6, full_us = (t_form[2] - t_form[0]) / n * 1e6;
   cJSON *o = ts_bench_line("collide", name, "live_refit_query_us_per_step", live_us, "us");
-  ts_bench_line_ref(o, "fused_refit_query_us_per_step", fused_us);
+  ts_bench_line_ref(o, "substep_refit_query_us_per_step", full_us);
   ts_bench_line_num(o, "brute_force_us_per_step", n_brute ? t_brute / n_brute * 1e6 : 0);
   if (strcmp(name, "patch-L") == 0) ts_bench_line_num(o, "target", 100);
   ts_bench_line_num(o, "prediction_us_per_step", t_form[0] / n * 1e6);
   ts_bench_line_num(o, "xpbd_substeps", nx);
   ts_bench_line_num(o, "mean_escaped_per_substep", full_escaped / (n * nx));
-  ts_bench_line_num(o, "fused_mean_escaped_per_substep", escaped / (n * nx));
+  ts_bench_line_num(o, "watched_mean_escaped_per_substep", escaped / (n * nx));
+  ts_bench_line_num(o, "full_passes_per_step", watch_passes / n);
+  ts_bench_line_num(o, "mean_watched_points", watch_passes ? (double)watch_pts / watch_passes : 0);
   ts_bench_line_num(o, "mean_candidates", cand / (n * nx));
   ts_bench_line_num(o, "mismatches", mismatches);
   ts_bench_line_num(o, "invalid_trees", invalid);
