@@ -22,6 +22,12 @@
  * its rim: a point whose closest feature is a boundary edge or vertex counts
  * as outside, so the rim never pulls tissue in; elsewhere an open mesh bounds
  * the region behind its faces.
+ *
+ * Bounded (ts_obb_tree_mesh_sdf_within): a caller that only acts on points
+ * within a bound of the surface or inside (the mass-spring node projection,
+ * ts_ms_contact.c) gets the same descent with every box farther than the
+ * bound pruned too, where the tree certifies that no point outside its root
+ * box is inside (ts_obb_sdf_cert.c); a far point ends at the root.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -48,15 +54,22 @@ static void normalize(double a[3]) {
     for (int k = 0; k < 3; k++) a[k] /= l;
 }
 
+void ts__obb_sdf_certify(ts_obb_tree *t, const uint8_t *vbound, const uint32_t (*rim)[2],
+                         uint32_t n_rim); /* ts_obb_sdf_cert.c */
+int ts__obb_beyond_open_plane(const ts_obb_tree *t, const double p[3]);
+
 int ts__obb_mesh_pseudonormals(ts_obb_tree *t) {
   const uint32_t nt = t->n_tris, nv = t->n_verts;
   t->fnorm = malloc(sizeof *t->fnorm * nt);
   t->enorm = calloc(nt, sizeof *t->enorm);
   t->vnorm = calloc(nv, sizeof *t->vnorm);
   uint8_t *vbound = calloc(nv, 1);
+  uint32_t(*rim)[2] = malloc(sizeof *rim * (nt ? 3 * nt : 1)); /* rim edges, as their faces run them */
+  uint32_t n_rim = 0;
+  int nonmanifold = 0, misoriented = 0;
   ts_edgehash h;
   memset(&h, 0, sizeof h);
-  int rc = (!t->fnorm || !t->enorm || !t->vnorm || !vbound) ? TS_ENOMEM
+  int rc = (!t->fnorm || !t->enorm || !t->vnorm || !vbound || !rim) ? TS_ENOMEM
                                                               : ts_edgehash_init(&h, 3 * nt / 2 + 8);
   /* face normals; angle-weighted vertex sums; the edges' triangles */
   for (uint32_t f = 0; f < nt && !rc; f++) {
@@ -78,6 +91,7 @@ int ts__obb_mesh_pseudonormals(ts_obb_tree *t) {
       int r = ts_edgehash_add(&h, tri[c], tri[(c + 1) % 3], f);
       if (r == TS_EFULL) { /* a non-manifold edge: its ends count as rim vertices */
         vbound[tri[c]] = vbound[tri[(c + 1) % 3]] = 1;
+        nonmanifold = 1;
       } else if (r) {
         rc = r;
         break;
@@ -94,9 +108,14 @@ int ts__obb_mesh_pseudonormals(ts_obb_tree *t) {
       if (!s || s->tri[0] == TS_EDGEHASH_NONE || s->tri[1] == TS_EDGEHASH_NONE) {
         vbound[a] |= 1;
         vbound[b] |= 1;
+        rim[n_rim][0] = a;
+        rim[n_rim++][1] = b;
         continue;
       }
       uint32_t g = s->tri[0] == f ? s->tri[1] : s->tri[0];
+      int back = 0; /* g runs the edge the other way: b to a */
+      for (int k = 0; k < 3; k++) back |= t->t[g][k] == b && t->t[g][(k + 1) % 3] == a;
+      misoriented |= !back;
       for (int k = 0; k < 3; k++) t->enorm[f][c][k] = t->fnorm[f][k] + t->fnorm[g][k];
       normalize(t->enorm[f][c]);
     }
@@ -107,8 +126,12 @@ int ts__obb_mesh_pseudonormals(ts_obb_tree *t) {
     else
       normalize(t->vnorm[i]);
   }
+  /* the bounded query's certificate: for a manifold, consistently oriented
+   * mesh only */
+  if (!rc && !nonmanifold && !misoriented) ts__obb_sdf_certify(t, vbound, (const uint32_t(*)[2])rim, n_rim);
   ts_edgehash_destroy(&h);
   free(vbound);
+  free(rim);
   return rc;
 }
 
@@ -174,9 +197,18 @@ static double box_dist2(const ts_obb *b, const double p[3]) {
   return s;
 }
 
-double ts_obb_tree_mesh_sdf(const ts_obb_tree *t, const double p[3], double n[3]) {
-  if (!t || t->kind != TS_SHAPE_MESH || !t->fnorm || !p) return NAN;
-  double best2 = INFINITY, bc[3] = {0, 0, 0};
+/* The closest triangle to p by the descent above, pruning every box
+ * nearer than best2 (as ts_obb_tree_mesh_sdf always did) and, besides,
+ * every box farther than lim2 (squared; INFINITY prunes nothing more, and
+ * the comparison then never holds, so the full query's arithmetic and
+ * order are untouched). A box the full descent visits is visited here too
+ * unless lim2 prunes it: the visits keep their order, and the best so far
+ * is never nearer than the full descent's at the same point, so the full
+ * descent's winner, when no box of its ancestors is farther than lim2, is
+ * this one's too (first among equals). */
+static void descend(const ts_obb_tree *t, const double p[3], double lim2, double *best2_out,
+                    double bc[3], uint32_t *bf_out, int *bfeat_out) {
+  double best2 = INFINITY;
   uint32_t bf = 0;
   int bfeat = 0;
   int32_t stack[256];
@@ -184,7 +216,8 @@ double ts_obb_tree_mesh_sdf(const ts_obb_tree *t, const double p[3], double n[3]
   stack[sp++] = 0;
   while (sp > 0) {
     const ts_obb_node *nd = &t->nodes[stack[--sp]];
-    if (box_dist2(&nd->box, p) >= best2) continue;
+    const double b2 = box_dist2(&nd->box, p);
+    if (b2 >= best2 || b2 > lim2) continue;
     if (nd->feature >= 0) {
       uint32_t f = (uint32_t)nd->feature;
       double c[3], d[3];
@@ -193,7 +226,7 @@ double ts_obb_tree_mesh_sdf(const ts_obb_tree *t, const double p[3], double n[3]
       double d2 = dot(d, d);
       if (d2 < best2) {
         best2 = d2;
-        memcpy(bc, c, sizeof bc);
+        memcpy(bc, c, sizeof(double) * 3);
         bf = f;
         bfeat = feat;
       }
@@ -210,7 +243,15 @@ double ts_obb_tree_mesh_sdf(const ts_obb_tree *t, const double p[3], double n[3]
       stack[sp++] = nd->child[1];
     }
   }
-  if (best2 == INFINITY) return NAN;
+  *best2_out = best2;
+  *bf_out = bf;
+  *bfeat_out = bfeat;
+}
+
+/* The signed distance and direction from the closest point bc (feature
+ * bfeat of triangle bf, squared distance best2). */
+static double finish(const ts_obb_tree *t, const double p[3], double best2, const double bc[3],
+                     uint32_t bf, int bfeat, double n[3]) {
   const double *pn = bfeat == 0   ? t->fnorm[bf]
                      : bfeat <= 3 ? t->enorm[bf][bfeat - 1]
                                   : t->vnorm[t->t[bf][bfeat - 4]];
@@ -231,4 +272,46 @@ double ts_obb_tree_mesh_sdf(const ts_obb_tree *t, const double p[3], double n[3]
     return -dist;
   }
   return dist;
+}
+
+double ts_obb_tree_mesh_sdf(const ts_obb_tree *t, const double p[3], double n[3]) {
+  if (!t || t->kind != TS_SHAPE_MESH || !t->fnorm || !p) return NAN;
+  double best2, bc[3] = {0, 0, 0};
+  uint32_t bf;
+  int bfeat;
+  descend(t, p, INFINITY, &best2, bc, &bf, &bfeat);
+  if (best2 == INFINITY) return NAN;
+  return finish(t, p, best2, bc, bf, bfeat, n);
+}
+
+/* Outside the root box (sdf_outside_root, ts_obb_sdf_cert.c; and for an
+ * open mesh not beyond its opening) the signed distance is positive,
+ * so a point there farther than limit from the surface is farther than
+ * limit in signed distance too. The descent prunes at limit grown by
+ * TS__WITHIN_MARGIN of (limit + reach): box_dist2 is a lower bound of a
+ * triangle's squared distance up to rounding (ulps of the tool's size, ~1e-16
+ * reach), far below the margin, so that every ancestor box of a triangle
+ * within limit passes, and the winner is the full query's whenever it is
+ * within limit. A best beyond limit may not be the full query's winner
+ * (one at the margin's edge may have been pruned), but then the full
+ * query's is beyond limit too: "farther". */
+#define TS__WITHIN_MARGIN 1e-9
+
+double ts_obb_tree_mesh_sdf_within(const ts_obb_tree *t, const double p[3], double limit,
+                                   double n[3]) {
+  if (!t || t->kind != TS_SHAPE_MESH || !t->fnorm || !p || isnan(limit)) return NAN;
+  const double r2 = t->sdf_outside_root ? box_dist2(&t->nodes[0].box, p) : 0.0;
+  /* in the root box, or beyond an open mesh's opening (ts_obb_sdf_cert.c):
+   * maybe inside */
+  if (!(r2 > 0) || ts__obb_beyond_open_plane(t, p)) return ts_obb_tree_mesh_sdf(t, p, n);
+  /* positive here: a negative limit is as 0 */
+  const double l0 = limit > 0 ? limit : 0.0;
+  const double lim = l0 + TS__WITHIN_MARGIN * (l0 + t->reach), lim2 = lim * lim;
+  if (r2 > lim2) return INFINITY; /* every triangle is farther */
+  double best2, bc[3] = {0, 0, 0};
+  uint32_t bf;
+  int bfeat;
+  descend(t, p, lim2, &best2, bc, &bf, &bfeat);
+  if (!(sqrt(best2) <= l0)) return INFINITY; /* as finish rounds the distance */
+  return finish(t, p, best2, bc, bf, bfeat, n);
 }

@@ -98,6 +98,17 @@ typedef struct ts_obb_tree {
   double (*vnorm)[3];
   double reach;     /* largest distance of a tool point from the frame origin, m
                            (jaws: an upper bound over every opening) */
+  int sdf_outside_root; /* mesh: nonzero when the signed distance is positive everywhere
+                           outside the root box (but beyond sdf_open_plane), which
+                           ts_obb_tree_mesh_sdf_within prunes by (ts_obb_sdf_cert.c): a
+                           closed, manifold, consistently oriented mesh, or an open one
+                           whose rim is one flat convex loop with the rest of the mesh on
+                           one side of its plane (a handle cut off flat at its end); 0
+                           otherwise, and then _within is the full query */
+  double sdf_open_plane[4]; /* mesh: that rim's plane, unit normal n (away from the mesh)
+                               and offset d (n . x = d on it); all 0 for a closed mesh.
+                               Beyond it (n . p > d, less a margin) _within is the full
+                               query too */
 } ts_obb_tree;
 
 /* Defaults: a sphere of radius 5 mm; capsule length 20 mm; jaws 10 mm long,
@@ -119,6 +130,18 @@ void ts_obb_tree_destroy(ts_obb_tree *tree);
  * point counts as outside). NAN for a tree that is not a mesh. Reads the
  * tree only: threads may share it. */
 double ts_obb_tree_mesh_sdf(const ts_obb_tree *tree, const double p[3], double n[3]);
+
+/* The same signed distance bounded by limit (m), for a caller that only needs
+ * the points below it: for p outside the root box of a tree with
+ * sdf_outside_root, the descent prunes every box farther than limit (a far
+ * point ends at the root) and returns INFINITY (n not written) when no
+ * surface point is within limit; otherwise (a nearer surface, p in the root
+ * box, or no sdf_outside_root) exactly ts_obb_tree_mesh_sdf's result, bit for
+ * bit (the same descent order and winner). So a result <= limit is always
+ * the full query's, and INFINITY means the full query's is > limit. A
+ * negative limit counts as 0. NAN as the full query, or for a NAN limit. */
+double ts_obb_tree_mesh_sdf_within(const ts_obb_tree *tree, const double p[3], double limit,
+                                   double n[3]);
 
 /* Checks the tree: links, one leaf per feature, axes orthonormal and
  * right-handed, and every triangle of a mesh (every corner) inside its leaf's
