@@ -291,9 +291,16 @@ out:
  * projection and the triangle pass through the surface tree, standing at
  * the step's pose) as the step runs it, beside the node scan without the
  * pass followed by the pass alone (each of the tree's uses a full refit),
- * each from the same positions; positions that differ after the two count
- * as mismatches. */
-#define LIVE_MS_EVERY 50 /* the instrument's node projection makes it slow: 0.66 s a step on patch-L */
+ * and the step's form with the node projection's full signed distance
+ * (the tree's sdf_outside_root cleared: ts_obb_tree_mesh_sdf_within is
+ * then ts_obb_tree_mesh_sdf, the query of before the bounded one;
+ * ms_full_query_contact_us_per_step), each from the same positions;
+ * positions that differ after them count as mismatches. Then the whole
+ * mass-spring step (ts_massspring_step) with the instrument standing at the
+ * step's pose, from the dented positions at rest, with the bounded query
+ * (ms_step_instrument_us_per_step) beside the full one (the reference),
+ * its positions compared too. */
+#define LIVE_MS_EVERY 50 /* the full query's node projection was 0.66 s a step on patch-L */
 
 static void predict(double (*y)[3], const double (*xa)[3], const double (*xb)[3], uint32_t n,
                     double s) {
@@ -357,8 +364,8 @@ static int live_path(const char *name, const plan *pl, ts_bench_scenario *sc, ts
   if (ts_contact_ws_init(&wl, NULL, nn, nn, nct) || ts_contact_ws_init(&wp, NULL, nn, nn, nct))
     goto out;
   memcpy(xa, t->rest, sizeof *xa * nn);
-  double t_form[3] = {0, 0, 0}, t_msl = 0, t_msp = 0;
-  uint32_t mismatches = 0, invalid = 0, ms_mismatches = 0, ms_steps = 0;
+  double t_form[3] = {0, 0, 0}, t_msl = 0, t_msp = 0, t_msf = 0, t_mss = 0, t_mss_full = 0;
+  uint32_t mismatches = 0, invalid = 0, ms_mismatches = 0, ms_steps = 0, ms_step_mismatches = 0;
   uint64_t escaped = 0, cand = 0, full_escaped = 0, watch_passes = 0, watch_pts = 0;
   double t_brute = 0;
   uint32_t n_brute = 0;
@@ -454,8 +461,9 @@ static int live_path(const char *name, const plan *pl, ts_bench_scenario *sc, ts
       ts__ms_prepare_tool(&mp, &mt);
       for (uint32_t j = 0; j < nm; j++) {
         predict(y, (const double (*)[3])xa, (const double (*)[3])xb, nn, (double)(j + 1) / nm);
-        for (int q = 0; q < 2; q++) {
-          const int live = (q + (int)j) % 2;
+        for (int q = 0; q < 3; q++) {
+          /* 0: the scan then the pass; 1: live; 2: live with the full query */
+          const int form = (q + (int)j) % 3, live = form != 0;
           memcpy(t->x, y, sizeof *y * nn);
           for (uint32_t i = 0; i < nn; i++) { /* the same state for both */
             memcpy(t->x_prev[i], y[i], sizeof y[i]);
@@ -463,7 +471,12 @@ static int live_path(const char *name, const plan *pl, ts_bench_scenario *sc, ts
           }
           ts__ms_clear_contacts(t->ms);
           const double c0 = ts_bench_cpu_s();
-          if (live) {
+          if (form == 2) {
+            const int cert = itree->sdf_outside_root;
+            itree->sdf_outside_root = 0; /* ts_obb_tree_mesh_sdf_within: the full query */
+            ts__ms_contact(t, t->ms, &mp, 0);
+            itree->sdf_outside_root = cert;
+          } else if (live) {
             ts__ms_contact(t, t->ms, &mp, 0);
           } else {
             itree->thin_pass = 0; /* the scan alone, then the pass with the tree's full refit */
@@ -471,7 +484,7 @@ static int live_path(const char *name, const plan *pl, ts_bench_scenario *sc, ts
             itree->thin_pass = 1;
             (void)ts__ms_thin_pass(t, t->ms, &mp, (const double (*)[3])mp.at_R, mp.at_pos, 0, 1, 1);
           }
-          *(live ? &t_msl : &t_msp) += ts_bench_cpu_s() - c0;
+          *(form == 2 ? &t_msf : live ? &t_msl : &t_msp) += ts_bench_cpu_s() - c0;
           if (q == 0)
             memcpy(xs, t->x, sizeof *xs * nn);
           else
@@ -479,6 +492,30 @@ static int live_path(const char *name, const plan *pl, ts_bench_scenario *sc, ts
         }
       }
       ts__ms_clear_contacts(t->ms);
+      /* the whole mass-spring step with the instrument standing at this
+       * pose, from the dented positions at rest: the node projection's
+       * bounded query (ts_obb_tree_mesh_sdf_within) beside the full one
+       * (sdf_outside_root cleared: the query of before), in turn first */
+      const int cert = itree->sdf_outside_root;
+      for (int q = 0; q < 2; q++) {
+        const int full = (q + (int)(k / LIVE_MS_EVERY)) % 2;
+        ts_tissue_reset(t);
+        memcpy(t->x, xb, sizeof *xb * nn);
+        memcpy(t->x_prev, xb, sizeof *xb * nn);
+        ts__ms_clear_contacts(t->ms);
+        if (ts_massspring_carry_tools(t, NULL)) goto out; /* no last pose: it stands */
+        ts_tool st = mt;
+        itree->sdf_outside_root = full ? 0 : cert;
+        const double c0 = ts_bench_cpu_s();
+        const int rc = ts_massspring_step(t, sc->dt, &st, 1, NULL);
+        *(full ? &t_mss_full : &t_mss) += ts_bench_cpu_s() - c0;
+        itree->sdf_outside_root = cert;
+        if (rc) goto out;
+        if (q == 0)
+          memcpy(xs, t->x, sizeof *xs * nn);
+        else
+          ms_step_mismatches += memcmp(xs, t->x, sizeof *xs * nn) != 0;
+      }
       ms_steps++;
     }
     memcpy(xa, xb, sizeof *xa * nn);
@@ -505,9 +542,18 @@ static int live_path(const char *name, const plan *pl, ts_bench_scenario *sc, ts
   ts_bench_line_emit(o);
   o = ts_bench_line("collide", name, "ms_live_contact_us_per_step", ms_steps ? t_msl / ms_steps * 1e6 : 0, "us");
   ts_bench_line_ref(o, "ms_scan_then_pass_us_per_step", ms_steps ? t_msp / ms_steps * 1e6 : 0);
+  ts_bench_line_num(o, "ms_full_query_contact_us_per_step", ms_steps ? t_msf / ms_steps * 1e6 : 0);
   ts_bench_line_num(o, "ms_substeps", nm);
   ts_bench_line_num(o, "steps", ms_steps);
   ts_bench_line_num(o, "mismatches", ms_mismatches);
+  ts_bench_line_str(o, "tool", "dental_instrument_light");
+  ts_bench_line_str(o, "plan", pl->name);
+  ts_bench_line_emit(o);
+  o = ts_bench_line("collide", name, "ms_step_instrument_us_per_step", ms_steps ? t_mss / ms_steps * 1e6 : 0, "us");
+  ts_bench_line_ref(o, "ms_step_instrument_full_query_us_per_step", ms_steps ? t_mss_full / ms_steps * 1e6 : 0);
+  ts_bench_line_num(o, "ms_substeps", nm);
+  ts_bench_line_num(o, "steps", ms_steps);
+  ts_bench_line_num(o, "mismatches", ms_step_mismatches);
   ts_bench_line_str(o, "tool", "dental_instrument_light");
   ts_bench_line_str(o, "plan", pl->name);
   ts_bench_line_emit(o);
