@@ -303,7 +303,7 @@ static double mesh_sdf(const ts__ptool *p, const double x[3], double allow, doub
   for (int k = 0; k < 3; k++) q[k] = p->R[0][k] * d[0] + p->R[1][k] * d[1] + p->R[2][k] * d[2];
   const double limit = p->skin - allow + 1e-6 * (p->skin + allow);
   double s = ts_obb_tree_mesh_sdf_within(p->mesh, q, limit, nl);
-  if (s == INFINITY) return s;
+  if (s == INFINITY || isnan(s)) return s; /* n unknown (and not used) */
   for (int k = 0; k < 3; k++) n[k] = p->R[k][0] * nl[0] + p->R[k][1] * nl[1] + p->R[k][2] * nl[2];
   return s;
 }

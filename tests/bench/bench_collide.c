@@ -295,12 +295,13 @@ out:
  * (the tree's sdf_outside_root cleared: ts_obb_tree_mesh_sdf_within is
  * then ts_obb_tree_mesh_sdf, the query of before the bounded one;
  * ms_full_query_contact_us_per_step), each from the same positions;
- * positions that differ after them count as mismatches. Then the whole
- * mass-spring step (ts_massspring_step) with the instrument standing at the
- * step's pose, from the dented positions at rest, with the bounded query
- * (ms_step_instrument_us_per_step) beside the full one (the reference),
- * its positions compared too. */
+ * positions that differ after them count as mismatches. After the path,
+ * the whole mass-spring step (ts_massspring_step) with the instrument on
+ * the path from the plan's start, MS_PATH_STEPS steps from rest, with the
+ * bounded query (ms_step_instrument_us_per_step) and then with the full
+ * one (the reference), the positions after them compared. */
 #define LIVE_MS_EVERY 50 /* the full query's node projection was 0.66 s a step on patch-L */
+#define MS_PATH_STEPS 10 /* the whole mass-spring steps along the path, each query */
 
 static void predict(double (*y)[3], const double (*xa)[3], const double (*xb)[3], uint32_t n,
                     double s) {
@@ -492,34 +493,41 @@ static int live_path(const char *name, const plan *pl, ts_bench_scenario *sc, ts
         }
       }
       ts__ms_clear_contacts(t->ms);
-      /* the whole mass-spring step with the instrument standing at this
-       * pose, from the dented positions at rest: the node projection's
-       * bounded query (ts_obb_tree_mesh_sdf_within) beside the full one
-       * (sdf_outside_root cleared: the query of before), in turn first */
-      const int cert = itree->sdf_outside_root;
-      for (int q = 0; q < 2; q++) {
-        const int full = (q + (int)(k / LIVE_MS_EVERY)) % 2;
-        ts_tissue_reset(t);
-        memcpy(t->x, xb, sizeof *xb * nn);
-        memcpy(t->x_prev, xb, sizeof *xb * nn);
-        ts__ms_clear_contacts(t->ms);
-        if (ts_massspring_carry_tools(t, NULL)) goto out; /* no last pose: it stands */
-        ts_tool st = mt;
-        itree->sdf_outside_root = full ? 0 : cert;
-        const double c0 = ts_bench_cpu_s();
-        const int rc = ts_massspring_step(t, sc->dt, &st, 1, NULL);
-        *(full ? &t_mss_full : &t_mss) += ts_bench_cpu_s() - c0;
-        itree->sdf_outside_root = cert;
-        if (rc) goto out;
-        if (q == 0)
-          memcpy(xs, t->x, sizeof *xs * nn);
-        else
-          ms_step_mismatches += memcmp(xs, t->x, sizeof *xs * nn) != 0;
-      }
       ms_steps++;
     }
     memcpy(xa, xb, sizeof *xa * nn);
     prev = ip;
+  }
+  /* the whole mass-spring step (ts_massspring_step) with the instrument
+   * along the path from the plan's start, MS_PATH_STEPS steps from rest
+   * (the step's data made afresh), with the bounded query and then with
+   * the full one (the tree's sdf_outside_root cleared), the positions
+   * after them compared */
+  const int cert = itree->sdf_outside_root;
+  for (int full = 0; full < 2; full++) {
+    ts_tissue_reset(t);
+    if (ts_massspring_prepare(t) || ts_massspring_carry_tools(t, NULL)) goto out;
+    itree->sdf_outside_root = full ? 0 : cert;
+    int rc = 0;
+    for (uint32_t k = 0; k < MS_PATH_STEPS && !rc; k++) {
+      double R[3][3];
+      ts_tool mt;
+      memset(&mt, 0, sizeof mt);
+      mt.kind = TS_TOOL_MESH;
+      mt.shape = itree;
+      mt.active = 1;
+      ts_bench_path_instrument_pose(&sc->path, pl->t0 + k * sc->dt, tip_local, 1.0, R, mt.pos);
+      ts_bench_path_instrument_quat(&sc->path, mt.quat);
+      const double c0 = ts_bench_cpu_s();
+      rc = ts_massspring_step(t, sc->dt, &mt, 1, NULL);
+      *(full ? &t_mss_full : &t_mss) += ts_bench_cpu_s() - c0;
+    }
+    itree->sdf_outside_root = cert;
+    if (rc) goto out;
+    if (!full)
+      memcpy(xs, t->x, sizeof *xs * nn);
+    else
+      ms_step_mismatches = memcmp(xs, t->x, sizeof *xs * nn) != 0;
   }
   const double n = pl->steps - 1;
   const double live_us = (t_form[1] - t_form[0]) / n * 1e6, full_us = (t_form[2] - t_form[0]) / n * 1e6;
@@ -549,10 +557,9 @@ static int live_path(const char *name, const plan *pl, ts_bench_scenario *sc, ts
   ts_bench_line_str(o, "tool", "dental_instrument_light");
   ts_bench_line_str(o, "plan", pl->name);
   ts_bench_line_emit(o);
-  o = ts_bench_line("collide", name, "ms_step_instrument_us_per_step", ms_steps ? t_mss / ms_steps * 1e6 : 0, "us");
-  ts_bench_line_ref(o, "ms_step_instrument_full_query_us_per_step", ms_steps ? t_mss_full / ms_steps * 1e6 : 0);
-  ts_bench_line_num(o, "ms_substeps", nm);
-  ts_bench_line_num(o, "steps", ms_steps);
+  o = ts_bench_line("collide", name, "ms_step_instrument_us_per_step", t_mss / MS_PATH_STEPS * 1e6, "us");
+  ts_bench_line_ref(o, "ms_step_instrument_full_query_us_per_step", t_mss_full / MS_PATH_STEPS * 1e6);
+  ts_bench_line_num(o, "steps", MS_PATH_STEPS);
   ts_bench_line_num(o, "mismatches", ms_step_mismatches);
   ts_bench_line_str(o, "tool", "dental_instrument_light");
   ts_bench_line_str(o, "plan", pl->name);
