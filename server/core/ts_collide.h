@@ -112,6 +112,29 @@ uint32_t ts_collide_tissue_tris_box(const ts_obb *box, const ts_aabb_tree *tissu
                                     const double (*x)[3], double grow, uint32_t *out,
                                     uint32_t cap, ts_collide_stats *stats);
 
+/* The same descent once for several queries (a solver's substeps), by the
+ * fat leaf boxes (x NULL):
+ *   - ts_collide_tissue_tris_wide: a superset, in ts_collide_tissue_tris's
+ *     order, for tools whose every grown box lies inside the placed tool's
+ *     box grown by `grow` (m), against tissue leaf boxes that may each grow
+ *     by up to tis_grow (m) on every side: every tissue box is taken grown
+ *     by it. Returns the count (may exceed cap), 0 for bad arguments, or
+ *     UINT32_MAX when the walk could not be made in order (a tree deeper
+ *     than its depth says): the caller then queries each time;
+ *   - ts_collide_tissue_tris_among: the exact candidates of
+ *     ts_collide_tissue_tris(tool, tissue, NULL, grow, ...) when the n_among
+ *     triangles in `among` (in that function's order) hold them: those of
+ *     `among` that the walk would give, in the same order, the count in
+ *     *n_out (may exceed cap). A tree's boxes must be as at the walk it
+ *     replaces, and its structure as at the superset's (no rebuild between).
+ *     Returns 0, TS_EINVAL, or TS_ERANGE for a tree over the fixed stacks
+ *     (512 levels; the caller then walks). */
+uint32_t ts_collide_tissue_tris_wide(ts_posed_tool *tool, const ts_aabb_tree *tissue, double grow,
+                                     double tis_grow, uint32_t *out, uint32_t cap);
+int ts_collide_tissue_tris_among(ts_posed_tool *tool, const ts_aabb_tree *tissue,
+                                 const uint32_t *among, uint32_t n_among, double grow,
+                                 uint32_t *out, uint32_t cap, uint32_t *n_out);
+
 /* Contacts between two placed tools (OBB tree x OBB tree); a is the first
  * object. Feature pairs: a face of a mesh tool is handled as in tool x tissue
  * (the other tool's triangle against it); two spheres/capsules by the

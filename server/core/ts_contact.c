@@ -14,6 +14,7 @@
 
 #include "ts_collide.h"
 #include "ts_contact_friction.h"
+#include "ts_contact_plan.h"
 #include "ts_error.h"
 #include "ts_tritri.h"
 
@@ -55,8 +56,9 @@ int ts_contact_ws_init(ts_contact_ws *ws, const ts_contact_def *def, uint32_t n_
   ws->slot = calloc(n_points, sizeof *ws->slot);
   ws->anchor = calloc(n_points, sizeof *ws->anchor);
   ws->anc_stamp = calloc(n_points, sizeof *ws->anc_stamp);
+  ws->plan_tris = calloc(tri_cap, sizeof *ws->plan_tris);
   if (!ws->v || !ws->carry || !ws->tri_buf || !ws->swept || !ws->mark || !ws->slot ||
-      !ws->anchor || !ws->anc_stamp) {
+      !ws->anchor || !ws->anc_stamp || !ws->plan_tris) {
     ts_contact_ws_free(ws);
     return TS_ENOMEM;
   }
@@ -74,6 +76,7 @@ void ts_contact_ws_free(ts_contact_ws *ws) {
   free(ws->slot);
   free(ws->anchor);
   free(ws->anc_stamp);
+  free(ws->plan_tris);
   memset(ws, 0, sizeof *ws);
 }
 
@@ -160,7 +163,7 @@ double ts_contact_tool_sdf(const ts_posed_tool *tool, const double p[3], double 
 
 /* Bound of the distance any tool point moves from a to b (as ts_collide's
  * sweep): translation, rotation angle times reach, the jaws' turn. */
-static double travel_bound(const ts_obb_tree *tr, const ts_pose *a, const ts_pose *b) {
+double ts__contact_travel(const ts_obb_tree *tr, const ts_pose *a, const ts_pose *b) {
   double dp[3], qa = 0, qb = 0, qd = 0;
   for (int k = 0; k < 3; k++) dp[k] = b->p[k] - a->p[k];
   for (int k = 0; k < 4; k++) qa += a->q[k] * a->q[k], qb += b->q[k] * b->q[k], qd += a->q[k] * b->q[k];
@@ -202,7 +205,7 @@ int ts_contact_begin(ts_contact_ws *ws, ts_posed_tool *tool, const ts_pose *from
     hi[k] = fmax(hi[k], b->c[k] + ext[k]) + ws->def.margin;
   }
   /* substeps of the sweep */
-  const double travel = travel_bound(tool->tree, &ws->from, &ws->to);
+  const double travel = ts__contact_travel(tool->tree, &ws->from, &ws->to);
   const double per = ws->def.travel_fraction * tool->tree->thickness;
   double m = per > 0 ? ceil(travel / per) : ws->def.max_substeps;
   if (!(m >= 1)) m = 1;
@@ -245,7 +248,10 @@ int ts_contact_begin(ts_contact_ws *ws, ts_posed_tool *tool, const ts_pose *from
     ts_pose_lerp(&ws->from, &ws->to, 0.5, &mid);
     rc = ts_posed_tool_set_pose(tool, &mid);
     if (rc) return rc;
-    nt = ts_collide_tissue_tris(tool, tree, NULL, grow, ws->tri_buf, ws->tri_cap, NULL);
+    /* from the plan's superset when it holds this sweep (the same
+     * triangles in the same order), else by the walk */
+    if (!ts__contact_planned(ws, tool, tree, grow, &nt))
+      nt = ts_collide_tissue_tris(tool, tree, NULL, grow, ws->tri_buf, ws->tri_cap, NULL);
     rc = ts_posed_tool_set_pose(tool, &ws->to);
     if (rc) return rc;
   }
@@ -402,7 +408,7 @@ static uint32_t mesh_triangle_sweep(ts_contact_ws *ws, const ts_obb_tree *tr, do
                                     const double (*x0)[3], const double *inv_mass) {
   if (!tr->thin_sweep || ws->n == 0) return 0;
   const double allow = 0.25 * tr->thickness;
-  const double travel = travel_bound(tr, &ws->from, &ws->to);
+  const double travel = ts__contact_travel(tr, &ws->from, &ws->to);
   /* the poses: the tool's travel and the candidates' own motion since x0
    * (a tissue springing back onto a resting tool crosses it as a moving
    * tool would), travel_fraction of the thickness apart */

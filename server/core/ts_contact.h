@@ -202,6 +202,19 @@ typedef struct ts_contact_ws {
   uint32_t *anc_stamp; /* per node: anc_now when its anchor carries into this step */
   uint32_t anc_now;
   double Rf[3][3], Rt[3][3]; /* rotations of from and to */
+  /* the plan (ts_contact_plan): a superset of the candidate triangles of
+   * the begins to come */
+  uint32_t *plan_tris;      /* tri_cap of them, in the descent's order */
+  uint32_t plan_n;
+  uint64_t plan_uses;       /* begins whose candidates came from a plan (a count) */
+  int planned;              /* the plan holds */
+  const ts_aabb_tree *plan_tree;
+  uint64_t plan_rebuilds;   /* plan_tree's rebuilds at the plan */
+  const ts_obb_tree *plan_tool;
+  ts_pose plan_mid;         /* the tool's pose of the superset (normalised) */
+  double plan_grow;         /* its boxes' growth there, m */
+  const ts_obb_tree *rho_tool; /* the tool tree rho is of */
+  double rho;               /* largest |centre| + |half extents| of its boxes, m */
 } ts_contact_ws;
 
 /* Allocates a workspace for a tissue of n_points nodes with room for cap
@@ -235,6 +248,25 @@ double ts_contact_tool_sdf(const ts_posed_tool *tool, const double p[3], double 
 int ts_contact_begin(ts_contact_ws *ws, ts_posed_tool *tool, const ts_pose *from,
                      const ts_pose *to, const ts_aabb_tree *tree, const double *inv_mass,
                      const uint8_t *skip);
+
+/* Plans the candidates of the begins to come (a solver's substeps over
+ * one step): the superset, once, of the candidate triangles of every
+ * ts_contact_begin whose sweep lies between the poses `from` and `to` (its
+ * mid pose and growth are checked at the begin; one outside takes the
+ * walk as without a plan) while every node of `tree` stays within
+ * tissue_slack (m, >= 0) of where it was at this call, the tree refitted
+ * but not rebuilt (checked: a rebuild drops the plan). The caller makes
+ * the promise on the nodes; with it each begin's candidates are those it
+ * takes without a plan, the same triangles and vertices in the same
+ * order, from the superset instead of the tissue tree's walk. Mesh,
+ * sphere and capsule tools with the descent's candidates (jaws and the
+ * box candidates take no plan). Leaves the tool at `to`. Returns 1
+ * (planned), 0 (no plan: not applicable, or the superset over tri_cap),
+ * TS_EINVAL, TS_ENAN or TS_EQUAT (bad poses). */
+int ts_contact_plan(ts_contact_ws *ws, ts_posed_tool *tool, const ts_pose *from,
+                    const ts_pose *to, const ts_aabb_tree *tree, double tissue_slack);
+/* Drops the plan (the nodes may have moved further). NULL is ignored. */
+void ts_contact_unplan(ts_contact_ws *ws);
 
 /* Projects the candidates out of the tool and applies friction. sweep
  * TS_CONTACT_SWEEP (1): each candidate walks from x0 to x while the tool

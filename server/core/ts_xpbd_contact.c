@@ -177,6 +177,26 @@ uint32_t ts__xpbd_begin_posed(ts_tissue *t, ts_aabb_tree *tree, ts_xpbd_tool *pt
   return dropped;
 }
 
+void ts__xpbd_plan_posed(ts_aabb_tree *tree, ts_xpbd_tool *pt, int n, uint32_t k, uint32_t nsub,
+                         int rb, double slack) {
+  /* the candidates of the substeps from k on from one walk of the tissue
+   * tree (ts_contact_plan), for as long as the watched bound holds: every
+   * node within slack of its place at the plan's refit. Each substep's
+   * begin keeps from that superset what its own walk would take (the same
+   * candidates in the same order). The walk at every substep was most of
+   * the refit + query's time on patch-L (see ts_contact_plan.c). */
+  for (int q = 0; q < n; q++) {
+    ts_xpbd_tool *p = &pt[q];
+    if (rb == 0 && nsub > 0) continue; /* the plan goes on */
+    ts_contact_unplan(p->contact);
+    if (rb != 1 || !(slack > 0) || nsub == 0) continue;
+    ts_pose a, b;
+    ts_pose_lerp(&p->prev, &p->pose, (double)k / nsub, &a);
+    ts_pose_lerp(&p->prev, &p->pose, 1.0, &b);
+    (void)ts_contact_plan(p->contact, p->posed, &a, &b, tree, slack); /* 0 or an error: no plan */
+  }
+}
+
 void ts__xpbd_sweep_posed(ts_xpbd *s, ts_tissue *t, ts_xpbd_tool *pt, int n, int sweep,
                           const double *hdepth, double wh) {
   for (int q = 0; q < n; q++) {

@@ -219,6 +219,13 @@ int ts__xpbd_valid_posed(const ts_tissue *t, ts_aabb_tree *tree, ts_xpbd_tool *p
 int ts__xpbd_refit_posed(const ts_tissue *t, ts_aabb_tree *tree, double moved, double slack);
 uint32_t ts__xpbd_begin_posed(ts_tissue *t, ts_aabb_tree *tree, ts_xpbd_tool *pt, int n,
                               uint32_t k, uint32_t nsub);
+/* Their candidates' plan (ts_contact_plan) after the refit of substep k
+ * of nsub that returned rb: made from that substep's pose to the step's
+ * end when the bound restarts (rb 1) and is watched (slack > 0), kept
+ * while it goes on (rb 0), dropped otherwise (and by n_sub 0: the step's
+ * end). */
+void ts__xpbd_plan_posed(ts_aabb_tree *tree, ts_xpbd_tool *pt, int n, uint32_t k, uint32_t nsub,
+                         int rb, double slack);
 void ts__xpbd_sweep_posed(ts_xpbd *s, ts_tissue *t, ts_xpbd_tool *pt, int n, int sweep,
                           const double *hdepth, double wh);
 

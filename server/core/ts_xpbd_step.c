@@ -182,6 +182,7 @@ int ts_xpbd_step_posed(ts_xpbd *s, ts_tissue *t, double dt, ts_tool *tools, int 
         v_base = k == 0 ? sqrt(vp2) : v_end + hg;
         walked = 0;
       }
+      ts__xpbd_plan_posed(tree, posed, n_posed, k, nsub, rb, slack);
     }
     dropped += ts__xpbd_begin_posed(t, tree, posed, n_posed, k, nsub);
     if (s->self) { /* at the predicted positions, the tree refitted for them */
@@ -254,6 +255,7 @@ int ts_xpbd_step_posed(ts_xpbd *s, ts_tissue *t, double dt, ts_tool *tools, int 
       }
     }
   }
+  ts__xpbd_plan_posed(tree, posed, n_posed, 0, 0, -1, 0); /* the plans end with the step */
   t->time += dt;
   t->steps++;
   ts_handover_expire(t, t->time);

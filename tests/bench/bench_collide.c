@@ -279,7 +279,10 @@ out:
  * the step's largest node move, a full pass of the tree
  * (ts_aabb_tree_refit_watch) at the first substep and watched refits
  * after while the bound (that move times the fraction of the step since
- * the pass) is within the default slack (live_refit_query_us_per_step);
+ * the pass) is within the default slack, and the candidates from the plan
+ * made where the bound restarts (ts_contact_plan: one walk of the tissue
+ * tree for the substeps to the step's end; planned_begins_per_step of
+ * them took it, from mean_planned_triangles) (live_refit_query_us_per_step);
  * the form of before, ts_aabb_tree_refit's pass over the surface nodes at
  * every substep (substep_refit_query_us_per_step). Each form's figure
  * less the prediction's is the collision's share. Each keeps its own
@@ -367,7 +370,7 @@ static int live_path(const char *name, const plan *pl, ts_bench_scenario *sc, ts
   memcpy(xa, t->rest, sizeof *xa * nn);
   double t_form[3] = {0, 0, 0}, t_msl = 0, t_msp = 0, t_msf = 0, t_mss = 0, t_mss_full = 0;
   uint32_t mismatches = 0, invalid = 0, ms_mismatches = 0, ms_steps = 0, ms_step_mismatches = 0;
-  uint64_t escaped = 0, cand = 0, full_escaped = 0, watch_passes = 0, watch_pts = 0;
+  uint64_t escaped = 0, cand = 0, full_escaped = 0, watch_passes = 0, watch_pts = 0, plan_tris = 0;
   double t_brute = 0;
   uint32_t n_brute = 0;
   ts_pose prev = {.jaw = 0};
@@ -420,7 +423,18 @@ static int live_path(const char *name, const plan *pl, ts_bench_scenario *sc, ts
             watch_passes++;
             watch_pts += tl->n_watch;
           }
-          if (rc == 1 || moved > TS_XPBD_TREE_SLACK_DEFAULT) base_s = s;
+          if (rc == 1 || moved > TS_XPBD_TREE_SLACK_DEFAULT) {
+            /* the bound restarts: the candidates planned from here to the
+             * step's end (ts_xpbd_contact.c, ts__xpbd_plan_posed) */
+            base_s = s;
+            ts_contact_unplan(&wl);
+            if (rc >= 0) {
+              ts_pose e;
+              ts_pose_lerp(&prev, &ip, 1.0, &e);
+              (void)ts_contact_plan(&wl, ipt, &a, &e, tl, TS_XPBD_TREE_SLACK_DEFAULT);
+            }
+          }
+          if (rc < 0) ts_contact_unplan(&wl);
           if (rc >= 0) rc = ts_contact_begin(&wl, ipt, &a, &b, tl, t->inv_mass, NULL);
         } else {
           predict(y, (const double (*)[3])xa, (const double (*)[3])xb, nn, s);
@@ -433,6 +447,7 @@ static int live_path(const char *name, const plan *pl, ts_bench_scenario *sc, ts
         if (form == 2) full_escaped += tp->stats.escaped;
       }
       cand += wl.n;
+      plan_tris += wl.planned ? wl.plan_n : 0;
       /* the same candidates (vertices, in order) from both trees */
       int same = wl.n == wp.n && wl.n_tris == wp.n_tris;
       for (uint32_t v = 0; same && v < wl.n; v++) same = wl.v[v].node == wp.v[v].node;
@@ -542,6 +557,8 @@ static int live_path(const char *name, const plan *pl, ts_bench_scenario *sc, ts
   ts_bench_line_num(o, "full_passes_per_step", watch_passes / n);
   ts_bench_line_num(o, "mean_watched_points", watch_passes ? (double)watch_pts / watch_passes : 0);
   ts_bench_line_num(o, "mean_candidates", cand / (n * nx));
+  ts_bench_line_num(o, "planned_begins_per_step", wl.plan_uses / n);
+  ts_bench_line_num(o, "mean_planned_triangles", wl.plan_uses ? (double)plan_tris / wl.plan_uses : 0);
   ts_bench_line_num(o, "mismatches", mismatches);
   ts_bench_line_num(o, "invalid_trees", invalid);
   ts_bench_line_num(o, "surface_nodes", tl->n_used);

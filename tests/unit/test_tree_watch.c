@@ -217,7 +217,7 @@ static void same_sides(const side *a, const side *b, int k) {
 /* Steps both sides along the standard path from path time s0 by ds a 1 ms
  * step; returns the touching vertices summed over the steps. */
 static uint64_t run_path(double margin, double s0, double ds, int steps, uint64_t *passes,
-                         uint64_t *refits) {
+                         uint64_t *refits, uint64_t *planned) {
   ts_mesh *m = instrument();
   ts_tool_shape_def shd = ts_default_tool_shape_def();
   shd.kind = TS_SHAPE_MESH;
@@ -261,7 +261,9 @@ static uint64_t run_path(double margin, double s0, double ds, int steps, uint64_
   }
   *passes = b.tree->stats.watch_passes;
   *refits = b.tree->stats.refits;
+  *planned = b.ws.plan_uses;
   ck_assert_uint_eq(a.tree->stats.watch_passes, 0); /* slack 0: the plain refit */
+  ck_assert_uint_eq(a.ws.plan_uses, 0);             /* and a walk at every substep */
   side_free(&a);
   side_free(&b);
   ts_obb_tree_destroy(itree);
@@ -275,13 +277,15 @@ static uint64_t run_path(double margin, double s0, double ds, int steps, uint64_
 #define PATH_S0 TU_ITERS(2.1, 2.2)
 
 START_TEST(test_watch_xpbd_path) {
-  uint64_t passes, refits;
-  const uint64_t touching = run_path(0.2e-3, PATH_S0, 0.002, PATH_STEPS, &passes, &refits);
+  uint64_t passes, refits, planned;
+  const uint64_t touching =
+      run_path(0.2e-3, PATH_S0, 0.002, PATH_STEPS, &passes, &refits, &planned);
   fprintf(stderr, "test_watch_xpbd_path: %d steps, %.1f touching a step, %llu full passes of %llu "
-          "refits\n", PATH_STEPS, (double)touching / PATH_STEPS, (unsigned long long)passes,
-          (unsigned long long)refits);
+          "refits, %llu planned candidate sets\n", PATH_STEPS, (double)touching / PATH_STEPS,
+          (unsigned long long)passes, (unsigned long long)refits, (unsigned long long)planned);
   ck_assert_uint_gt(touching, 0);
   ck_assert_uint_lt(passes, refits); /* watched refits ran */
+  ck_assert_uint_ge(planned, refits - passes); /* every watched substep took the plan */
 }
 END_TEST
 
@@ -290,12 +294,13 @@ END_TEST
 #define FAST_STEPS TU_ITERS(60, 25)
 
 START_TEST(test_watch_xpbd_fast) {
-  uint64_t passes, refits;
-  const uint64_t touching = run_path(2e-5, PATH_S0, 0.02, FAST_STEPS, &passes, &refits);
+  uint64_t passes, refits, planned;
+  const uint64_t touching = run_path(2e-5, PATH_S0, 0.02, FAST_STEPS, &passes, &refits, &planned);
   fprintf(stderr, "test_watch_xpbd_fast: %d steps, %.1f touching a step, %llu full passes of %llu "
-          "refits\n", FAST_STEPS, (double)touching / FAST_STEPS, (unsigned long long)passes,
-          (unsigned long long)refits);
+          "refits, %llu planned candidate sets\n", FAST_STEPS, (double)touching / FAST_STEPS,
+          (unsigned long long)passes, (unsigned long long)refits, (unsigned long long)planned);
   ck_assert_uint_gt(touching, 0);
+  ck_assert_uint_gt(planned, 0); /* plans made mid-step too */
   ck_assert_uint_gt(passes, (uint64_t)FAST_STEPS); /* full passes mid-step */
   ck_assert_uint_lt(passes, refits);               /* and watched ones */
 }
