@@ -146,7 +146,13 @@ static void thread_main(void *arg) {
           f->flags |= TS_FRAME_STALLED;
           sim->stall_flag = 0;
         }
-        if (diverged) publish(p, TS_EV_DIVERGED, se, NULL, &woke);
+        if (diverged) { /* with the reason, a copy (NULL when out of memory: the event still goes) */
+          const size_t len = strlen(sim->diverged_why) + 1;
+          char *why = malloc(len);
+          if (why) memcpy(why, sim->diverged_why, len);
+          while (ts_outbox_push_payload(&p->server->outbox, TS_EV_DIVERGED, se, why, 0)) uv_sleep(1);
+          woke = 1;
+        }
         ts_force_batch fb;
         /* out of memory: a lost sample is replaced by the next step's */
         if (!diverged && ts_force_collect(se, &fb) &&

@@ -125,16 +125,21 @@ static void drain_events(ts_server *s, ts_event *e) {
       break;
     case TS_EV_FORCE: /* delivered above */
       break;
-    case TS_EV_DIVERGED:
-      ts_log_warn("session %u diverged; the tissue was put back at rest and goes on", se->id);
+    case TS_EV_DIVERGED: {
+      /* the physics thread's reason (session.c, ts_session_step) */
+      const char *why = e->payload ? (const char *)e->payload : "reason not recorded (out of memory)";
+      ts_log_warn("session %u diverged: %s; the tissue was put back at rest and goes on", se->id, why);
       se->diverged_count++;
       for (ts_conn *c = se->clients; c; c = c->next_in_session)
         ts_send_error(c, 0, TS_EDIVERGED,
-                      "session %u diverged (the tools pressed it beyond what it can "
+                      "session %u diverged: %s (the tools pressed it beyond what it can "
                       "take); the tissue was put back at rest, the tools re-approach their "
                       "poses, and the session goes on",
-                      se->id);
+                      se->id, why);
+      free(e->payload);
+      e->payload = NULL;
       break;
+    }
     case TS_EV_SAMPLES:
       if (!se->ending && !s->shutting_down)
         ts_training_start(se, e->payload, e->arg); /* takes the samples */
@@ -389,6 +394,7 @@ void ts_server_shutdown(ts_server *s, const char *why) {
     if (e->kind == TS_EV_FRAME) ts_frame_release(e->frame);
     if (e->kind == TS_EV_SAMPLES) ts_learn_set_free(e->payload);
     if (e->kind == TS_EV_REFINED) ts_refine_event_free(e->payload);
+    if (e->kind == TS_EV_DIVERGED) free(e->payload);
     free(e);
     e = next;
   }

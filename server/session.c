@@ -526,16 +526,24 @@ ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
     st.substeps = xs.substeps;
     st.contacts = xs.contacts;
     self_pairs = (int)xs.self_contacts;
+    if (rc)
+      snprintf(sim->diverged_why, sizeof sim->diverged_why,
+               "the XPBD step failed (%s): a non-finite state or a node over 100 m/s", ts_strerror(rc));
     if (rc && rc != TS_EDIVERGED) rc = TS_EDIVERGED; /* any failure stops the session */
   } else if (sim->shortcut) {
     ts_shortcut_stats ss;
     rc = ts_shortcut_step(sim->shortcut, sim->tissue, sim->tools, TS_MAX_TOOLS, sim->dt, &ss);
+    if (rc == TS_EDIVERGED)
+      snprintf(sim->diverged_why, sizeof sim->diverged_why,
+               "the quasi-static solve reached a non-finite state");
     if (ss.recorded_full) sim->samples_full_out = 1;
     st.substeps = ss.iterations; /* relaxation sweeps stand in for substeps */
     for (int i = 0; i < TS_MAX_TOOLS; i++)
       if (sim->tools[i].active) st.contacts += sim->tools[i].contacts;
   } else {
     rc = ts_massspring_step(sim->tissue, sim->dt, sim->tools, TS_MAX_TOOLS, &st);
+    if (rc == TS_EDIVERGED) /* which test, by how much, which node (core/ts_ms_diverge.c) */
+      ts_massspring_diverged_text(&st, sim->diverged_why, sizeof sim->diverged_why);
   }
   if (rc == 0 && self_ok) ts_session_self_after(sim->self, sim->tissue, self_pairs);
   sim->self_contacts = self_ok && rc == 0 ? sim->self->contacts : 0;
@@ -578,6 +586,9 @@ ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
   if (!f) return NULL;
   if (ts_quantize((const double(*)[3])t->x, t->n_nodes, sim->quantum, f->q)) {
     /* off the grid: treat as divergence, never send it */
+    snprintf(sim->diverged_why, sizeof sim->diverged_why,
+             "a node's position is off the frames' grid (non-finite, or beyond what the %g m quantum "
+             "can send)", sim->quantum);
     ts_frame_release(f);
     *diverged = 1;
     to_rest(sim);

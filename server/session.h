@@ -114,6 +114,8 @@ typedef struct ts_session_sim {
                                 (set at a refinement's install; core/ts_ms_local.c) */
   double verlet_fraction;    /* mass-spring: nodes on each branch, last step */
   double beeman_fraction;
+  char diverged_why[256];    /* why the last diverged step diverged, in words
+                                (ts_session_step; physics.c sends it to the loop) */
 } ts_session_sim;
 
 /* One TrainingProgress report of a session's last training, kept for

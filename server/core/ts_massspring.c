@@ -433,26 +433,8 @@ int ts_massspring_step(ts_tissue *t, double dt, ts_tool *tools, int n_tools,
   ts_handover_expire(t, t->time);
 
   /* health and statistics */
-  int bad = 0;
   double vmax2 = 0, ke = 0;
-  for (uint32_t i = 0; i < t->n_nodes; i++) {
-    const double *x = t->x[i], *v = t->v[i];
-    double v2 = v[0] * v[0] + v[1] * v[1] + v[2] * v[2];
-    if (!isfinite(x[0] + x[1] + x[2]) || !(v2 <= TS__MAX_SPEED * TS__MAX_SPEED)) {
-      bad = 1;
-      break;
-    }
-    if (v2 > vmax2) vmax2 = v2;
-    if (t->inv_mass[i] > 0) ke += 0.5 * v2 / t->inv_mass[i];
-  }
-  if (!bad) {
-    if (ke > TS__KE_FLOOR && ke > TS__GROWTH_RATIO * ms->ke_prev)
-      ms->growth++;
-    else
-      ms->growth = 0;
-    ms->ke_prev = ke;
-    if (ms->growth >= TS__GROWTH_STEPS) bad = 1;
-  }
+  const int bad = ts__ms_health(t, ms, &ke, &vmax2, stats) != TS_DIVERGED_NONE; /* ts_ms_diverge.c */
   if (stats) {
     uint64_t all = counts[0] + counts[1] + counts[2];
     stats->substeps = n;

@@ -92,7 +92,29 @@ typedef struct ts_step_stats {
                               > 1 only with t->max_substeps, ts_ms_bounds.c) */
   double added_mass;       /* kg of inertia the local mass scaling of a
                               refined region adds (ts_ms_local.c; 0: none) */
+  /* why it diverged (diverged set; ts_ms_diverge.c): */
+  int diverged_why;        /* TS_DIVERGED_* */
+  uint32_t diverged_node;  /* the node: non-finite, or the fastest */
+  double diverged_value;   /* its speed, m/s (TS_DIVERGED_SPEED); the kinetic
+                              energy at the end, J (TS_DIVERGED_GROWTH) */
+  double diverged_from;    /* TS_DIVERGED_GROWTH: the kinetic energy before the
+                              growth began, J */
+  uint32_t diverged_steps; /* TS_DIVERGED_GROWTH: the steps it grew */
 } ts_step_stats;
+
+/* The divergence tests of a step (ts_ms_diverge.c). */
+enum {
+  TS_DIVERGED_NONE = 0,
+  TS_DIVERGED_POSITION = 1, /* a node's position is not finite */
+  TS_DIVERGED_VELOCITY = 2, /* a node's velocity is not finite */
+  TS_DIVERGED_SPEED = 3,    /* a node is faster than any tissue moves */
+  TS_DIVERGED_GROWTH = 4    /* the kinetic energy grew geometrically */
+};
+
+/* What a diverged step's stats say, in words, into buf (cap bytes, always
+ * terminated when cap > 0): which test, by how much, over what, and the
+ * node. Returns the length snprintf gives. */
+int ts_massspring_diverged_text(const ts_step_stats *st, char *buf, size_t cap);
 
 /* The local mass scaling of a refined region (ts_ms_local.c), as prepared. */
 typedef struct ts_local_mass {

@@ -385,11 +385,46 @@ void ts__ms_inertia_set(ts_tissue *t, struct ts__ms *ms, double s) {
     }
 }
 
+/* The largest b eps (*x_max) and strain eps (*eps_max) of the springs at
+ * the current state, against the rest lengths the step integrates, as a
+ * force evaluation measures them (ts_ms_forces.c). */
+static void strains_now(const ts_tissue *t, const struct ts__ms *ms, double *x_max, double *eps_max) {
+  const double (*x)[3] = (const double (*)[3])t->x;
+  double xm = 0, em = 0;
+  for (uint32_t s = 0; s < ms->n_springs; s++) {
+    const ts__hs *sp = &ms->hs[s];
+    double c2 = 0;
+    for (int r = 0; r < 3; r++) {
+      const double e = x[sp->b][r] - x[sp->a][r];
+      c2 += e * e;
+    }
+    const double eps = sp->L0 > 0 ? sqrt(c2) / sp->L0 - 1.0 : 0.0;
+    if (!(eps > 0)) continue;
+    xm = TS__MAX(xm, TS__MAX(sp->b1, sp->b2) * eps), em = TS__MAX(em, eps);
+  }
+  *x_max = xm, *eps_max = em;
+}
+
 /* The substep count for this step (see the top of the file). */
 double ts__ms_substep_count(const ts_tissue *t, struct ts__ms *ms, double dt, double *phi_out,
                             double *scale_out) {
-  double x = ms->x_seen + ms->b_max * TS__STRAIN_MARGIN;
-  double e = ms->eps_max > 0 ? ms->eps_max : 0.0;
+  double xs = ms->x_seen, es = ms->eps_max > 0 ? ms->eps_max : 0.0;
+  /* The first step after a preparation (a refinement's tissue installed
+   * under a pressing tool): no force evaluation has measured the strains
+   * yet (x_seen 0), so phi is taken from the strains at this state. Without
+   * it the selectively scaled and the capped steps took the rest state's
+   * phi (1.1) there: the patch at resolution 17 pressed 6 mm by the sphere
+   * and refined by Loop under it took 5 substeps where the pressed state
+   * needed 7-11 before the install and 9-31 after, and went non-finite in
+   * that step in 12 of 208 install timings (test_refine_press). The
+   * uncapped lumped step measures them below with its per-spring bound. */
+  if (ms->n_last == 0 && (ms->sms || t->max_substeps > 0)) {
+    double xm = 0, em = 0;
+    strains_now(t, ms, &xm, &em);
+    xs = TS__MAX(xs, xm), es = TS__MAX(es, em);
+  }
+  double x = xs + ms->b_max * TS__STRAIN_MARGIN;
+  double e = es;
   double phi = exp(x) * (1.0 + x) * (1.0 + 2.0 * e);
   double gd = ms->g + t->drag, s = 1.0;
   uint32_t cap = t->max_substeps;

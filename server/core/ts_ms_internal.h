@@ -101,6 +101,7 @@ struct ts__ms {
   double eps_max, eps_min;
   double ke_prev; /* kinetic energy after the last step */
   uint32_t growth;
+  double ke_run0; /* kinetic energy before the current run of growth */
   uint32_t n_last; /* substeps of the last step */
   double inertia;  /* the inertia scale the history (acc, acc_prev) is in,
                       >= 1 (ts_ms_bounds.c); 1: physical masses */
@@ -230,6 +231,10 @@ int ts__ms_build_hot(const ts_tissue *t, ts__hs *hs, uint32_t cnt[3], uint32_t *
  * from orig (each hot record's index in t->springs). Returns 0 or -1 when
  * out of memory. */
 int ts__ms_handover_index(const ts_tissue *t, struct ts__ms *ms, const uint32_t *orig);
+/* The step's divergence tests (ts_ms_diverge.c): the kinetic energy into
+ * *ke, the largest squared speed into *vmax2, the growth run updated; a
+ * TS_DIVERGED_* (0: healthy), recorded in stats (may be NULL). */
+int ts__ms_health(const ts_tissue *t, struct ts__ms *ms, double *ke, double *vmax2, ts_step_stats *stats);
 
 /* Sets the step's rest lengths for a hand-over in rest lengths at weight w
  * (t->hand with ms_rest; the springs' own for none or w = 0). */

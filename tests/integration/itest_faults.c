@@ -402,6 +402,7 @@ typedef struct decoder {
   long frames;
   double max_abs;    /* largest |coordinate| seen, m */
   int diverged;      /* Error TS_EDIVERGED received */
+  char why[512];     /* the first one's message */
   int other_errors;
 } decoder;
 
@@ -442,8 +443,10 @@ static int read_into(rc_conn *c, decoder *dc, int wait_ms) {
     wait_ms = 0;
     if (e->body_case == TISSUED__V1__ENVELOPE__BODY_FRAME) decode(dc, e->frame);
     if (e->body_case == TISSUED__V1__ENVELOPE__BODY_ERROR) {
-      if (-(int)e->error->code == TS_EDIVERGED)
-        dc->diverged++;
+      if (-(int)e->error->code == TS_EDIVERGED) {
+        if (!dc->diverged++ && e->error->message)
+          snprintf(dc->why, sizeof dc->why, "%s", e->error->message);
+      }
       else
         dc->other_errors++;
     }
@@ -518,6 +521,11 @@ START_TEST(test_divergence_isolated) {
     ck_assert_int_eq(read_into(&ob, &db, 0), 0);
   }
   ck_assert_int_ge(da.diverged, 1);
+  /* the Error says why: one of the step's tests, by how much or which node */
+  fprintf(stderr, "faults: session A's Error: %s\n", da.why);
+  ck_assert_msg((strstr(da.why, "kinetic energy grew from") && strstr(da.why, " J to ")) ||
+                    (strstr(da.why, "node ") && (strstr(da.why, "non-finite") || strstr(da.why, " m/s"))),
+                "no reason named: %s", da.why);
   /* and A goes on from rest: its observer decodes 2 more frames, in place
    * (the first may be the one a reset publishes at once, the second comes
    * 500 steps later; the sphere lifted clear, 0.2 m above: with --tool-max-speed 0 a tool
@@ -594,7 +602,9 @@ START_TEST(test_divergence_isolated) {
   ck_assert_double_eq(ts_dproc_metric(d.http_port, name), 0);
   snprintf(name, sizeof name, "tissued_session_diverged_total{session=\"%u\"}", sa);
   ck_assert_double_ge(ts_dproc_metric(d.http_port, name), 1);
-  ck_assert_int_ge(log_count(&d, "diverged; the tissue was put back at rest"), 1);
+  ck_assert_int_ge(log_count(&d, "; the tissue was put back at rest and goes on"), 1);
+  /* the log line names the reason too (A is an XPBD session) */
+  ck_assert_int_ge(log_count(&d, "diverged: the XPBD step failed"), 1);
 
   free(da.q);
   free(dca.q);

@@ -11,6 +11,7 @@
 #include <check.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -688,6 +689,15 @@ START_TEST(test_divergence_resets) {
   t->x[victim][1] = NAN;
   ck_assert_int_eq(ts_massspring_step(t, 1e-3, NULL, 0, &st), TS_EDIVERGED);
   ck_assert_int_eq(st.diverged, 1);
+  /* the reason names the quantity and the node */
+  char why[256], node[32];
+  ck_assert_int_eq(st.diverged_why, TS_DIVERGED_POSITION);
+  ck_assert_int_eq(ts_massspring_diverged_text(&st, why, sizeof why) > 0, 1);
+  /* (the NaN spreads along the springs within the step: the first node
+   * found may be a neighbour of the victim) */
+  ck_assert_uint_lt(st.diverged_node, t->n_nodes);
+  snprintf(node, sizeof node, "node %u's position", st.diverged_node);
+  ck_assert_msg(strstr(why, node) && strstr(why, "non-finite"), "%s", why);
   for (uint32_t i = 0; i < t->n_nodes; i++)
     for (int k = 0; k < 3; k++) {
       ck_assert(t->x[i][k] == t->rest[i][k]);
@@ -700,6 +710,9 @@ START_TEST(test_divergence_resets) {
   /* an infinite velocity (the dampers see it) */
   t->v[victim][0] = INFINITY;
   ck_assert_int_eq(ts_massspring_step(t, 1e-3, NULL, 0, &st), TS_EDIVERGED);
+  ck_assert(st.diverged_why == TS_DIVERGED_POSITION || st.diverged_why == TS_DIVERGED_VELOCITY);
+  ts_massspring_diverged_text(&st, why, sizeof why);
+  ck_assert_msg(strstr(why, "non-finite"), "%s", why);
   for (uint32_t i = 0; i < t->n_nodes; i++)
     for (int k = 0; k < 3; k++) ck_assert(isfinite(t->x[i][k]) && t->v[i][k] == 0.0);
   /* a NaN on an anchored node is caught too */
@@ -745,6 +758,15 @@ START_TEST(test_divergence_energy_growth) {
   ck_assert_int_eq(st.diverged, 1);
   ck_assert_msg(vmax < 10.0, "caught only at %.3g m/s", vmax);
   ck_assert(steps >= 20);
+  /* the reason: the growth, by how much over how many steps */
+  char why[256];
+  ck_assert_int_eq(st.diverged_why, TS_DIVERGED_GROWTH);
+  ck_assert_uint_eq(st.diverged_steps, 20);
+  ck_assert_msg(st.diverged_from > 0 && st.diverged_value > 38 * st.diverged_from, "%g J from %g J",
+                st.diverged_value, st.diverged_from); /* 1.2^20 = 38 at least */
+  ts_massspring_diverged_text(&st, why, sizeof why);
+  fprintf(stderr, "test_divergence_energy_growth: %s\n", why);
+  ck_assert_msg(strstr(why, "kinetic energy grew") && strstr(why, "over 20 steps"), "%s", why);
   for (uint32_t i = 0; i < N; i++) ck_assert(t->x[i][0] == t->rest[i][0]);
   ts_tissue_destroy(t);
 }

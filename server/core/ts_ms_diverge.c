@@ -1,0 +1,77 @@
+/*
+ * ts_ms_diverge.c: the mass-spring step's divergence tests (a non-finite
+ * position or velocity, a node faster than any tissue moves, the kinetic
+ * energy growing geometrically; the thresholds in ts_ms_internal.h, why
+ * they are what they are in ts_ms_bounds.c) and what a diverged step says
+ * about it: which test, by how much, over what, and the node, so that the
+ * daemon's log and its Error to the clients can name the reason.
+ */
+#include <math.h>
+#include <stdio.h>
+
+#include "ts_massspring.h"
+#include "ts_ms_internal.h"
+
+int ts__ms_health(const ts_tissue *t, struct ts__ms *ms, double *ke_out, double *vmax2_out, ts_step_stats *stats) {
+  int why = TS_DIVERGED_NONE;
+  uint32_t node = 0, fastest = 0;
+  double vmax2 = 0, ke = 0;
+  for (uint32_t i = 0; i < t->n_nodes; i++) {
+    const double *x = t->x[i], *v = t->v[i];
+    double v2 = v[0] * v[0] + v[1] * v[1] + v[2] * v[2];
+    if (!isfinite(x[0] + x[1] + x[2]) || !(v2 <= TS__MAX_SPEED * TS__MAX_SPEED)) {
+      why = !isfinite(x[0] + x[1] + x[2]) ? TS_DIVERGED_POSITION
+            : !isfinite(v2)               ? TS_DIVERGED_VELOCITY
+                                          : TS_DIVERGED_SPEED;
+      node = i;
+      vmax2 = v2;
+      break;
+    }
+    if (v2 > vmax2) vmax2 = v2, fastest = i;
+    if (t->inv_mass[i] > 0) ke += 0.5 * v2 / t->inv_mass[i];
+  }
+  uint32_t steps = 0;
+  if (!why) {
+    if (ke > TS__KE_FLOOR && ke > TS__GROWTH_RATIO * ms->ke_prev) {
+      if (ms->growth == 0) ms->ke_run0 = ms->ke_prev;
+      ms->growth++;
+    } else {
+      ms->growth = 0;
+    }
+    ms->ke_prev = ke;
+    if (ms->growth >= TS__GROWTH_STEPS) why = TS_DIVERGED_GROWTH, node = fastest, steps = ms->growth;
+  }
+  if (stats && why) {
+    stats->diverged_why = why;
+    stats->diverged_node = node;
+    stats->diverged_value = why == TS_DIVERGED_GROWTH ? ke : sqrt(vmax2);
+    stats->diverged_from = why == TS_DIVERGED_GROWTH ? ms->ke_run0 : 0.0;
+    stats->diverged_steps = steps;
+    stats->max_speed = sqrt(vmax2);
+  }
+  *ke_out = ke;
+  *vmax2_out = vmax2;
+  return why;
+}
+
+int ts_massspring_diverged_text(const ts_step_stats *st, char *buf, size_t cap) {
+  if (!st || !buf) return 0;
+  switch (st->diverged_why) {
+  case TS_DIVERGED_POSITION:
+    return snprintf(buf, cap, "node %u's position became non-finite (NaN or Inf)", st->diverged_node);
+  case TS_DIVERGED_VELOCITY:
+    return snprintf(buf, cap, "node %u's velocity became non-finite (NaN or Inf)", st->diverged_node);
+  case TS_DIVERGED_SPEED:
+    return snprintf(buf, cap, "node %u moved at %.3g m/s, over the %g m/s no tissue reaches",
+                    st->diverged_node, st->diverged_value, TS__MAX_SPEED);
+  case TS_DIVERGED_GROWTH:
+    return snprintf(buf, cap,
+                    "the kinetic energy grew from %.3g J to %.3g J (%.3g-fold) over %u steps, over %.0f %% a "
+                    "step each (the fastest node %u at %.3g m/s)",
+                    st->diverged_from, st->diverged_value,
+                    st->diverged_from > 0 ? st->diverged_value / st->diverged_from : INFINITY,
+                    st->diverged_steps, (TS__GROWTH_RATIO - 1.0) * 100.0, st->diverged_node, st->max_speed);
+  default:
+    return snprintf(buf, cap, "no divergence recorded");
+  }
+}
