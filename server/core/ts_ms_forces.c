@@ -302,10 +302,18 @@ static inline __attribute__((always_inline)) void
 forces_all(const ts__soa *sp, uint32_t n_lin, uint32_t n_one, uint32_t n_two, uint32_t n_nodes,
            const double (*x)[3], const double (*v)[3], double (*restrict xv)[8],
            double (*restrict f4)[4], double (*f)[3], double *bmax, double *bmin, ts__strain *st,
-           int zero) {
-  for (uint32_t i = 0; i < n_nodes; i++) { /* the rows the gathers read */
-    xv[i][0] = x[i][0], xv[i][1] = x[i][1], xv[i][2] = x[i][2], xv[i][3] = 0;
-    xv[i][4] = v[i][0], xv[i][5] = v[i][1], xv[i][6] = v[i][2], xv[i][7] = 0;
+           int zero, const uint32_t *fresh, uint32_t n_fresh) {
+  if (!fresh) {
+    for (uint32_t i = 0; i < n_nodes; i++) { /* the rows the gathers read */
+      xv[i][0] = x[i][0], xv[i][1] = x[i][1], xv[i][2] = x[i][2], xv[i][3] = 0;
+      xv[i][4] = v[i][0], xv[i][5] = v[i][1], xv[i][6] = v[i][2], xv[i][7] = 0;
+    }
+  } else { /* the rows are kept (ms->xv_ok) but for those of the nodes contact moved */
+    for (uint32_t q = 0; q < n_fresh; q++) {
+      const uint32_t i = fresh[q];
+      xv[i][0] = x[i][0], xv[i][1] = x[i][1], xv[i][2] = x[i][2];
+      xv[i][4] = v[i][0], xv[i][5] = v[i][1], xv[i][6] = v[i][2];
+    }
   }
   if (zero)
     for (uint32_t i = 0; i < n_nodes; i++) f4[i][0] = f4[i][1] = f4[i][2] = f4[i][3] = 0;
@@ -322,8 +330,9 @@ forces_all(const ts__soa *sp, uint32_t n_lin, uint32_t n_one, uint32_t n_two, ui
   const ts__soa *sp, uint32_t n_lin, uint32_t n_one, uint32_t n_two, uint32_t n_nodes,     \
       const double(*x)[3], const double(*v)[3], double(*restrict xv)[8],                   \
       double(*restrict f4)[4], double(*f)[3], double *bmax, double *bmin, ts__strain *st, \
-      int zero
-#define TS__FORCES_PASS sp, n_lin, n_one, n_two, n_nodes, x, v, xv, f4, f, bmax, bmin, st, zero
+      int zero, const uint32_t *fresh, uint32_t n_fresh
+#define TS__FORCES_PASS                                                                    \
+  sp, n_lin, n_one, n_two, n_nodes, x, v, xv, f4, f, bmax, bmin, st, zero, fresh, n_fresh
 
 /* The paths (TS__MS_PATH_*, ts_ms_internal.h): the loop built for AVX-512
  * (AVX512F, 8 lanes), for AVX2 (4 lanes) and for the baseline (SSE2's 2)
@@ -369,14 +378,16 @@ static int path_of(int path) {
   return ts__ms_forces_path_ok(path) ? path : TS__MS_PATH_BASE;
 }
 
-/* f: where the forces go besides f4 (NULL: f4 alone). */
-static void spring_forces(ts_tissue *t, struct ts__ms *ms, double (*f)[3], int path) {
+/* f: where the forces go besides f4 (NULL: f4 alone); keep: the rows may
+ * be kept where ms->xv_ok says they hold (the step's passes). */
+static void spring_forces(ts_tissue *t, struct ts__ms *ms, double (*f)[3], int path, int keep) {
   ts__strain sv = {0.0, 0.0, 0.0}, *st = &sv;
   const ts__soa *sp = &ms->soa;
   const uint32_t n_lin = ms->n_lin, n_one = ms->n_one, n_two = ms->n_two, n_nodes = t->n_nodes;
   const double (*x)[3] = (const double (*)[3])t->x, (*v)[3] = (const double (*)[3])t->v;
   double (*xv)[8] = ms->xv, (*f4)[4] = ms->f4, *bmax = ms->blk_eps_max, *bmin = ms->blk_eps_min;
   const int zero = !ms->f4_zero;
+  const uint32_t *fresh = keep && ms->xv_ok ? ms->clist : NULL, n_fresh = ms->n_clist;
   switch (path_of(path)) {
 #ifdef TS__X86_PATHS
   case TS__MS_PATH_AVX512: forces_avx512(TS__FORCES_PASS); break;
@@ -385,19 +396,20 @@ static void spring_forces(ts_tissue *t, struct ts__ms *ms, double (*f)[3], int p
   default: forces_base(TS__FORCES_PASS); break;
   }
   ms->f4_zero = 0;
+  ms->xv_ok = keep; /* the rows hold x and v now; the integrators keep them */
   ms->x_seen = sv.x_max;
   ms->eps_max = sv.eps_max;
   ms->eps_min = sv.eps_min;
 }
 
 void ts__ms_spring_forces(ts_tissue *t, struct ts__ms *ms) {
-  spring_forces(t, ms, t->f, TS__MS_PATH_BEST);
+  spring_forces(t, ms, t->f, TS__MS_PATH_BEST, 0);
 }
 
 void ts__ms_spring_forces_path(ts_tissue *t, struct ts__ms *ms, int path) {
-  spring_forces(t, ms, t->f, path);
+  spring_forces(t, ms, t->f, path, 0);
 }
 
 void ts__ms_spring_rows(ts_tissue *t, struct ts__ms *ms) {
-  spring_forces(t, ms, NULL, TS__MS_PATH_BEST);
+  spring_forces(t, ms, NULL, TS__MS_PATH_BEST, 1);
 }
