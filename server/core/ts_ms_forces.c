@@ -14,8 +14,9 @@
  * (ms->f4): O(nodes), and made five times over they did not make the loop
  * measurably slower. In the step the integrator reads the force rows
  * directly, copying them to t->f and clearing them for the next pass
- * (ms->f4_zero; ts__ms_spring_rows); ts__ms_spring_forces, for the tests,
- * still clears and copies here.
+ * (ms->f4_zero; ts__ms_spring_rows), and writes the rows of x and v of the
+ * nodes it updates (ms->xv_ok, below); ts__ms_spring_forces, for the
+ * tests, still fills, clears and copies here.
  * The loop runs over blocks of 16 springs: the gather reads a spring end as
  * two 4-wide loads of one cache line and forms, per spring, b - a, and for
  * four springs at once |b - a|^2 and (v_b - v_a).(b - a) as vector lanes
@@ -89,6 +90,39 @@
  * copies: the rows' fill from t->x and t->v, 22 us a pass on patch-S (3 %
  * of a capped step), which the integrator could write instead once contact
  * and strain limiting keep the rows of the nodes they move.
+ * The rows kept from pass to pass (ms->xv_ok): the integrators write each
+ * node's row as they update it, strain limiting the rows of the nodes it
+ * moves, and the pass refreshes only the rows of the nodes contact marked
+ * (it marks every node it moves); the step fills them all at its first
+ * pass and after the jaws place nodes. Same results bit for bit (a patch-S
+ * run along the benchmark's tool path with friction, main's build and
+ * this one: the same hash of x, v and the tool force; test_ms_forces's
+ * test_step_rows_kept). Whole steps, main's build and this one alternated
+ * (tests/bench/run --quick mechanics:patch-S,patch-L, three rounds each,
+ * load 9-16): patch-S 125.7-128.4 million evaluations per second
+ * (0.563-0.575 of the linear loop, 2.48-2.68 times Bullet) before,
+ * 134.4-137.1 million (0.573-0.594, 2.66-2.78 times Bullet) after;
+ * patch-L 96.7-114.9 million (0.508-0.593) before, 104.2-113.4 million
+ * (0.559-0.570) after; capped at one substep, patch-S 0.635-0.664 of a
+ * core at 1 kHz before, 0.596-0.705 after (one pass a step: nothing kept,
+ * within noise).
+ * Tried and dropped: the spring law in single precision, per spring b - a,
+ * |b - a|^2, (v_b - v_a).(b - a) and L^2 - L0^2 formed in double (so that
+ * L - L0 = (L^2 - L0^2) / (L + L0) keeps float's relative precision at small
+ * strains), then the length, the strain, e^x (Cephes' expf polynomial,
+ * degree 7, to 88), the tension and the damper as 16 float lanes, the
+ * constants but L0 as float (40 of the 64 bytes), the tension back to
+ * double for the scatter. Forces within 1.2e-7 (settled) to 3.6e-7 (30 %
+ * stretched, random velocities) of the largest |F|, worst node 2e-5 of its
+ * own |F| where the settled forces nearly cancel; but the loop alone
+ * (a profiling driver: both loops in one process on patch-S and patch-L
+ * settled, alternate rounds, medians of 20, load 5-13) ran at 0.80-0.94 of
+ * this loop's speed. With the arithmetic taken out of both (the
+ * constants still read) the float version ran 1.10-1.16 times this loop on
+ * patch-S and 1.00 on patch-L, and this loop 1.42-1.50 times itself on
+ * patch-S and 1.02-1.15 on patch-L: the gather and the scatter bound the
+ * loop, on patch-L almost wholly, so no cheaper arithmetic can give the
+ * 1.4 times the issue's targets would need.
  * The gather's sums as the lanes of 4 x 4 transposes instead of a scalar
  * reduction per spring, the gather one block ahead, and the max, min and
  * cap as compares (masked blends) instead of the |a - b| forms, same results

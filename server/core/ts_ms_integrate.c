@@ -60,7 +60,9 @@
  *
  * Speed. Both integrators take the forces from the force loop's rows
  * (ms->f4, ts_ms_forces.c) and copy each to t->f and clear it as they read
- * it, which the force loop did in two passes of its own before. The step
+ * it, which the force loop did in two passes of its own before; and they
+ * write each updated node's x and v into the loop's row (ms->xv), which
+ * the loop then need not fill from t->x and t->v (ms->xv_ok). The step
  * is memory work: patch-S's 10,000 nodes walk some 15 per-node arrays
  * (positions, velocities, the two accelerations, x_prev, the forces, the
  * masses and the column factors, the scratch an) in three passes, about
