@@ -402,6 +402,7 @@ int ts_massspring_step(ts_tissue *t, double dt, ts_tool *tools, int n_tools,
     for (int j = 0; j < np; j++) ts__ms_contact(t, ms, &pt[j], 0);
 
   ts__ms_revalidate_contacts(t, ms, pt, slot);
+  ms->xv_ok = 0; /* the nodes may have moved since the last step: the first pass fills the rows */
   uint64_t counts[3] = {0, 0, 0};
   uint32_t fixes = 0;
   for (uint32_t k = 0; k < n; k++) {
@@ -413,7 +414,10 @@ int ts_massspring_step(ts_tissue *t, double dt, ts_tool *tools, int n_tools,
     taylor = 0;
     if (ms->n_lim && ts__ms_limit_needed(ms)) fixes += ts__ms_limit_strain(t, ms, h);
     /* the nodes the jaws hold, moved with them (ts_ms_grasp.c) */
-    for (int j = 0; j < np; j++) ts__ms_grasp_place(t, ms, &pt[j], (double)(k + 1) / n, h);
+    for (int j = 0; j < np; j++) {
+      ts__ms_grasp_place(t, ms, &pt[j], (double)(k + 1) / n, h);
+      if (ts__ms_grasp_held(pt[j].grasp)) ms->xv_ok = 0; /* held nodes placed: rows refilled */
+    }
     ts__ms_clear_contacts(ms);
     /* a sphere or capsule that moved more than half its radius since the
      * last step moves along its path, at the pose (k + 1) / n of the way

@@ -14,8 +14,9 @@
  * (ms->f4): O(nodes), and made five times over they did not make the loop
  * measurably slower. In the step the integrator reads the force rows
  * directly, copying them to t->f and clearing them for the next pass
- * (ms->f4_zero; ts__ms_spring_rows); ts__ms_spring_forces, for the tests,
- * still clears and copies here.
+ * (ms->f4_zero; ts__ms_spring_rows), and writes the rows of x and v of the
+ * nodes it updates (ms->xv_ok, below); ts__ms_spring_forces, for the
+ * tests, still fills, clears and copies here.
  * The loop runs over blocks of 16 springs: the gather reads a spring end as
  * two 4-wide loads of one cache line and forms, per spring, b - a, and for
  * four springs at once |b - a|^2 and (v_b - v_a).(b - a) as vector lanes
@@ -89,6 +90,39 @@
  * copies: the rows' fill from t->x and t->v, 22 us a pass on patch-S (3 %
  * of a capped step), which the integrator could write instead once contact
  * and strain limiting keep the rows of the nodes they move.
+ * The rows kept from pass to pass (ms->xv_ok): the integrators write each
+ * node's row as they update it, strain limiting the rows of the nodes it
+ * moves, and the pass refreshes only the rows of the nodes contact marked
+ * (it marks every node it moves); the step fills them all at its first
+ * pass and after the jaws place nodes. Same results bit for bit (a patch-S
+ * run along the benchmark's tool path with friction, main's build and
+ * this one: the same hash of x, v and the tool force; test_ms_forces's
+ * test_step_rows_kept). Whole steps, main's build and this one alternated
+ * (tests/bench/run --quick mechanics:patch-S,patch-L, three rounds each,
+ * load 9-16): patch-S 125.7-128.4 million evaluations per second
+ * (0.563-0.575 of the linear loop, 2.48-2.68 times Bullet) before,
+ * 134.4-137.1 million (0.573-0.594, 2.66-2.78 times Bullet) after;
+ * patch-L 96.7-114.9 million (0.508-0.593) before, 104.2-113.4 million
+ * (0.559-0.570) after; capped at one substep, patch-S 0.635-0.664 of a
+ * core at 1 kHz before, 0.596-0.705 after (one pass a step: nothing kept,
+ * within noise).
+ * Tried and dropped: the spring law in single precision, per spring b - a,
+ * |b - a|^2, (v_b - v_a).(b - a) and L^2 - L0^2 formed in double (so that
+ * L - L0 = (L^2 - L0^2) / (L + L0) keeps float's relative precision at small
+ * strains), then the length, the strain, e^x (Cephes' expf polynomial,
+ * degree 7, to 88), the tension and the damper as 16 float lanes, the
+ * constants but L0 as float (40 of the 64 bytes), the tension back to
+ * double for the scatter. Forces within 1.2e-7 (settled) to 3.6e-7 (30 %
+ * stretched, random velocities) of the largest |F|, worst node 2e-5 of its
+ * own |F| where the settled forces nearly cancel; but the loop alone
+ * (a profiling driver: both loops in one process on patch-S and patch-L
+ * settled, alternate rounds, medians of 20, load 5-13) ran at 0.80-0.94 of
+ * this loop's speed. With the arithmetic taken out of both (the
+ * constants still read) the float version ran 1.10-1.16 times this loop on
+ * patch-S and 1.00 on patch-L, and this loop 1.42-1.50 times itself on
+ * patch-S and 1.02-1.15 on patch-L: the gather and the scatter bound the
+ * loop, on patch-L almost wholly, so no cheaper arithmetic can give the
+ * 1.4 times the issue's targets would need.
  * The gather's sums as the lanes of 4 x 4 transposes instead of a scalar
  * reduction per spring, the gather one block ahead, and the max, min and
  * cap as compares (masked blends) instead of the |a - b| forms, same results
@@ -302,10 +336,18 @@ static inline __attribute__((always_inline)) void
 forces_all(const ts__soa *sp, uint32_t n_lin, uint32_t n_one, uint32_t n_two, uint32_t n_nodes,
            const double (*x)[3], const double (*v)[3], double (*restrict xv)[8],
            double (*restrict f4)[4], double (*f)[3], double *bmax, double *bmin, ts__strain *st,
-           int zero) {
-  for (uint32_t i = 0; i < n_nodes; i++) { /* the rows the gathers read */
-    xv[i][0] = x[i][0], xv[i][1] = x[i][1], xv[i][2] = x[i][2], xv[i][3] = 0;
-    xv[i][4] = v[i][0], xv[i][5] = v[i][1], xv[i][6] = v[i][2], xv[i][7] = 0;
+           int zero, const uint32_t *fresh, uint32_t n_fresh) {
+  if (!fresh) {
+    for (uint32_t i = 0; i < n_nodes; i++) { /* the rows the gathers read */
+      xv[i][0] = x[i][0], xv[i][1] = x[i][1], xv[i][2] = x[i][2], xv[i][3] = 0;
+      xv[i][4] = v[i][0], xv[i][5] = v[i][1], xv[i][6] = v[i][2], xv[i][7] = 0;
+    }
+  } else { /* the rows are kept (ms->xv_ok) but for those of the nodes contact moved */
+    for (uint32_t q = 0; q < n_fresh; q++) {
+      const uint32_t i = fresh[q];
+      xv[i][0] = x[i][0], xv[i][1] = x[i][1], xv[i][2] = x[i][2];
+      xv[i][4] = v[i][0], xv[i][5] = v[i][1], xv[i][6] = v[i][2];
+    }
   }
   if (zero)
     for (uint32_t i = 0; i < n_nodes; i++) f4[i][0] = f4[i][1] = f4[i][2] = f4[i][3] = 0;
@@ -322,8 +364,9 @@ forces_all(const ts__soa *sp, uint32_t n_lin, uint32_t n_one, uint32_t n_two, ui
   const ts__soa *sp, uint32_t n_lin, uint32_t n_one, uint32_t n_two, uint32_t n_nodes,     \
       const double(*x)[3], const double(*v)[3], double(*restrict xv)[8],                   \
       double(*restrict f4)[4], double(*f)[3], double *bmax, double *bmin, ts__strain *st, \
-      int zero
-#define TS__FORCES_PASS sp, n_lin, n_one, n_two, n_nodes, x, v, xv, f4, f, bmax, bmin, st, zero
+      int zero, const uint32_t *fresh, uint32_t n_fresh
+#define TS__FORCES_PASS                                                                    \
+  sp, n_lin, n_one, n_two, n_nodes, x, v, xv, f4, f, bmax, bmin, st, zero, fresh, n_fresh
 
 /* The paths (TS__MS_PATH_*, ts_ms_internal.h): the loop built for AVX-512
  * (AVX512F, 8 lanes), for AVX2 (4 lanes) and for the baseline (SSE2's 2)
@@ -369,14 +412,16 @@ static int path_of(int path) {
   return ts__ms_forces_path_ok(path) ? path : TS__MS_PATH_BASE;
 }
 
-/* f: where the forces go besides f4 (NULL: f4 alone). */
-static void spring_forces(ts_tissue *t, struct ts__ms *ms, double (*f)[3], int path) {
+/* f: where the forces go besides f4 (NULL: f4 alone); keep: the rows may
+ * be kept where ms->xv_ok says they hold (the step's passes). */
+static void spring_forces(ts_tissue *t, struct ts__ms *ms, double (*f)[3], int path, int keep) {
   ts__strain sv = {0.0, 0.0, 0.0}, *st = &sv;
   const ts__soa *sp = &ms->soa;
   const uint32_t n_lin = ms->n_lin, n_one = ms->n_one, n_two = ms->n_two, n_nodes = t->n_nodes;
   const double (*x)[3] = (const double (*)[3])t->x, (*v)[3] = (const double (*)[3])t->v;
   double (*xv)[8] = ms->xv, (*f4)[4] = ms->f4, *bmax = ms->blk_eps_max, *bmin = ms->blk_eps_min;
   const int zero = !ms->f4_zero;
+  const uint32_t *fresh = keep && ms->xv_ok ? ms->clist : NULL, n_fresh = ms->n_clist;
   switch (path_of(path)) {
 #ifdef TS__X86_PATHS
   case TS__MS_PATH_AVX512: forces_avx512(TS__FORCES_PASS); break;
@@ -385,19 +430,20 @@ static void spring_forces(ts_tissue *t, struct ts__ms *ms, double (*f)[3], int p
   default: forces_base(TS__FORCES_PASS); break;
   }
   ms->f4_zero = 0;
+  ms->xv_ok = keep; /* the rows hold x and v now; the integrators keep them */
   ms->x_seen = sv.x_max;
   ms->eps_max = sv.eps_max;
   ms->eps_min = sv.eps_min;
 }
 
 void ts__ms_spring_forces(ts_tissue *t, struct ts__ms *ms) {
-  spring_forces(t, ms, t->f, TS__MS_PATH_BEST);
+  spring_forces(t, ms, t->f, TS__MS_PATH_BEST, 0);
 }
 
 void ts__ms_spring_forces_path(ts_tissue *t, struct ts__ms *ms, int path) {
-  spring_forces(t, ms, t->f, path);
+  spring_forces(t, ms, t->f, path, 0);
 }
 
 void ts__ms_spring_rows(ts_tissue *t, struct ts__ms *ms) {
-  spring_forces(t, ms, NULL, TS__MS_PATH_BEST);
+  spring_forces(t, ms, NULL, TS__MS_PATH_BEST, 1);
 }

@@ -60,7 +60,9 @@
  *
  * Speed. Both integrators take the forces from the force loop's rows
  * (ms->f4, ts_ms_forces.c) and copy each to t->f and clear it as they read
- * it, which the force loop did in two passes of its own before. The step
+ * it, which the force loop did in two passes of its own before; and they
+ * write each updated node's x and v into the loop's row (ms->xv), which
+ * the loop then need not fill from t->x and t->v (ms->xv_ok). The step
  * is memory work: patch-S's 10,000 nodes walk some 15 per-node arrays
  * (positions, velocities, the two accelerations, x_prev, the forces, the
  * masses and the column factors, the scratch an) in three passes, about
@@ -172,7 +174,7 @@ static inline int reaction(ts_tissue *t, const struct ts__ms *ms, uint32_t i, do
  * beeman: the branch test's verdict (|F_k - F_(k-1)| > mu). Returns the
  * branch taken. */
 static inline int node_update(ts_tissue *restrict t, uint32_t i, const double an[3], int taylor,
-                              int beeman, double h) {
+                              int beeman, double h, double *restrict row) {
   double *restrict x = t->x[i], *restrict xp = t->x_prev[i], *restrict v = t->v[i];
   double *restrict acc = t->acc[i], *restrict accp = t->acc_prev[i];
   const double h2 = h * h;
@@ -211,6 +213,10 @@ static inline int node_update(ts_tissue *restrict t, uint32_t i, const double an
     br = TS_BRANCH_VERLET;
   }
   for (int c = 0; c < 3; c++) acc[c] = an[c];
+  /* the force loop's row of the node (x, 0, v, 0; ms->xv_ok): its lanes 3
+   * and 7 stay the zeros of the loop's fill */
+  row[0] = x[0], row[1] = x[1], row[2] = x[2];
+  row[4] = v[0], row[5] = v[1], row[6] = v[2];
   t->branch[i] = (uint8_t)br;
   return br;
 }
@@ -263,7 +269,7 @@ void ts__ms_integrate(ts_tissue *t, struct ts__ms *ms, double h, int taylor, ts_
       /* a node that static friction holds takes Verlet's update */
       beeman = !stuck && d0 * d0 + d1 * d1 + d2 * d2 > lim * lim;
     }
-    counts[node_update(t, i, an, taylor, beeman, h)]++;
+    counts[node_update(t, i, an, taylor, beeman, h, ms->xv[i])]++;
     move2 = TS__MAX(move2, moved2(t, i));
   }
   ms->f4_zero = 1;
@@ -453,7 +459,7 @@ integrate_sms(ts_tissue *t, struct ts__ms *ms, double h, int taylor, ts__ptool *
         beeman_correct(t, i, an[i], h);
         beeman = df2 * s2 > mu2; /* the force change under the scaled inertia */
       }
-      counts[node_update(t, i, an[i], taylor, beeman, h)]++;
+      counts[node_update(t, i, an[i], taylor, beeman, h, ms->xv[i])]++;
       move2 = TS__MAX(move2, moved2(t, i));
     }
   }

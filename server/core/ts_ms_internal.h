@@ -134,10 +134,17 @@ struct ts__ms {
   /* per node scratch of the force loop (ts_ms_forces.c), 64-byte aligned:
    * x and v packed as (x, 0, v, 0), so that a spring end is one cache
    * line, and the forces as (f, 0), one vector each; f4_zero: 1 when the
-   * integrator left f4 all zero (it reads each row once and clears it) */
+   * integrator left f4 all zero (it reads each row once and clears it);
+   * xv_ok: 1 when the rows hold every node's x and v but for the nodes
+   * in clist (the integrators write the rows of the nodes they update,
+   * strain limiting those it moves; contact marks every node it moves, and
+   * the force loop refreshes the marked ones' rows), 0 when the force loop
+   * must fill them all (the step clears it at its start and when the jaws
+   * place nodes) */
   double (*xv)[8];
   double (*f4)[4];
   int f4_zero;
+  int xv_ok;
   double (*cn)[3]; /* per node: the tool's outward normal at its contact */
   uint8_t *ctool;  /* per node: 1 + the caller's index of the tool it touched
                       at the end of the last substep, 0 for none; during a

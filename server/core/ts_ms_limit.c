@@ -138,6 +138,9 @@ uint32_t ts__ms_limit_strain(ts_tissue *t, const struct ts__ms *ms, double h) {
           x[i][c] += dx[c];
         }
         correct_velocity(t, i, dx, h);
+        double *row = ms->xv[i]; /* the force loop's row (ms->xv_ok) */
+        row[0] = x[i][0], row[1] = x[i][1], row[2] = x[i][2];
+        row[4] = t->v[i][0], row[5] = t->v[i][1], row[6] = t->v[i][2];
       }
       fixes++;
     }

@@ -18,6 +18,7 @@
 #include "ts_material.h"
 #include "ts_ms_internal.h"
 #include "ts_tissue.h"
+#include "ts_tool.h"
 
 /* A deterministic pseudo-random number in [0, 1) (xorshift64*). */
 static double rnd(uint64_t *s) {
@@ -261,6 +262,71 @@ START_TEST(test_step_forces_rows) {
 }
 END_TEST
 
+/* The step keeps the force loop's node rows (ms->xv: x, 0, v, 0) from one
+ * substep's pass to the next instead of filling them from t->x and t->v
+ * (ms->xv_ok): the integrators write the rows of the nodes they update,
+ * strain limiting those it moves, and the pass refreshes the rows of the
+ * nodes contact marked (every node it moves). After every step (several
+ * substeps, a sphere pressing into the patch with friction, strain limits
+ * tight enough that limiting corrects springs) every row but those of
+ * the marked nodes must hold the node's x and v bit for bit. Both
+ * integrators. Checked to fail: without strain limiting's row writes the
+ * rows of the nodes it moved differ; without the integrators' the rows of
+ * every moving node do. */
+START_TEST(test_step_rows_kept) {
+  for (int lumped = 0; lumped < 2; lumped++) {
+    ts_patch_def d = ts_default_patch_def();
+    d.resolution = 10;
+    ts_tissue *t = NULL;
+    ck_assert_int_eq(ts_patch_create(&d, &t), 0);
+    t->mass_scaling = !lumped;
+    for (uint32_t s = 0; s < t->n_springs; s++) /* tight: gravity's sag passes them */
+      t->springs[s].strain_min = -2e-3, t->springs[s].strain_max = 2e-3;
+    ck_assert_int_eq(ts_massspring_prepare(t), 0);
+    const uint32_t n = t->n_nodes;
+    uint32_t top = 0; /* the highest node nearest the patch's middle */
+    double c[2] = {0, 0}, ymax = -INFINITY; /* up: +y, gravity's -y */
+    for (uint32_t i = 0; i < n; i++) c[0] += t->x[i][0] / n, c[1] += t->x[i][2] / n;
+    for (uint32_t i = 0; i < n; i++) ymax = fmax(ymax, t->x[i][1]);
+    double best = INFINITY;
+    for (uint32_t i = 0; i < n; i++) {
+      const double dx = t->x[i][0] - c[0], dz = t->x[i][2] - c[1];
+      if (t->x[i][1] > ymax - 1e-9 && dx * dx + dz * dz < best) best = dx * dx + dz * dz, top = i;
+    }
+    ts_tool tool;
+    memset(&tool, 0, sizeof tool);
+    tool.kind = TS_TOOL_SPHERE, tool.active = 1, tool.radius = 0.005, tool.quat[0] = 1;
+    tool.mu_static = TS_TOOL_MU_STATIC_DEFAULT, tool.mu_kinetic = TS_TOOL_MU_KINETIC_DEFAULT;
+    uint32_t most = 0, fixes = 0, subs = 0;
+    double at[3];
+    memcpy(at, t->x[top], sizeof at);
+    for (int k = 0; k < 40; k++) {
+      tool.pos[0] = at[0], tool.pos[2] = at[2];
+      tool.pos[1] = at[1] + tool.radius - 5e-5 * k; /* pressing 2 mm in 40 ms */
+      ts_step_stats st;
+      ck_assert_int_eq(ts_massspring_step(t, 1e-3, &tool, 1, &st), 0);
+      ck_assert_int_eq(st.diverged, 0);
+      ck_assert_int_eq(t->ms->sms, !lumped);
+      most = st.contacts > most ? st.contacts : most;
+      fixes += st.strain_limited, subs = st.substeps > subs ? st.substeps : subs;
+      ck_assert(t->ms->xv_ok);
+      for (uint32_t i = 0; i < n; i++) {
+        if (t->ms->ctool[i]) continue; /* marked: the next pass refreshes it */
+        const double *r = t->ms->xv[i];
+        const double want[8] = {t->x[i][0], t->x[i][1], t->x[i][2], 0,
+                                t->v[i][0], t->v[i][1], t->v[i][2], 0};
+        ck_assert_msg(memcmp(r, want, sizeof want) == 0, "%s, step %d: node %u's row is stale",
+                      lumped ? "lumped" : "scaled", k, i);
+      }
+    }
+    ck_assert_uint_gt(subs, 1); /* rows kept from one substep to the next */
+    ck_assert_uint_gt(most, 0); /* the sphere touched */
+    ck_assert_uint_gt(fixes, 0); /* strain limiting moved nodes */
+    ts_tissue_destroy(t);
+  }
+}
+END_TEST
+
 /* The force loop's builds (ts_ms_forces.c: AVX-512, AVX2, the baseline;
  * the step runs the best the CPU has) give the same forces and strain
  * extremes bit for bit: each does the same IEEE operations in the same
@@ -334,6 +400,7 @@ static Suite *ms_forces_suite(void) {
   tcase_add_test(tc, test_exp_spring_bound);
   tcase_add_test(tc, test_forces_against_law);
   tcase_add_test(tc, test_step_forces_rows);
+  tcase_add_test(tc, test_step_rows_kept);
   tcase_add_test(tc, test_paths_agree);
   suite_add_tcase(s, tc);
   return s;
