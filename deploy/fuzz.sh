@@ -6,8 +6,15 @@
 # sanitizer report or input slower than 25 s fails the run; the input is
 # saved under tests/fuzz/findings/ (named <target>-crash-..., -leak-...,
 # -timeout-...) to be added to the corpus as a regression test.
+# `deploy/fuzz.sh --build-only` builds the targets and runs none (what
+# deploy/test.sh does in the background while other phases run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+build_only=0
+if [[ "${1:-}" == "--build-only" ]]; then
+  build_only=1
+  shift
+fi
 secs="${1:-30}"
 jobs="${TS_FUZZ_JOBS:-2}"
 if ! command -v clang >/dev/null; then
@@ -22,6 +29,7 @@ CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTS_SANITIZ
 targets=(codec framing envelope csv obj stl ply layerspec dispatch wshandshake modeldoc config client tllink
   ctlargs toolargs theta tlscan tlopts)
 cmake --build build-fuzz -j"$(nproc)" --target "${targets[@]/#/fuzz_}"
+if ((build_only)); then exit 0; fi
 mkdir -p tests/fuzz/findings
 
 # one target: its own copy of the corpus (libFuzzer adds to it), its own log,
