@@ -20,8 +20,8 @@
  * XPBD's hand-over does (ts_handover.c, create_mapped): a spring that was
  * there keeps its (blended) rest length, a half of a split edge takes its
  * parent edge's tension T at its own length l, any other new spring starts
- * unstretched (its rest length its current length; one compressed at the
- * refinement keeps its own rest length instead, ts_handover.c says why). For the half, the
+ * unstretched (its rest length its current length, but not below half its
+ * own rest length: ts_handover.c says why). For the half, the
  * rest length is the root of tension(l, L0) = T of the exponential law
  * (ts_material.h, without the damper),
  *     T(L0) = (k1 e^(b1 eps) + k2 e^(b2 eps)) (l - L0),  eps = max(0, l / L0 - 1),

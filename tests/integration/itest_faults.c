@@ -404,6 +404,7 @@ typedef struct decoder {
   int diverged;      /* Error TS_EDIVERGED received */
   char why[512];     /* the first one's message */
   int other_errors;
+  uint64_t pose_seq; /* the last pose a ToolForce says was applied */
 } decoder;
 
 static void decode(decoder *dc, const Tissued__V1__Frame *f) {
@@ -442,6 +443,8 @@ static int read_into(rc_conn *c, decoder *dc, int wait_ms) {
   for (int k = 0; k < 1000 && (e = rc_recv(c, wait_ms)); k++) {
     wait_ms = 0;
     if (e->body_case == TISSUED__V1__ENVELOPE__BODY_FRAME) decode(dc, e->frame);
+    if (e->body_case == TISSUED__V1__ENVELOPE__BODY_TOOL_FORCE && e->tool_force->last_pose_seq > dc->pose_seq)
+      dc->pose_seq = e->tool_force->last_pose_seq;
     if (e->body_case == TISSUED__V1__ENVELOPE__BODY_ERROR) {
       if (-(int)e->error->code == TS_EDIVERGED) {
         if (!dc->diverged++ && e->error->message)
@@ -500,14 +503,23 @@ START_TEST(test_divergence_isolated) {
 
   /* drive A's 45 mm sphere violently: its centre jumps between 40 mm above
    * and 40 mm below the sheet every pose, so the contact throws nodes by
-   * centimetres within one 20 us step: far past any tissue speed */
+   * centimetres within one 20 us step: far past any tissue speed. Each pose
+   * is sent once A's force messages say a step applied the last one (or
+   * after 2 s): two poses sent between two of A's steps would leave the
+   * sphere where it was (the step takes the newest), and at a busy moment
+   * the poses could keep meeting the steps so, as in a CI run where A did
+   * not diverge within 60 s */
   deadline = now_ms() + 60000;
   int poses = 0;
   for (int i = 0; !dca.diverged && now_ms() < deadline; i++, poses++) {
+    const uint64_t seq = ca.next_rid; /* rc_pose's ToolPose.seq */
     ck_assert_int_eq(rc_pose(&ca, tool, 0.0, (i % 2) ? -0.04 : 0.04, 0.0), 0);
-    ck_assert_int_eq(read_into(&ca, &dca, 5), 0);
-    ck_assert_int_eq(read_into(&oa, &da, 0), 0);
-    ck_assert_int_eq(read_into(&ob, &db, 0), 0);
+    const long long applied_by = now_ms() + 2000;
+    do {
+      ck_assert_int_eq(read_into(&ca, &dca, 5), 0);
+      ck_assert_int_eq(read_into(&oa, &da, 0), 0);
+      ck_assert_int_eq(read_into(&ob, &db, 0), 0);
+    } while (!dca.diverged && dca.pose_seq < seq && now_ms() < applied_by);
   }
   ck_assert_msg(dca.diverged, "session A did not diverge");
   fprintf(stderr, "faults: session A diverged after %d poses\n", poses);

@@ -111,11 +111,14 @@ START_TEST(test_loop_smooth_rest) {
   ck_assert(moved > 1e-6);
   ck_assert(off_mid > 2e-4);
   /* the issue's bound, the quantum plus the twin's motion (11 um here):
-     measured 0.37 um in rest lengths; the node forces alone, 0.41 mm, are
-     asserted over ten times the bound (the reason the live default was
-     midpoints, ts_refine.h) */
+     measured 0.39 um in rest lengths; the node forces alone are asserted
+     over the bound (the reason the live default was midpoints, ts_refine.h):
+     21.9 um, and 0.31-0.41 mm while the first step after a preparation took
+     the rest state's stiffening for the capped and selectively scaled steps
+     (5 substeps where the pressed state needs more; ts_ms_bounds.c,
+     ts__ms_substep_count) */
   ck_assert_msg(jump < QUANTUM + twin, "first step %.3g m off (twin moved %.3g m)", jump, twin);
-  ck_assert_msg(jump_f > 10 * (QUANTUM + twin), "node forces: first step only %.3g m off", jump_f);
+  ck_assert_msg(jump_f > QUANTUM + twin, "node forces: first step only %.3g m off", jump_f);
   free(x0);
   free(par);
   free(rest0);
