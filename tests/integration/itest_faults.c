@@ -405,6 +405,9 @@ typedef struct decoder {
   char why[512];     /* the first one's message */
   int other_errors;
   uint64_t pose_seq; /* the last pose a ToolForce says was applied */
+  double grid;       /* when > 0: the frames' interval in simulated time, s */
+  double off_grid;   /* the largest distance of a frame-to-frame interval from
+                        a positive whole number of grid intervals, s */
 } decoder;
 
 static void decode(decoder *dc, const Tissued__V1__Frame *f) {
@@ -424,6 +427,10 @@ static void decode(decoder *dc, const Tissued__V1__Frame *f) {
   if (!dc->frames) {
     dc->first_seq = f->seq;
     dc->first_time = f->sim_time;
+  } else if (dc->grid > 0) {
+    const double d = f->sim_time - dc->last_time, k = round(d / dc->grid);
+    const double off = k >= 1 ? fabs(d - k * dc->grid) : INFINITY;
+    if (off > dc->off_grid) dc->off_grid = off;
   }
   dc->last_time = f->sim_time;
   dc->frames++;
@@ -509,7 +516,7 @@ START_TEST(test_divergence_isolated) {
    * sphere where it was (the step takes the newest), and at a busy moment
    * the poses could keep meeting the steps so, as in a CI run where A did
    * not diverge within 60 s */
-  deadline = now_ms() + 60000;
+  deadline = now_ms() + 120000;
   int poses = 0;
   for (int i = 0; !dca.diverged && now_ms() < deadline; i++, poses++) {
     const uint64_t seq = ca.next_rid; /* rc_pose's ToolPose.seq */
@@ -521,7 +528,9 @@ START_TEST(test_divergence_isolated) {
       ck_assert_int_eq(read_into(&ob, &db, 0), 0);
     } while (!dca.diverged && dca.pose_seq < seq && now_ms() < applied_by);
   }
-  ck_assert_msg(dca.diverged, "session A did not diverge");
+  if (!dca.diverged) ts_dproc_dump_log(&d); /* what the daemon saw of A */
+  ck_assert_msg(dca.diverged, "session A did not diverge after %d poses (%llu applied)", poses,
+                (unsigned long long)dca.pose_seq);
   fprintf(stderr, "faults: session A diverged after %d poses\n", poses);
   /* B's frames from here until A has recovered: the isolation itself is
    * that B streams on while A, on the same physics thread, is reset */
@@ -592,6 +601,7 @@ START_TEST(test_divergence_isolated) {
   after.n = db.n;
   after.have = db.have;
   after.seq = db.seq;
+  after.grid = frame_s;
   long long t_after = now_ms();
   deadline = t_after + 120000;
   while (after.frames < 10 && now_ms() < deadline) ck_assert_int_eq(read_into(&ob, &after, 20), 0);
@@ -603,11 +613,14 @@ START_TEST(test_divergence_isolated) {
   ck_assert_int_eq(after.other_errors + db.other_errors + db.diverged, 0);
   /* the patch is 10 cm across at rest; nothing flew off */
   ck_assert_double_lt(after.max_abs, 0.2);
-  /* at its rate in simulated time: one frame per 10 ms (a skipped frame
-   * shows as a sequence gap, hence per sequence step); float rounding of
-   * sim_time only */
-  double per = (after.last_time - after.first_time) / (double)(after.seq - after.first_seq);
-  ck_assert_double_eq_tol(per, frame_s, 1e-3 * frame_s);
+  /* at its rate in simulated time: every frame on the 10 ms grid, one or
+   * more intervals after the one before (float rounding of sim_time only).
+   * Not one frame per sequence number: a frame that no client is due when
+   * its step ends is not made and takes no number (session.c), so at a busy
+   * moment the mean interval per number came out at 10.02-10.09 ms */
+  ck_assert_uint_gt(after.seq, after.first_seq);
+  ck_assert_msg(after.off_grid < 1e-6 * frame_s, "B's frames %.3g s off its %g s grid", after.off_grid,
+                frame_s);
   /* and the daemon's counters say which one diverged */
   char name[96];
   snprintf(name, sizeof name, "tissued_session_diverged_total{session=\"%u\"}", sb);
