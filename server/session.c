@@ -571,7 +571,10 @@ ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
     to_rest(sim);
     return NULL;
   }
-  if (sim->tissue->time + 1e-12 < sim->next_frame_time) return NULL;
+  /* due within half a step: the time is a sum of steps, whose rounding
+   * grows past any fixed allowance (1e-12 s let a frame of a 1 ms session
+   * slip a whole step, off its 10 ms grid, after ~30 s of simulated time) */
+  if (sim->tissue->time + 0.5 * sim->dt < sim->next_frame_time) return NULL;
   sim->next_frame_time += sim->frame_interval;
   if (sim->next_frame_time < sim->tissue->time) sim->next_frame_time = sim->tissue->time;
   /* No client is due a frame before the next step ends (the loop's view,
