@@ -80,6 +80,6 @@ void ts_force_deliver(ts_session *se, const ts_force_batch *b) {
       continue;
     }
     tissued__v1__envelope__pack(&env, buf);
-    if (c->ops->send(c, buf, len) == 0) se->forces_sent++;
+    if (ts_conn_send(c, buf, len) == 0) se->forces_sent++;
   }
 }

@@ -28,7 +28,7 @@ static void send_handed_over(ts_conn *c, uint64_t rid, uint32_t session_id, uint
   size_t len = tissued__v1__envelope__get_packed_size(&env);
   if (len > sizeof buf) return; /* cannot happen: two ids and 32 hex digits */
   tissued__v1__envelope__pack(&env, buf);
-  c->ops->send(c, buf, len);
+  ts_conn_send(c, buf, len);
 }
 
 void ts_handover_tool(ts_conn *c, uint64_t rid, const Tissued__V1__HandOverTool *m) {

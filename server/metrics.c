@@ -71,6 +71,9 @@ char *ts_metrics_text(ts_server *s, size_t *len) {
   put(&b, "tissued_messages_in_total %llu\n", (unsigned long long)s->messages_in);
   family(&b, "tissued_bad_messages_total", "counter", "Messages refused as malformed or invalid.");
   put(&b, "tissued_bad_messages_total %llu\n", (unsigned long long)s->bad_messages);
+  family(&b, "tissued_clients_dropped_total", "counter",
+         "Clients closed because their output was over the hard-output-limit.");
+  put(&b, "tissued_clients_dropped_total %llu\n", (unsigned long long)s->clients_dropped);
   family(&b, "tissued_errors_sent_total", "counter", "Error replies sent.");
   put(&b, "tissued_errors_sent_total %llu\n", (unsigned long long)s->errors_sent);
   family(&b, "tissued_auth_refused_total", "counter",

@@ -2,7 +2,8 @@
  * physics.c: the physics threads (see physics.h). A thread keeps its
  * sessions in an array, steps every session whose deadline has come (several
  * steps to catch up after a short stall, at most TS_MAX_CATCHUP), then sleeps
- * on its condition variable until the earliest deadline or a new command.
+ * on its condition variable until the earliest deadline or a new command. A
+ * session slower than real time is always due: the thread then never sleeps.
  *
  * Stalls: every step is timed (wall clock, uv_hrtime). A step over the
  * server's stall-threshold starts a stall episode for its session: the
@@ -187,10 +188,16 @@ static void thread_main(void *arg) {
       }
       uint64_t after = uv_hrtime();
       if (sim->next_step_ns + 5 * sim->dt_ns < after) {
-        /* too far behind real time: drop the backlog, say so in frames */
+        /* too far behind real time: drop the backlog, say so in frames. Due
+         * at once, not a dt from now: a session slower than real time keeps
+         * the thread busy (one step per pass, the thread's other sessions
+         * between). A sleep of one dt (20 us) was a trip through the
+         * scheduler, which on a loaded machine gave the thread back after a
+         * time slice: 1000 steps of a dt-20-us session took 18-80 s instead
+         * of under 1 s (itest_faults, load average 10 on 2 cores) */
         sim->behind = 1;
         sim->late_events++;
-        sim->next_step_ns = after + sim->dt_ns;
+        sim->next_step_ns = after;
       }
       if (sim->next_step_ns < earliest) earliest = sim->next_step_ns;
     }

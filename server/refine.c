@@ -691,7 +691,7 @@ static void answer(ts_server *s, ts_session *se, refine_res *r) {
       uint8_t buf[256];
       if (len <= sizeof buf) {
         tissued__v1__envelope__pack(&env, buf);
-        c->ops->send(c, buf, len);
+        ts_conn_send(c, buf, len);
       }
     }
   }

@@ -47,18 +47,37 @@ void ts_server_add_session(ts_server *s, ts_session *se) {
   ts_physics_add(s->physics, se);
 }
 
+void ts_conn_drop_full(ts_conn *c) {
+  if (c->closing) return;
+  c->server->clients_dropped++;
+  if (c->session) c->session->clients_dropped++;
+  if (c->session)
+    ts_log_warn("session %u: dropping %s: its output is over the hard limit (%zu bytes queued)",
+                c->session->id, c->peer, c->ops->pending(c));
+  else
+    ts_log_warn("dropping %s: its output is over the hard limit (%zu bytes queued)", c->peer,
+                c->ops->pending(c));
+  c->ops->close(c, "output over the hard limit");
+}
+
+int ts_conn_send(ts_conn *c, const uint8_t *msg, size_t len) {
+  int rc = c->ops->send(c, msg, len);
+  if (rc == TS_EFULL) ts_conn_drop_full(c);
+  return rc;
+}
+
 void ts_send_envelope(ts_conn *c, const Tissued__V1__Envelope *env) {
   size_t len = tissued__v1__envelope__get_packed_size(env);
   uint8_t stackbuf[1024];
   uint8_t *buf = len <= sizeof stackbuf ? stackbuf : malloc(len);
   if (!buf) return;
   tissued__v1__envelope__pack(env, buf);
-  c->ops->send(c, buf, len);
+  ts_conn_send(c, buf, len);
   if (buf != stackbuf) free(buf);
 }
 
 void ts_send_error(ts_conn *c, uint64_t request_id, int code, const char *fmt, ...) {
-  char msg[256];
+  char msg[512]; /* a divergence's reason and what follows it: up to ~300 characters */
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
@@ -71,13 +90,13 @@ void ts_send_error(ts_conn *c, uint64_t request_id, int code, const char *fmt, .
   env.request_id = request_id;
   env.body_case = TISSUED__V1__ENVELOPE__BODY_ERROR;
   env.error = &err;
-  uint8_t buf[512];
+  uint8_t buf[768]; /* the message, the name, the code and the id: under 560 bytes */
   size_t len = tissued__v1__envelope__get_packed_size(&env);
   if (len > sizeof buf) return;
   tissued__v1__envelope__pack(&env, buf);
   c->server->errors_sent++;
   ts_log_debug("error to %s: %s %s", c->peer, ts_err_name(code), msg);
-  c->ops->send(c, buf, len);
+  ts_conn_send(c, buf, len);
 }
 
 static void unlink_session(ts_server *s, ts_session *se) {
@@ -101,6 +120,9 @@ void ts_server_end_session(ts_server *s, ts_session *se, const char *why) {
   }
   ts_physics_remove(s->physics, se);
 }
+
+/* Divergence reports of one session: at most one per this many ms. */
+#define TS_DIVERGED_REPORT_MS 1000
 
 static void drain_events(ts_server *s, ts_event *e) {
   uint64_t now = ts_now_ms(s);
@@ -128,14 +150,32 @@ static void drain_events(ts_server *s, ts_event *e) {
     case TS_EV_DIVERGED: {
       /* the physics thread's reason (session.c, ts_session_step) */
       const char *why = e->payload ? (const char *)e->payload : "reason not recorded (out of memory)";
-      ts_log_warn("session %u diverged: %s; the tissue was put back at rest and goes on", se->id, why);
       se->diverged_count++;
+      /* A tool held where it throws the tissue again (with no speed bound
+       * on its approach) makes a session diverge every step, hundreds of
+       * times a second: reported one by one, that flooded the log and every
+       * client (600 Errors a second each, itest_faults). One report a
+       * second at most; the rest are counted and said in the next. */
+      if (se->diverged_report_due_ms && now < se->diverged_report_due_ms) {
+        se->diverged_unreported++;
+        free(e->payload);
+        e->payload = NULL;
+        break;
+      }
+      char more[96] = "";
+      if (se->diverged_unreported)
+        snprintf(more, sizeof more, "; %llu more times since the last report, not reported one by one",
+                 (unsigned long long)se->diverged_unreported);
+      se->diverged_unreported = 0;
+      se->diverged_report_due_ms = now + TS_DIVERGED_REPORT_MS;
+      ts_log_warn("session %u diverged: %s; the tissue was put back at rest and goes on%s", se->id,
+                  why, more);
       for (ts_conn *c = se->clients; c; c = c->next_in_session)
         ts_send_error(c, 0, TS_EDIVERGED,
                       "session %u diverged: %s (the tools pressed it beyond what it can "
-                      "take); the tissue was put back at rest, the tools re-approach their "
+                      "take%s); the tissue was put back at rest, the tools re-approach their "
                       "poses, and the session goes on",
-                      se->id, why);
+                      se->id, why, more);
       free(e->payload);
       e->payload = NULL;
       break;

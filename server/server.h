@@ -65,6 +65,7 @@ struct ts_server {
   uint64_t refinements, refinements_refused; /* RefineRegion done / refused (refine.c) */
   uint64_t limit_refused[16]; /* TS_LIMIT_* (fewer than 16): requests refused by a configured limit */
   uint64_t closes[5];       /* closed connections by enum ts_close_reason (metrics.h) */
+  uint64_t clients_dropped; /* closed for output over the hard limit (ts_conn_drop_full) */
 
   /* main.c: called once when an orderly shutdown begins (may be NULL) */
   void (*on_shutdown_begin)(ts_server *s);
@@ -113,6 +114,16 @@ void ts_server_add_session(ts_server *s, ts_session *se);
 /* Ends a session: clients are told and detached, physics drops it, and it is
  * freed when physics confirms. */
 void ts_server_end_session(ts_server *s, ts_session *se, const char *why);
+
+/* Queues one whole Envelope to c (c->ops->send) and returns what that
+ * returned. A client whose output is over the hard-output-limit (TS_EFULL)
+ * is dropped: closed, logged and counted (its session's clients_dropped and
+ * the server's clients_dropped). Frames over the soft limit are skipped
+ * instead (session.c); a reply, an Error or a force message lost silently
+ * would leave the client waiting for it, unaware. */
+int ts_conn_send(ts_conn *c, const uint8_t *msg, size_t len);
+/* The drop itself, for a caller that sent by other means (send_shared). */
+void ts_conn_drop_full(ts_conn *c);
 
 /* Packs an envelope and sends it to one client (frames and forces have their
  * own shared paths; this is for replies and events). */

@@ -298,9 +298,7 @@ void ts_session_on_frame(ts_session *se, ts_frame_ref *f, uint64_t now_ms) {
     int rc = c->ops->send_shared ? c->ops->send_shared(c, e->buf)
                                  : c->ops->send(c, e->bytes, e->len);
     if (rc == TS_EFULL) {
-      se->clients_dropped++;
-      ts_log_warn("session %u: dropping %s: output over the hard limit", se->id, c->peer);
-      c->ops->close(c, "output over the hard limit");
+      ts_conn_drop_full(c); /* counted in se->clients_dropped too */
       continue;
     }
     if (rc) continue;
@@ -526,9 +524,10 @@ ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
     st.substeps = xs.substeps;
     st.contacts = xs.contacts;
     self_pairs = (int)xs.self_contacts;
-    if (rc)
-      snprintf(sim->diverged_why, sizeof sim->diverged_why,
-               "the XPBD step failed (%s): a non-finite state or a node over 100 m/s", ts_strerror(rc));
+    if (rc == TS_EDIVERGED) /* which test, which node, in which substep (core/ts_xpbd_diverge.c) */
+      ts_xpbd_diverged_text(&xs, sim->diverged_why, sizeof sim->diverged_why);
+    else if (rc)
+      snprintf(sim->diverged_why, sizeof sim->diverged_why, "the XPBD step failed (%s)", ts_strerror(rc));
     if (rc && rc != TS_EDIVERGED) rc = TS_EDIVERGED; /* any failure stops the session */
   } else if (sim->shortcut) {
     ts_shortcut_stats ss;

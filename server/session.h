@@ -167,6 +167,10 @@ typedef struct ts_session {
   int ending;                /* removal requested */
   uint64_t frames_sent, frames_skipped, clients_dropped, clients_resynced, diverged_count;
   uint64_t forces_sent, forces_skipped; /* ToolForce messages */
+  /* divergence reports (server.c): one a second at most, logged and sent
+   * to the clients; those in between only counted, and said in the next */
+  uint64_t diverged_report_due_ms; /* loop time from which the next is reported; 0 at once */
+  uint64_t diverged_unreported;    /* divergences since the last report */
 
   /* quasi-static sessions, loop thread */
   char material[512];        /* what its models are kept under (ts_learn_material_id) */

@@ -112,7 +112,7 @@ void ts_training_send(ts_session *se, const Tissued__V1__TrainingProgress *p) {
   uint8_t *buf = malloc(len ? len : 1);
   if (!buf) return;
   tissued__v1__envelope__pack(&env, buf);
-  for (ts_conn *c = se->clients; c; c = c->next_in_session) c->ops->send(c, buf, len);
+  for (ts_conn *c = se->clients; c; c = c->next_in_session) ts_conn_send(c, buf, len);
   free(buf);
 }
 

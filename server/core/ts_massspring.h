@@ -63,6 +63,7 @@
 #ifndef TS_MASSSPRING_H
 #define TS_MASSSPRING_H
 
+#include "ts_diverged.h"
 #include "ts_tissue.h"
 #include "ts_tool.h"
 
@@ -102,14 +103,7 @@ typedef struct ts_step_stats {
   uint32_t diverged_steps; /* TS_DIVERGED_GROWTH: the steps it grew */
 } ts_step_stats;
 
-/* The divergence tests of a step (ts_ms_diverge.c). */
-enum {
-  TS_DIVERGED_NONE = 0,
-  TS_DIVERGED_POSITION = 1, /* a node's position is not finite */
-  TS_DIVERGED_VELOCITY = 2, /* a node's velocity is not finite */
-  TS_DIVERGED_SPEED = 3,    /* a node is faster than any tissue moves */
-  TS_DIVERGED_GROWTH = 4    /* the kinetic energy grew geometrically */
-};
+/* The divergence tests of a step: TS_DIVERGED_* (ts_diverged.h). */
 
 /* What a diverged step's stats say, in words, into buf (cap bytes, always
  * terminated when cap > 0): which test, by how much, over what, and the

@@ -49,10 +49,12 @@
 #ifndef TS_XPBD_H
 #define TS_XPBD_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ts_aabb_tree.h"
 #include "ts_contact.h"
+#include "ts_diverged.h"
 #include "ts_grasp.h"
 #include "ts_obb_tree.h"
 #include "ts_self_contact.h"
@@ -112,6 +114,11 @@ typedef struct ts_xpbd_stats {
                                 substep, m: how far Gauss-Seidel is from
                                 converged */
   int diverged;              /* NaN/Inf or runaway speed: state was reset */
+  /* why (diverged set; the first node found, ts_xpbd_diverged_text): */
+  int diverged_why;          /* TS_DIVERGED_POSITION, _VELOCITY or _SPEED (ts_diverged.h) */
+  uint32_t diverged_node;    /* the node */
+  double diverged_value;     /* its speed, m/s (TS_DIVERGED_SPEED) */
+  uint32_t diverged_substep; /* in which substep (1-based; substeps the step's count) */
   uint32_t self_contacts;    /* self-contact pairs of the last substep (ts_xpbd_set_self_contact) */
 } ts_xpbd_stats;
 
@@ -169,6 +176,11 @@ void ts_xpbd_destroy(ts_xpbd *s);
  * to the given one across the substeps. No allocation. */
 int ts_xpbd_step(ts_xpbd *s, ts_tissue *t, double dt, ts_tool *tools, int n_tools,
                  ts_xpbd_stats *stats);
+
+/* What a diverged step's stats say, in words, into buf (cap bytes, always
+ * terminated when cap > 0): which test, the node, its speed, the substep.
+ * Returns the length snprintf gives (ts_xpbd_diverge.c). */
+int ts_xpbd_diverged_text(const ts_xpbd_stats *st, char *buf, size_t cap);
 
 /* Gives solver `to` the previous poses of the tools of solver `from` (the
  * segments of the sphere and capsule tools at the end of from's last step;

@@ -229,4 +229,15 @@ void ts__xpbd_plan_posed(ts_aabb_tree *tree, ts_xpbd_tool *pt, int n, uint32_t k
 void ts__xpbd_sweep_posed(ts_xpbd *s, ts_tissue *t, ts_xpbd_tool *pt, int n, int sweep,
                           const double *hdepth, double wh);
 
+/* Why a step went bad (ts_xpbd_diverge.c): the first node found. */
+typedef struct ts__xpbd_why {
+  int why;          /* TS_DIVERGED_* (ts_diverged.h), 0 none */
+  uint32_t node;
+  double speed;     /* m/s */
+  uint32_t substep; /* 1-based */
+} ts__xpbd_why;
+/* Notes node's test: a non-finite position, else velocity (v2 its speed
+ * squared), else a speed over TS__MAX_SPEED; only the first call counts. */
+void ts__xpbd_why_note(ts__xpbd_why *w, const double x[3], double v2, uint32_t node, uint32_t substep);
+
 #endif

@@ -153,6 +153,7 @@ int ts_xpbd_step_posed(ts_xpbd *s, ts_tissue *t, double dt, ts_tool *tools, int 
   int based = 0; /* a full refit's bound runs */
 
   int bad = 0;
+  ts__xpbd_why why = {0}; /* the first node that made the step bad */
   uint32_t dropped = 0;
   double residual = 0;
   for (uint32_t k = 0; k < nsub && !bad; k++) {
@@ -219,6 +220,12 @@ int ts_xpbd_step_posed(ts_xpbd *s, ts_tissue *t, double dt, ts_tool *tools, int 
       bad |= !(v2 <= TS__MAX_SPEED * TS__MAX_SPEED);
       ve2 = v2 > ve2 ? v2 : ve2;
     }
+    if (bad) /* the first node that failed, looked for again (the loop above stays lean) */
+      for (uint32_t i = 0; i < nn && !why.why; i++) {
+        const double v2 = ts__xpbd_dot3(v[i], v[i]);
+        if (im[i] != 0 && !(v2 <= TS__MAX_SPEED * TS__MAX_SPEED))
+          ts__xpbd_why_note(&why, x[i], v2, i, k + 1);
+      }
     v_end = sqrt(ve2);
     walked += h * v_end / damp;
 
@@ -265,6 +272,7 @@ int ts_xpbd_step_posed(ts_xpbd *s, ts_tissue *t, double dt, ts_tool *tools, int 
   for (uint32_t i = 0; i < nn && !bad; i++) {
     double v2 = ts__xpbd_dot3(v[i], v[i]);
     if (!isfinite(x[i][0] + x[i][1] + x[i][2]) || !(v2 <= TS__MAX_SPEED * TS__MAX_SPEED)) {
+      ts__xpbd_why_note(&why, x[i], v2, i, nsub);
       bad = 1;
       break;
     }
@@ -295,6 +303,10 @@ int ts_xpbd_step_posed(ts_xpbd *s, ts_tissue *t, double dt, ts_tool *tools, int 
       stats->substeps = nsub;
       stats->iterations = nit;
       stats->diverged = 1;
+      stats->diverged_why = why.why;
+      stats->diverged_node = why.node;
+      stats->diverged_value = why.speed;
+      stats->diverged_substep = why.substep;
     }
     return TS_EDIVERGED;
   }

@@ -465,6 +465,16 @@ static int read_into(rc_conn *c, decoder *dc, int wait_ms) {
   return c->eof ? -1 : 0;
 }
 
+/* read_into for the divergence case: a connection that ends says how (the
+ * daemon alive or not, a close frame's code) and prints the daemon's log,
+ * so that a CI failure shows what the daemon saw */
+static void read_ok(ts_dproc *d, rc_conn *c, decoder *dc, int wait_ms, const char *who) {
+  if (read_into(c, dc, wait_ms) == 0) return;
+  ts_dproc_dump_log(d);
+  ck_abort_msg("%s's connection ended (close code %d, daemon %s)", who, c->close_code,
+               ts_dproc_alive(d) ? "alive" : "gone");
+}
+
 START_TEST(test_divergence_isolated) {
   ts_dproc d;
   /* one physics thread: both sessions are stepped by the same thread; the
@@ -490,6 +500,7 @@ START_TEST(test_divergence_isolated) {
   ck_assert_int_eq(rc_hello(&ca, REPLY_MS), 0);
   /* A: XPBD at 20 us (near the smallest dt); B: the default solver and dt */
   ck_assert_int_eq(rc_create(&ca, TISSUED__V1__SOLVER__SOLVER_XPBD, 2e-5, &sa, REPLY_MS), 0);
+  const long long t_created = now_ms();
   ck_assert_int_eq(rc_create(&ca, 0, 0, &sb, REPLY_MS), 0);
   ck_assert_int_eq(rc_join(&ca, sa, 1, 0.045, 0, &tool, REPLY_MS), 0);
   ck_assert_int_eq(rc_ws(&oa, d.http_port), 0);
@@ -505,7 +516,7 @@ START_TEST(test_divergence_isolated) {
   db.cx = ts_codec_ctx_new();
   /* B streams first */
   long long deadline = now_ms() + 60000;
-  while (db.frames < 3 && now_ms() < deadline) ck_assert_int_eq(read_into(&ob, &db, 20), 0);
+  while (db.frames < 3 && now_ms() < deadline) read_ok(&d, &ob, &db, 20, "observer B");
   ck_assert_int_ge(db.frames, 3);
 
   /* drive A's 45 mm sphere violently: its centre jumps between 40 mm above
@@ -523,9 +534,9 @@ START_TEST(test_divergence_isolated) {
     ck_assert_int_eq(rc_pose(&ca, tool, 0.0, (i % 2) ? -0.04 : 0.04, 0.0), 0);
     const long long applied_by = now_ms() + 2000;
     do {
-      ck_assert_int_eq(read_into(&ca, &dca, 5), 0);
-      ck_assert_int_eq(read_into(&oa, &da, 0), 0);
-      ck_assert_int_eq(read_into(&ob, &db, 0), 0);
+      read_ok(&d, &ca, &dca, 5, "controller A");
+      read_ok(&d, &oa, &da, 0, "observer A");
+      read_ok(&d, &ob, &db, 0, "observer B");
     } while (!dca.diverged && dca.pose_seq < seq && now_ms() < applied_by);
   }
   if (!dca.diverged) ts_dproc_dump_log(&d); /* what the daemon saw of A */
@@ -538,8 +549,8 @@ START_TEST(test_divergence_isolated) {
   /* its observer is told too */
   deadline = now_ms() + 10000;
   while (!da.diverged && now_ms() < deadline) {
-    ck_assert_int_eq(read_into(&oa, &da, 20), 0);
-    ck_assert_int_eq(read_into(&ob, &db, 0), 0);
+    read_ok(&d, &oa, &da, 20, "observer A");
+    read_ok(&d, &ob, &db, 0, "observer B");
   }
   ck_assert_int_ge(da.diverged, 1);
   /* the Error says why: one of the step's tests, by how much or which node */
@@ -559,8 +570,8 @@ START_TEST(test_divergence_isolated) {
   long long t_lift = now_ms();
   deadline = t_lift + 150000;
   while (da.frames < before + 2 && now_ms() < deadline) {
-    ck_assert_int_eq(read_into(&oa, &da, 20), 0);
-    ck_assert_int_eq(read_into(&ob, &db, 0), 0);
+    read_ok(&d, &oa, &da, 20, "observer A");
+    read_ok(&d, &ob, &db, 0, "observer B");
   }
   fprintf(stderr, "faults: session A's 2 frames after its reset took %.1f s (bound 150 s)\n",
           (now_ms() - t_lift) * 1e-3);
@@ -572,7 +583,7 @@ START_TEST(test_divergence_isolated) {
    * time at least, in which B, keeping real time (a frame every 10 ms) or
    * stepping between A's steps when behind it, published a frame or more
    * (about 100 in the normal build, where A is behind real time) */
-  ck_assert_int_eq(read_into(&ob, &db, 0), 0);
+  read_ok(&d, &ob, &db, 0, "observer B");
   fprintf(stderr, "faults: session B sent %ld frames while A diverged and recovered\n",
           db.frames - b_at_divergence);
   /* Under TSan B publishes about a frame a second beside A (3-9 frames in
@@ -583,7 +594,7 @@ START_TEST(test_divergence_isolated) {
     long long t_b = now_ms();
     deadline = t_b + 60000;
     while (db.frames == b_at_divergence && now_ms() < deadline)
-      ck_assert_int_eq(read_into(&ob, &db, 20), 0);
+      read_ok(&d, &ob, &db, 20, "observer B");
     fprintf(stderr,
             "faults: session B's first frame since the divergence came %.1f s after A's "
             "recovery (bound 60 s)\n",
@@ -604,7 +615,7 @@ START_TEST(test_divergence_isolated) {
   after.grid = frame_s;
   long long t_after = now_ms();
   deadline = t_after + 120000;
-  while (after.frames < 10 && now_ms() < deadline) ck_assert_int_eq(read_into(&ob, &after, 20), 0);
+  while (after.frames < 10 && now_ms() < deadline) read_ok(&d, &ob, &after, 20, "observer B");
   fprintf(stderr, "faults: session B's 10 frames after took %.1f s (bound 120 s)\n",
           (now_ms() - t_after) * 1e-3);
   db.q = after.q;
@@ -626,10 +637,22 @@ START_TEST(test_divergence_isolated) {
   snprintf(name, sizeof name, "tissued_session_diverged_total{session=\"%u\"}", sb);
   ck_assert_double_eq(ts_dproc_metric(d.http_port, name), 0);
   snprintf(name, sizeof name, "tissued_session_diverged_total{session=\"%u\"}", sa);
-  ck_assert_double_ge(ts_dproc_metric(d.http_port, name), 1);
-  ck_assert_int_ge(log_count(&d, "; the tissue was put back at rest and goes on"), 1);
-  /* the log line names the reason too (A is an XPBD session) */
-  ck_assert_int_ge(log_count(&d, "diverged: the XPBD step failed"), 1);
+  const double diverged_a = ts_dproc_metric(d.http_port, name);
+  ck_assert_double_ge(diverged_a, 1);
+  /* reported once a second at most (the sphere left in the sheet threw A
+   * again every step until the lift arrived: hundreds a second, each a log
+   * line and an Error to every client before), every one counted */
+  const int reports = log_count(&d, "; the tissue was put back at rest and goes on");
+  const double alive_s = (now_ms() - t_created) * 1e-3;
+  fprintf(stderr, "faults: session A diverged %.0f times in %.1f s, %d reports\n", diverged_a, alive_s,
+          reports);
+  ck_assert_int_ge(reports, 1);
+  ck_assert_msg(reports <= 1 + (int)alive_s, "%d reports in %.1f s", reports, alive_s);
+  ck_assert_double_ge(diverged_a, reports);
+  /* the log line names the reason too (A is an XPBD session): the node,
+   * its speed or its non-finite state, the substep */
+  ck_assert_int_ge(log_count(&d, "diverged: node "), 1);
+  ck_assert_int_ge(log_count(&d, " in substep "), 1);
 
   free(da.q);
   free(dca.q);

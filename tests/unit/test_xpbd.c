@@ -858,6 +858,34 @@ START_TEST(test_nan_injection_diverges_and_resets) {
     if (which[w] == 2) t->v[c][2] = 1e3; /* a runaway speed */
     ck_assert_int_eq(ts_xpbd_step(s, t, 1e-3, NULL, 0, &st), TS_EDIVERGED);
     ck_assert_int_eq(st.diverged, 1);
+    /* the reason: the test that fired, the node, the substep. A NaN
+     * position gives the node a non-finite velocity in the first substep
+     * (and the sweeps may carry it to a neighbour of lower index first);
+     * the runaway speed is the node's, or a spring neighbour's the first
+     * substep's constraints shared it with (found first in index order:
+     * the top-layer node above it, here) */
+    char why[256];
+    ck_assert_int_gt(ts_xpbd_diverged_text(&st, why, sizeof why), 0);
+    ck_assert_uint_lt(st.diverged_node, t->n_nodes);
+    ck_assert_uint_eq(st.diverged_substep, 1);
+    ck_assert_msg(strstr(why, "in substep 1 of ") != NULL, "%s", why);
+    if (which[w] == 2) {
+      ck_assert_int_eq(st.diverged_why, TS_DIVERGED_SPEED);
+      int near = st.diverged_node == c;
+      for (uint32_t j = 0; j < t->n_springs && !near; j++) {
+        const ts_spring *sp = &t->springs[j];
+        near = (sp->a == c && sp->b == st.diverged_node) || (sp->b == c && sp->a == st.diverged_node);
+      }
+      ck_assert_msg(near, "node %u is not node %u nor a neighbour", st.diverged_node, c);
+      ck_assert_double_gt(st.diverged_value, 100.0);
+      char node[64];
+      snprintf(node, sizeof node, "node %u moved at ", st.diverged_node);
+      ck_assert_msg(strstr(why, node) != NULL, "%s", why);
+    } else {
+      ck_assert_msg(st.diverged_why == TS_DIVERGED_POSITION || st.diverged_why == TS_DIVERGED_VELOCITY,
+                    "why %d", st.diverged_why);
+      ck_assert_msg(strstr(why, "non-finite") != NULL, "%s", why);
+    }
     /* reset to rest: no NaN leaves the core */
     for (uint32_t i = 0; i < t->n_nodes; i++)
       for (int k = 0; k < 3; k++) {
