@@ -3,7 +3,7 @@
  */
 #include "binrun.h"
 
-#include <check.h>
+#include "ts_check.h"
 #include <errno.h>
 #include <math.h>
 #include <poll.h>

@@ -7,7 +7,7 @@
 #define _GNU_SOURCE
 #include "daemon_proc.h"
 
-#include <check.h>
+#include "ts_check.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -114,12 +114,30 @@ static void track(ts_dproc *d) {
 void ts_dproc_dump_log(const ts_dproc *d) {
   FILE *f = fopen(d->log, "r");
   if (!f) return;
+  /* its first and last lines: CI shows the head of a failing test's
+   * output, and a session diverging for minutes logged hundreds of lines
+   * before the one that mattered */
+  enum { HEAD = 20, TAIL = 40 };
+  char *tail[TAIL] = {0};
+  char line[1024];
+  long n = 0;
   fprintf(stderr, "---- tissued log (%s) ----\n", d->log);
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0) fwrite(buf, 1, n, stderr);
-  fprintf(stderr, "---- end of tissued log ----\n");
+  while (fgets(line, sizeof line, f)) {
+    if (n < HEAD) {
+      fputs(line, stderr);
+    } else {
+      free(tail[n % TAIL]);
+      tail[n % TAIL] = strdup(line);
+    }
+    n++;
+  }
   fclose(f);
+  if (n > HEAD + TAIL) fprintf(stderr, "[... %ld lines ...]\n", n - HEAD - TAIL);
+  for (long i = n > HEAD + TAIL ? n - TAIL : HEAD; i < n; i++) {
+    if (tail[i % TAIL]) fputs(tail[i % TAIL], stderr);
+  }
+  for (int i = 0; i < TAIL; i++) free(tail[i]);
+  fprintf(stderr, "---- end of tissued log (%ld lines) ----\n", n);
 }
 
 /* Reads {"tcp":N,"http":M}; 0 when both are there and sane. */

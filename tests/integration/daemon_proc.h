@@ -56,7 +56,8 @@ int ts_dproc_alive(ts_dproc *d);
  * Removes the data directory. */
 int ts_dproc_stop(ts_dproc *d, int timeout_ms, char *why, size_t whycap);
 
-/* Prints the daemon's log to stderr (for a failing test). */
+/* Prints the daemon's log to stderr (for a failing test): its first 20
+ * and last 40 lines. */
 void ts_dproc_dump_log(const ts_dproc *d);
 
 /* The path of one of the shared meshes (../shared/data/meshes/NAME beside

@@ -15,7 +15,7 @@
  *     the tissued_limit_refused_total counters.
  */
 #include <arpa/inet.h>
-#include <check.h>
+#include "ts_check.h"
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -11,7 +11,7 @@
  * The cases share one daemon and run in order in one process (CK_NOFORK);
  * the last one checks the survivor and stops the daemon.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <errno.h>
 #include <math.h>
 #include <netinet/in.h>

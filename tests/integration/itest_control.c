@@ -7,7 +7,7 @@
  * session's cap on its substeps (CreateSession.substeps) and the inertia
  * scale it takes.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

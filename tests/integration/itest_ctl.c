@@ -21,7 +21,7 @@
  *     exits 1 with the daemon's error code and reason on stderr.
  * Every run of the binary is bounded in time (killed after RUN_LIMIT_MS).
  */
-#include <check.h>
+#include "ts_check.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>

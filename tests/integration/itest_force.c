@@ -19,7 +19,7 @@
  * compared with its step's message whichever of the two connections is
  * read first, and every wait is bounded generously.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -9,7 +9,7 @@
  * frames' simulated time, so a slow machine runs it slower, not
  * differently. A quasi-static session refuses jaws.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -13,7 +13,7 @@
  * Clients say no key in Hello except the instructor, so every join goes
  * through the tokens.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -25,7 +25,7 @@
  *     the daemon keeps streaming the first session all along.
  * The tests share one daemon (no fork) and run in order.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -15,7 +15,7 @@
  * nothing. A daemon given a tool mesh it cannot read does
  * not start and says which entry and why.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -37,7 +37,7 @@
  * Presses follow the frames' simulated time (as itest_shortcut.c), so a slow
  * machine runs them slower, not differently.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>

@@ -12,7 +12,7 @@
  * client's copy of the tissue.
  */
 #include <arpa/inet.h>
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <netinet/in.h>
 #include <stdio.h>

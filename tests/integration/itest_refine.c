@@ -15,7 +15,7 @@
  * that reports the press's final pose applied (a client that reads late on
  * a loaded machine sends it late); every wait is bounded generously.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

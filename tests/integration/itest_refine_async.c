@@ -28,7 +28,7 @@
  * refinement of the default patch takes 0.1-0.3 s on a loaded machine,
  * several times that under the sanitizers).
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -33,7 +33,7 @@
  * 0, and the session stepping on.
  * Waits are on force messages, bounded by generous wall-clock deadlines.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

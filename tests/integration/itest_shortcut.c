@@ -18,7 +18,7 @@
  * The presses follow the frames' simulated time, so a slow machine runs
  * them slower, not differently.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -10,7 +10,7 @@
  * never answers the close frame is waited for (1 s), the daemon gives up and
  * exits 3.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -33,7 +33,7 @@
  * its side of the connection holds only a few kilobytes.
  */
 #include <arpa/inet.h>
-#include <check.h>
+#include "ts_check.h"
 #include <errno.h>
 #include <math.h>
 #include <netinet/in.h>

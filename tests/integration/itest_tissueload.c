@@ -12,7 +12,7 @@
  *     max) and the daemon's CPU split over the measured time.
  * Every run of the binary is bounded in time (killed after RUN_LIMIT_MS).
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>

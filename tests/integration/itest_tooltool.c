@@ -18,7 +18,7 @@
  * with the range and why. Waits are on simulated time (force messages),
  * bounded by generous wall-clock deadlines.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -10,7 +10,7 @@
 #ifndef TS_TEST_EXTRUDE_FIXTURES_H
 #define TS_TEST_EXTRUDE_FIXTURES_H
 
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>

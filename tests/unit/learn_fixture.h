@@ -10,7 +10,7 @@
 #ifndef TS_TEST_LEARN_FIXTURE_H
 #define TS_TEST_LEARN_FIXTURE_H
 
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

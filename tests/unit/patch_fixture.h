@@ -8,7 +8,7 @@
 #ifndef TS_TEST_PATCH_FIXTURE_H
 #define TS_TEST_PATCH_FIXTURE_H
 
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdint.h>
 #include <string.h>

@@ -15,7 +15,7 @@
 #ifndef TS_TEST_REFINE_FIXTURE_H
 #define TS_TEST_REFINE_FIXTURE_H
 
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

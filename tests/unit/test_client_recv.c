@@ -5,7 +5,7 @@
  * other. Cases found by tests/fuzz/fuzz_client.c live here as regression
  * tests.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -6,7 +6,7 @@
  * write (run it under ASan: buffers are allocated to their exact sizes), and
  * rejected deltas that must leave the positions untouched.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>

@@ -22,7 +22,7 @@
  * that must be refused without touching the positions (run under ASan:
  * payload buffers are allocated to their exact sizes).
  */
-#include <check.h>
+#include "ts_check.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

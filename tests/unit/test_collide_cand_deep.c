@@ -20,7 +20,7 @@
  *     walk stopped where its stack filled and returned what it had (0 of the
  *     deepest 10, 0 of the tool's), with no sign; these counts then fail.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -18,7 +18,7 @@
  * filled and returned TS_EINTERNAL with no contacts; the return codes and
  * counts then fail.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

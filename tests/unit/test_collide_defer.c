@@ -26,7 +26,7 @@
  * fail then (a substep's moves after the tree's first use stay within the
  * margin there): it checks that the step's uses keep the tree valid.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -12,7 +12,7 @@
  * pair; tunnelling by constructing poses whose end points are contact-free.
  * Tolerances are stated where they are used, with the reason.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -2,7 +2,7 @@
  * test_config.c: the daemon's settings: embedded defaults, INI file, flags,
  * and clear refusals of bad values (server/config.c).
  */
-#include <check.h>
+#include "ts_check.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -11,7 +11,7 @@
  *   - sends to a client already closing are not counted again;
  *   - a client in no session (a lobby client) is counted by the server only.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <stdlib.h>
 #include <string.h>
 #include <uv.h>

@@ -12,7 +12,7 @@
  * held vertex (it must be exactly where the jaw frame puts it), the side of
  * the tool a vertex is on. Tolerances are stated where used.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

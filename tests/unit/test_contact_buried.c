@@ -37,7 +37,7 @@
  * over it), and this test asserts every node inside is a candidate and the
  * responses equal, for both sizes.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

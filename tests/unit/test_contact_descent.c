@@ -31,7 +31,7 @@
  * against the scan of every surface triangle (use_tree 0): bitwise the same
  * positions and marks.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -20,7 +20,7 @@
  * check skipped) too. The XPBD step's trajectory with plans against slack
  * 0 (no plans) is test_tree_watch's.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -27,7 +27,7 @@
  * Making ts_tissue_contact_tris return the render triangles fails the
  * counts, the closedness and the sphere case (checked by hand).
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

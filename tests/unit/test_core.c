@@ -8,7 +8,7 @@
  * predicts independently of the code under test. The mechanics of issue 3
  * (material law, integrator, FEM equivalence) are in test_mechanics.c.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -6,7 +6,7 @@
  * limits, files (missing, a directory, over the limit), and the shipped
  * default material table read as records.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -14,7 +14,7 @@
  * for a closed surface's outer and inner sheets). Bad input gets the intended
  * error code and a message.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -7,7 +7,7 @@
  * pair by pair. A live refinement's rest shape (midpoints: LEB, linear Loop)
  * does not make the layers cross (ts_refine.h says why).
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

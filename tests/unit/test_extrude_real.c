@@ -12,7 +12,7 @@
  * depth), its Jacobian sampled at the corners over 101 depths, and the shell
  * volume between two closed sheets by the divergence theorem.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

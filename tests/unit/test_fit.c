@@ -13,7 +13,7 @@
  * - A minimum far beyond the dense scan is still found; bad input is refused
  *   with the intended code and message.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

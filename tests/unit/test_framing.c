@@ -6,7 +6,7 @@
  * refused with TS_ETOOBIG before any body arrives, and a callback's non-zero
  * return stops the feed.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

@@ -45,7 +45,7 @@
  * And bad coefficients are refused (TS_EINVAL) by both steps with nothing
  * changed.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -7,7 +7,7 @@
  * a pressed, dragged tool stays stable as its springs stiffen. Each test
  * states its tolerance and why.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

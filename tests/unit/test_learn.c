@@ -16,7 +16,7 @@
  * does the same on the refined solve a daemon session runs by default. The
  * presses and checks are learn_fixture.h's.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

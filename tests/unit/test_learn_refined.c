@@ -14,7 +14,7 @@
  * Its own program (not a case of test_learn.c): under ASan on a loaded
  * machine the two together took 382 s of the 600 s a test may.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -23,7 +23,7 @@
  *     the local scaling (the refined region no longer sets the bound).
  * Each test states its tolerance and why.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -9,7 +9,7 @@
  * it then) or leaves every spring inside (no correction, the plain update).
  * Each test states its tolerance and why.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>

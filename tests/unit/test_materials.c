@@ -17,7 +17,7 @@
  * - Resolving by tissue, layer, direction and name, with the per-layer
  *   fallback to "default" that sessions use.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>

@@ -9,7 +9,7 @@
  * bounded energy over 1e5 undamped steps, and strain limiting. Each test
  * states its tolerance and why.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -20,7 +20,7 @@
  *    meaning, as the extrusion's), and the first pair is the uncapped
  *    count's first (the same descent).
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

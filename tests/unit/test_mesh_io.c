@@ -20,7 +20,7 @@
  *   the message is part of the contract (it names the line).
  * - Size limits are enforced.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <dirent.h>
 #include <math.h>
 #include <stdarg.h>

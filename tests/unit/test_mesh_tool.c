@@ -28,7 +28,7 @@
  *    solvers (test_thin_tool says the bounds).
 
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -7,7 +7,7 @@
  * off), the scanned edge never exceeds the bound, and a refinement that
  * shortens the longest edge gets a new bound.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

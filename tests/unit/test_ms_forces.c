@@ -7,7 +7,7 @@
  * c dL/dt, along the spring; and the strain extremes the substep count
  * reads. Also the loop's exponential (ts_exp_spring) against exp and expl.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -23,7 +23,7 @@
  * bad jaws (negative length, NaN opening) are refused, and a zero
  * quaternion is the identity.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

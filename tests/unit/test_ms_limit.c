@@ -8,7 +8,7 @@
  * that the force loop's order (by class, then node) differs from the
  * passes' order (the tissue's).
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>

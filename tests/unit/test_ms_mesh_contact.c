@@ -24,7 +24,7 @@
  *    for bit as with the full query (the tree's sdf_outside_root cleared,
  *    which makes the bounded query the full one: the code path before).
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -16,7 +16,7 @@
  * how far the tool went below the rest surface, the side of the tool a node
  * is on, and that a sphere's normals all pass through its centre.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

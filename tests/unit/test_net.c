@@ -11,7 +11,7 @@
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
-#include <check.h>
+#include "ts_check.h"
 
 #include "net/net_internal.h"
 #include "sockq.h"

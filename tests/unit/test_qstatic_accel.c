@@ -11,7 +11,7 @@
  *     relaxation within 2 um, in under a tenth of its sweeps;
  *   - bad input: NULL, a start that is not finite; the iteration cap.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

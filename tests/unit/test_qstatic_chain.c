@@ -16,7 +16,7 @@
  * (The refined solve has the same external term: test_qstatic_refine_load.c
  * and test_shortcut_load.c check it.)
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

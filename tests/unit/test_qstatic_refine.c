@@ -19,7 +19,7 @@
  *   - the learner trained on refined-solve samples: gradient descent meets
  *     the closed form within 1e-6; the held-out RMS error is printed.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -21,7 +21,7 @@
  * one by the load's response (0.1 mm against 10 nm) and the refined
  * response is zero.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

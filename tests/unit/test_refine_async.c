@@ -21,7 +21,7 @@
  * is not. And the hand-over, computed on the refined region only, against
  * its definition over the whole tissue.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -9,7 +9,7 @@
  * elsewhere; and the install's plan at its thresholds
  * (ts_handover_install_plan, ts_handover_drift).
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -62,7 +62,7 @@
  * 81 s, against 190 s when the fast case ran the 0.2 s blend and the two
  * cases shared nothing but the settled liver.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

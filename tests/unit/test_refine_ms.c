@@ -18,7 +18,7 @@
  * copy refined without a hand-over). The case itself is run_case
  * (refine_fixture.h); test_refine_xpbd.c runs it with XPBD.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

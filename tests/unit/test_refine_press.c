@@ -22,7 +22,7 @@
  * allow for the stiffening of the strains it starts from (the selectively
  * scaled step took the rest state's phi there, ts_ms_bounds.c).
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -23,7 +23,7 @@
  * the changed prisms) must give different springs: that is what shows the
  * comparison can fail.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -16,7 +16,7 @@
  * refinement when a changed spring keeps its tension during the blend
  * (checked: its fit ends 71 um off, ts_handover.c).
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -35,7 +35,7 @@
  * Under the sanitizers (memory and undefined behaviour, not the figures):
  * 0.8 mm pressed in 6 steps, a few steps of the blend, mass-spring only.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

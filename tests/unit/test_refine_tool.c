@@ -6,7 +6,7 @@
  * carried state and the no-jump bound of issue 4 against an unrefined
  * twin, as test_refine_ms.c does with a sphere.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

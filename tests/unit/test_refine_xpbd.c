@@ -7,7 +7,7 @@
  * the hand-over's rest lengths fitted to trial steps first
  * (ts_handover_fit_xpbd, on the refined region), as the daemon does.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -28,7 +28,7 @@
  * mesh's faceted normals) and within 10 % of the exact sphere's force (the
  * mesh lies up to its sagitta, 0.1 mm, inside the sphere).
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

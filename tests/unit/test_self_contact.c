@@ -33,7 +33,7 @@
  * a displacement bound of rest_skip + h instead of rest_skip - h, or a rest
  * bound of 1.5 rest_skip, fails the slide (checked by editing them in).
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -20,7 +20,7 @@
  * The surface counts are checked against a brute count of the patches'
  * contact-triangle nodes.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <stdint.h>
 #include <stdlib.h>
 

@@ -14,7 +14,7 @@
  * asserted above 0.01 mm. Without the session passing t->f_ext to the
  * learner the press ignores the load and the drop is 0 (checked).
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

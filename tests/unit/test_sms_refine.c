@@ -20,7 +20,7 @@
  *     carries the map, a partial one none.
  * Each test states its tolerance and why.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -4,7 +4,7 @@
  * WAL mode, exact round trips of tissues, fits and models, constraint
  * behaviour, and clear errors for databases it must refuse.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <dirent.h>
 #include <math.h>
 #include <sqlite3.h>

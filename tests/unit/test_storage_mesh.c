@@ -7,7 +7,7 @@
  * database, and the layer-spec text (ts_layer_spec.h) in both directions.
  * Real SQLite files in a fresh temporary directory per test.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>

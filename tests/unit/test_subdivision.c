@@ -30,7 +30,7 @@
  * After every operation the result is a manifold, consistently wound, free of
  * degenerate triangles, with the expected Euler characteristic.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <spawn.h>
 #include <stdint.h>

@@ -4,7 +4,7 @@
  * and a link is set up over a socketpair as after its handshake. Cases found
  * by tests/fuzz/fuzz_tllink.c live here as regression tests.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>

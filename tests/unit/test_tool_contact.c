@@ -27,7 +27,7 @@
  * other routes (rounding of a few operations), 1e-15 absolute where the
  * answer is exactly representable arithmetic on millimetre inputs.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

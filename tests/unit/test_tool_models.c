@@ -17,7 +17,7 @@
  * liver.obj (10 mm per unit, the default stomach-wall layers, as
  * itest_models uploads it) straight into the database.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

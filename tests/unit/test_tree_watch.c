@@ -30,7 +30,7 @@
  * tree reference differs); with refit_watched checking nothing the tree
  * case fails at its first bump.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

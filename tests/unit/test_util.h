@@ -11,7 +11,7 @@
 #ifndef TS_TEST_UTIL_H
 #define TS_TEST_UTIL_H
 
-#include <check.h>
+#include "ts_check.h"
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>

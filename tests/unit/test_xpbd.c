@@ -13,7 +13,7 @@
  * tool's push; NaN injection and input validation. Each tolerance is stated
  * where it is asserted, with why.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>

@@ -25,7 +25,7 @@
  * (tests/bench, mesh's xpbd_step_volume_s against xpbd_step: about twice
  * the step on the patch).
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
