@@ -177,6 +177,96 @@ static inline int tool_hits(const src *s, const ts_obb_node *tn, int single, con
   return hit;
 }
 
+/* The tool's tree against n tissue boxes at once (box[j]: lo then hi, each
+ * inside the root box's bounds): hit[j] (cleared by the caller) set where
+ * tool_hits would find a pair of leaves for box j. One descent of the tool's
+ * tree carries the boxes that still reach each node (those whose bounds meet
+ * the node's and that no leaf has taken yet), so a tool box is placed once
+ * for all of them rather than once per box; a box is tested only at nodes
+ * tool_hits would visit for it, in the same order, by the same tests on the
+ * same doubles, and the predicate (a leaf whose ancestors' bounds and own
+ * bounds and 15 axes meet the box) does not depend on the order anyway. The lists of the nodes on the way down are
+ * kept one above the other in list (a child's list is its parent's,
+ * filtered; a popped node's drops everything above its parent's). Returns
+ * 0, or -1 when list or the stack would overflow (a tree deeper than these
+ * lists hold: the caller then descends per box). */
+#define BATCH 128                 /* boxes per descent */
+#define BATCH_LIST (BATCH * 16)   /* 16 levels of full lists (the instrument's tree: 13) */
+typedef struct batch_entry {
+  int32_t node;
+  uint16_t start, len; /* its parent's list */
+} batch_entry;
+
+static int batch_hits(const src *s, const ts_obb_node *tn, int single, const ts_obb *root,
+                      const double rext[3], double grow, const double (*box)[6], uint32_t n,
+                      uint8_t *hit) {
+  uint16_t list[BATCH_LIST];
+  batch_entry stack[STACK];
+  if (n > BATCH) return -1;
+  for (uint32_t j = 0; j < n; j++) list[j] = (uint16_t)j;
+  int sp = 0;
+  stack[sp++] = (batch_entry){0, 0, (uint16_t)n};
+  while (sp > 0) {
+    const batch_entry e = stack[--sp];
+    uint32_t top = (uint32_t)e.start + e.len;
+    if (top + e.len > BATCH_LIST) return -1;
+    ts_obb oa;
+    double ext[3];
+    if (e.node == 0) {
+      oa = *root;
+      memcpy(ext, rext, sizeof ext);
+    } else {
+      world_box(s, e.node, grow, &oa, ext);
+    }
+    const double olo[3] = {oa.c[0] - ext[0], oa.c[1] - ext[1], oa.c[2] - ext[2]};
+    const double ohi[3] = {oa.c[0] + ext[0], oa.c[1] + ext[1], oa.c[2] + ext[2]};
+    const uint32_t start = top;
+    for (uint32_t i = e.start; i < (uint32_t)e.start + e.len; i++) {
+      const uint16_t j = list[i];
+      const double *b = box[j];
+      if (hit[j] || olo[0] > b[3] || ohi[0] < b[0] || olo[1] > b[4] || ohi[1] < b[1] ||
+          olo[2] > b[5] || ohi[2] < b[2])
+        continue;
+      list[top++] = j;
+    }
+    if (top == start) continue;
+    if (tn[e.node].feature >= 0) { /* a leaf: as tool_hits' */
+      for (uint32_t i = start; i < top; i++)
+        hit[list[i]] = (uint8_t)(single || ts_sat_obb_aabb(&oa, box[list[i]], box[list[i]] + 3,
+                                                           TS_SAT_EPS));
+      continue;
+    }
+    if (sp + 2 > STACK) return -1;
+    const uint16_t len = (uint16_t)(top - start);
+    stack[sp++] = (batch_entry){tn[e.node].child[1], (uint16_t)start, len};
+    stack[sp++] = (batch_entry){tn[e.node].child[0], (uint16_t)start, len};
+  }
+  return 0;
+}
+
+/* A batch of m tissue boxes (triangles tri) that passed the root box's
+ * bounds, in their order: those the tool's tree reaches appended to out
+ * (n of them before; the count returned may exceed cap). A tree deeper than
+ * batch_hits' lists takes tool_hits box by box; *err as tool_hits sets it. */
+static uint32_t batch_emit(const src *s, const ts_obb_node *tn, int single, const ts_obb *root,
+                           const double rext[3], double grow, const double (*box)[6],
+                           const uint32_t *tri, uint8_t *hit, uint32_t m, int32_t *tstack,
+                           int tstack_cap, ts_collide_stats *st, int *err, uint32_t *out,
+                           uint32_t cap, uint32_t n) {
+  if (batch_hits(s, tn, single, root, rext, grow, box, m, hit))
+    for (uint32_t i = 0; i < m; i++) {
+      hit[i] = (uint8_t)tool_hits(s, tn, single, root, rext, grow, box[i], box[i] + 3, tstack,
+                                  tstack_cap, st, err);
+      if (*err) return n;
+    }
+  for (uint32_t i = 0; i < m; i++) {
+    if (!hit[i]) continue;
+    if (n < cap) out[n] = tri[i];
+    n++;
+  }
+  return n;
+}
+
 /* The descent splits the tissue side first: the tool's root box walks the
  * tissue tree as ts_aabb_tree_query_box walks it (so each triangle comes
  * once, in that order, with no sorting or marks), and at each tissue leaf
@@ -189,9 +279,15 @@ static inline int tool_hits(const src *s, const ts_obb_node *tn, int single, con
  * (collide:patch-L, 1127 against 259 us a step), for 54 candidates
  * instead of 80. tgrow (m, >= 0) grows every tissue box (the fat ones:
  * x NULL) on each side, for a superset over boxes that may grow by that
- * much (ts_collide_tissue_tris_wide); 0 for the exact walk. */
+ * much (ts_collide_tissue_tris_wide); 0 for the exact walk. batched: the
+ * leaves the root box reaches are gathered BATCH at a time, in the walk's
+ * order, and the tool's tree descended once for each batch (batch_hits):
+ * the same triangles in the same order, with the tool's boxes placed once
+ * a batch rather than once a leaf; the stats then leave the batches' tests
+ * out, so only the walk that reports none takes it
+ * (ts_collide_tissue_tris_wide). */
 static uint32_t descend(const src *s, const ts_aabb_tree *tis, const double (*x)[3], double grow,
-                        double tgrow, int order, uint32_t *out, uint32_t cap,
+                        double tgrow, int order, int batched, uint32_t *out, uint32_t cap,
                         ts_collide_stats *stats, int *err) {
   ts_collide_stats st = {0, 0};
   uint32_t n = 0;
@@ -222,6 +318,10 @@ static uint32_t descend(const src *s, const ts_aabb_tree *tis, const double (*x)
   }
   const int stack_cap = tis_room > STACK ? (int)tis_room : STACK;
   const int tstack_cap = tool_room > STACK ? (int)tool_room : STACK;
+  double bbox[BATCH][6];
+  uint32_t btri[BATCH], bm = 0;
+  uint8_t bhit[BATCH];
+  batched = batched && tn;
   int sp = 0;
   stack[sp++] = 0;
   while (sp > 0) {
@@ -252,6 +352,19 @@ static uint32_t descend(const src *s, const ts_aabb_tree *tis, const double (*x)
       lo[k] = fmin(a, fmin(b, c)) - LEAF_SLACK;
       hi[k] = fmax(a, fmax(b, c)) + LEAF_SLACK;
     }
+    if (batched) {
+      memcpy(bbox[bm], lo, sizeof lo);
+      memcpy(bbox[bm] + 3, hi, sizeof hi);
+      btri[bm] = (uint32_t)nb->tri;
+      bhit[bm++] = 0;
+      if (bm == BATCH) {
+        n = batch_emit(s, tn, single, &root, rext, grow, (const double (*)[6])bbox, btri, bhit, bm,
+                       tstack, tstack_cap, &st, err, out, cap, n);
+        bm = 0;
+        if (*err) break;
+      }
+      continue;
+    }
     /* the tool's tree against it, to the first pair of leaves that meet */
     const int hit = tool_hits(s, tn, single, &root, rext, grow, lo, hi, tstack, tstack_cap, &st, err);
     if (*err) break;
@@ -259,6 +372,9 @@ static uint32_t descend(const src *s, const ts_aabb_tree *tis, const double (*x)
     if (n < cap) out[n] = (uint32_t)nb->tri;
     n++;
   }
+  if (bm && !*err)
+    n = batch_emit(s, tn, single, &root, rext, grow, (const double (*)[6])bbox, btri, bhit, bm,
+                   tstack, tstack_cap, &st, err, out, cap, n);
   free(heap);
   if (*err) /* a tree deeper than its depth field: the superset, not a cut-short walk */
     n = root_scan(tis, x, &root, rext, out, cap, &st);
@@ -278,7 +394,7 @@ uint32_t ts_collide_tissue_tris(ts_posed_tool *pt, const ts_aabb_tree *tis, cons
   if (!pt || !pt->tree || !args_ok(tis, x, grow, out, cap)) return 0;
   const src s = {.pt = pt, .tree = pt->tree};
   int err;
-  return descend(&s, tis, x, grow, 0.0, ORDER_TREE, out, cap, stats, &err);
+  return descend(&s, tis, x, grow, 0.0, ORDER_TREE, 0, out, cap, stats, &err);
 }
 
 uint32_t ts_collide_tissue_tris_frame(const ts_obb_tree *tree, const double R[3][3],
@@ -289,7 +405,7 @@ uint32_t ts_collide_tissue_tris_frame(const ts_obb_tree *tree, const double R[3]
     return 0;
   const src s = {.tree = tree, .R = R, .o = o};
   int err;
-  return descend(&s, tis, x, grow, 0.0, ORDER_INDEX, out, cap, stats, &err);
+  return descend(&s, tis, x, grow, 0.0, ORDER_INDEX, 0, out, cap, stats, &err);
 }
 
 uint32_t ts_collide_tissue_tris_box(const ts_obb *box, const ts_aabb_tree *tis,
@@ -298,7 +414,7 @@ uint32_t ts_collide_tissue_tris_box(const ts_obb *box, const ts_aabb_tree *tis,
   if (!box || !args_ok(tis, x, grow, out, cap)) return 0;
   const src s = {.box = box};
   int err;
-  return descend(&s, tis, x, grow, 0.0, ORDER_INDEX, out, cap, stats, &err);
+  return descend(&s, tis, x, grow, 0.0, ORDER_INDEX, 0, out, cap, stats, &err);
 }
 
 uint32_t ts_collide_tissue_tris_wide(ts_posed_tool *pt, const ts_aabb_tree *tis, double grow,
@@ -308,7 +424,7 @@ uint32_t ts_collide_tissue_tris_wide(ts_posed_tool *pt, const ts_aabb_tree *tis,
     return 0;
   const src s = {.pt = pt, .tree = pt->tree};
   int err;
-  const uint32_t n = descend(&s, tis, NULL, grow, tis_grow, ORDER_TREE, out, cap, NULL, &err);
+  const uint32_t n = descend(&s, tis, NULL, grow, tis_grow, ORDER_TREE, 1, out, cap, NULL, &err);
   return err ? UINT32_MAX : n; /* a cut-short walk's superset is in another order */
 }
 
@@ -329,22 +445,31 @@ int ts_collide_tissue_tris_among(ts_posed_tool *pt, const ts_aabb_tree *tis, con
   ts_collide_stats st = {0, 0};
   uint32_t n = 0;
   int err = 0;
-  for (uint32_t j = 0; j < n_among; j++) {
-    const uint32_t k = among[j];
-    if (k >= tis->n_tris) return TS_EINVAL;
-    /* the walk's test at the leaf; its ancestors' boxes hold the leaf's
-     * (each the exact union of its children's), so they pass when it does */
-    const ts_aabb_node *nb = &tis->nodes[tis->leaf[k]];
-    if (root.c[0] - rext[0] > nb->hi[0] || root.c[0] + rext[0] < nb->lo[0] ||
-        root.c[1] - rext[1] > nb->hi[1] || root.c[1] + rext[1] < nb->lo[1] ||
-        root.c[2] - rext[2] > nb->hi[2] || root.c[2] + rext[2] < nb->lo[2])
-      continue;
-    if (!tool_hits(&s, tn, single, &root, rext, grow, nb->lo, nb->hi, tstack, STACK, &st, &err)) {
-      if (err) return TS_ERANGE;
-      continue;
+  double box[BATCH][6];
+  uint32_t tri[BATCH];
+  uint8_t hit[BATCH];
+  /* BATCH of the superset at a time, each in its order */
+  for (uint32_t j0 = 0; j0 < n_among; j0 += BATCH) {
+    const uint32_t j1 = n_among - j0 > BATCH ? j0 + BATCH : n_among;
+    uint32_t m = 0;
+    for (uint32_t j = j0; j < j1; j++) {
+      const uint32_t k = among[j];
+      if (k >= tis->n_tris) return TS_EINVAL;
+      /* the walk's test at the leaf; its ancestors' boxes hold the leaf's
+       * (each the exact union of its children's), so they pass when it does */
+      const ts_aabb_node *nb = &tis->nodes[tis->leaf[k]];
+      if (root.c[0] - rext[0] > nb->hi[0] || root.c[0] + rext[0] < nb->lo[0] ||
+          root.c[1] - rext[1] > nb->hi[1] || root.c[1] + rext[1] < nb->lo[1] ||
+          root.c[2] - rext[2] > nb->hi[2] || root.c[2] + rext[2] < nb->lo[2])
+        continue;
+      memcpy(box[m], nb->lo, sizeof nb->lo);
+      memcpy(box[m] + 3, nb->hi, sizeof nb->hi);
+      tri[m] = k;
+      hit[m++] = 0;
     }
-    if (n < cap) out[n] = k;
-    n++;
+    n = batch_emit(&s, tn, single, &root, rext, grow, (const double (*)[6])box, tri, hit, m, tstack,
+                   STACK, &st, &err, out, cap, n);
+    if (err) return TS_ERANGE;
   }
   *n_out = n;
   return 0;

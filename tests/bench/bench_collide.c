@@ -285,7 +285,11 @@ out:
  * them took it, from mean_planned_triangles) (live_refit_query_us_per_step);
  * the form of before, ts_aabb_tree_refit's pass over the surface nodes at
  * every substep (substep_refit_query_us_per_step). Each form's figure
- * less the prediction's is the collision's share. Each keeps its own
+ * less the prediction's is the collision's share; the live form's is also
+ * timed on its own, from its prediction's end (live_collision_us_per_step:
+ * the difference of two figures each several times larger moved by
+ * hundreds of us between runs on a loaded machine, where this one did not;
+ * it holds one more clock read a substep, about 1.4 us). Each keeps its own
  * tree; their candidate sets must agree (mismatches) and the watched tree
  * stay valid (invalid_trees, checked untimed on the brute-force steps).
  *
@@ -368,6 +372,7 @@ static int live_path(const char *name, const plan *pl, ts_bench_scenario *sc, ts
   if (ts_contact_ws_init(&wl, NULL, nn, nn, nct) || ts_contact_ws_init(&wp, NULL, nn, nn, nct))
     goto out;
   memcpy(xa, t->rest, sizeof *xa * nn);
+  double t_live_coll = 0; /* the live form's refits and candidates alone */
   double t_form[3] = {0, 0, 0}, t_msl = 0, t_msp = 0, t_msf = 0, t_mss = 0, t_mss_full = 0;
   uint32_t mismatches = 0, invalid = 0, ms_mismatches = 0, ms_steps = 0, ms_step_mismatches = 0;
   uint64_t escaped = 0, cand = 0, full_escaped = 0, watch_passes = 0, watch_pts = 0, plan_tris = 0;
@@ -403,6 +408,7 @@ static int live_path(const char *name, const plan *pl, ts_bench_scenario *sc, ts
       for (int q = 0; q < 3; q++) {
         const int form = (q + (int)(k + j)) % 3;
         const double c0 = ts_bench_cpu_s();
+        double c1 = c0;
         int rc = 0;
         if (form == 0) {
           predict(y, (const double (*)[3])xa, (const double (*)[3])xb, nn, s);
@@ -416,6 +422,7 @@ static int live_path(const char *name, const plan *pl, ts_bench_scenario *sc, ts
             predict(y, (const double (*)[3])xa, (const double (*)[3])xb, nn, s);
             moved = most * (s - base_s) * (1.0 + 1e-6);
           }
+          c1 = ts_bench_cpu_s();
           if (moved <= TS_XPBD_TREE_SLACK_DEFAULT) {
             rc = ts_aabb_tree_refit_watched(tl, (const double (*)[3])y);
           } else {
@@ -441,7 +448,9 @@ static int live_path(const char *name, const plan *pl, ts_bench_scenario *sc, ts
           rc = ts_aabb_tree_refit(tp, (const double (*)[3])y);
           if (rc >= 0) rc = ts_contact_begin(&wp, ipt, &a, &b, tp, t->inv_mass, NULL);
         }
-        t_form[form] += ts_bench_cpu_s() - c0;
+        const double c2 = ts_bench_cpu_s();
+        t_form[form] += c2 - c0;
+        if (form == 1) t_live_coll += c2 - c1;
         if (rc < 0 && rc != TS_EFULL) goto out;
         if (form == 1) escaped += tl->stats.escaped;
         if (form == 2) full_escaped += tp->stats.escaped;
@@ -551,6 +560,7 @@ static int live_path(const char *name, const plan *pl, ts_bench_scenario *sc, ts
   ts_bench_line_num(o, "brute_force_us_per_step", n_brute ? t_brute / n_brute * 1e6 : 0);
   if (strcmp(name, "patch-L") == 0) ts_bench_line_num(o, "target", 100);
   ts_bench_line_num(o, "prediction_us_per_step", t_form[0] / n * 1e6);
+  ts_bench_line_num(o, "live_collision_us_per_step", t_live_coll / n * 1e6);
   ts_bench_line_num(o, "xpbd_substeps", nx);
   ts_bench_line_num(o, "mean_escaped_per_substep", full_escaped / (n * nx));
   ts_bench_line_num(o, "watched_mean_escaped_per_substep", escaped / (n * nx));
