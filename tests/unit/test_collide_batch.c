@@ -25,7 +25,7 @@
  * counts fail; with the last, partial batch of the walk not emitted, the
  * grid's counts differ.
  */
-#include <check.h>
+#include "ts_check.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
