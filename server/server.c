@@ -50,13 +50,14 @@ void ts_server_add_session(ts_server *s, ts_session *se) {
 void ts_conn_drop_full(ts_conn *c) {
   if (c->closing) return;
   c->server->clients_dropped++;
-  if (c->session) c->session->clients_dropped++;
-  if (c->session)
+  if (c->session) {
+    c->session->clients_dropped++;
     ts_log_warn("session %u: dropping %s: its output is over the hard limit (%zu bytes queued)",
                 c->session->id, c->peer, c->ops->pending(c));
-  else
+  } else {
     ts_log_warn("dropping %s: its output is over the hard limit (%zu bytes queued)", c->peer,
                 c->ops->pending(c));
+  }
   c->ops->close(c, "output over the hard limit");
 }
 
