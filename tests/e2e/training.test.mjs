@@ -69,10 +69,16 @@ const hook = (page) => page.evaluate(() => {
   };
 });
 
-const waitHook = (page, fn, arg, what, timeout = WAIT_MS) =>
-  page.waitForFunction(fn, arg, { timeout }).catch(async (err) => {
+// Each wait says how long it took (from the test's start, and its own
+// time): the test runs alone in CI and is its longest; this says where.
+const t00 = Date.now();
+const waitHook = async (page, fn, arg, what, timeout = WAIT_MS) => {
+  const t = Date.now();
+  await page.waitForFunction(fn, arg, { timeout }).catch(async (err) => {
     throw new Error(`waiting for ${what}: ${err.message}\nhook: ${JSON.stringify(await hook(page))}`);
   });
+  console.log(`training: ${what}: ${((Date.now() - t) / 1000).toFixed(1)} s (at ${((Date.now() - t00) / 1000).toFixed(1)} s)`);
+};
 
 const toolOf = (h, id) => h.tools.find((t) => t.toolId === id);
 
