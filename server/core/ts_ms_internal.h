@@ -102,6 +102,8 @@ struct ts__ms {
   double ke_prev; /* kinetic energy after the last step */
   uint32_t growth;
   double ke_run0; /* kinetic energy before the current run of growth */
+  double e_run1[2]; /* kinetic and potential energy (ts_massspring_energy)
+                       halfway through the run (ts_ms_diverge.c) */
   uint32_t n_last; /* substeps of the last step */
   double inertia;  /* the inertia scale the history (acc, acc_prev) is in,
                       >= 1 (ts_ms_bounds.c); 1: physical masses */
