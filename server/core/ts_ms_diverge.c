@@ -56,8 +56,9 @@ int ts__ms_health(const ts_tissue *t, struct ts__ms *ms, double *ke_out, double 
     if (ke > TS__KE_FLOOR && ke > TS__GROWTH_RATIO * ms->ke_prev) {
       if (ms->growth == 0) ms->ke_run0 = ms->ke_prev;
       ms->growth++;
-      /* halfway to the test: the total energy, for released (runs this
-       * long are rare; a tool pushing the tissue starts short ones often) */
+      /* halfway to the test: the total energy, for released (at the
+       * middle, not the start, so that the short runs a pushing tool
+       * starts cost no pass over the springs) */
       if (ms->growth == TS__GROWTH_STEPS / 2 &&
           ts_massspring_energy(t, &ms->e_run1[0], &ms->e_run1[1]) != 0)
         ms->e_run1[0] = ms->e_run1[1] = NAN;
