@@ -116,6 +116,9 @@ int ts_session_self_prepare(ts_session_self *ss, ts_tissue *t, struct ts_xpbd *x
     ss->state = TS_SELF_FAILED;
     ss->failures++;
   }
+  /* the mass-spring step's inversion guard under the tools only while the
+   * settle below runs after it (ts_tissue.h) */
+  t->guard_tools_only = !x && ss->state == TS_SELF_ON;
   if (ss->state != TS_SELF_ON) {
     if (ss->state == TS_SELF_OVER_LIMIT) ss->steps_over_limit++;
     if (x) ts_xpbd_set_self_contact(x, NULL, NULL);

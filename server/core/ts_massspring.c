@@ -280,6 +280,7 @@ int ts_massspring_prepare(ts_tissue *t) {
   rc = ts__ms_local_reference(t, ms, d, y); /* the first prepare's bounds */
   free(d);
   free(y);
+  if (!rc) rc = ts__ms_guard_prepare(t, ms); /* frees its own on failure */
   if (rc) {
     free(ms->hot_of);
     free(blk);
@@ -345,6 +346,9 @@ int ts_massspring_step(ts_tissue *t, double dt, ts_tool *tools, int n_tools,
   if (!(ms->wh > 0)) ms->wh = 0;
   ts__ms_handover_rest(t, ms, ms->wh); /* in rest lengths: blended at the same weight */
 
+  /* the inversion guard's prisms for this step, before the substep count
+   * that allows for its stiffness (ts_ms_guard.c) */
+  ts__ms_guard_watch(t, ms);
   double phi, scale;
   double nsub = ts__ms_substep_count(t, ms, dt, &phi, &scale);
   if (!(nsub <= TS__MAX_SUBSTEPS)) return TS_ERANGE;
@@ -404,9 +408,12 @@ int ts_massspring_step(ts_tissue *t, double dt, ts_tool *tools, int n_tools,
   ts__ms_revalidate_contacts(t, ms, pt, slot);
   ms->xv_ok = 0; /* the nodes may have moved since the last step: the first pass fills the rows */
   uint64_t counts[3] = {0, 0, 0};
-  uint32_t fixes = 0;
+  uint32_t fixes = 0, guarded = 0;
+  double xs_step = 0, es_step = 0;
   for (uint32_t k = 0; k < n; k++) {
     ts__ms_spring_rows(t, ms); /* f4 only: the integrators copy it to t->f */
+    xs_step = TS__MAX(xs_step, ms->x_seen), es_step = TS__MAX(es_step, ms->eps_max);
+    guarded += ts__ms_guard_forces(t, ms);
     if (ms->sms)
       ts__ms_integrate_sms(t, ms, h, taylor, pt, slot, counts);
     else
@@ -430,6 +437,9 @@ int ts_massspring_step(ts_tissue *t, double dt, ts_tool *tools, int n_tools,
       ts__ms_contact(t, ms, &pt[j], k == 0 || pt[j].swept);
     }
   }
+  /* the largest strains of the step's evaluations, for the next step's
+   * count (ts_ms_bounds.c), not its last one's */
+  ms->x_seen = xs_step, ms->eps_max = es_step;
   t->h_prev = h;
   ms->n_last = n;
   t->time += dt;
@@ -454,6 +464,7 @@ int ts_massspring_step(ts_tissue *t, double dt, ts_tool *tools, int n_tools,
     stats->max_strain = ms->eps_max;
     stats->min_strain = ms->eps_min;
     stats->strain_limited = fixes;
+    stats->guard_pushes = guarded;
   }
   if (bad) {
     ts_tissue_reset(t);

@@ -84,11 +84,15 @@ typedef struct ts_step_stats {
   double verlet_fraction;  /* of the free-node updates of this step: Verlet, */
   double beeman_fraction;  /* Beeman, */
   double taylor_fraction;  /* Taylor (the first substep after a (re)start) */
-  double max_strain;       /* largest and smallest spring strain at the last */
-  double min_strain;       /* force evaluation */
+  double max_strain;       /* largest spring strain over the step's force
+                              evaluations, */
+  double min_strain;       /* smallest at the last one */
   double stiffening;       /* the factor on the small-strain stiffness that the
                               substep count allowed for (>= 1) */
   uint32_t strain_limited; /* spring corrections made by strain limiting */
+  uint32_t guard_pushes;   /* the inversion guard's forces (ts_ms_guard.c):
+                              corner tetrahedra of the layers' prisms pushed
+                              back from inside out, summed over the substeps */
   double inertia_scale;    /* factor on the inertia this step (1: physical;
                               > 1 only with t->max_substeps, ts_ms_bounds.c) */
   double added_mass;       /* kg of inertia the local mass scaling of a

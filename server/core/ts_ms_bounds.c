@@ -20,8 +20,18 @@
  * stretched spring: the tangent of T = k e^(b eps) (L - L0) is
  * k e^(b eps)(1 + b eps), and its transverse stiffness T/L adds up to
  * eps/(1+eps) of that; so each step takes the largest b eps of the last
- * force evaluation (plus a margin of 1 % strain), phi = e^x (1 + x)
- * (1 + 2 eps), and w^2 phi in the bound. That pairs the most stretched
+ * step's force evaluations (plus a margin of 1 % strain), phi = e^x (1 + x)
+ * (1 + 2 eps), and w^2 phi in the bound. The largest over all its
+ * substeps, not the last one's: a node left ringing at 1-3 m/s after
+ * random tool abuse of the default patch (the column springs through it
+ * at +-30 % strain within a step, near rest at the steps' ends) got the
+ * count of the ends' strains, 6-15 substeps, and the too-long substeps
+ * fed it for as long as it was watched (1 of 18 abuse runs still moving
+ * at 0.7 m/s 1 s after the tool had gone, 6 at 0.8-1.7 m/s with the
+ * inversion guard, ts_ms_guard.c, whose unfolding sets more nodes moving;
+ * twice the count from there let it die out, 1.5 times did not). With the
+ * step's largest, all 18 were at rest (under 0.23 mm/s) within 1 s, with
+ * the guard and without. That pairs the most stretched
  * spring's stiffening with the fastest mode wherever each is: on the liver
  * pressed 2 mm by the default sphere and sagging onto its anchored base,
  * the springs stretched most (20-30 %, x = 1.0-1.5) are at the base while
@@ -115,10 +125,12 @@
  *     measures it on the standard tool path (patch-S, the drag with the
  *     tool 8 mm in, against the physical run's 18-19 substeps): at 4
  *     substeps the scale is 25 and the tool force within 10 % RMS (22 % at
- *     most) of the physical one; at 2, scale 114 to 300 and 47 % RMS; at 1
- *     the scale runs away to 2,000-2,800 (the lagging tissue is stretched
+ *     most) of the physical one; at 2, scale 160 to 545 and 73 % RMS (95 to
+ *     295 and 51 % with the inversion guard off: its stiffness where the
+ *     tool squeezes the layers counts here too, ts_ms_guard.c); at 1 the
+ *     scale runs away to 2,000-4,000 (the lagging tissue is stretched
  *     more, which stiffens it, which needs more inertia) and the tool all
- *     but loses the tissue (94 % RMS). A fixed scale with an allowance
+ *     but loses the tissue (79-94 % RMS). A fixed scale with an allowance
  *     (more substeps past it) would break that loop at the price of the
  *     cap; the cap is kept here because a haptic session needs a bounded
  *     step time;
@@ -428,8 +440,12 @@ double ts__ms_substep_count(const ts_tissue *t, struct ts__ms *ms, double dt, do
   double phi = exp(x) * (1.0 + x) * (1.0 + 2.0 * e);
   double gd = ms->g + t->drag, s = 1.0;
   uint32_t cap = t->max_substeps;
+  /* the inversion guard's stiffness where it watches (ts_ms_guard.c; 0
+   * elsewhere), on top of the springs' (the largest eigenvalue of a sum is
+   * at most the sum of the largest) */
+  const double wg = ms->w2 > 0 && ms->w2_guard > 0 ? ms->w2_guard / ms->w2 : 0.0;
   if (cap > 0) {
-    double req = inertia_needed(ms->w2, gd, phi, dt / cap);
+    double req = inertia_needed(ms->w2, gd, phi + wg, dt / cap);
     double cur = ms->inertia >= 1.0 ? ms->inertia : 1.0;
     if (req > cur)
       cur = req; /* at once: stability */
@@ -457,6 +473,7 @@ double ts__ms_substep_count(const ts_tissue *t, struct ts__ms *ms, double dt, do
     if (loc < w2p) w2p = TS__MAX(loc, ms->w2);
     phi = w2p / ms->w2;
   }
+  if (wg > 0) w2p += ms->w2_guard, phi += wg;
   double h = TS_MASSSPRING_SAFETY * ts__ms_step_bound(w2p / s, gd / s, 1.0);
   *phi_out = phi;
   double need = ceil(dt / h);

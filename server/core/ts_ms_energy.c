@@ -51,6 +51,7 @@ int ts_massspring_energy(const ts_tissue *t, double *kinetic, double *potential)
       pe += term_energy(h->k1, h->b1, h->L0, eps) + term_energy(h->k2, h->b2, h->L0, eps);
     }
   }
+  pe += ts__ms_guard_energy(t, ms); /* the inversion guard's (ts_ms_guard.c) */
   if (kinetic) *kinetic = ke;
   if (potential) *potential = pe;
   return 0;

@@ -14,7 +14,8 @@
  *   ts_ms_local.c      local mass scaling of a refined region;
  *   ts_ms_contact.c    tool contact;
  *   ts_ms_grasp.c      grasper jaws holding nodes;
- *   ts_ms_energy.c     the energies.
+ *   ts_ms_energy.c     the energies;
+ *   ts_ms_guard.c      the inversion guard (layers kept the right way up).
  */
 #ifndef TS_MS_INTERNAL_H
 #define TS_MS_INTERNAL_H
@@ -180,6 +181,11 @@ struct ts__ms {
   /* the jaws tools' grasps (ts_ms_grasp.c), by the caller's index; NULL
    * until a step sees jaws there */
   struct ts__msgrasp *grasp[TS__MAX_STEP_TOOLS];
+  /* the inversion guard (ts_ms_guard.c; NULL: a tissue without layers) and
+   * its share of the largest squared frequency this step (1/s^2; 0 when it
+   * watches nothing) */
+  struct ts__msguard *guard;
+  double w2_guard;
 };
 
 /* A tool as one step sees it (prepared once per step). */
@@ -454,6 +460,19 @@ uint32_t ts__ms_grasp_slots(const struct ts__msgrasp *mg, const uint32_t **out);
 void ts__ms_grasp_release(struct ts__msgrasp *mg);
 uint32_t ts__ms_grasp_held(const struct ts__msgrasp *mg);
 void ts__ms_grasp_free(struct ts__msgrasp *mg);
+
+/* ts_ms_guard.c: the inversion guard's prisms for t (ms->guard; NULL for a
+ * tissue without layered columns): 0 or TS_ENOMEM. */
+int ts__ms_guard_prepare(const ts_tissue *t, struct ts__ms *ms);
+/* At a step's start, before the substep count: the prisms it watches this
+ * step and their stiffness bound (ms->w2_guard). */
+void ts__ms_guard_watch(const ts_tissue *t, struct ts__ms *ms);
+/* Adds the guard's forces at t->x into ms->f4; returns how many corner
+ * tetrahedra it pushed. */
+uint32_t ts__ms_guard_forces(const ts_tissue *t, struct ts__ms *ms);
+/* The guard's stored energy at t->x over the prisms it watches, J. */
+double ts__ms_guard_energy(const ts_tissue *t, const struct ts__ms *ms);
+void ts__ms_guard_free(struct ts__msguard *g);
 
 /* Frees the step's private data (NULL: nothing). */
 void ts__ms_free(struct ts__ms *ms);

@@ -54,6 +54,7 @@ void ts_tissue_copy_settings(ts_tissue *dst, const ts_tissue *src) {
   dst->strain_iterations = src->strain_iterations;
   dst->mass_scaling = src->mass_scaling;
   dst->max_substeps = src->max_substeps;
+  dst->guard_tools_only = src->guard_tools_only;
   dst->local_mass_scaling = src->local_mass_scaling;
   memcpy(dst->lms_ref, src->lms_ref, sizeof dst->lms_ref);
   dst->lms_ref_sheet = src->lms_ref_sheet;

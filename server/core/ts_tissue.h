@@ -158,6 +158,12 @@ typedef struct ts_tissue {
                          drag and external forces keep the physical masses,
                          so statics are unchanged and only the dynamics slow
                          down. 0 (the default): physical masses */
+  int guard_tools_only; /* 1: the mass-spring inversion guard
+                         (ts_ms_guard.c) looks only under the tools, not for
+                         folds elsewhere (a session with self-contact sets it:
+                         its settle after the step and the guard's forces
+                         fight on a fold thrown onto the tissue); 0 (the
+                         default): both */
   int local_mass_scaling; /* 1: local mass scaling of a refined region
                          (ts_ms_local.c): inertia added only to the nodes
                          whose own stability bound a refinement put below

@@ -15,11 +15,15 @@
  * Every step must succeed (no divergence, no reset), every position stay
  * finite and within 10 cm of the patch, every speed under 20 m/s (the
  * proxy's 1 m/s tool cannot push tissue faster than a few times its own
- * speed; the divergence check's runaway bound is 100 m/s). 0.4 s after the
+ * speed; the divergence check's runaway bound is 100 m/s). 1 s after the
  * tool is withdrawn the tissue is at rest (every node under 1 mm/s) and
- * within 10 mm of the tissue settled without a tool: a tool driven through
- * the sheet can leave it folded over (a spring network has reflected
- * equilibria; the printed figure says how far), nothing flies off.
+ * near the tissue settled without a tool: in mass-spring within 10 um (the
+ * wire's quantum), as its inversion guard undoes the folds a tool driven
+ * through the sheet leaves (ts_ms_guard.c: 0.02 um off; with the guard
+ * under the tools alone, without its sweep, the sphere and mesh runs
+ * stayed folded 2 mm off); in XPBD within 10 mm: it can be
+ * left folded over (a spring network has reflected equilibria; the printed
+ * figure says how far, 2.1-2.6 mm), nothing flies off.
  * The proxy itself: bounded travel and turn per step, exact arrival.
  * And mesh tools in the mass-spring step (issue 5): a sphere mesh pressed
  * 4 mm into the patch carries what the anchors do not (tool force =
@@ -54,7 +58,7 @@
  * opening, at every one), after 100 steps of settling instead of 300
  * (gravity alone, the tool parked), and withdraws the tool in 60 steps
  * (the proxy's 1 mm per step lifts it 60 mm, clear of the sheet from
- * wherever the random poses left it) without the 0.4 s of
+ * wherever the random poses left it) without the 1 s of
  * rest after it: at rest and near the untouched twin are figures of the
  * physics, checked by the normal build, and the twin is not stepped.
  * The mesh press runs the mesh tool alone there (the turned mesh and the
@@ -67,7 +71,7 @@
 #else
 #define SETTLE_STEPS 300
 #define RANDOM_STEPS 250
-#define WITHDRAW_STEPS 400
+#define WITHDRAW_STEPS 1000
 #endif
 #define PI 3.14159265358979323846
 
@@ -306,11 +310,12 @@ static void run(int xpbd, int kind, double radius, double length, const ts_obb_t
     for (int k = 0; k < 3; k++) d += pow(w.t->x[i][k] - tx[i][k], 2);
     if (sqrt(d) > dmax) dmax = sqrt(d);
   }
-  printf("%s: %ld abusive steps, fastest node %.3g m/s; 0.4 s after withdrawal fastest %.3g "
+  printf("%s: %ld abusive steps, fastest node %.3g m/s; 1 s after withdrawal fastest %.3g "
          "mm/s, %.3g mm from the untouched tissue\n",
          what, abused, peak, vmax * 1e3, dmax * 1e3);
   ck_assert_msg(vmax < 1e-3, "%s: still moving at %.3g m/s", what, vmax);
-  ck_assert_msg(dmax < 1e-2, "%s: %.3g mm from the untouched tissue", what, dmax * 1e3);
+  const double near = xpbd ? 1e-2 : 1e-5; /* see the top */
+  ck_assert_msg(dmax < near, "%s: %.3g mm from the untouched tissue", what, dmax * 1e3);
   world_free(&w);
 }
 
@@ -420,6 +425,78 @@ START_TEST(test_massspring_deep_hold) {
 }
 END_TEST
 
+/* ---- a press lifted off leaves no fold ---- */
+
+/* The default patch (resolution 17) settled 300 steps; a sphere commanded
+ * depth under the settled top at speed (through the proxy, 200 steps),
+ * then up to 50 mm above (100 steps), then 400 steps of rest; every node
+ * then within 10 um (the wire's quantum) of the patch stepped as long
+ * without a tool. Without the inversion guard (ts_ms_guard.c, its
+ * stiffness set to 0) 34 of 48 such presses (5 and 2 mm spheres, 2 to 7
+ * mm, 0.5 to 3 m/s) left a column folded through, 2.0 to 5.9 mm off
+ * (this test's first case: 2.02 mm); with it none (worst 1.2 um; here
+ * 0.14-0.53 um). The guard's pushes are counted, so that a press it no
+ * longer reaches fails here. */
+static void press_lift(double radius, double depth, double speed, const double (*twin)[3],
+                       uint32_t *pushes) {
+  ts_patch_def pd = ts_default_patch_def();
+  pd.resolution = 17;
+  ts_tissue *t = NULL;
+  ck_assert_int_eq(ts_patch_create(&pd, &t), 0);
+  ts_tool tl = {.kind = TS_TOOL_SPHERE, .radius = radius, .quat = {1, 0, 0, 0}, .jaw = 1};
+  tl.pos[1] = 0.05;
+  ts_step_stats st;
+  for (int i = 0; i < 300; i++) ck_assert_int_eq(ts_massspring_step(t, DT, &tl, 1, &st), 0);
+  double top = 0, bd = INFINITY;
+  for (uint32_t j = 0; j < t->nodes_per_sheet; j++) {
+    const double d = hypot(t->rest[j][0], t->rest[j][2]);
+    if (d < bd) bd = d, top = t->x[j][1];
+  }
+  tl.active = 1;
+  const double id[4] = {1, 0, 0, 0};
+  *pushes = 0;
+  for (int i = 0; i < 700; i++) {
+    const double p[3] = {0, i < 200 ? top + radius - depth : 0.05, 0};
+    ck_assert_int_ge(ts_tool_proxy_follow(&tl, p, id, 1, (i < 300 ? speed : SPEED) * DT), 0);
+    ck_assert_int_eq(ts_massspring_step(t, DT, &tl, 1, &st), 0);
+    *pushes += st.guard_pushes;
+  }
+  double dmax = 0;
+  uint32_t worst = 0;
+  for (uint32_t i = 0; i < t->n_nodes; i++) {
+    const double d = sqrt(pow(t->x[i][0] - twin[i][0], 2) + pow(t->x[i][1] - twin[i][1], 2) +
+                          pow(t->x[i][2] - twin[i][2], 2));
+    if (d > dmax) dmax = d, worst = i;
+  }
+  printf("press %.0f mm sphere %.0f mm deep at %.1f m/s, lifted: %.3g um from the untouched "
+         "patch (node %u), %u guard pushes\n",
+         radius * 1e3, depth * 1e3, speed, dmax * 1e6, worst, *pushes);
+  ck_assert_msg(dmax < 1e-5, "%.0f mm sphere %.0f mm deep at %.1f m/s: node %u %.3g mm off",
+                radius * 1e3, depth * 1e3, speed, worst, dmax * 1e3);
+  ts_tissue_destroy(t);
+}
+
+START_TEST(test_massspring_press_unfolds) {
+  ts_patch_def pd = ts_default_patch_def();
+  pd.resolution = 17;
+  ts_tissue *twin = NULL;
+  ck_assert_int_eq(ts_patch_create(&pd, &twin), 0);
+  ts_tool off = {.kind = TS_TOOL_SPHERE, .radius = 0.005, .quat = {1, 0, 0, 0}};
+  ts_step_stats st;
+  for (int i = 0; i < 1000; i++) ck_assert_int_eq(ts_massspring_step(twin, DT, &off, 1, &st), 0);
+  const double (*tx)[3] = (const double (*)[3])twin->x;
+  static const double cases[][3] = {/* radius, depth, speed */
+                                    {0.005, 0.003, 1.0}, {0.005, 0.005, 1.0}, {0.005, 0.007, 1.0},
+                                    {0.005, 0.004, 3.0}, {0.002, 0.004, 1.0}, {0.002, 0.006, 1.0}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    uint32_t pushes = 0;
+    press_lift(cases[c][0], cases[c][1], cases[c][2], tx, &pushes);
+    ck_assert_msg(pushes > 0, "case %zu: the guard never pushed", c);
+  }
+  ts_tissue_destroy(twin);
+}
+END_TEST
+
 /* ---- mesh tools in the mass-spring step ---- */
 
 /* Presses tool (its centre over the patch's centre) from touching the top
@@ -497,6 +574,11 @@ int main(void) {
   tcase_add_test(tc, test_proxy_bounded);
   tcase_add_test(tc, test_massspring_mesh_press);
   tcase_add_test(tc, test_massspring_deep_hold);
+#ifndef TS_TEST_SANITIZED
+  tcase_add_test(tc, test_massspring_press_unfolds);
+#else
+  (void)test_massspring_press_unfolds; /* figures: the normal build */
+#endif
   suite_add_tcase(s, tc);
   tc = tcase_create("abuse");
   tcase_set_timeout(tc, 600);
