@@ -21,17 +21,7 @@
  * k e^(b eps)(1 + b eps), and its transverse stiffness T/L adds up to
  * eps/(1+eps) of that; so each step takes the largest b eps of the last
  * step's force evaluations (plus a margin of 1 % strain), phi = e^x (1 + x)
- * (1 + 2 eps), and w^2 phi in the bound. The largest over all its
- * substeps, not the last one's: a node left ringing at 1-3 m/s after
- * random tool abuse of the default patch (the column springs through it
- * at +-30 % strain within a step, near rest at the steps' ends) got the
- * count of the ends' strains, 6-15 substeps, and the too-long substeps
- * fed it for as long as it was watched (1 of 18 abuse runs still moving
- * at 0.7 m/s 1 s after the tool had gone, 6 at 0.8-1.7 m/s with the
- * inversion guard, ts_ms_guard.c, whose unfolding sets more nodes moving;
- * twice the count from there let it die out, 1.5 times did not). With the
- * step's largest, all 18 were at rest (under 0.23 mm/s) within 1 s, with
- * the guard and without. That pairs the most stretched
+ * (1 + 2 eps), and w^2 phi in the bound. That pairs the most stretched
  * spring's stiffening with the fastest mode wherever each is: on the liver
  * pressed 2 mm by the default sphere and sagging onto its anchored base,
  * the springs stretched most (20-30 %, x = 1.0-1.5) are at the base while
@@ -46,6 +36,16 @@
  * (their bounds are not Gershgorin rows). The substep is
  * TS_MASSSPRING_SAFETY of it; the count only falls again when the bound
  * allows 25 % more, so that it does not flap (each change restarts the run).
+ * The strains are the largest over all the last step's substeps, not its
+ * last one's: a node left ringing at 1-3 m/s after random tool abuse of
+ * the default patch (the column springs through it at +-30 % strain within
+ * a step, near rest at the steps' ends) got the count of the ends'
+ * strains, 6-15 substeps, and the too-long substeps fed it for as long as
+ * it was watched (1 of 18 abuse runs still moving at 0.7 m/s 1 s after the
+ * tool had gone, 6 at 0.8-1.7 m/s with the inversion guard, ts_ms_guard.c,
+ * whose unfolding sets more nodes moving; twice the count from there let
+ * it die out, 1.5 times did not). With the step's largest, all 18 were at
+ * rest (under 0.23 mm/s) within 1 s, with the guard and without.
  * With selective mass scaling (below) the mass matrix is no longer diagonal
  * and Gershgorin does not apply: w^2 is then the largest eigenvalue of
  * M~^-1 K estimated by 80 power iterations (Rayleigh quotients, from a
