@@ -348,7 +348,7 @@ int ts_massspring_step(ts_tissue *t, double dt, ts_tool *tools, int n_tools,
 
   /* the inversion guard's prisms for this step, before the substep count
    * that allows for its stiffness (ts_ms_guard.c) */
-  ts__ms_guard_watch(t, ms);
+  ts__ms_guard_watch(t, ms, dt);
   double phi, scale;
   double nsub = ts__ms_substep_count(t, ms, dt, &phi, &scale);
   if (!(nsub <= TS__MAX_SUBSTEPS)) return TS_ERANGE;

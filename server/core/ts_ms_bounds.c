@@ -125,10 +125,10 @@
  *     measures it on the standard tool path (patch-S, the drag with the
  *     tool 8 mm in, against the physical run's 18-19 substeps): at 4
  *     substeps the scale is 25 and the tool force within 10 % RMS (22 % at
- *     most) of the physical one; at 2, scale 160 to 545 and 73 % RMS (95 to
- *     295 and 51 % with the inversion guard off: its stiffness where the
- *     tool squeezes the layers counts here too, ts_ms_guard.c); at 1 the
- *     scale runs away to 2,000-4,000 (the lagging tissue is stretched
+ *     most) of the physical one; at 2, scale 97 to 296 and 51 % RMS (the
+ *     inversion guard's stiffness counts here too, ts_ms_guard.c: the same
+ *     with it off); at 1 the
+ *     scale runs away to 1,000-4,800 (the lagging tissue is stretched
  *     more, which stiffens it, which needs more inertia) and the tool all
  *     but loses the tissue (79-94 % RMS). A fixed scale with an allowance
  *     (more substeps past it) would break that loop at the price of the

@@ -464,9 +464,9 @@ void ts__ms_grasp_free(struct ts__msgrasp *mg);
 /* ts_ms_guard.c: the inversion guard's prisms for t (ms->guard; NULL for a
  * tissue without layered columns): 0 or TS_ENOMEM. */
 int ts__ms_guard_prepare(const ts_tissue *t, struct ts__ms *ms);
-/* At a step's start, before the substep count: the prisms it watches this
- * step and their stiffness bound (ms->w2_guard). */
-void ts__ms_guard_watch(const ts_tissue *t, struct ts__ms *ms);
+/* At the start of a step of dt, before the substep count: the prisms it
+ * watches this step and their stiffness bound (ms->w2_guard). */
+void ts__ms_guard_watch(const ts_tissue *t, struct ts__ms *ms, double dt);
 /* Adds the guard's forces at t->x into ms->f4; returns how many corner
  * tetrahedra it pushed. */
 uint32_t ts__ms_guard_forces(const ts_tissue *t, struct ts__ms *ms);

@@ -435,7 +435,7 @@ END_TEST
  * stiffness set to 0) 34 of 48 such presses (5 and 2 mm spheres, 2 to 7
  * mm, 0.5 to 3 m/s) left a column folded through, 2.0 to 5.9 mm off
  * (this test's first case: 2.02 mm); with it none (worst 1.2 um; here
- * 0.14-0.53 um). The guard's pushes are counted, so that a press it no
+ * 0.26-0.61 um). The guard's pushes are counted, so that a press it no
  * longer reaches fails here. */
 static void press_lift(double radius, double depth, double speed, const double (*twin)[3],
                        uint32_t *pushes) {
