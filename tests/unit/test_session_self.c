@@ -18,7 +18,9 @@
  *   - a tissue the pass was not handed (never in the daemon) is not walked
  *     with the old tree: off, TS_SELF_FAILED.
  * The surface counts are checked against a brute count of the patches'
- * contact-triangle nodes.
+ * contact-triangle nodes. While the pass runs (and only then) prepare
+ * sets the tissue's guard_tools_only: the mass-spring inversion guard
+ * looks under the tools only (server/core/ts_ms_guard.c says why).
  */
 #include "ts_check.h"
 #include <stdint.h>
@@ -66,6 +68,7 @@ START_TEST(test_install) {
   ck_assert_int_eq(ts_session_self_create(a, limit, &ss, &ns), 0);
   ck_assert_int_eq(ss->state, TS_SELF_ON);
   ck_assert_int_eq(ts_session_self_prepare(ss, a, NULL), 0);
+  ck_assert_int_eq(a->guard_tools_only, 1); /* the settle runs: the guard under the tools */
 
   /* b over the limit: no tree built, off for b, every step counted */
   ts_aabb_tree *tree = (ts_aabb_tree *)1;
@@ -76,7 +79,9 @@ START_TEST(test_install) {
   ck_assert_int_eq(ss->state, TS_SELF_OVER_LIMIT);
   ck_assert_ptr_null(ss->tree);
   ck_assert_uint_eq(ss->surface_nodes, nb);
+  b->guard_tools_only = 1;
   for (int k = 0; k < 3; k++) ck_assert_int_eq(ts_session_self_prepare(ss, b, NULL), TS_ETOOBIG);
+  ck_assert_int_eq(b->guard_tools_only, 0); /* no settle: the guard's sweep too */
   ck_assert_uint_eq(ss->steps_over_limit, 3);
   ck_assert_uint_eq(ss->failures, 0);
 
@@ -87,6 +92,7 @@ START_TEST(test_install) {
   ck_assert_int_eq(ss->state, TS_SELF_ON);
   ck_assert_ptr_eq(ss->tree, tree);
   ck_assert_int_eq(ts_session_self_prepare(ss, c, NULL), 0);
+  ck_assert_int_eq(c->guard_tools_only, 1);
   ts_session_self_after(ss, c, -1);
   ck_assert_uint_eq(ss->contacts, 0); /* a flat patch at rest touches itself nowhere */
   ck_assert_uint_eq(ss->steps_over_limit, 3);
@@ -100,6 +106,7 @@ START_TEST(test_install) {
   ck_assert_ptr_null(ss->tree);
   ck_assert_uint_eq(ss->failures, 1);
   for (int k = 0; k < 3; k++) ck_assert_int_eq(ts_session_self_prepare(ss, c, NULL), TS_ENOMEM);
+  ck_assert_int_eq(c->guard_tools_only, 0);
   ck_assert_uint_eq(ss->failures, 1);
   ck_assert_uint_eq(ss->steps_over_limit, 3);
 
