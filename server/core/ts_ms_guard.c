@@ -97,7 +97,6 @@ struct ts__msguard {
   uint32_t (*prism)[6]; /* sheet triangle, then the next sheet's */
   double *kappa;        /* per prism: Pa (0: no guard there) */
   double (*v0)[6];      /* per prism: its corner tetrahedra's rest volumes */
-  uint32_t n_col;
   uint32_t *colof;      /* per node: its column (UINT32_MAX: none) */
   uint32_t *cstart;     /* per column + 1: its prisms in cprism[cstart[j]..] */
   uint32_t *cprism;
@@ -151,7 +150,6 @@ int ts__ms_guard_prepare(const ts_tissue *t, struct ts__ms *ms) {
   const uint32_t(*ct)[3] = (const uint32_t(*)[3])ts_tissue_contact_tris(t);
   struct ts__msguard *g = calloc(1, sizeof *g);
   if (!g) return TS_ENOMEM;
-  g->n_col = nc;
   g->colof = malloc(sizeof *g->colof * n);
   g->cstart = calloc((size_t)nc + 1, sizeof *g->cstart);
   g->row = calloc(n, sizeof *g->row);
