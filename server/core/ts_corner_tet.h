@@ -1,6 +1,6 @@
 /*
  * ts_corner_tet.h: the corner tetrahedra of a layered tissue's prism, the
- * measure the mass-spring step's inversion guard holds (ts_ms_guard.c). A
+ * measure the inversion guards hold (ts_fold_guard.h). A
  * prism is a sheet triangle p0 p1 p2 swept to the next sheet's p3 p4 p5;
  * corner tetrahedron k (0..5) is the second triangle with the first's
  * corner k (k < 3), or the first triangle with the second's corner k - 3.

@@ -56,7 +56,11 @@
  *             K = E / (3 (1 - 2 nu)) (energy K (dV)^2 / (2 V0)), on top of
  *             the volume stiffness the springs already give;
  *   contact   C = (distance from the tool's core) - r >= 0, alpha = 0,
- *             lambda >= 0 (a rigid, frictionless tool).
+ *             lambda >= 0 (a rigid, frictionless tool);
+ *   guard     C = V / V0 - 1/4 >= 0 of a corner tetrahedron of a prism
+ *             found inside out where a tool has been, alpha = 1 / (E |V0|)
+ *             (ts_xpbd_guard.c, def.fold_guard), swept after the volume
+ *             constraints.
  * E here is the layer's small-strain modulus (ts_layer.young).
  *
  * Substep count (def.substeps = 0). Gauss-Seidel converges in a few sweeps
@@ -124,6 +128,7 @@ ts_xpbd_def ts_xpbd_default_def(void) {
   d.poisson = 0.45;
   d.compliance = NULL;
   d.tree_slack = TS_XPBD_TREE_SLACK_DEFAULT;
+  d.fold_guard = 1;
   return d;
 }
 
@@ -148,6 +153,7 @@ void ts_xpbd_destroy(ts_xpbd *s) {
   free(s->x_prev);
   free(s->contacts);
   free(s->contact_out);
+  ts__xpbd_guard_free(s);
   free(s);
 }
 
@@ -239,6 +245,10 @@ int ts_xpbd_build(const ts_tissue *t, const ts_xpbd_def *def, ts_xpbd **out) {
       rc = TS_ENOMEM;
       goto fail;
     }
+  }
+  if (def->fold_guard) {
+    rc = ts__xpbd_guard_make(s, t);
+    if (rc) goto fail;
   }
   ts__xpbd_sheets_free(&sh);
   *out = s;

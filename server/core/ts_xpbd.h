@@ -96,6 +96,12 @@ typedef struct ts_xpbd_def {
                                it, capped at half the tree's margin; the
                                tree, candidates and results are those of a
                                full refit every substep, which 0 gives */
+  int fold_guard;           /* nonzero: the inversion guard on a layered
+                               tissue (ts_xpbd_guard.c: prisms found inside
+                               out away from the tools pushed back until
+                               their corner tetrahedra have a quarter of
+                               their rest volume), so that a tool driven
+                               through a layer leaves no fold */
 } ts_xpbd_def;
 
 /* The default tree_slack: a quarter of the default tree margin (0.2 mm,
@@ -120,6 +126,9 @@ typedef struct ts_xpbd_stats {
   double diverged_value;     /* its speed, m/s (TS_DIVERGED_SPEED) */
   uint32_t diverged_substep; /* in which substep (1-based; substeps the step's count) */
   uint32_t self_contacts;    /* self-contact pairs of the last substep (ts_xpbd_set_self_contact) */
+  uint32_t guard_pushes;     /* the inversion guard's corner tetrahedra under a quarter
+                                of their rest volume that it pushed, summed over the
+                                substeps (at each substep's first sweep) */
 } ts_xpbd_stats;
 
 /* One tool contact of the last substep: the force node `node` exerts on
@@ -136,7 +145,8 @@ typedef struct ts_xpbd_contact {
  * for the default patch's first bending mode, the patch's drag), no
  * stiffness damping, no spring dampers (the implicit update already damps
  * the fast modes), the nonlinear law, no bending or volume constraints,
- * nu = 0.45 (soft tissue), compliances from the springs. */
+ * nu = 0.45 (soft tissue), compliances from the springs, the inversion
+ * guard on. */
 ts_xpbd_def ts_xpbd_default_def(void);
 
 /* Builds a solver for tissue t (which it does not keep: the step takes the

@@ -15,13 +15,15 @@
  *   ts_xpbd_sweep.c       the Gauss-Seidel sweeps over the constraints;
  *   ts_xpbd_contact.c     the tools: node-wise contact and the tree-based path;
  *   ts_xpbd_step.c        the step: the substep loop;
- *   ts_xpbd_forces.c      the constraints' forces on the nodes (haptics).
+ *   ts_xpbd_forces.c      the constraints' forces on the nodes (haptics);
+ *   ts_xpbd_guard.c       the inversion guard (layers kept the right way up).
  */
 #ifndef TS_XPBD_INTERNAL_H
 #define TS_XPBD_INTERNAL_H
 
 #include <stdint.h>
 
+#include "ts_fold_guard.h"
 #include "ts_tissue.h"
 #include "ts_tool.h"
 #include "ts_self_contact.h"
@@ -106,6 +108,18 @@ struct ts_xpbd {
   ts_aabb_tree *self_tree;
 
   ts__prev_tool prev[TS__MAX_TOOLS];
+
+  /* the inversion guard (ts_xpbd_guard.c; NULL: a tissue without layers or
+   * def.fold_guard 0): its prisms and list, the multipliers of the listed
+   * prisms' corner tetrahedra (6 a prism, in list order), the nodes near
+   * the tools at the end of this step (touched, for the next one), and
+   * those of the last step's end (near_list, and a mark per node), whose
+   * prisms the guard leaves to the tools */
+  ts_fold_guard *guard;
+  double *lam_g;
+  uint32_t *touched, *near_list;
+  uint32_t n_touched, n_near;
+  uint8_t *near;
 };
 
 /* A sphere or capsule tool (ts_tool) as one step sees it. */
@@ -228,6 +242,25 @@ void ts__xpbd_plan_posed(ts_aabb_tree *tree, ts_xpbd_tool *pt, int n, uint32_t k
                          int rb, double slack);
 void ts__xpbd_sweep_posed(ts_xpbd *s, ts_tissue *t, ts_xpbd_tool *pt, int n, int sweep,
                           const double *hdepth, double wh);
+
+/* ---- the inversion guard (ts_xpbd_guard.c) ---- */
+
+/* Its prisms for t (s->guard stays NULL for a tissue without layers):
+ * 0 or TS_ENOMEM (the caller frees with ts__xpbd_guard_free). */
+int ts__xpbd_guard_make(ts_xpbd *s, const ts_tissue *t);
+void ts__xpbd_guard_free(ts_xpbd *s);
+/* A node near a tool at the step's end (a contact candidate, a held
+ * node), which the next step's guard leaves alone. */
+void ts__xpbd_guard_touch(ts_xpbd *s, uint32_t node);
+/* The step's list at t->x, and its nodes near the tools (the ones noted
+ * since the last call); returns the list's length. */
+uint32_t ts__xpbd_guard_watch(ts_xpbd *s, const ts_tissue *t);
+/* Lists nothing (the tissue was reset). */
+void ts__xpbd_guard_forget(ts_xpbd *s);
+/* One sweep over the listed corner tetrahedra of the prisms with no node
+ * near a tool (first: the substep's first sweep, which starts the
+ * multipliers at 0); returns how many were under r_min. */
+uint32_t ts__xpbd_sweep_guard(ts_xpbd *s, ts_tissue *t, double ih2, int first);
 
 /* Why a step went bad (ts_xpbd_diverge.c): the first node found. */
 typedef struct ts__xpbd_why {

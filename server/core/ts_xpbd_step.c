@@ -116,6 +116,10 @@ int ts_xpbd_step_posed(ts_xpbd *s, ts_tissue *t, double dt, ts_tool *tools, int 
   double (*restrict xp)[3] = s->x_prev;
   const double *restrict im = t->inv_mass;
 
+  /* the inversion guard's prisms for this step (ts_xpbd_guard.c) */
+  ts__xpbd_guard_watch(s, t);
+  uint32_t guard_pushes = 0;
+
   memset(s->sum_d, 0, sizeof *s->sum_d * s->n_springs);
   if (s->n_bend) memset(s->sum_b, 0, sizeof *s->sum_b * s->n_bend);
   if (s->n_vol) memset(s->sum_v, 0, sizeof *s->sum_v * s->n_vol);
@@ -200,6 +204,10 @@ int ts_xpbd_step_posed(ts_xpbd *s, ts_tissue *t, double dt, ts_tool *tools, int 
       residual = ts__xpbd_sweep_distance(s, t);
       if (s->n_bend) ts__xpbd_sweep_bending(s, t, ih2, bh);
       if (s->n_vol) ts__xpbd_sweep_volume(s, t, ih2, bh);
+      if (s->guard) {
+        const uint32_t gp = ts__xpbd_sweep_guard(s, t, ih2, it == 0);
+        if (it == 0) guard_pushes += gp;
+      }
       if (s->n_contacts) ts__xpbd_sweep_contacts(s, t, pt, hdepth, wh);
       if (n_posed)
         ts__xpbd_sweep_posed(s, t, posed, n_posed, it == 0 ? TS_CONTACT_SWEEP : TS_CONTACT_SWEEP_THIN,
@@ -282,6 +290,7 @@ int ts_xpbd_step_posed(ts_xpbd *s, ts_tissue *t, double dt, ts_tool *tools, int 
   }
   if (bad) {
     ts_tissue_reset(t);
+    ts__xpbd_guard_forget(s);
     memset(s->sum_d, 0, sizeof *s->sum_d * s->n_springs);
     memset(s->tension, 0, sizeof *s->tension * s->n_springs);
     if (s->n_bend) memset(s->sum_b, 0, sizeof *s->sum_b * s->n_bend);
@@ -311,6 +320,18 @@ int ts_xpbd_step_posed(ts_xpbd *s, ts_tissue *t, double dt, ts_tool *tools, int 
     return TS_EDIVERGED;
   }
 
+  /* the nodes near the tools now (the last substep's contact candidates
+   * and held nodes): the next step's guard leaves their prisms to them */
+  if (s->guard) {
+    for (uint32_t j = 0; j < s->n_contacts; j++) ts__xpbd_guard_touch(s, s->contacts[j].node);
+    for (int q = 0; q < n_posed; q++) {
+      const ts_contact_ws *cw = posed[q].contact;
+      for (uint32_t i = 0; i < cw->n; i++) ts__xpbd_guard_touch(s, cw->v[i].node);
+      if (posed[q].grasp)
+        for (uint32_t i = 0; i < posed[q].grasp->n; i++) ts__xpbd_guard_touch(s, posed[q].grasp->node[i]);
+    }
+  }
+
   /* mean forces over the substeps: lambda / h^2 each */
   s->force_scale = ih2 / nsub;
   for (uint32_t j = 0; j < s->n_springs; j++)
@@ -336,6 +357,7 @@ int ts_xpbd_step_posed(ts_xpbd *s, ts_tissue *t, double dt, ts_tool *tools, int 
     stats->kinetic_energy = ke;
     stats->residual = residual;
     stats->self_contacts = s->self ? s->self->n : 0;
+    stats->guard_pushes = guard_pushes;
   }
   return 0;
 }
