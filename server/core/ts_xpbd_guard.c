@@ -26,8 +26,9 @@
  * the rigid contact projection and the guard fought over a tool thinner
  * than the triangles (test_contact's tunnel: a 1 mm capsule pushed 20 mm
  * into patch-S had six top-sheet nodes slip round its core and left one
- * 0.14 mm inside it; with kappa at 0.1 or 0.5 times the modulus, and r_min 0
- * to 0.25, the step diverged or nodes slipped likewise), and where a guard
+ * 0.14 mm inside it; kappa 0.1 to 4 times the modulus and r_min 0 to 0.25
+ * slipped nodes likewise or made the step diverge: kappa 0.1, 0.25 and 0.5
+ * at r_min 0.25, 0.25 at 0.05, 4 at 0), and where a guard
  * holds a tool's nodes still, the tool does not feel the guard's push
  * (its force fell from 1.82 N to 0.35 N there). t->guard_tools_only (a
  * session with self-contact, ts_tissue.h) turns the guard off.
@@ -73,15 +74,20 @@ void ts__xpbd_guard_free(ts_xpbd *s) {
   s->near = NULL;
 }
 
+/* near[i]: bit 0 near a tool this step (at the end of the last), bit 1
+ * noted at this step's end; each node is noted once, so the lists hold at
+ * most n_nodes whatever the tools' candidates overlap. */
 void ts__xpbd_guard_touch(ts_xpbd *s, uint32_t node) {
-  if (s->guard && s->n_touched < s->n_nodes && node < s->n_nodes) s->touched[s->n_touched++] = node;
+  if (!s->guard || node >= s->n_nodes || (s->near[node] & 2)) return;
+  s->near[node] |= 2;
+  s->touched[s->n_touched++] = node;
 }
 
 uint32_t ts__xpbd_guard_watch(ts_xpbd *s, const ts_tissue *t) {
   if (!s->guard) return 0;
   /* the nodes near the tools at the end of the last step are this step's
    * near ones */
-  for (uint32_t a = 0; a < s->n_near; a++) s->near[s->near_list[a]] = 0;
+  for (uint32_t a = 0; a < s->n_near; a++) s->near[s->near_list[a]] &= (uint8_t)~1u;
   uint32_t *swap = s->near_list;
   s->near_list = s->touched, s->n_near = s->n_touched;
   s->touched = swap, s->n_touched = 0;
@@ -113,7 +119,7 @@ uint32_t ts__xpbd_sweep_guard(ts_xpbd *s, ts_tissue *t, double ih2, int first) {
   for (uint32_t a = 0; a < g->n_on; a++) {
     const uint32_t q = g->on[a];
     int by_tool = 0;
-    for (int k = 0; k < 6; k++) by_tool |= near[g->prism[q][k]];
+    for (int k = 0; k < 6; k++) by_tool |= near[g->prism[q][k]] & 1;
     if (by_tool) continue;
     for (int k = 0; k < 6; k++) {
       uint32_t idx[4];
