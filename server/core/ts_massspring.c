@@ -53,6 +53,7 @@ static void limit_blocks(const ts_tissue *t, struct ts__ms *ms) {
       ms->blk_first[nb] = first + s0, ms->blk_n[nb] = m;
       ms->blk_hi_min[nb] = hi, ms->blk_lo_max[nb] = lo, ms->blk_il_max[nb] = il;
       ms->blk_eps_max[nb] = INFINITY, ms->blk_eps_min[nb] = -INFINITY; /* not evaluated yet */
+      ms->blk_x_max[nb] = INFINITY;
     }
     first += cls[q];
   }
@@ -127,7 +128,7 @@ int ts_massspring_prepare(ts_tissue *t) {
   /* strain limiting's blocks (ts_ms_internal.h): at most ns / TS__BLK + 3 */
   size_t nb = (size_t)ns / TS__BLK + 3;
   size_t off_blk = (off_u32 + (2 * sizeof(uint32_t) + 1) * n + 63) & ~(size_t)63;
-  size_t off_blk32 = off_blk + sizeof(double) * 5 * nb;
+  size_t off_blk32 = off_blk + sizeof(double) * 6 * nb;
   size_t total = off_blk32 + sizeof(uint32_t) * (2 * nb + 2 * (size_t)ns);
   unsigned char *blk = aligned_alloc(64, (total + 63) & ~(size_t)63);
   if (!blk) return TS_ENOMEM;
@@ -167,7 +168,7 @@ int ts_massspring_prepare(ts_tissue *t) {
   ms->ctool = (uint8_t *)(ms->col + n);
   double *bd = (double *)(blk + off_blk);
   ms->blk_hi_min = bd, ms->blk_lo_max = bd + nb, ms->blk_il_max = bd + 2 * nb;
-  ms->blk_eps_max = bd + 3 * nb, ms->blk_eps_min = bd + 4 * nb;
+  ms->blk_eps_max = bd + 3 * nb, ms->blk_eps_min = bd + 4 * nb, ms->blk_x_max = bd + 5 * nb;
   ms->blk_first = (uint32_t *)(blk + off_blk32);
   ms->blk_n = ms->blk_first + nb;
   ms->hlim = ms->blk_n + nb;

@@ -168,6 +168,30 @@
  * division); -fno-trapping-math on this file (21-28 % slower); a
  * 32-entry table exponential with a degree-5 polynomial (GCC 12 would not
  * vectorise its lookup: twice as slow).
+ * The short exponential. The exponentials still cost 22 % of the loop
+ * (the loop alone on a settled patch-S, a profiling driver, best of 10
+ * rounds of 200 passes: 3.27-3.31 ns a spring with them replaced by
+ * 1 + y, 4.22-4.26 with them), and the law alone (no gather, no scatter)
+ * is half of it, so they are not hidden behind the memory work. Most
+ * blocks' b eps are small (patch-S pressed 8 mm by the sphere: the largest
+ * of 67 % of its blocks is under 1/16, of 88 % under 1/8; resting, 99 %
+ * under 1/16), where e^y needs no range reduction: a block whose largest b
+ * eps at the last pass (ms->blk_x_max) was under 1/16 takes
+ * ts_exp_spring_small (degree 7 about 1/16, valid to 1/8: 16 operations
+ * against 28), and is done again with ts_exp_spring when a lane turns out
+ * past 1/8. The choice is the block's, made alike on every path (they
+ * still agree bit for bit), and the law still holds to the tolerances of
+ * test_ms_forces (test_forces_short_exponential). The loop alone (as
+ * above, main's build and this one alternated): 4.11-4.14 ns a spring
+ * before, 3.89-3.91 after; a capped patch-S step (the profiling driver of
+ * ts_ms_integrate.c, best of 4): 475 to 457 us resting, 497 to 486 us
+ * pressed. Tried and dropped: the force loop over runs of springs with
+ * consecutive ends (a0 + j, b0 + j) reading the nodes from per-component
+ * arrays with no index and no transpose, the runs sorted first in each
+ * class: 3.8 ns a run spring against 4.2 ns through the gathers, but only
+ * 67 % of patch-S's springs form runs of 16 (its quads' diagonals
+ * alternate), the rest lost their node order, and the component arrays
+ * had to be kept beside the rows: the whole loop 4.35 ns against 4.11.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -242,6 +266,53 @@ gather(const uint32_t *restrict ia, const uint32_t *restrict ib, uint32_t m,
   }
 }
 
+/* The spring law over one block of TS__BLK springs from hot record h0 on,
+ * lane by lane (a loop the compiler vectorises; one spring alone is a long
+ * dependent chain: division, the polynomials): from the lengths len and the
+ * dampers' dot products dvd, the tension over length fs, the strains eps and
+ * (terms > 0) the largest b eps xx. small: by ts_exp_spring_small; returns
+ * 1 when some b eps is past its range (the results are then not to be
+ * used), 0 otherwise. */
+static inline __attribute__((always_inline)) int
+law(const ts__soa *restrict sp, uint32_t h0, const double *restrict len,
+    const double *restrict dvd, double *restrict fs, double *restrict eps, double *restrict xx,
+    const int terms, const int small) {
+  /* the constants straight from their arrays (padded by TS__BLK records
+   * at the end, so that a last short block reads within them) */
+  const double *restrict L0 = sp->L0 + h0, *restrict iL0 = sp->iL0 + h0;
+  const double *restrict k1 = sp->k1 + h0, *restrict b1 = sp->b1 + h0;
+  const double *restrict k2 = sp->k2 + h0, *restrict b2 = sp->b2 + h0;
+  const double *restrict c = sp->c + h0;
+  for (uint32_t j = 0; j < TS__BLK; j++) {
+    /* max and min as compares: GCC 12 vectorises them into masked blends
+     * (fewer operations than the (a + b +- |a - b|) / 2 forms of before,
+     * which gave the same results except past the cap, where
+     * y - (y - 700) may round off 700) */
+    const double l = len[j], il = 1.0 / l;
+    const double e = l - L0[j], ep0 = e * iL0[j];
+    const double ep = ep0 > 0 ? ep0 : 0.0; /* max(eps, 0) */
+    eps[j] = ep0;
+    double kk = k1[j];
+    if (terms > 0) {
+      const double y1 = b1[j] * ep, y2 = terms > 1 ? b2[j] * ep : 0.0;
+      xx[j] = y1 > y2 ? y1 : y2;
+      if (small) {
+        kk = k1[j] * ts_exp_spring_small(y1);
+        if (terms > 1) kk += k2[j] * ts_exp_spring_small(y2);
+      } else {
+        kk = k1[j] * ts_exp_spring(y1 < 700.0 ? y1 : 700.0);
+        if (terms > 1) kk += k2[j] * ts_exp_spring(y2 < 700.0 ? y2 : 700.0);
+      }
+    }
+    /* tension over length: k'(eps) (L - L0) plus the damper's c dL/dt */
+    fs[j] = (kk * e + c[j] * dvd[j] * il) * il;
+  }
+  if (!small || terms == 0) return 0;
+  int64_t past = 0; /* an integer reduction: vectorised, where a max would not be */
+  for (uint32_t j = 0; j < TS__BLK; j++) past |= xx[j] > 0.125;
+  return past != 0;
+}
+
 /* Spring and damper forces of one class of springs (terms = its number of
  * exponential terms), added into f4. Springs go in blocks of TS__BLK: the
  * gathers and the scatter work on whole node rows (xv: (x, 0, v, 0) per
@@ -258,7 +329,7 @@ gather(const uint32_t *restrict ia, const uint32_t *restrict ib, uint32_t m,
 static inline __attribute__((always_inline)) void
 spring_class(const ts__soa *restrict sp, uint32_t first, uint32_t n,
              const double (*restrict xv)[8], double (*restrict f4)[4], const int terms,
-             double *restrict bmax, double *restrict bmin, ts__strain *st) {
+             double *restrict bmax, double *restrict bmin, double *restrict bxm, ts__strain *st) {
   double xm = st->x_max, em = st->eps_max, en = st->eps_min;
   const uint32_t *restrict ia = sp->a + first, *restrict ib = sp->b + first;
   /* node a's force, kept in registers over the run of springs from a (the
@@ -276,39 +347,20 @@ spring_class(const ts__soa *restrict sp, uint32_t first, uint32_t n,
       gather(ia + s1, ib + s1, m1, sp->L0 + first + s1, xv, &gb[q ^ 1]);
     }
     ts__gath *restrict g = &gb[q];
-    /* the constants straight from their arrays (padded by TS__BLK records
-     * at the end, so that a last short block reads within them) */
-    const double *restrict L0 = sp->L0 + first + s0, *restrict iL0 = sp->iL0 + first + s0;
-    const double *restrict k1 = sp->k1 + first + s0, *restrict b1 = sp->b1 + first + s0;
-    const double *restrict k2 = sp->k2 + first + s0, *restrict b2 = sp->b2 + first + s0;
-    const double *restrict c = sp->c + first + s0;
     double *restrict len = g->len;
-    const double *restrict dvd = g->dvd;
     double fs[TS__BLK], eps[TS__BLK], xx[TS__BLK];
     /* square roots on their own (the file is compiled without errno for
      * math functions, server/core/CMakeLists.txt, or sqrt() would stay
      * scalar) */
     for (uint32_t j = 0; j < TS__BLK; j++) len[j] = sqrt(len[j]);
-    for (uint32_t j = 0; j < TS__BLK; j++) {
-      /* max and min as compares: GCC 12 vectorises them into masked blends
-       * (fewer operations than the (a + b +- |a - b|) / 2 forms of before,
-       * which gave the same results except past the cap, where
-       * y - (y - 700) may round off 700) */
-      const double l = len[j], il = 1.0 / l;
-      const double e = l - L0[j], ep0 = e * iL0[j];
-      const double ep = ep0 > 0 ? ep0 : 0.0; /* max(eps, 0) */
-      eps[j] = ep0;
-      double kk = k1[j];
-      if (terms > 0) {
-        const double y1 = b1[j] * ep, y2 = terms > 1 ? b2[j] * ep : 0.0;
-        xx[j] = y1 > y2 ? y1 : y2;
-        kk = k1[j] * ts_exp_spring(y1 < 700.0 ? y1 : 700.0);
-        if (terms > 1) kk += k2[j] * ts_exp_spring(y2 < 700.0 ? y2 : 700.0);
-      }
-      /* tension over length: k'(eps) (L - L0) plus the damper's c dL/dt */
-      fs[j] = (kk * e + c[j] * dvd[j] * il) * il;
-    }
-    double bx = -INFINITY, bn = INFINITY; /* the block's (strain limiting's) */
+    /* the short exponential where the block's largest b eps at the last
+     * pass (bxm, INFINITY before the first) was half its range or less;
+     * the block again with the full one when some lane is found past it */
+    const uint32_t h0 = first + s0;
+    if (terms == 0 || !(bxm[s0 / TS__BLK] <= 0.0625) ||
+        law(sp, h0, len, g->dvd, fs, eps, xx, terms, 1))
+      law(sp, h0, len, g->dvd, fs, eps, xx, terms, 0);
+    double bx = -INFINITY, bn = INFINITY, bxx = 0; /* the block's (strain limiting's, bxm's) */
     for (uint32_t j = 0; j < m; j++) { /* scatter, and the strain extremes */
       const uint32_t a = ia[s0 + j], b = ib[s0 + j];
       const ts__v4 fv = g->dr[j] * fs[j];
@@ -320,9 +372,11 @@ spring_class(const ts__soa *restrict sp, uint32_t first, uint32_t n,
       *(ts__v4 *)f4[b] -= fv;
       bx = TS__MAX(bx, eps[j]);
       bn = TS__MIN(bn, eps[j]);
-      if (terms > 0) xm = TS__MAX(xm, xx[j]);
+      if (terms > 0) bxx = TS__MAX(bxx, xx[j]);
     }
+    xm = TS__MAX(xm, bxx);
     bmax[s0 / TS__BLK] = bx, bmin[s0 / TS__BLK] = bn;
+    if (terms > 0) bxm[s0 / TS__BLK] = bxx;
     em = TS__MAX(em, bx), en = TS__MIN(en, bn);
   }
   if (n > 0) *(ts__v4 *)f4[ca] = fa;
@@ -336,7 +390,7 @@ static inline __attribute__((always_inline)) void
 forces_all(const ts__soa *sp, uint32_t n_lin, uint32_t n_one, uint32_t n_two, uint32_t n_nodes,
            const double (*x)[3], const double (*v)[3], double (*restrict xv)[8],
            double (*restrict f4)[4], double (*f)[3], double *bmax, double *bmin, ts__strain *st,
-           int zero, const uint32_t *fresh, uint32_t n_fresh) {
+           int zero, const uint32_t *fresh, uint32_t n_fresh, double *bxm) {
   if (!fresh) {
     for (uint32_t i = 0; i < n_nodes; i++) { /* the rows the gathers read */
       xv[i][0] = x[i][0], xv[i][1] = x[i][1], xv[i][2] = x[i][2], xv[i][3] = 0;
@@ -352,10 +406,11 @@ forces_all(const ts__soa *sp, uint32_t n_lin, uint32_t n_one, uint32_t n_two, ui
   if (zero)
     for (uint32_t i = 0; i < n_nodes; i++) f4[i][0] = f4[i][1] = f4[i][2] = f4[i][3] = 0;
   const uint32_t b1 = (n_lin + TS__BLK - 1) / TS__BLK, b2 = b1 + (n_one + TS__BLK - 1) / TS__BLK;
-  spring_class(sp, 0, n_lin, (const double (*)[8])xv, f4, 0, bmax, bmin, st);
-  spring_class(sp, n_lin, n_one, (const double (*)[8])xv, f4, 1, bmax + b1, bmin + b1, st);
-  spring_class(sp, n_lin + n_one, n_two, (const double (*)[8])xv, f4, 2, bmax + b2, bmin + b2,
+  spring_class(sp, 0, n_lin, (const double (*)[8])xv, f4, 0, bmax, bmin, bxm, st);
+  spring_class(sp, n_lin, n_one, (const double (*)[8])xv, f4, 1, bmax + b1, bmin + b1, bxm + b1,
                st);
+  spring_class(sp, n_lin + n_one, n_two, (const double (*)[8])xv, f4, 2, bmax + b2, bmin + b2,
+               bxm + b2, st);
   if (f)
     for (uint32_t i = 0; i < n_nodes; i++) f[i][0] = f4[i][0], f[i][1] = f4[i][1], f[i][2] = f4[i][2];
 }
@@ -364,9 +419,9 @@ forces_all(const ts__soa *sp, uint32_t n_lin, uint32_t n_one, uint32_t n_two, ui
   const ts__soa *sp, uint32_t n_lin, uint32_t n_one, uint32_t n_two, uint32_t n_nodes,     \
       const double(*x)[3], const double(*v)[3], double(*restrict xv)[8],                   \
       double(*restrict f4)[4], double(*f)[3], double *bmax, double *bmin, ts__strain *st, \
-      int zero, const uint32_t *fresh, uint32_t n_fresh
+      int zero, const uint32_t *fresh, uint32_t n_fresh, double *bxm
 #define TS__FORCES_PASS                                                                    \
-  sp, n_lin, n_one, n_two, n_nodes, x, v, xv, f4, f, bmax, bmin, st, zero, fresh, n_fresh
+  sp, n_lin, n_one, n_two, n_nodes, x, v, xv, f4, f, bmax, bmin, st, zero, fresh, n_fresh, bxm
 
 /* The paths (TS__MS_PATH_*, ts_ms_internal.h): the loop built for AVX-512
  * (AVX512F, 8 lanes), for AVX2 (4 lanes) and for the baseline (SSE2's 2)
@@ -422,6 +477,7 @@ static void spring_forces(ts_tissue *t, struct ts__ms *ms, double (*f)[3], int p
   double (*xv)[8] = ms->xv, (*f4)[4] = ms->f4, *bmax = ms->blk_eps_max, *bmin = ms->blk_eps_min;
   const int zero = !ms->f4_zero;
   const uint32_t *fresh = keep && ms->xv_ok ? ms->clist : NULL, n_fresh = ms->n_clist;
+  double *bxm = ms->blk_x_max;
   switch (path_of(path)) {
 #ifdef TS__X86_PATHS
   case TS__MS_PATH_AVX512: forces_avx512(TS__FORCES_PASS); break;

@@ -82,6 +82,20 @@
  * 10-16 % slower on uniform branches, 4 % at 45 % Verlet; t->f written
  * with non-temporal stores: no change. Multiplying by 1/6 and 1/3 instead
  * of Beeman's divisions gave 6 % of the integrator, but rounds differently.
+ * The update without reloads (same results bit for bit): the node's new x
+ * and v kept in locals (the row was filled by 16-byte loads straddling two
+ * 8-byte stores just made, which cannot be forwarded: perf put 19 % of the
+ * integrator's samples on one such load), the arrays of t read once a pass
+ * (the store of the branch byte may alias t, so every pointer was reloaded
+ * at each node), the branch counts and the move in registers. A capped
+ * patch-S step (a profiling driver: settled, one substep, the sphere on the
+ * standard path; main's build and this one alternated, best of 4 to 6
+ * runs, load under 1): 521 to 481 us resting, 559 to 503 us with the path
+ * run at four times its speed (5 % of the nodes on Beeman's branch); the
+ * integrator 29 % of the step before, 24 % after. Tried and dropped: the
+ * branch test's diagonal (1 / iw + beta above + beta below) precomputed
+ * per slot (no change: the division is off the critical path), software
+ * prefetches 24 nodes ahead in the update (1 % slower).
  */
 
 #include <math.h>
@@ -170,70 +184,87 @@ static inline int reaction(ts_tissue *t, const struct ts__ms *ms, uint32_t i, do
   return stuck;
 }
 
+/* The per-node state the updates write, as local pointers: read from t
+ * once a pass instead of after every store (a store of the branch byte may
+ * alias t itself, so GCC reloaded every pointer of t at each node). */
+typedef struct ts__nst {
+  double (*restrict x)[3], (*restrict xp)[3], (*restrict v)[3];
+  double (*restrict acc)[3], (*restrict accp)[3];
+  uint8_t *restrict branch;
+} ts__nst;
+
+static inline ts__nst node_state(ts_tissue *t) {
+  ts__nst n = {t->x, t->x_prev, t->v, t->acc, t->acc_prev, t->branch};
+  return n;
+}
+
 /* The update of free node i with its acceleration an of this substep;
  * beeman: the branch test's verdict (|F_k - F_(k-1)| > mu). Returns the
- * branch taken. */
-static inline int node_update(ts_tissue *restrict t, uint32_t i, const double an[3], int taylor,
-                              int beeman, double h, double *restrict row) {
-  double *restrict x = t->x[i], *restrict xp = t->x_prev[i], *restrict v = t->v[i];
-  double *restrict acc = t->acc[i], *restrict accp = t->acc_prev[i];
+ * branch taken; *m2 gets |x_(k+1) - x_k|^2, how far it moved (m^2). The
+ * new x and v are kept in locals and written once: GCC paired the row's
+ * reads of x and v into 16-byte loads over two 8-byte stores just made,
+ * which the store buffer cannot forward (perf put 19 % of the
+ * integrator's samples on one of them). */
+static inline int node_update(const ts__nst *restrict ns, uint32_t i, const double an[3],
+                              int taylor, int beeman, double h, double *restrict row,
+                              double *restrict m2) {
+  double *restrict x = ns->x[i], *restrict xp = ns->xp[i], *restrict v = ns->v[i];
+  double *restrict acc = ns->acc[i], *restrict accp = ns->accp[i];
   const double h2 = h * h;
+  double xn[3], vn[3];
   int br;
   if (taylor) {
     for (int c = 0; c < 3; c++) {
-      double xn = x[c] + h * v[c] + 0.5 * h2 * an[c];
-      v[c] += h * an[c];
-      xp[c] = x[c];
-      x[c] = xn;
+      xn[c] = x[c] + h * v[c] + 0.5 * h2 * an[c];
+      vn[c] = v[c] + h * an[c];
       accp[c] = an[c];
     }
     br = TS_BRANCH_TAYLOR;
   } else if (beeman) {
-    if (t->branch[i] == TS_BRANCH_VERLET) /* Verlet's v is the central
-      difference at t_(k-1): bring it to t_k, second order, before Beeman's
-      formulas use it */
-      for (int c = 0; c < 3; c++) v[c] += 0.5 * h * (acc[c] + an[c]);
+    const int was_verlet = ns->branch[i] == TS_BRANCH_VERLET;
     for (int c = 0; c < 3; c++) {
-      double xn = x[c] + h * v[c] + h2 * (4.0 * an[c] - acc[c]) / 6.0;
-      v[c] += 0.5 * h * (3.0 * an[c] - acc[c]); /* predicted; corrected next substep */
-      xp[c] = x[c];
-      x[c] = xn;
+      double vc = v[c];
+      if (was_verlet) /* Verlet's v is the central difference at t_(k-1):
+        bring it to t_k, second order, before Beeman's formulas use it */
+        vc += 0.5 * h * (acc[c] + an[c]);
+      xn[c] = x[c] + h * vc + h2 * (4.0 * an[c] - acc[c]) / 6.0;
+      vn[c] = vc + 0.5 * h * (3.0 * an[c] - acc[c]); /* predicted; corrected next substep */
       accp[c] = acc[c];
     }
     br = TS_BRANCH_BEEMAN;
   } else {
     const double i2h = 0.5 / h;
     for (int c = 0; c < 3; c++) {
-      double xn = 2.0 * x[c] - xp[c] + an[c] * h2;
-      v[c] = (xn - xp[c]) * i2h;
-      xp[c] = x[c];
-      x[c] = xn;
+      xn[c] = 2.0 * x[c] - xp[c] + an[c] * h2;
+      vn[c] = (xn[c] - xp[c]) * i2h;
       accp[c] = acc[c];
     }
     br = TS_BRANCH_VERLET;
   }
-  for (int c = 0; c < 3; c++) acc[c] = an[c];
+  double d[3];
+  for (int c = 0; c < 3; c++) {
+    d[c] = xn[c] - x[c];
+    xp[c] = x[c];
+    x[c] = xn[c];
+    v[c] = vn[c];
+    acc[c] = an[c];
+  }
+  *m2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
   /* the force loop's row of the node (x, 0, v, 0; ms->xv_ok): its lanes 3
    * and 7 stay the zeros of the loop's fill */
-  row[0] = x[0], row[1] = x[1], row[2] = x[2];
-  row[4] = v[0], row[5] = v[1], row[6] = v[2];
-  t->branch[i] = (uint8_t)br;
+  row[0] = xn[0], row[1] = xn[1], row[2] = xn[2];
+  row[4] = vn[0], row[5] = vn[1], row[6] = vn[2];
+  ns->branch[i] = (uint8_t)br;
   return br;
-}
-
-/* |x - x_prev|^2 of node i after its update: how far it moved, m^2. */
-static inline double moved2(const ts_tissue *t, uint32_t i) {
-  const double *x = t->x[i], *xp = t->x_prev[i];
-  const double d0 = x[0] - xp[0], d1 = x[1] - xp[1], d2 = x[2] - xp[2];
-  return d0 * d0 + d1 * d1 + d2 * d2;
 }
 
 /* Beeman's v_k for a node that took Beeman's step last substep, now that
  * a_k is known: the predicted velocity plus h (a_k - 2 a_(k-1) + a_(k-2)) / 3. */
-static inline void beeman_correct(ts_tissue *t, uint32_t i, const double an[3], double h) {
-  if (t->branch[i] != TS_BRANCH_BEEMAN) return;
+static inline void beeman_correct(const ts__nst *restrict ns, uint32_t i, const double an[3],
+                                  double h) {
+  if (ns->branch[i] != TS_BRANCH_BEEMAN) return;
   for (int c = 0; c < 3; c++)
-    t->v[i][c] += h * (an[c] - 2.0 * t->acc[i][c] + t->acc_prev[i][c]) / 3.0;
+    ns->v[i][c] += h * (an[c] - 2.0 * ns->acc[i][c] + ns->accp[i][c]) / 3.0;
 }
 
 /* One substep of the hybrid integrator for every free node, with the
@@ -249,6 +280,7 @@ void ts__ms_integrate(ts_tissue *t, struct ts__ms *ms, double h, int taylor, ts_
   const double drag = t->drag, mu = t->beeman_threshold;
   const double is = 1.0 / ms->inertia; /* inertia scaling: exactly 1 when off */
   double move2 = 0;
+  uint64_t cnt[3] = {0, 0, 0};
   for (uint32_t i = 0; i < t->n_nodes; i++) {
     f[i][0] = f4[i][0], f[i][1] = f4[i][1], f[i][2] = f4[i][2]; /* as in integrate_sms */
     f4[i][0] = f4[i][1] = f4[i][2] = f4[i][3] = 0;
@@ -262,16 +294,19 @@ void ts__ms_integrate(ts_tissue *t, struct ts__ms *ms, double h, int taylor, ts_
     int stuck = reaction(t, ms, i, an, pt, slot, w, h);
     for (int c = 0; c < 3; c++) an[c] *= w;
     int beeman = 0;
+    const ts__nst ns = node_state(t); /* after reaction(), which writes through t */
     if (!taylor) {
-      beeman_correct(t, i, an, h);
+      beeman_correct(&ns, i, an, h);
       double d0 = an[0] - t->acc[i][0], d1 = an[1] - t->acc[i][1], d2 = an[2] - t->acc[i][2];
       double lim = mu * w; /* |dF| > mu  <=>  |da| > mu / m */
       /* a node that static friction holds takes Verlet's update */
       beeman = !stuck && d0 * d0 + d1 * d1 + d2 * d2 > lim * lim;
     }
-    counts[node_update(t, i, an, taylor, beeman, h, ms->xv[i])]++;
-    move2 = TS__MAX(move2, moved2(t, i));
+    double m2;
+    cnt[node_update(&ns, i, an, taylor, beeman, h, ms->xv[i], &m2)]++;
+    move2 = TS__MAX(move2, m2);
   }
+  for (int b = 0; b < 3; b++) counts[b] += cnt[b];
   ms->f4_zero = 1;
   ms->move2 = move2;
 }
@@ -435,34 +470,41 @@ integrate_sms(ts_tissue *t, struct ts__ms *ms, double h, int taylor, ts__ptool *
     }
   }
   double move2 = 0;
+  uint64_t cnt[3] = {0, 0, 0};
+  const ts__nst ns = node_state(t);
+  const double *restrict beta = ms->beta;
+  const uint8_t *restrict ctool = ms->ctool;
+  double (*restrict xv)[8] = ms->xv;
   for (uint32_t s = 0; s < S; s++) {
     for (uint32_t k = s * nv; k < (s + 1) * nv; k++) {
       const uint32_t i = NODE(k);
       if (!(im[i] > 0)) continue;
       int beeman = 0;
-      if (!taylor && (ms->ctool[i] & TS__STUCK)) { /* held by static friction: Verlet */
-        beeman_correct(t, i, an[i], h);
+      if (!taylor && (ctool[i] & TS__STUCK)) { /* held by static friction: Verlet */
+        beeman_correct(&ns, i, an[i], h);
       } else if (!taylor) {
         /* dF = M~ da, row i: (m + beta_up + beta_down) da_i - beta_up da_above
          * - beta_down da_below, da = 0 on anchored nodes */
-        double bu = s > 0 ? ms->beta[k - nv] : 0.0, bd = ms->beta[k];
+        double bu = s > 0 ? beta[k - nv] : 0.0, bd = beta[k];
         const uint32_t ia = s > 0 ? NODE(k - nv) : i, ib = s + 1 < S ? NODE(k + nv) : i;
         double dm = 1.0 / iw[i] + bu + bd, df2 = 0;
         for (int c = 0; c < 3; c++) {
-          double da = an[i][c] - t->acc[i][c];
+          double da = an[i][c] - ns.acc[i][c];
           /* the node above is updated already: its a_(k-1) is in acc_prev */
-          double dup = s > 0 && im[ia] > 0 ? an[ia][c] - t->acc_prev[ia][c] : 0.0;
-          double ddn = s + 1 < S && im[ib] > 0 ? an[ib][c] - t->acc[ib][c] : 0.0;
+          double dup = s > 0 && im[ia] > 0 ? an[ia][c] - ns.accp[ia][c] : 0.0;
+          double ddn = s + 1 < S && im[ib] > 0 ? an[ib][c] - ns.acc[ib][c] : 0.0;
           double dfc = dm * da - bu * dup - bd * ddn;
           df2 += dfc * dfc;
         }
-        beeman_correct(t, i, an[i], h);
+        beeman_correct(&ns, i, an[i], h);
         beeman = df2 * s2 > mu2; /* the force change under the scaled inertia */
       }
-      counts[node_update(t, i, an[i], taylor, beeman, h, ms->xv[i])]++;
-      move2 = TS__MAX(move2, moved2(t, i));
+      double m2;
+      cnt[node_update(&ns, i, an[i], taylor, beeman, h, xv[i], &m2)]++;
+      move2 = TS__MAX(move2, m2);
     }
   }
+  for (int b = 0; b < 3; b++) counts[b] += cnt[b];
   if (whole) ms->f4_zero = 1;
   ms->move2 = move2;
 }

@@ -89,6 +89,10 @@ struct ts__ms {
   uint32_t *blk_first, *blk_n;
   double *blk_hi_min, *blk_lo_max, *blk_il_max;
   double *blk_eps_max, *blk_eps_min;
+  /* and the largest b eps of its springs at the last force evaluation
+   * (INFINITY before the first), from which the force loop chooses the
+   * block's exponential (ts_ms_forces.c) */
+  double *blk_x_max;
   uint32_t *hlim;  /* per hot spring: its index in lim, UINT32_MAX for none */
   uint32_t *cand;  /* scratch of n_springs entries */
   double move2;   /* the largest |x_(k+1) - x_k|^2 of the last update, m^2 */

@@ -62,6 +62,21 @@ START_TEST(test_exp_spring_bound) {
 }
 END_TEST
 
+/* The short exponential of blocks of small strains (ts_material.h) against
+ * expl over its range [0, 1/8]: 1e-14 relative (its truncation error is
+ * 6.2e-15), and not exp() itself. */
+START_TEST(test_exp_spring_small_bound) {
+  long double wl = 0;
+  for (int i = 0; i <= 200000; i++) {
+    const double x = 0.125 * i / 200000.0;
+    long double r = fabsl(ts_exp_spring_small(x) / expl((long double)x) - 1);
+    if (r > wl) wl = r;
+  }
+  ck_assert_msg(wl <= 1e-14L, "ts_exp_spring_small: relative error %.3Lg against expl", wl);
+  ck_assert_msg(wl > 1e-16L, "ts_exp_spring_small: %.3Lg: exp() itself?", wl);
+}
+END_TEST
+
 enum { N_PAIRS = 150, N_STAR = 40 };
 
 /* The law's force on node a of spring s (N, long double), and its scale
@@ -155,18 +170,16 @@ static ts_tissue *random_tissue(void) {
  * plus a few roundings) plus 1e-14 of k' L + |damper| (L - L0 and the
  * velocity term come from differences of positions known to a few ulp of
  * L); the strain extremes to 1e-14 relative (a length and a division). */
-START_TEST(test_forces_against_law) {
-  const uint32_t ns = N_PAIRS + 2 * N_STAR, nn = 2 * N_PAIRS + N_STAR + 1;
-  ts_tissue *t = random_tissue();
-  for (uint32_t i = 0; i < nn; i++) t->f[i][0] = t->f[i][1] = t->f[i][2] = 1e9; /* overwritten */
-  ts__ms_spring_forces(t, t->ms);
-
+/* t->f against the law, spring by spring (see test_forces_against_law for
+ * the tolerances); returns the number of springs whose b eps passed 700. */
+static int check_law(ts_tissue *t) {
+  const uint32_t ns = t->n_springs, nn = t->n_nodes;
   long double (*want)[3] = calloc(nn, sizeof *want);
   double *tol = calloc(nn, sizeof *tol);
   ck_assert_ptr_nonnull(want);
   ck_assert_ptr_nonnull(tol);
   double eps_max = 0, eps_min = 0, x_max = 0;
-  int capped = 0, classes[3] = {0, 0, 0};
+  int capped = 0;
   for (uint32_t s = 0; s < ns; s++) {
     const ts_spring *sp = &t->springs[s];
     long double F[3];
@@ -177,23 +190,79 @@ START_TEST(test_forces_against_law) {
     tol[sp->b] += 3e-14 * tens + 1e-14 * scale;
     eps_max = fmax(eps_max, eps), eps_min = fmin(eps_min, eps), x_max = fmax(x_max, xs);
     capped += xs > 700;
-    ts__hs h;
-    classes[ts__ms_hot_spring(sp, &h)]++;
   }
-  ck_assert_int_eq(capped, 1);
-  ck_assert_int_gt(classes[0], 10);
-  ck_assert_int_gt(classes[1], 10);
-  ck_assert_int_gt(classes[2], 10);
   for (uint32_t i = 0; i < nn; i++)
     for (int c = 0; c < 3; c++)
       ck_assert_msg(fabsl(t->f[i][c] - want[i][c]) <= tol[i],
                     "node %u axis %d: force %.17g N, law %.17Lg N (tolerance %.3g)", i, c,
                     t->f[i][c], want[i][c], tol[i]);
-  ck_assert_double_eq_tol(t->ms->eps_max, eps_max, 1e-14 * fabs(eps_max));
-  ck_assert_double_eq_tol(t->ms->eps_min, eps_min, 1e-14 * fabs(eps_min));
-  ck_assert_double_eq_tol(t->ms->x_seen, x_max, 1e-14 * x_max);
+  /* the strains to 1e-14 relative and a few ulp of L / L0 (small strains
+   * are a difference of lengths) */
+  ck_assert_double_eq_tol(t->ms->eps_max, eps_max, 1e-14 * fabs(eps_max) + 1e-15);
+  ck_assert_double_eq_tol(t->ms->eps_min, eps_min, 1e-14 * fabs(eps_min) + 1e-15);
+  ck_assert_double_eq_tol(t->ms->x_seen, x_max, 1e-14 * x_max + 1e-15 * t->ms->b_max);
   free(want);
   free(tol);
+  return capped;
+}
+
+START_TEST(test_forces_against_law) {
+  const uint32_t ns = N_PAIRS + 2 * N_STAR, nn = 2 * N_PAIRS + N_STAR + 1;
+  ts_tissue *t = random_tissue();
+  for (uint32_t i = 0; i < nn; i++) t->f[i][0] = t->f[i][1] = t->f[i][2] = 1e9; /* overwritten */
+  ts__ms_spring_forces(t, t->ms);
+  int classes[3] = {0, 0, 0};
+  for (uint32_t s = 0; s < ns; s++) {
+    ts__hs h;
+    classes[ts__ms_hot_spring(&t->springs[s], &h)]++;
+  }
+  ck_assert_int_gt(classes[0], 10);
+  ck_assert_int_gt(classes[1], 10);
+  ck_assert_int_gt(classes[2], 10);
+  ck_assert_int_eq(check_law(t), 1);
+  ts_tissue_destroy(t);
+}
+END_TEST
+
+/* The blocks' exponential (ts_ms_forces.c): a block whose strains at the
+ * last pass were small takes the short one (ts_exp_spring_small), and is
+ * done again with the full one when a lane turns out past its range.
+ * First every block is told its largest b eps was zero, on springs
+ * stretched far past that range: the check must send them all back to the
+ * full exponential (checked to fail: without it node 4 has 66.8 N against
+ * the law's 71.5 N, tolerance 5e-12 N). Then the springs are set to rest lengths
+ * that leave every b eps within 0.06, so that the second pass takes the
+ * short one: its forces hold to the same tolerances, and differ in the
+ * last bits from the first pass's (the other polynomial did run). */
+START_TEST(test_forces_short_exponential) {
+  ts_tissue *t = random_tissue();
+  struct ts__ms *ms = t->ms;
+  for (uint32_t k = 0; k < ms->n_blk; k++) ms->blk_x_max[k] = 0;
+  ts__ms_spring_forces(t, ms);
+  ck_assert_int_eq(check_law(t), 1);
+  ts_tissue_destroy(t);
+
+  t = random_tissue();
+  uint64_t sd = 99;
+  for (uint32_t s = 0; s < t->n_springs; s++) { /* strains within 0.06 / b */
+    ts_spring *sp = &t->springs[s];
+    double L = 0;
+    for (int c = 0; c < 3; c++) L += (t->x[sp->b][c] - t->x[sp->a][c]) * (t->x[sp->b][c] - t->x[sp->a][c]);
+    const double b = fmax(fmax(sp->b1, sp->b2), 1.0);
+    sp->rest = sqrt(L) / (1.0 + (0.06 * rnd(&sd) - 0.02) / b);
+  }
+  ck_assert_int_eq(ts_massspring_prepare(t), 0);
+  const uint32_t nn = t->n_nodes;
+  double (*f1)[3] = malloc(sizeof *f1 * nn);
+  ck_assert_ptr_nonnull(f1);
+  ts__ms_spring_forces(t, t->ms); /* the first pass: no record, the full exponential */
+  ck_assert_int_eq(check_law(t), 0);
+  memcpy(f1, t->f, sizeof *f1 * nn);
+  ck_assert_double_le(t->ms->x_seen, 0.0625);
+  ts__ms_spring_forces(t, t->ms); /* the second: the short one */
+  ck_assert_int_eq(check_law(t), 0);
+  ck_assert_int_ne(memcmp(f1, t->f, sizeof *f1 * nn), 0);
+  free(f1);
   ts_tissue_destroy(t);
 }
 END_TEST
@@ -342,6 +411,11 @@ static void paths_agree(ts_tissue *t, const char *what) {
   double (*f0)[3] = malloc(sizeof *f0 * n), *bx = malloc(sizeof *bx * (nb + 1) * 2);
   ck_assert_ptr_nonnull(f0);
   ck_assert_ptr_nonnull(bx);
+  /* each path starts from the same record of the last pass's block
+   * strains, from which the loop chooses each block's exponential */
+  double *rec = malloc(sizeof *rec * (nb + 1));
+  ck_assert_ptr_nonnull(rec);
+  memcpy(rec, ms->blk_eps_max, sizeof *rec * nb);
   ts__ms_spring_forces_path(t, ms, TS__MS_PATH_BASE);
   memcpy(f0, t->f, sizeof *f0 * n);
   memcpy(bx, ms->blk_eps_max, sizeof *bx * nb);
@@ -359,6 +433,7 @@ static void paths_agree(ts_tissue *t, const char *what) {
       continue;
     }
     for (uint32_t i = 0; i < n; i++) t->f[i][0] = t->f[i][1] = t->f[i][2] = 1e9; /* overwritten */
+    memcpy(ms->blk_eps_max, rec, sizeof *rec * nb);
     ts__ms_spring_forces_path(t, ms, paths[p]);
     for (uint32_t i = 0; i < n; i++)
       for (int c = 0; c < 3; c++)
@@ -373,6 +448,7 @@ static void paths_agree(ts_tissue *t, const char *what) {
   }
   free(f0);
   free(bx);
+  free(rec);
 }
 
 START_TEST(test_paths_agree) {
@@ -398,7 +474,9 @@ static Suite *ms_forces_suite(void) {
   Suite *s = suite_create("ms_forces");
   TCase *tc = tcase_create("law");
   tcase_add_test(tc, test_exp_spring_bound);
+  tcase_add_test(tc, test_exp_spring_small_bound);
   tcase_add_test(tc, test_forces_against_law);
+  tcase_add_test(tc, test_forces_short_exponential);
   tcase_add_test(tc, test_step_forces_rows);
   tcase_add_test(tc, test_step_rows_kept);
   tcase_add_test(tc, test_paths_agree);
