@@ -297,7 +297,7 @@ void ts__ms_integrate(ts_tissue *t, struct ts__ms *ms, double h, int taylor, ts_
     const ts__nst ns = node_state(t); /* after reaction(), which writes through t */
     if (!taylor) {
       beeman_correct(&ns, i, an, h);
-      double d0 = an[0] - t->acc[i][0], d1 = an[1] - t->acc[i][1], d2 = an[2] - t->acc[i][2];
+      double d0 = an[0] - ns.acc[i][0], d1 = an[1] - ns.acc[i][1], d2 = an[2] - ns.acc[i][2];
       double lim = mu * w; /* |dF| > mu  <=>  |da| > mu / m */
       /* a node that static friction holds takes Verlet's update */
       beeman = !stuck && d0 * d0 + d1 * d1 + d2 * d2 > lim * lim;
