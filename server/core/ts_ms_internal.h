@@ -263,7 +263,8 @@ void ts__ms_handover_rest(const ts_tissue *t, struct ts__ms *ms, double w);
 
 /* t->f = the spring and damper forces at (t->x, t->v); records the strain
  * extremes in ms (x_seen, eps_max, eps_min, and per block blk_eps_max,
- * blk_eps_min). */
+ * blk_eps_min, blk_x_max; the last also chooses each block's exponential
+ * at the next evaluation). */
 void ts__ms_spring_forces(ts_tissue *t, struct ts__ms *ms);
 
 /* The force loop's builds (ts_ms_forces.c): the best this CPU has (what
