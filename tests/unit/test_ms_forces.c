@@ -247,7 +247,10 @@ START_TEST(test_forces_short_exponential) {
   for (uint32_t s = 0; s < t->n_springs; s++) { /* strains within 0.06 / b */
     ts_spring *sp = &t->springs[s];
     double L = 0;
-    for (int c = 0; c < 3; c++) L += (t->x[sp->b][c] - t->x[sp->a][c]) * (t->x[sp->b][c] - t->x[sp->a][c]);
+    for (int c = 0; c < 3; c++) {
+      const double d = t->x[sp->b][c] - t->x[sp->a][c];
+      L += d * d;
+    }
     const double b = fmax(fmax(sp->b1, sp->b2), 1.0);
     sp->rest = sqrt(L) / (1.0 + (0.06 * rnd(&sd) - 0.02) / b);
   }
@@ -411,11 +414,11 @@ static void paths_agree(ts_tissue *t, const char *what) {
   double (*f0)[3] = malloc(sizeof *f0 * n), *bx = malloc(sizeof *bx * (nb + 1) * 2);
   ck_assert_ptr_nonnull(f0);
   ck_assert_ptr_nonnull(bx);
-  /* each path starts from the same record of the last pass's block
-   * strains, from which the loop chooses each block's exponential */
+  /* each path starts from the same record of the last pass's largest b
+   * eps per block, from which the loop chooses each block's exponential */
   double *rec = malloc(sizeof *rec * (nb + 1));
   ck_assert_ptr_nonnull(rec);
-  memcpy(rec, ms->blk_eps_max, sizeof *rec * nb);
+  memcpy(rec, ms->blk_x_max, sizeof *rec * nb);
   ts__ms_spring_forces_path(t, ms, TS__MS_PATH_BASE);
   memcpy(f0, t->f, sizeof *f0 * n);
   memcpy(bx, ms->blk_eps_max, sizeof *bx * nb);
@@ -433,7 +436,7 @@ static void paths_agree(ts_tissue *t, const char *what) {
       continue;
     }
     for (uint32_t i = 0; i < n; i++) t->f[i][0] = t->f[i][1] = t->f[i][2] = 1e9; /* overwritten */
-    memcpy(ms->blk_eps_max, rec, sizeof *rec * nb);
+    memcpy(ms->blk_x_max, rec, sizeof *rec * nb);
     ts__ms_spring_forces_path(t, ms, paths[p]);
     for (uint32_t i = 0; i < n; i++)
       for (int c = 0; c < 3; c++)
