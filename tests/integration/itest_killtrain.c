@@ -18,6 +18,8 @@
  *   progress on the k-th TrainingProgress message (k uniform in 1..P, P the
  *            calibration's count of messages before done);
  *   done     on the done TrainingProgress (the model is committed by then).
+ * The first three rounds take the three kinds in that order (so that every
+ * run checks a kill at done), the others one drawn at random.
  * The phase a kill landed in is "before done" (no done message had arrived)
  * or "at done". Then, with no process on the file, the test opens the
  * SQLite file itself and checks:
@@ -338,7 +340,9 @@ int main(void) {
   int before = 0, at_done = 0, before_new = 0, exited = 0;
   int mode_count[3] = {0, 0, 0};
   for (int r = 1; r <= ROUNDS && !failures; r++) {
-    int mode = (int)(next_rand() % 3); /* 0 delay, 1 progress, 2 done */
+    /* 0 delay, 1 progress, 2 done; each of them once in the first three
+     * rounds, so that a run always has a kill at done to check */
+    const int drawn = (int)(next_rand() % 3), mode = r <= 3 ? r - 1 : drawn;
     long long delay = (long long)(next_rand() % (uint64_t)(t_train * 3 / 2 + 1));
     int k = 1 + (int)(next_rand() % (uint64_t)(p_cal > 0 ? p_cal : 1));
     if (prepare(&d, &c, &sid)) break;
@@ -368,6 +372,9 @@ int main(void) {
            done ? "at done" : "before done", prev, now);
     prev = now;
   }
+
+  /* the rounds of mode done make the at-done checks above run */
+  if (!failures) CHECK(at_done >= 1, "no kill landed at done in %d rounds", ROUNDS);
 
   /* an unkilled daemon lists what the file holds */
   if (!failures && prepare(&d, &c, &sid) == 0) {

@@ -149,7 +149,6 @@ test('a pose pressing the centre moves the top centre vertex down by more than 1
     await sleep(16);
   }
   pose(goal);
-  const pressedAt = Date.now();
 
   let lowest = y0;
   try {
@@ -165,7 +164,9 @@ test('a pose pressing the centre moves the top centre vertex down by more than 1
   }
   const dent = y0 - lowest;
   assert.ok(dent > 0.001, 'dent ' + dent);
-  assert.ok(dent < 0.02, 'dent ' + dent + ' is plausible');
+  // the sphere's lowest point is 6 mm below the rest surface: the vertex under
+  // it cannot go deeper than that and the contact's allowance (0.5 mm, with room)
+  assert.ok(dent < 0.0065, 'dent ' + dent + ' deeper than the tool reaches');
 
   // The frames report our tool where we put it, with the last pose applied
   // and a reaction force pushing it up.
@@ -178,9 +179,6 @@ test('a pose pressing the centre moves the top centre vertex down by more than 1
   assert.ok(Math.abs(tool.position.y - goal) < 1e-4, `tool y ${tool.position.y} vs ${goal}`);
   assert.ok(Math.abs(tool.radius - RADIUS) < 1e-6, 'tool radius ' + tool.radius);
   assert.ok(tool.force && tool.force.y > 0, 'upward reaction force: ' + JSON.stringify(tool.force));
-  // bounds for a functional wait, not a speed figure: a loaded 2-core machine
-  // runs the physics behind real time (3 s and 6 s failed 1 run in 10 at load 15)
-  assert.ok(Date.now() - pressedAt < 20000);
 
   // Lift the tool again so later tests start from rest.
   pose(y0 + 0.02);

@@ -622,9 +622,14 @@ START_TEST(test_sphere_press) {
     if (t->inv_mass[i] == 0)
       for (int k = 0; k < 3; k++) ck_assert(t->x[i][k] == t->rest[i][k]);
   for (int k = 0; k < 3; k++) ck_assert(isfinite(tool.force[k]));
-  ck_assert_msg(tool.force[1] > 1e-3 && tool.force[1] < 1.0, "Fy %.6g N", tool.force[1]);
-  ck_assert(fabs(tool.force[0]) < 0.2 * tool.force[1]);
-  ck_assert(fabs(tool.force[2]) < 0.2 * tool.force[1]);
+  /* measured 0.0494 N (2026-12-04): a change of the law or the contact by a
+   * fifth either way shows here; the balance below checks it to 0.1 % */
+  ck_assert_msg(tool.force[1] > 0.04 && tool.force[1] < 0.06, "Fy %.6g N", tool.force[1]);
+  /* the patch, its diagonals and the sphere are symmetric about both
+   * vertical planes through the centre: the sideways force is rounding
+   * (measured 1e-14 and 4e-14 of Fy) */
+  ck_assert_msg(fabs(tool.force[0]) < 1e-9 * tool.force[1], "Fx %.3g N", tool.force[0]);
+  ck_assert_msg(fabs(tool.force[2]) < 1e-9 * tool.force[1], "Fz %.3g N", tool.force[2]);
   ck_assert_uint_ge(tool.contacts, 4);
   ck_assert_uint_eq(st.contacts, tool.contacts);
   /* no node of the tissue is left inside the tool */

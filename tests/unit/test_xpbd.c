@@ -562,9 +562,13 @@ static void press_and_check(uint32_t resolution, double radius, double depth_max
   double disp = y0 - t->x[c][1];
   ck_assert_msg(disp >= 0.5 * depth_max && disp <= depth_max + 1e-4, "centre moved %.4g m", disp);
   ck_assert_uint_eq(inverted_prisms(t), 0);
-  ck_assert_msg(tool.force[1] > 1e-3 && tool.force[1] < 1.0, "Fy %.6g N", tool.force[1]);
-  ck_assert(fabs(tool.force[0]) < 0.1 * tool.force[1]);
-  ck_assert(fabs(tool.force[2]) < 0.1 * tool.force[1]);
+  /* measured 0.0642-0.0653 N over this file's three presses (2026-12-04):
+   * a change of the constraints or the contact by a quarter shows here */
+  ck_assert_msg(tool.force[1] > 0.049 && tool.force[1] < 0.081, "Fy %.6g N", tool.force[1]);
+  /* the patch is symmetric about the press, but the constraints' sweep
+   * order is not: the sideways force measured 0.03-0.41 % of Fy; 2 % */
+  ck_assert_msg(fabs(tool.force[0]) < 0.02 * tool.force[1], "Fx %.3g N", tool.force[0]);
+  ck_assert_msg(fabs(tool.force[2]) < 0.02 * tool.force[1], "Fz %.3g N", tool.force[2]);
   ck_assert_uint_ge(tool.contacts, min_contacts);
   ck_assert_uint_eq(st.contacts, tool.contacts);
   ck_assert_uint_eq(st.contacts_dropped, 0);
