@@ -139,7 +139,9 @@ static void grasp_and_pull(int solver) {
   }
   const double back = w.centre_y - y0;
   printf("grasp (%s): %.3f mm after letting go\n", what, back * 1e3);
-  ck_assert_msg(fabs(back) < 0.2 * lifted, "%s: still %.3g mm up after opening", what,
+  /* measured under 0.5 um back of 4.56 (XPBD) and 5.00 mm (mass-spring)
+   * lifted, 2026-12-04; 5 % as the unit test (test_ms_grasp) */
+  ck_assert_msg(fabs(back) < 0.05 * lifted, "%s: still %.3g mm up after opening", what,
                 back * 1e3);
 
   tc_close(c);
