@@ -401,7 +401,10 @@ static void press(double mu) {
   printf("press mu %.2g: tool (%.6g %.6g %.6g) N, anchors+weight (%.6g %.6g %.6g) N, %u contacts\n",
          mu, r.tool.force[0], r.tool.force[1], r.tool.force[2], R[0] + M * t->gravity[0],
          R[1] + M * t->gravity[1], R[2] + M * t->gravity[2], r.tool.contacts);
-  ck_assert(r.tool.force[1] > 1e-3 && r.tool.force[1] < 1.0);
+  /* measured 0.06475-0.06476 N with and without friction (2026-12-04): a
+   * change of the response by a quarter shows here; the balance below
+   * checks it to 1 % */
+  ck_assert_msg(r.tool.force[1] > 0.049 && r.tool.force[1] < 0.081, "Fy %.6g N", r.tool.force[1]);
   for (int k = 0; k < 3; k++) {
     double want = R[k] + M * t->gravity[k];
     ck_assert_msg(fabs(r.tool.force[k] - want) <= 0.01 * r.tool.force[1],

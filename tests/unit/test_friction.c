@@ -192,7 +192,9 @@ static void stick_slip(int xpbd) {
   const double N0 = tl->force[1];
   printf("%s: cube pressed %.1f mm: N %.5g N, T (%.3g %.3g) N, %u contacts\n", what,
          DEPTH * 1e3, N0, tl->force[0], tl->force[2], tl->contacts);
-  ck_assert_msg(N0 > 0.01 && N0 < 5, "%s: normal reaction %.6g N", what, N0);
+  /* measured 0.0638 (XPBD) to 0.0650 N (2026-12-04); a change by a quarter
+   * shows here */
+  ck_assert_msg(N0 > 0.049 && N0 < 0.081, "%s: normal reaction %.6g N", what, N0);
   /* stick */
   drag(&s, STICK, 50);
   double worst = 0, tv_hold = 0;

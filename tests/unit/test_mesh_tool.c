@@ -292,7 +292,11 @@ static double press(const ts_tool_shape_def *sd, const char *what) {
          what, r.tool.force[0], r.tool.force[1], r.tool.force[2], R[0] + M * t->gravity[0],
          R[1] + M * t->gravity[1], R[2] + M * t->gravity[2], r.tool.contacts);
   ck_assert_uint_ge(r.tool.contacts, 4);
-  ck_assert(r.tool.force[1] > 1e-3 && r.tool.force[1] < 1.0);
+  /* measured 0.06470 N (the sphere as a mesh) and 0.06476 N (exact),
+   * 2026-12-04: a change by a quarter shows here; the balance below checks
+   * it to 1 % */
+  ck_assert_msg(r.tool.force[1] > 0.049 && r.tool.force[1] < 0.081, "%s: Fy %.6g N", what,
+                r.tool.force[1]);
   for (int k = 0; k < 3; k++) {
     double want = R[k] + M * t->gravity[k];
     ck_assert_msg(fabs(r.tool.force[k] - want) <= 0.01 * r.tool.force[1],
