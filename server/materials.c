@@ -434,7 +434,10 @@ int ts_materials_fit_samples(ts_storage *st, const char *tissue, const char *lay
                              const char *direction, const char *name, const ts_samples *s,
                              ts_material *out, ts_expfit *fit, char *err, size_t errcap) {
   if (!st || !s || !out) return fail(err, errcap, TS_EINVAL, "bad arguments");
-  name = name_or_default(name);
+  if (!name || !*name) /* see materials.h: never "default" by omission */
+    return fail(err, errcap, TS_EINVAL,
+                "a fit needs a name (the shipped fits are \"%s\"; that name replaces them)",
+                TS_MATERIALS_DEFAULT_NAME);
   int64_t tid = 0;
   int rc = check_key(st, tissue, layer, direction, name, &tid, err, errcap);
   if (rc) return rc;

@@ -78,11 +78,14 @@ int ts_materials_load_table(ts_storage *st, const char *buf, size_t len, char *e
 
 /* Fits samples and stores the fit under (tissue, layer, direction, name),
  * replacing the values of an existing fit with that key (its id stays).
- * name NULL or "" = TS_MATERIALS_DEFAULT_NAME. The tissue must exist; the
- * layer must be one of its layers when its layer_spec lists them; direction
- * is "axial" or "radial"; names are 1..63 characters of [A-Za-z0-9_.-]
- * starting with a letter or digit. On success *out holds the stored fit (with
- * its id) and, when fit is not NULL, *fit the fit's details. */
+ * A fit needs its name: NULL or "" is refused (TS_EINVAL), since it meant
+ * TS_MATERIALS_DEFAULT_NAME and an unnamed fit silently replaced the
+ * shipped values; replacing them takes the name "default" itself.
+ * The tissue must exist; the layer must be one of its layers when its
+ * layer_spec lists them; direction is "axial" or "radial"; names are 1..63
+ * characters of [A-Za-z0-9_.-] starting with a letter or digit. On success
+ * *out holds the stored fit (with its id) and, when fit is not NULL, *fit
+ * the fit's details. */
 int ts_materials_fit_samples(ts_storage *st, const char *tissue, const char *layer,
                              const char *direction, const char *name, const ts_samples *s,
                              ts_material *out, ts_expfit *fit, char *err, size_t errcap);

@@ -141,6 +141,11 @@ int ts_cmd_fit(int argc, char **argv, FILE *out, FILE *err) {
     fprintf(err, "tissuetool fit: %s is required (see tissuetool fit --help)\n", missing);
     return 2;
   }
+  if (name && !*name) { /* it would have stored over the shipped "default" fit */
+    fprintf(err, "tissuetool fit: --name is empty (name the fit; \"default\" replaces the "
+                 "shipped one)\n");
+    return 2;
+  }
   const char *file = pos[0];
   char stem_name[TS_MATERIAL_TEXT_MAX + 1];
   if (!name) {

@@ -87,6 +87,16 @@ test('bad samples and unknown layers are refused with an Error', async () => {
     csv: Buffer.from('0,1\n0.1,2\n0.2,4\n'),
   }, 10000);
   assert.equal(layer.kind, 'error', JSON.stringify(layer.body));
+  // an unnamed fit would have replaced the shipped "default" one
+  const unnamed = await peer.request('fitMaterial', {
+    tissue: 'stomach', layer: 'mucosa', direction: 'axial', name: '',
+    csv: Buffer.from('strain,stress\n0,1\n0.1,2\n0.2,4\n'),
+  }, 10000);
+  assert.equal(unnamed.kind, 'error', JSON.stringify(unnamed.body));
+  assert.match(unnamed.body.message, /a fit needs a name/);
+  const l = await peer.request('listMaterials', { tissue: 'stomach' }, 10000);
+  const shipped = l.body.fits.find((f) => f.name === 'default' && f.layer === 'mucosa' && f.direction === 'axial');
+  assert.equal(shipped.a, 658.7, 'the shipped mucosa fit is untouched');
 });
 
 test('a session chooses its materials by name', async () => {

@@ -424,6 +424,13 @@ START_TEST(test_tool_errors) {
   ck_assert_int_eq(c.status, 2);
   ck_assert_ptr_nonnull(strstr(c.err, "option --tissue needs a value"));
   tu_captured_free(&c);
+  /* an empty name would have stored over the shipped "default" fit */
+  const char *empty_name[] = {"fit",    csv,           "--tissue", "stomach", "--layer", "mucosa",
+                              "--direction", "axial", "--name", "",     "--db",    dbpath};
+  c = tu_run_cmd(ts_cmd_fit, 12, empty_name);
+  ck_assert_int_eq(c.status, 2);
+  ck_assert_ptr_nonnull(strstr(c.err, "--name is empty"));
+  tu_captured_free(&c);
 
   /* failures: exit 1 with the reason */
   const char *bad_dir[] = {"fit",    csv,           "--tissue", "stomach", "--layer",
@@ -516,6 +523,16 @@ START_TEST(test_resolve_and_fit_csv) {
   ck_assert_int_eq(ts_materials_fit_csv(s, "stomach", "submucosa", "radial", "bad name", csv,
                                         strlen(csv), &m, NULL, err, sizeof err),
                    TS_EINVAL);
+  /* no name is no fit: it used to be stored as "default", over the shipped values */
+  for (int q = 0; q < 2; q++) {
+    ck_assert_int_eq(ts_materials_fit_csv(s, "stomach", "muscularis", "axial", q ? "" : NULL, csv,
+                                          strlen(csv), &m, NULL, err, sizeof err),
+                     TS_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, "a fit needs a name"));
+  }
+  ck_assert_int_eq(
+      ts_materials_resolve(s, "stomach", "muscularis", "axial", NULL, &m, err, sizeof err), 0);
+  ck_assert(m.a == 7864.0 && m.b == 2.55);
 
   ts_material lab;
   ck_assert_int_eq(
