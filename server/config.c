@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/ts_tool_contact.h"
 #include "session_self.h"
@@ -310,10 +311,53 @@ static int ini_result(int rc, const char *name, const char *inner, char *err, si
   return 0;
 }
 
+/* Largest configuration file read (bytes): a few dozen settings take a few
+ * kilobytes; anything past this is not one (a device, a log given by mistake). */
+#define CONFIG_FILE_MAX (1u << 20)
+
 int ts_config_load_file(ts_config *c, const char *path, char *err, size_t errcap) {
-  char inner[256] = "";
-  ini_ctx x = {c, inner, sizeof inner, 0};
-  return ini_result(ini_parse(path, config_ini_line, &x), path, inner, err, errcap);
+  /* read whole and checked first: ini_parse would take a directory as an
+   * empty file (the defaults, silently), read a device such as /dev/zero
+   * for ever, and stop at a NUL byte as at the end of the file */
+  FILE *f = fopen(path, "rb");
+  if (!f) return ini_result(-1, path, "", err, errcap);
+  struct stat sb;
+  if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    fclose(f);
+    snprintf(err, errcap, "%s: not a regular file", path);
+    return -1;
+  }
+  if (sb.st_size > (off_t)CONFIG_FILE_MAX) {
+    fclose(f);
+    snprintf(err, errcap, "%s: %lld bytes, over the %u a configuration file may have", path,
+             (long long)sb.st_size, CONFIG_FILE_MAX);
+    return -1;
+  }
+  char *text = malloc((size_t)sb.st_size + 1);
+  if (!text) {
+    fclose(f);
+    return ini_result(-2, path, "", err, errcap);
+  }
+  const size_t n = fread(text, 1, (size_t)sb.st_size, f);
+  const int bad_read = ferror(f);
+  fclose(f);
+  if (bad_read) {
+    free(text);
+    snprintf(err, errcap, "%s: cannot read: %s", path, strerror(errno));
+    return -1;
+  }
+  text[n] = '\0';
+  const char *nul = memchr(text, '\0', n);
+  if (nul) {
+    int line = 1;
+    for (const char *p = text; p < nul; p++) line += *p == '\n';
+    free(text);
+    snprintf(err, errcap, "%s:%d: a NUL byte (not a text file)", path, line);
+    return -1;
+  }
+  const int rc = ts_config_load_text(c, text, path, err, errcap);
+  free(text);
+  return rc;
 }
 
 int ts_config_load_text(ts_config *c, const char *text, const char *name, char *err,

@@ -120,6 +120,21 @@ START_TEST(test_ini_file) {
   snprintf(path, sizeof path, "%s/missing.ini", dir);
   ck_assert_int_eq(ts_config_load_file(&c, path, err, sizeof err), -1);
   ck_assert_msg(strstr(err, "cannot open"), "%s", err);
+  /* not a text file: a directory (was: the defaults, silently), a device
+   * (was: read for ever), a NUL byte (was: the end of the file) */
+  ck_assert_int_eq(ts_config_load_file(&c, dir, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "not a regular file"), "%s", err);
+  ck_assert_int_eq(ts_config_load_file(&c, "/dev/zero", err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "not a regular file"), "%s", err);
+  snprintf(path, sizeof path, "%s/t.ini", dir);
+  FILE *f = fopen(path, "wb");
+  ck_assert_ptr_nonnull(f);
+  static const char nul_text[] = "[server]\nhttp_port = 8181\n\0frame-rate = 30\n";
+  fwrite(nul_text, 1, sizeof nul_text - 1, f);
+  fclose(f);
+  ts_config_defaults(&c);
+  ck_assert_int_eq(ts_config_load_file(&c, path, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, ":3: a NUL byte"), "%s", err);
   snprintf(path, sizeof path, "%s/t.ini", dir);
   unlink(path);
   rmdir(dir);
