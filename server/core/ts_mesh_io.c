@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "ts_error.h"
 #include "ts_mesh_check.h"
@@ -231,6 +232,13 @@ static int slurp(const char *path, size_t max, uint8_t **buf, size_t *len, char 
   FILE *f = fopen(path, "rb");
   if (!f) {
     ts__mesh_err(err, cap, "%s: %s", path, strerror(errno));
+    return TS_EIO;
+  }
+  /* a directory opens, and its ftell says 2^63 - 1: "over the limit" */
+  struct stat sb;
+  if (fstat(fileno(f), &sb) == 0 && S_ISDIR(sb.st_mode)) {
+    fclose(f);
+    ts__mesh_err(err, cap, "%s: is a directory, not a mesh file", path);
     return TS_EIO;
   }
   /* a size hint refuses big files before reading them; the read below is

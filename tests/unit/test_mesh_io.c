@@ -904,6 +904,11 @@ START_TEST(detect_format) {
                    TS_EIO);
   ck_assert_ptr_null(m);
   ck_assert_str_eq(err, "/nonexistent/liver.obj: No such file or directory");
+  /* a directory opens: it said "file of 9223372036854775807 bytes, over the limit" */
+  ck_assert_int_eq(ts_mesh_read_file("/tmp", TS_MESH_AUTO, NULL, &m, NULL, err, sizeof err),
+                   TS_EIO);
+  ck_assert_ptr_null(m);
+  ck_assert_str_eq(err, "/tmp: is a directory, not a mesh file");
   /* bad options */
   ts_mesh_import_opts o = ts_mesh_import_opts_default();
   o.scale = 0;
