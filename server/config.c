@@ -49,7 +49,7 @@ static const setting settings[] = {
     {"data-dir", T_STR, OFF(data_dir), sizeof(((ts_config *)0)->data_dir), 0, 0,
      "directory for the SQLite database (created if missing)"},
     {"web-root", T_STR, OFF(web_root), sizeof(((ts_config *)0)->web_root), 0, 0,
-     "directory of the web client to serve"},
+     "directory of the web client to serve (without its index.html: a warning, no page)"},
     {"proto-file", T_STR, OFF(proto_file), sizeof(((ts_config *)0)->proto_file), 0, 0,
      "tissue.proto served to the web client"},
     {"ports-file", T_STR, OFF(ports_file), sizeof(((ts_config *)0)->ports_file), 0, 0,

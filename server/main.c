@@ -8,9 +8,11 @@
  * it logs that and ends the process with status 3. A clean shutdown exits 0
  * before then.
  */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -43,6 +45,32 @@ static void on_shutdown_begin(ts_server *s) {
     ts_log_warn("cannot start the shutdown watchdog; shutdown is not time-bounded");
 }
 
+/* Whether the page can be served: the web root holds index.html and the
+ * protocol file can be read (the page fetches it to decode messages). A
+ * daemon without them still serves the protocol, /healthz and /metrics, so
+ * it warns and goes on rather than refusing to start; it no longer prints
+ * "open ... in a browser" for a page that answers 404. */
+static int page_ready(const ts_config *cfg) {
+  char index[sizeof cfg->web_root + 16];
+  snprintf(index, sizeof index, "%s/index.html", cfg->web_root);
+  int ok = 1;
+  if (access(index, R_OK) != 0) {
+    fprintf(stderr,
+            "tissued: warning: no web client in --web-root %s (%s: %s); the page answers 404 "
+            "until it is built there (deploy/build.sh) or --web-root names it\n",
+            cfg->web_root, index, strerror(errno));
+    ok = 0;
+  }
+  if (access(cfg->proto_file, R_OK) != 0) {
+    fprintf(stderr,
+            "tissued: warning: --proto-file %s cannot be read (%s); the page cannot decode "
+            "messages without it\n",
+            cfg->proto_file, strerror(errno));
+    ok = 0;
+  }
+  return ok;
+}
+
 int main(int argc, char **argv) {
   ts_config cfg;
   ts_config_defaults(&cfg);
@@ -63,17 +91,23 @@ int main(int argc, char **argv) {
     return 1;
   }
   const char *host = cfg.host[0] && cfg.host[0] != '0' ? cfg.host : "127.0.0.1";
+  const int page = page_ready(&cfg);
   if (server.key_generated) {
     /* the only time the key is ever printed: it was just generated */
     printf("tissued: new server key %s (printed once; kept in %s)\n", server.keys.key[0],
            server.key_source);
-    printf("tissued: open http://%s:%d/#key=%s in a browser (TCP protocol on port %d)\n", host,
-           server.http_port, server.keys.key[0], server.tcp_port);
-  } else {
+    if (page)
+      printf("tissued: open http://%s:%d/#key=%s in a browser (TCP protocol on port %d)\n",
+             host, server.http_port, server.keys.key[0], server.tcp_port);
+  } else if (page) {
     printf("tissued: open http://%s:%d/ in a browser (TCP protocol on port %d); the page "
            "asks for the server key (from %s) to create sessions\n",
            host, server.http_port, server.tcp_port, server.key_source);
   }
+  if (!page) /* the protocol still runs: say where */
+    printf("tissued: listening: TCP protocol on port %d, WebSocket at ws://%s:%d/ws, /healthz "
+           "and /metrics; no page (see the warning above)\n",
+           server.tcp_port, host, server.http_port);
   server.on_shutdown_begin = on_shutdown_begin;
   fflush(stdout);
   uv_run(loop, UV_RUN_DEFAULT);

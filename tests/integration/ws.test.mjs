@@ -3,7 +3,9 @@
 // JoinSession as controller, a keyframe and a chain of deltas decoded with
 // client-web/src/codec.js, a pressing tool pose that dents the tissue, a NaN
 // pose and a wrong protocol version answered with Errors, and a clean exit
-// on SIGTERM. Run: TISSUED_BIN=build/server/tissued node --test tests/integration/ws.test.mjs
+// on SIGTERM; a daemon without the page's files (--web-root, --proto-file)
+// warns, does not print a page to open, and still serves the protocol.
+// Run: TISSUED_BIN=build/server/tissued node --test tests/integration/ws.test.mjs
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -230,4 +232,28 @@ test('SIGTERM stops the daemon with exit code 0, closing the connected client', 
   assert.notEqual(peer.closed.code, 1006, 'the client got a close frame: ' + JSON.stringify(peer.closed));
   assert.equal(s.timedOut, undefined, 'the daemon exited within the grace period');
   assert.deepEqual({ code: s.code, signal: s.signal }, { code: 0, signal: null }, daemon.log().slice(-2000));
+});
+
+test('without the page\'s files the daemon warns, does not offer the page, and still serves /ws', async () => {
+  const bare = await startDaemon({
+    name: 'ws-test-bare-tissued',
+    extraArgs: ['--web-root', '/nonexistent-web-root', '--proto-file', '/nonexistent.proto'],
+  });
+  try {
+    await waitFor(() => /listening: TCP protocol on port/.test(bare.log()), 10000, 'the listening line');
+    const log = bare.log();
+    assert.match(log, /warning: no web client in --web-root \/nonexistent-web-root/);
+    assert.match(log, /warning: --proto-file \/nonexistent.proto cannot be read/);
+    assert.doesNotMatch(log, /in a browser/, 'no page offered:\n' + log);
+    const other = await new WsPeer(protocol, `ws://127.0.0.1:${bare.httpPort}/ws`).open();
+    try {
+      const r = await other.request('hello', { protocolVersion: 1, clientName: 'ws.test-bare', credentials: SERVER_KEY });
+      assert.equal(r.kind, 'helloReply', JSON.stringify(r.body));
+    } finally {
+      other.close();
+    }
+  } finally {
+    const s = await bare.stop();
+    assert.deepEqual({ code: s.code, signal: s.signal }, { code: 0, signal: null }, bare.log().slice(-2000));
+  }
 });
