@@ -35,7 +35,7 @@ typedef struct ts_config {
   int max_clients_per_session;
   int max_tools;              /* tools per session */
   double session_idle_timeout;/* s without clients before a session ends */
-  size_t max_mesh_bytes;      /* largest uploaded mesh file, bytes (32 MiB) */
+  size_t max_mesh_bytes;      /* largest uploaded mesh file, bytes (12 MiB) */
   int max_mesh_triangles;     /* largest uploaded mesh, triangles after triangulation (200000) */
   int max_mesh_vertices;      /* largest uploaded mesh, vertices (STL: after welding) (100000) */
   char tool_mesh[2048];       /* rigid tool meshes, NAME=FILE[@SCALE] comma-separated ("") */

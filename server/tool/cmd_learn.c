@@ -19,11 +19,13 @@
  *     stored model stores nothing, as the daemon's ImportModel), deletes.
  */
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "commands.h"
 #include "config.h"
@@ -412,9 +414,13 @@ static void models_help(FILE *f) {
 }
 
 static int parse_id(const char *s, int64_t *id) {
+  /* digits only: strtoll skips leading blanks and signs, and clamps a
+   * number past its range to LLONG_MAX (ERANGE), which named another model */
+  if (!s || !(*s >= '0' && *s <= '9')) return -1;
   char *end = NULL;
+  errno = 0;
   long long v = strtoll(s, &end, 10);
-  if (!end || *end || v <= 0) return -1;
+  if (errno == ERANGE || !end || *end || v <= 0) return -1;
   *id = v;
   return 0;
 }
@@ -422,7 +428,13 @@ static int parse_id(const char *s, int64_t *id) {
 static char *read_file(const char *path, FILE *err) {
   FILE *f = fopen(path, "rb");
   if (!f) {
-    fprintf(err, "tissuetool models: cannot open %s\n", path);
+    fprintf(err, "tissuetool models: cannot open %s: %s\n", path, strerror(errno));
+    return NULL;
+  }
+  struct stat sb; /* a directory opens, and read as no JSON */
+  if (fstat(fileno(f), &sb) == 0 && S_ISDIR(sb.st_mode)) {
+    fprintf(err, "tissuetool models: %s is a directory, not a model file\n", path);
+    fclose(f);
     return NULL;
   }
   size_t cap = 4096, n = 0;

@@ -280,6 +280,34 @@ START_TEST(import_twice_stores_once) {
 }
 END_TEST
 
+/* Arguments that are not what they say: ids past the range (strtoll's
+ * clamp named model 9223372036854775807) or with blanks, a directory or a
+ * missing file to import (said "not JSON" and "cannot open" with no
+ * reason). */
+START_TEST(bad_ids_and_files) {
+  const char *ids[] = {"99999999999999999999", " 5", "+5", "5x", "0"};
+  for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+    const char *argv[] = {"models", "export", ids[i], "--db", dbpath};
+    tu_captured c = run_models(5, argv);
+    ck_assert_msg(c.status == 2, "export '%s': status %d", ids[i], c.status);
+    ck_assert_msg(strstr(c.err, "is not a model id"), "export '%s': %s", ids[i], c.err);
+    tu_captured_free(&c);
+  }
+  const char *dir[] = {"models", "import", tmpdir, "--db", dbpath};
+  tu_captured c = run_models(5, dir);
+  ck_assert_int_eq(c.status, 1);
+  ck_assert_msg(strstr(c.err, "is a directory, not a model file"), "%s", c.err);
+  tu_captured_free(&c);
+  char missing[400];
+  snprintf(missing, sizeof missing, "%s/nowhere.json", tmpdir);
+  const char *none[] = {"models", "import", missing, "--db", dbpath};
+  c = run_models(5, none);
+  ck_assert_int_eq(c.status, 1);
+  ck_assert_msg(strstr(c.err, "No such file or directory"), "%s", c.err);
+  tu_captured_free(&c);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("tool_models");
   TCase *c = tcase_create("import");
@@ -288,6 +316,7 @@ static Suite *suite(void) {
   tcase_add_test(c, import_other_material_refused);
   tcase_add_test(c, import_liver_model);
   tcase_add_test(c, import_twice_stores_once);
+  tcase_add_test(c, bad_ids_and_files);
   tcase_set_timeout(c, 120);
   suite_add_tcase(s, c);
   return s;
