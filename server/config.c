@@ -370,7 +370,7 @@ int ts_config_load_text(ts_config *c, const char *text, const char *name, char *
 void ts_config_print_help(const char *argv0) {
   ts_config d;
   ts_config_defaults(&d);
-  printf("usage: %s [--config FILE] [--SETTING VALUE ...]\n\n"
+  printf("usage: %s [--config FILE] [--SETTING VALUE | --SETTING=VALUE ...]\n\n"
          "tissued hosts live soft-tissue simulation sessions. Clients connect over TCP\n"
          "(length-prefixed protobuf Envelopes) or WebSocket (/ws on the HTTP port); the\n"
          "HTTP port also serves the web client. With no options it runs on embedded\n"
@@ -378,7 +378,7 @@ void ts_config_print_help(const char *argv0) {
          "options:\n"
          "  --config FILE              read settings from an INI file ([server] section,\n"
          "                             keys as below); flags given later override it\n"
-         "  --help                     print this help and exit\n"
+         "  -h, --help                 print this help and exit\n"
          "  --version                  print the version and exit\n",
          argv0);
   for (size_t i = 0; i < N_SETTINGS; i++) {
@@ -402,7 +402,10 @@ void ts_config_print_help(const char *argv0) {
   }
   printf("\nSignals: SIGINT or SIGTERM shut down cleanly: listeners close, every client is\n"
          "told (Error TS_ESHUTDOWN; WebSocket close 1001), queued database writes finish,\n"
-         "exit 0; after shutdown-timeout seconds it gives up and exits 3.\n");
+         "exit 0; after shutdown-timeout seconds it gives up and exits 3.\n"
+         "Exit status: 0 stopped cleanly, 1 could not start (a setting the start refuses,\n"
+         "a port in use, the database), 2 a bad command line or configuration file,\n"
+         "3 the shutdown timed out.\n");
 }
 
 int ts_config_parse_args(ts_config *c, int argc, char **argv, char *err, size_t errcap) {
