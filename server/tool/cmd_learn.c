@@ -249,7 +249,7 @@ int ts_cmd_learn(int argc, char **argv, FILE *out, FILE *err) {
     fprintf(err, "tissuetool learn: refined solve: %s\n", ts_err_name(rc));
     goto done;
   }
-  if (ts_tool_open_db("learn", db, &st, err)) goto done;
+  if (ts_tool_open_db("learn", db, 0, &st, err)) goto done;
   int64_t tid = tissue_id("learn", st, tissue, err);
   if (tid <= 0) goto done;
   for (long i = 0; i < n; i++) {
@@ -393,6 +393,9 @@ static void models_help(FILE *f) {
           "usage: tissuetool models [--db PATH] [--patch-resolution N]\n"
           "                         [list | export ID | import FILE | delete ID]\n"
           "\n"
+          "--db PATH: the database (default %s); list, export and delete need it to\n"
+          "exist, import makes it where it does not.\n"
+          "\n"
           "  list         the stored learned models as a JSON array, one per line\n"
           "  export ID    model ID as one JSON object on stdout (format\n"
           "               \"" EXPORT_FORMAT "\": tissue, material, kind, version, theta, loss,\n"
@@ -410,7 +413,7 @@ static void models_help(FILE *f) {
           "--patch-resolution: the built-in patch import builds, as the daemon's option\n"
           "(default %d, the daemon's default; 3..512): give the daemon's setting.\n"
           "Exit status: 0 done, 1 failed, 2 usage error.\n",
-          TS_DEFAULT_PATCH_RESOLUTION);
+          TS_TOOL_DEFAULT_DB, TS_DEFAULT_PATCH_RESOLUTION);
 }
 
 static int parse_id(const char *s, int64_t *id) {
@@ -587,7 +590,7 @@ int ts_cmd_models(int argc, char **argv, FILE *out, FILE *err) {
     return 2;
   }
   ts_storage *st = NULL;
-  if (ts_tool_open_db("models", db, &st, err)) return 1;
+  if (ts_tool_open_db("models", db, strcmp(verb, "import") != 0, &st, err)) return 1;
   int status = 1;
   if (!strcmp(verb, "list")) {
     list_ctx c = {st, out, 0};

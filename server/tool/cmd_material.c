@@ -64,7 +64,8 @@ static void materials_help(FILE *f) {
           "and r2 do not apply.\n"
           "\n"
           "  --tissue T       only this tissue's fits\n"
-          "  --db PATH        the database (default %s; its directory must exist)\n"
+          "  --db PATH        the database (default %s; it must exist: tissued makes\n"
+          "                   it at its first start, tissuetool fit too)\n"
           "\n"
           "Exit status: 0 listed, 1 failed (message on stderr), 2 usage error.\n",
           TS_TOOL_DEFAULT_DB);
@@ -160,7 +161,7 @@ int ts_cmd_fit(int argc, char **argv, FILE *out, FILE *err) {
     return 1;
   }
   ts_storage *st = NULL;
-  if (ts_tool_open_db("fit", db, &st, err)) {
+  if (ts_tool_open_db("fit", db, 0, &st, err)) {
     ts_samples_free(&s);
     return 1;
   }
@@ -204,7 +205,7 @@ int ts_cmd_materials(int argc, char **argv, FILE *out, FILE *err) {
   }
   if (rc) return rc;
   ts_storage *st = NULL;
-  if (ts_tool_open_db("materials", db, &st, err)) return 1;
+  if (ts_tool_open_db("materials", db, 1, &st, err)) return 1;
   char msg[512];
   list_ctx c = {out, 0};
   rc = ts_materials_list(st, tissue, print_material, &c, msg, sizeof msg);

@@ -71,7 +71,8 @@ static void dir_of(const char *path, char *dir, size_t cap) {
     snprintf(dir, cap, "%.*s", (int)(slash - path), path);
 }
 
-int ts_tool_open_db(const char *cmd, const char *path, ts_storage **out, FILE *err) {
+int ts_tool_open_db(const char *cmd, const char *path, int must_exist, ts_storage **out,
+                    FILE *err) {
   *out = NULL;
   char dir[1024];
   dir_of(path, dir, sizeof dir);
@@ -81,6 +82,13 @@ int ts_tool_open_db(const char *cmd, const char *path, ts_storage **out, FILE *e
             "tissuetool %s: %s: directory %s does not exist (start tissued there once, create "
             "it, or give --db PATH)\n",
             cmd, path, dir);
+    return 1;
+  }
+  if (must_exist && stat(path, &st) != 0) {
+    fprintf(err,
+            "tissuetool %s: no database at %s (tissued makes it at its first start; give "
+            "--db PATH)\n",
+            cmd, path);
     return 1;
   }
   char msg[512];

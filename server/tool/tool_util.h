@@ -27,11 +27,14 @@ typedef struct ts_tool_opt {
 int ts_tool_parse(int argc, char **argv, const ts_tool_opt *opts, int n_opts,
                   const char **positional, int max_positional, int *n_positional, FILE *err);
 
-/* Opens (creating if needed) the database at path and loads the default
- * material table into it where absent. Returns 0 with *out, or 1 after
- * printing why to err (a missing directory is named). A default table that
+/* Opens the database at path (creating it if needed, unless must_exist:
+ * the commands that only read or delete, which would otherwise list an
+ * empty database made at a misspelt path) and loads the default material
+ * table into it where absent. Returns 0 with *out, or 1 after printing why
+ * to err (a missing directory or database is named). A default table that
  * cannot be loaded is only a warning. */
-int ts_tool_open_db(const char *cmd, const char *path, ts_storage **out, FILE *err);
+int ts_tool_open_db(const char *cmd, const char *path, int must_exist, ts_storage **out,
+                    FILE *err);
 
 /* Writes s as a JSON string literal (quotes included). */
 void ts_tool_json_string(FILE *f, const char *s);

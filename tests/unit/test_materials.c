@@ -281,8 +281,21 @@ static int collect_raw(void *ud, const ts_fit_rec *f) {
  * hold; any other storage failure is said as storage says it (a trigger that
  * refuses deletes stands in for a database that cannot be written) */
 START_TEST(test_tool_models_errors) {
+  /* no database at the path: said so, not made (an empty one made at a
+   * misspelt path listed nothing and said "no model") */
   const char *exp[] = {"models", "--db", dbpath, "export", "99"};
   tu_captured c = tu_run_cmd(ts_cmd_models, 5, exp);
+  ck_assert_int_eq(c.status, 1);
+  ck_assert_ptr_nonnull(strstr(c.err, "no database at"));
+  tu_captured_free(&c);
+  const char *mat[] = {"materials", "--db", dbpath};
+  c = tu_run_cmd(ts_cmd_materials, 3, mat);
+  ck_assert_int_eq(c.status, 1);
+  ck_assert_ptr_nonnull(strstr(c.err, "no database at"));
+  tu_captured_free(&c);
+  ck_assert_int_ne(access(dbpath, F_OK), 0);
+  ts_storage_close(open_db()); /* the database, empty */
+  c = tu_run_cmd(ts_cmd_models, 5, exp);
   ck_assert_int_eq(c.status, 1);
   ck_assert_str_eq(c.err, "tissuetool models: no model 99\n");
   tu_captured_free(&c);
