@@ -1,7 +1,10 @@
 /*
  * ctl_args.c: tissuectl's command line (ctl_args.h): the usage text and the
  * parse of the global options, the command and its options, with strict
- * number bounds; every problem is a message, never a crash or a partial run.
+ * number bounds, the number lists (--layers, --triangles, --ray), model ids
+ * and kinds, the mesh file's extension and the options that exclude or need
+ * each other checked here, before anything connects; every problem is a
+ * message, never a crash or a partial run.
  */
 #include "ctl_args.h"
 
@@ -72,17 +75,20 @@ void ctl_usage(FILE *out) {
           "                            delta), max_disp_mm (largest displacement since the\n"
           "                            first keyframe), force (N on the tool),\n"
           "                            last_pose_seq, tool_y\n"
-          "  refine --session N [--leb | --midpoints] [--triangles I,J,...]\n"
-          "         [--ray OX,OY,OZ,DX,DY,DZ] [--range M] [--max-edge M]\n"
+          "  refine --session N [--leb | --midpoints] [--triangles I,J,... |\n"
+          "         --ray OX,OY,OZ,DX,DY,DZ [--range M]] [--max-edge M]\n"
           "                            refine the session's tissue while it runs (needs the\n"
           "                            key): Loop (default; with its smoothing rules on the\n"
           "                            rest shape, --midpoints: new rest positions at edge\n"
-          "                            midpoints) or longest-edge bisection on\n"
+          "                            midpoints) or longest-edge bisection (--leb) on\n"
           "                            the given outer-surface triangles (indices into the\n"
           "                            keyframe topology), or on those within M metres\n"
           "                            (default 0.005) of where the ray meets the surface\n"
           "                            (default: straight down onto the patch centre);\n"
-          "                            prints {\"vertex_count\":..,\"new_vertices\":..,...}\n"
+          "                            --max-edge (only with --leb): bisect until the\n"
+          "                            region's edges are under M metres (0..1; default\n"
+          "                            0: half the region's longest edge); prints\n"
+          "                            {\"vertex_count\":..,\"new_vertices\":..,...}\n"
           "  watch --session N [--seconds S] [--frames K] [--frame-rate F]\n"
           "                            join as an observer and print per-frame statistics\n"
           "                            and tool states for S seconds or until K frames\n"
@@ -162,6 +168,83 @@ static int parse_int(ctl_args *a, const char *flag, const char *s, double lo, do
   return 0;
 }
 
+/* Comma-separated numbers, strictly: 1..max of them, each finite, no empty
+ * element (nor a trailing comma). Their count, or -1. */
+static int parse_list(const char *s, double *out, int max) {
+  for (int k = 0;;) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (k == max || errno || end == s || !isfinite(v)) return -1;
+    out[k++] = v;
+    if (*end == '\0') return k;
+    if (*end != ',') return -1;
+    s = end + 1;
+  }
+}
+
+/* --layers: 1..CTL_MAX_LAYERS thicknesses in metres, each > 0. */
+static int parse_layers(ctl_args *o, const char *s) {
+  int n = parse_list(s, o->layers, CTL_MAX_LAYERS);
+  for (int k = 0; k < n; k++)
+    if (!(o->layers[k] > 0)) n = -1;
+  if (n < 1)
+    return bad(o, "--layers needs 1 to %d thicknesses in metres (> 0), comma-separated, not '%s'",
+               CTL_MAX_LAYERS, s);
+  o->n_layers = n;
+  return 0;
+}
+
+/* --triangles: 1..CTL_MAX_TRIANGLES whole indices 0..2^32-1. */
+static int parse_tris(ctl_args *o, const char *s) {
+  double v[CTL_MAX_TRIANGLES];
+  int n = parse_list(s, v, CTL_MAX_TRIANGLES);
+  for (int k = 0; k < n; k++)
+    if (v[k] < 0 || v[k] > 4294967295.0 || v[k] != floor(v[k])) n = -1;
+  if (n < 1)
+    return bad(o, "--triangles needs 1 to %d triangle indices I,J,... (whole numbers >= 0), "
+                  "not '%s'", CTL_MAX_TRIANGLES, s);
+  for (int k = 0; k < n; k++) o->tris[k] = (uint32_t)v[k];
+  o->n_tris = n;
+  return 0;
+}
+
+/* --ray: six numbers, the origin and the direction. */
+static int parse_ray(ctl_args *o, const char *s) {
+  if (parse_list(s, o->ray, 6) != 6)
+    return bad(o, "--ray needs six numbers OX,OY,OZ,DX,DY,DZ, not '%s'", s);
+  return 0;
+}
+
+/* The mesh format by the file name's extension (case-insensitive):
+ * CTL_MESH_*, or -1. */
+static int mesh_format(const char *path) {
+  const char *dot = strrchr(path, '.');
+  if (!dot) return -1;
+  char ext[8] = "";
+  for (size_t i = 0; i + 1 < sizeof ext && dot[1 + i]; i++)
+    ext[i] = (char)(dot[1 + i] >= 'A' && dot[1 + i] <= 'Z' ? dot[1 + i] - 'A' + 'a' : dot[1 + i]);
+  if (!strcmp(ext, "obj")) return CTL_MESH_OBJ;
+  if (!strcmp(ext, "stl")) return CTL_MESH_STL;
+  if (!strcmp(ext, "ply")) return CTL_MESH_PLY;
+  return -1;
+}
+
+/* The model kinds train --model takes (the daemon's, ts_learn.c). */
+static const char *const model_kinds[] = {"method", "rich", "spread", "spread2", "spread2r"};
+#define MODEL_KINDS "method, rich, spread, spread2 or spread2r"
+
+/* A model id of models export and delete: a whole number > 0. */
+static int parse_model_id(ctl_args *o, const char *verb, const char *s) {
+  char *end;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (errno || end == s || *end || v <= 0)
+    return bad(o, "models %s: '%s' is not a model id (a whole number > 0)", verb, s);
+  o->verb_id = (int64_t)v;
+  return 0;
+}
+
 int ctl_parse_args(int argc, char **argv, const char *default_cred, ctl_args *o) {
   memset(o, 0, sizeof *o);
   o->host = DEFAULT_HOST;
@@ -204,6 +287,7 @@ int ctl_parse_args(int argc, char **argv, const char *default_cred, ctl_args *o)
         return CTL_ERROR;
       }
       o->verb_arg = argv[i++];
+      if (strcmp(verb, "import") && parse_model_id(o, verb, o->verb_arg)) return CTL_ERROR;
     }
   }
   const char *verb = o->verb;
@@ -213,22 +297,37 @@ int ctl_parse_args(int argc, char **argv, const char *default_cred, ctl_args *o)
   o->seconds = -1;
   o->radius = 0.005;
   o->use_learned = -1;
+  int tissue_given = 0, scale_given = 0, range_given = 0, max_edge_given = 0;
   while (i < argc) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
     int b = 0, used = 2; /* the option and its value */
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
       return CTL_HELP;
+    } else if (!strcmp(a, "--tissue") && v && !*v &&
+               (!strcmp(cmd, "create") || (verb && !strcmp(verb, "list")))) {
+      bad(o, "--tissue needs a tissue name, not ''");
+      return CTL_ERROR;
     } else if (!strcmp(a, "--tissue") && !strcmp(cmd, "create") && v) {
       o->tissue = v;
+      tissue_given = 1;
     } else if (!strcmp(a, "--tissue") && verb && !strcmp(verb, "list") && v) {
       o->model_tissue = v;
     } else if (!strcmp(a, "--mesh") && !strcmp(cmd, "create") && v) {
       o->mesh = v;
+      if ((o->mesh_format = mesh_format(v)) < 0) {
+        bad(o, "--mesh '%s': the file name must end in .obj, .stl or .ply", v);
+        return CTL_ERROR;
+      }
     } else if (!strcmp(a, "--name") && !strcmp(cmd, "create") && v) {
+      if (!*v) {
+        bad(o, "--name needs a tissue name, not ''");
+        return CTL_ERROR;
+      }
       o->mesh_name = v;
     } else if (!strcmp(a, "--layers") && !strcmp(cmd, "create") && v) {
       o->layers_s = v;
+      b = parse_layers(o, v);
     } else if (!strcmp(a, "--substeps") && !strcmp(cmd, "create")) {
       b = parse_int(o, a, v, 1, 1000, &o->substeps);
     } else if (!strcmp(a, "--tool-stiffness") && !strcmp(cmd, "create")) {
@@ -248,6 +347,12 @@ int ctl_parse_args(int argc, char **argv, const char *default_cred, ctl_args *o)
         return CTL_ERROR;
       }
     } else if (!strcmp(a, "--model") && !strcmp(cmd, "train") && v) {
+      size_t k = 0, nk = sizeof model_kinds / sizeof model_kinds[0];
+      while (k < nk && strcmp(v, model_kinds[k])) k++;
+      if (k == nk) {
+        bad(o, "--model must be " MODEL_KINDS ", not '%s'", v);
+        return CTL_ERROR;
+      }
       o->model_kind = v;
     } else if (!strcmp(a, "--use") && !strcmp(cmd, "shortcut") && v) {
       if (!strcmp(v, "learned"))
@@ -262,6 +367,7 @@ int ctl_parse_args(int argc, char **argv, const char *default_cred, ctl_args *o)
       b = parse_int(o, a, v, 1, 9007199254740992.0, &o->model_id);
     } else if (!strcmp(a, "--scale") && !strcmp(cmd, "create")) {
       b = parse_num(o, a, v, 1e-6, 1000, &o->scale);
+      scale_given = 1;
     } else if (!strcmp(a, "--leb") && !strcmp(cmd, "refine")) {
       o->leb = 1;
       used = 1; /* no value */
@@ -270,12 +376,16 @@ int ctl_parse_args(int argc, char **argv, const char *default_cred, ctl_args *o)
       used = 1; /* no value */
     } else if (!strcmp(a, "--triangles") && !strcmp(cmd, "refine") && v) {
       o->tris_s = v;
+      b = parse_tris(o, v);
     } else if (!strcmp(a, "--ray") && !strcmp(cmd, "refine") && v) {
       o->ray_s = v;
+      b = parse_ray(o, v);
     } else if (!strcmp(a, "--range") && !strcmp(cmd, "refine")) {
       b = parse_num(o, a, v, 0, 1, &o->range);
+      range_given = 1;
     } else if (!strcmp(a, "--max-edge") && !strcmp(cmd, "refine")) {
       b = parse_num(o, a, v, 0, 1, &o->max_edge);
+      max_edge_given = 1;
     } else if (!strcmp(a, "--session") &&
                (!strcmp(cmd, "poke") || !strcmp(cmd, "watch") || !strcmp(cmd, "refine") ||
                 !strcmp(cmd, "train") || !strcmp(cmd, "shortcut"))) {
@@ -339,6 +449,31 @@ int ctl_parse_args(int argc, char **argv, const char *default_cred, ctl_args *o)
   }
   if (o->self_contact && o->mesh) {
     bad(o, "--self-contact applies to create --tissue, not to a mesh upload");
+    return CTL_ERROR;
+  }
+  if (tissue_given && o->mesh) {
+    bad(o, "--tissue applies to create without --mesh (--name names an upload's tissue)");
+    return CTL_ERROR;
+  }
+  if (!o->mesh && (scale_given || o->mesh_name || o->layers_s)) {
+    bad(o, "%s needs --mesh FILE (it applies to a mesh upload only)",
+        scale_given ? "--scale" : o->mesh_name ? "--name" : "--layers");
+    return CTL_ERROR;
+  }
+  if (o->tris_s && o->ray_s) {
+    bad(o, "refine takes --triangles or --ray, not both");
+    return CTL_ERROR;
+  }
+  if (o->tris_s && range_given) {
+    bad(o, "--range applies to a ray pick, not to --triangles");
+    return CTL_ERROR;
+  }
+  if (o->leb && o->midpoints) {
+    bad(o, "--midpoints applies to Loop refinement, not to --leb");
+    return CTL_ERROR;
+  }
+  if (max_edge_given && !o->leb) {
+    bad(o, "--max-edge applies to --leb only");
     return CTL_ERROR;
   }
   if (o->is_poke && o->seconds < 0) o->seconds = 3;

@@ -7,11 +7,19 @@
 #define CTL_ARGS_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #define DEFAULT_HOST "127.0.0.1"
 #define DEFAULT_PORT 7070
 #define POSE_RATE_HZ 200.0
+
+/* create --mesh: the file's format by its extension (the order of
+ * tissueclient.h's TC_MESH_*, which main() maps them to). */
+enum { CTL_MESH_OBJ = 0, CTL_MESH_STL = 1, CTL_MESH_PLY = 2 };
+
+#define CTL_MAX_LAYERS 8      /* create --layers */
+#define CTL_MAX_TRIANGLES 256 /* refine --triangles */
 
 /* What ctl_parse_args found. */
 enum {
@@ -28,28 +36,36 @@ typedef struct ctl_args {
                                 shortcut */
   int is_poke, is_watch, is_refine, is_train, is_shortcut;
   /* create */
-  const char *tissue;        /* default stomach-patch */
-  const char *mesh, *mesh_name, *layers_s;
-  double scale, substeps;    /* substeps 0: the daemon's choice */
+  const char *tissue;        /* default stomach-patch; never "" */
+  const char *mesh, *mesh_name, *layers_s; /* mesh_name and layers_s only with mesh */
+  int mesh_format;           /* of mesh: CTL_MESH_* by its extension (.obj, .stl, .ply) */
+  double layers[CTL_MAX_LAYERS]; /* layers_s parsed: thicknesses in m (> 0), outermost first */
+  int n_layers;              /* 1..CTL_MAX_LAYERS with layers_s, else 0 */
+  double scale, substeps;    /* scale: 1 unless --mesh; substeps 0: the daemon's choice */
   double tool_stiffness;     /* N/mm as given (--tool-stiffness); 0: the daemon's choice */
   int self_contact;          /* --self-contact: CreateSession.self_contact */
   int solver;                /* --solver: 0 the daemon's, 1 mass-spring, 2 xpbd,
                                 3 quasi-static (TC_SOLVER_*) */
   /* train, shortcut (quasi-static sessions) */
-  const char *model_kind;    /* train --model; NULL: the method's */
+  const char *model_kind;    /* train --model: method, rich, spread, spread2 or spread2r;
+                                NULL: the method's */
   int use_learned;           /* shortcut --use: 1 learned, 0 solve, -1 not given */
   double model_id;           /* shortcut --model-id; 0: none */
   /* models */
   const char *verb;          /* list, export, import or delete; NULL for other commands */
   const char *verb_arg;      /* the id or file of export, import, delete */
-  const char *model_tissue;  /* models list --tissue */
+  int64_t verb_id;           /* export, delete: verb_arg as a model id (> 0); else 0 */
+  const char *model_tissue;  /* models list --tissue; never "" */
   /* poke, watch, refine, train, shortcut */
   double session;            /* -1 when not given */
   double depth, seconds, radius, rate;
   double frames;             /* watch: stop after this many frames; 0 = no limit */
-  int leb, midpoints;
-  const char *tris_s, *ray_s;
-  double range, max_edge;
+  int leb, midpoints;        /* refine: at most one of them */
+  const char *tris_s, *ray_s; /* at most one of them */
+  uint32_t tris[CTL_MAX_TRIANGLES]; /* tris_s parsed: outer-surface triangle indices */
+  int n_tris;                /* 1..CTL_MAX_TRIANGLES with tris_s, else 0 */
+  double ray[6];             /* ray_s parsed: origin, direction (m); set with ray_s */
+  double range, max_edge;    /* max_edge only with leb; range not with tris_s */
   double mu[2];
   int have_mu;
   char err[1024];            /* the message of CTL_ERROR, without the "tissuectl: " */

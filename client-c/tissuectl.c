@@ -4,8 +4,9 @@
  * scripted poke as a tool controller, watches a session as an observer,
  * trains a quasi-static session's learned shortcut and switches it between
  * the model and the solve, or lists, exports, imports and deletes stored
- * learned models, printing JSON on stdout (messages go to stderr). The command line is parsed in
- * ctl_args.c.
+ * learned models, printing JSON on stdout (messages go to stderr). The command line is parsed
+ * and checked in ctl_args.c, and the file a command sends (a mesh, a model
+ * document) is read, before anything connects.
  */
 #include <errno.h>
 #include <math.h>
@@ -212,19 +213,6 @@ static int cmd_create(tc_client *c, const char *tissue, int solver, uint32_t sub
   return 0;
 }
 
-/* Mesh format by file extension (case-insensitive): TC_MESH_* or -1. */
-static int mesh_format(const char *path) {
-  const char *dot = strrchr(path, '.');
-  if (!dot) return -1;
-  char ext[8] = "";
-  for (size_t i = 0; i + 1 < sizeof ext && dot[1 + i]; i++)
-    ext[i] = (char)(dot[1 + i] >= 'A' && dot[1 + i] <= 'Z' ? dot[1 + i] - 'A' + 'a' : dot[1 + i]);
-  if (!strcmp(ext, "obj")) return TC_MESH_OBJ;
-  if (!strcmp(ext, "stl")) return TC_MESH_STL;
-  if (!strcmp(ext, "ply")) return TC_MESH_PLY;
-  return -1;
-}
-
 /* Reads a whole stream (at most 1 GiB). */
 static int read_stream(FILE *f, char **out, size_t *len) {
   size_t cap = 1 << 16, n = 0;
@@ -259,42 +247,26 @@ static int read_file(const char *path, char **out, size_t *len) {
   return rc;
 }
 
-/* Up to 8 comma-separated thicknesses in metres. Count, or -1. */
-static int parse_layers(const char *s, tc_layer *layers) {
-  int n = 0;
-  while (*s && n < 8) {
-    char *end;
-    errno = 0;
-    double t = strtod(s, &end);
-    if (errno || end == s || !isfinite(t) || t <= 0) return -1;
-    memset(&layers[n], 0, sizeof layers[n]);
-    layers[n++].thickness = t;
-    if (*end == ',')
-      s = end + 1;
-    else if (*end)
-      return -1;
-    else
-      s = end;
-  }
-  return *s ? -1 : n;
+/* Reads the file a command sends (create --mesh, models import; '-' is
+ * stdin for an import), before connecting. 0, or 1 said on stderr. */
+static int load_file(const char *path, int stdin_ok, char **out, size_t *len) {
+  errno = 0;
+  int rc = stdin_ok && !strcmp(path, "-") ? read_stream(stdin, out, len)
+                                          : read_file(path, out, len);
+  if (rc) return die("%s: cannot read: %s", path, strerror(errno ? errno : EIO));
+  return 0;
 }
 
-static int cmd_create_mesh(tc_client *c, const char *path, double scale, const char *name,
-                           const char *layers_s) {
-  int format = mesh_format(path);
-  if (format < 0) return die("%s: the file name must end in .obj, .stl or .ply%s", path, "");
-  tc_layer layers[8];
-  int nl = 0;
-  if (layers_s && (nl = parse_layers(layers_s, layers)) < 1)
-    return die("--layers %s: give 1 to 8 thicknesses in metres, comma-separated%s", layers_s, "");
-  char *bytes = NULL;
-  size_t len = 0;
-  if (read_file(path, &bytes, &len)) return die("%s: cannot read: %s", path, strerror(errno));
+static int cmd_create_mesh(tc_client *c, const ctl_args *o, const char *bytes, size_t len) {
+  static const int format[] = {[CTL_MESH_OBJ] = TC_MESH_OBJ, [CTL_MESH_STL] = TC_MESH_STL,
+                               [CTL_MESH_PLY] = TC_MESH_PLY};
+  tc_layer layers[CTL_MAX_LAYERS];
+  memset(layers, 0, sizeof layers);
+  for (int k = 0; k < o->n_layers; k++) layers[k].thickness = o->layers[k];
   uint32_t id, nv, nt;
-  int rc = tc_create_session_mesh(c, format, bytes, len, scale, layers, (size_t)nl, name, &id,
-                                  &nv, &nt);
-  free(bytes);
-  if (rc) return die("creating a session from %s: %s", path, tc_last_error(c));
+  if (tc_create_session_mesh(c, format[o->mesh_format], bytes, len, o->scale, layers,
+                             (size_t)o->n_layers, o->mesh_name, &id, &nv, &nt))
+    return die("creating a session from %s: %s", o->mesh, tc_last_error(c));
   printf("{\"session_id\":%u,\"vertex_count\":%u,\"triangle_count\":%u,\"bytes\":%zu", id, nv,
          nt, len);
   print_adjust(c);
@@ -398,20 +370,9 @@ static void print_model(const tc_model_info *m) {
          m->heldout_max, (long long)m->created);
 }
 
-/* A model id: a whole number > 0. */
-static int parse_model_id(const char *s, int64_t *id) {
-  char *end;
-  errno = 0;
-  long long v = s ? strtoll(s, &end, 10) : 0;
-  if (!s || errno || end == s || *end || v <= 0) {
-    fprintf(stderr, "tissuectl: '%s' is not a model id (a whole number > 0)\n", s ? s : "");
-    return 1;
-  }
-  *id = v;
-  return 0;
-}
-
-static int cmd_models(tc_client *c, const char *verb, const char *arg, const char *tissue) {
+/* models; import_doc: the document of an import, read before connecting */
+static int cmd_models(tc_client *c, const ctl_args *o, const char *import_doc) {
+  const char *verb = o->verb, *arg = o->verb_arg, *tissue = o->model_tissue;
   if (!strcmp(verb, "list")) {
     tc_model_info *v;
     size_t n;
@@ -421,30 +382,12 @@ static int cmd_models(tc_client *c, const char *verb, const char *arg, const cha
     return 0;
   }
   if (!strcmp(verb, "import")) {
-    char *text = NULL;
-    size_t len = 0;
-    errno = 0;
-    if ((!strcmp(arg, "-") ? read_stream(stdin, &text, &len) : read_file(arg, &text, &len)) != 0)
-      return die("%s: cannot read: %s", arg, strerror(errno ? errno : EIO));
-    char *doc = realloc(text, len + 1);
-    if (!doc) {
-      free(text);
-      return die("%s: out of memory%s", arg, "");
-    }
-    doc[len] = '\0';
     tc_model_info m;
-    if (strlen(doc) != len) {
-      free(doc);
-      return die("%s: the file holds a NUL byte; a model document is JSON text%s", arg, "");
-    }
-    int rc = tc_import_model(c, doc, &m);
-    free(doc);
-    if (rc) return die("importing %s: %s", arg, tc_last_error(c));
+    if (tc_import_model(c, import_doc, &m)) return die("importing %s: %s", arg, tc_last_error(c));
     print_model(&m);
     return 0;
   }
-  int64_t id;
-  if (parse_model_id(arg, &id)) return 2;
+  int64_t id = o->verb_id; /* checked by ctl_parse_args */
   if (!strcmp(verb, "export")) {
     char *doc;
     if (tc_export_model(c, id, &doc, NULL)) return die("exporting a model: %s%s", tc_last_error(c), "");
@@ -457,43 +400,18 @@ static int cmd_models(tc_client *c, const char *verb, const char *arg, const cha
   return 0;
 }
 
-/* Parses n comma-separated numbers (exactly n when exact, else up to n). */
-static int parse_list(const char *s, double *out, int n, int exact) {
-  int k = 0;
-  const char *p = s;
-  while (p && *p && k < n) {
-    char *end;
-    out[k++] = strtod(p, &end);
-    if (end == p || !isfinite(out[k - 1])) return -1;
-    p = *end == ',' ? end + 1 : (*end ? NULL : end);
-    if (!p) return -1;
-  }
-  if (p && *p) return -1;
-  return exact && k != n ? -1 : k;
-}
-
-static int cmd_refine(tc_client *c, uint32_t session, int leb, int midpoints, const char *tris_s,
-                      const char *ray_s, double range, double max_edge) {
-  tc_refine_params p = {.session_id = session, .method = leb ? TC_REFINE_LEB : TC_REFINE_LOOP,
+static int cmd_refine(tc_client *c, const ctl_args *o) {
+  const uint32_t session = (uint32_t)o->session;
+  tc_refine_params p = {.session_id = session, .method = o->leb ? TC_REFINE_LEB : TC_REFINE_LOOP,
                         .ray_origin = {0, 0.05, 0}, .ray_direction = {0, -1, 0},
-                        .range = range, .max_edge = max_edge, .midpoint_rest = midpoints};
-  uint32_t tris[256];
-  if (tris_s) {
-    double v[256];
-    int n = parse_list(tris_s, v, 256, 0);
-    if (n <= 0) return die("--triangles wants up to 256 indices I,J,...%s%s", "", "");
-    for (int k = 0; k < n; k++) {
-      if (v[k] < 0 || v[k] > 4294967295.0 || v[k] != floor(v[k]))
-        return die("--triangles: not an index%s%s", "", "");
-      tris[k] = (uint32_t)v[k];
-    }
-    p.triangles = tris;
-    p.n_triangles = (uint32_t)n;
-  } else if (ray_s) {
-    double v[6];
-    if (parse_list(ray_s, v, 6, 1) != 6) return die("--ray wants OX,OY,OZ,DX,DY,DZ%s%s", "", "");
-    memcpy(p.ray_origin, v, sizeof p.ray_origin);
-    memcpy(p.ray_direction, v + 3, sizeof p.ray_direction);
+                        .range = o->range, .max_edge = o->max_edge,
+                        .midpoint_rest = o->midpoints};
+  if (o->n_tris) { /* parsed and checked by ctl_parse_args, as the ray */
+    p.triangles = o->tris;
+    p.n_triangles = (uint32_t)o->n_tris;
+  } else if (o->ray_s) {
+    memcpy(p.ray_origin, o->ray, sizeof p.ray_origin);
+    memcpy(p.ray_direction, o->ray + 3, sizeof p.ray_direction);
   }
   tc_refined r;
   if (tc_refine(c, &p, &r)) return die("refine: %s%s", tc_last_error(c), "");
@@ -609,17 +527,39 @@ int main(int argc, char **argv) {
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
 
+  /* the file the command sends, read (and a model document checked) before connecting */
+  char *file = NULL;
+  size_t file_len = 0;
+  if (o.mesh && load_file(o.mesh, 0, &file, &file_len)) return 1;
+  if (o.verb && !strcmp(o.verb, "import")) {
+    if (load_file(o.verb_arg, 1, &file, &file_len)) return 1;
+    char *doc = realloc(file, file_len + 1);
+    if (!doc) {
+      free(file);
+      return die("%s: out of memory%s", o.verb_arg, "");
+    }
+    file = doc;
+    file[file_len] = '\0';
+    if (strlen(file) != file_len) {
+      free(file);
+      return die("%s: the file holds a NUL byte; a model document is JSON text%s", o.verb_arg, "");
+    }
+  }
+
   char err[512];
   tc_client *c =
       tc_connect_key(o.host, (int)o.port, "tissuectl", o.cred, (int)o.timeout, err, sizeof err);
-  if (!c) return die("cannot connect to %s: %s", o.host, err);
+  if (!c) {
+    free(file);
+    return die("cannot connect to %s: %s", o.host, err);
+  }
   int rc;
   if (!strcmp(cmd, "sessions"))
     rc = cmd_sessions(c);
   else if (o.verb)
-    rc = cmd_models(c, o.verb, o.verb_arg, o.model_tissue);
+    rc = cmd_models(c, &o, file);
   else if (!strcmp(cmd, "create") && o.mesh)
-    rc = cmd_create_mesh(c, o.mesh, o.scale, o.mesh_name, o.layers_s);
+    rc = cmd_create_mesh(c, &o, file, file_len);
   else if (!strcmp(cmd, "create"))
     rc = cmd_create(c, o.tissue, o.solver, (uint32_t)o.substeps, o.tool_stiffness, o.self_contact);
   else if (o.is_train)
@@ -627,10 +567,11 @@ int main(int argc, char **argv) {
   else if (o.is_shortcut)
     rc = cmd_shortcut(c, (uint32_t)o.session, o.use_learned, (int64_t)o.model_id);
   else if (o.is_refine)
-    rc = cmd_refine(c, (uint32_t)o.session, o.leb, o.midpoints, o.tris_s, o.ray_s, o.range, o.max_edge);
+    rc = cmd_refine(c, &o);
   else
     rc = cmd_frames(c, (uint32_t)o.session, o.is_poke, o.seconds, (long)o.frames, o.radius,
                     o.depth, (uint32_t)o.rate, o.have_mu ? o.mu : NULL);
   tc_close(c);
+  free(file);
   return rc;
 }

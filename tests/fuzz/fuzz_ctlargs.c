@@ -22,7 +22,13 @@
  * max-edge 0..1, seconds 0.01..86400, 0 for watch until interrupted, frames
  * 1..1e9 whole or unset, and only for watch),
  * friction finite, no --substeps with --mesh, and every string either the
- * default or one of the arguments, read to its end.
+ * default or one of the arguments, read to its end; and what main() no
+ * longer checks: a mesh's format by its extension, --scale, --name and
+ * --layers only with --mesh and --tissue only without, no empty tissue or
+ * name, the layers 1..8 positive thicknesses, a model id > 0 for models
+ * export and delete, a known model kind, the triangles 1..256 and the ray
+ * six finite numbers (not both), --range not with --triangles, --max-edge
+ * only with --leb and --midpoints not with it.
  */
 #include <math.h>
 #include <stdint.h>
@@ -54,6 +60,17 @@ static void check_num(double v, double lo, double hi, int whole) {
 
 static int is(const char *s, const char *t) { return s && strcmp(s, t) == 0; }
 
+/* 1 when the file name ends in ".<ext>", case-insensitive. */
+static int ends_in(const char *s, const char *ext) {
+  size_t n = strlen(s), k = strlen(ext);
+  if (n < k + 1 || s[n - k - 1] != '.') return 0;
+  for (size_t i = 0; i < k; i++) {
+    char ch = s[n - k + i];
+    if ((ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch) != ext[i]) return 0;
+  }
+  return 1;
+}
+
 static void check_run(const fuzz_argv *a, const ctl_args *o, const char *cred) {
   const char *cmd = o->cmd;
   check_str(a, cmd, NULL, 0);
@@ -75,6 +92,10 @@ static void check_run(const fuzz_argv *a, const ctl_args *o, const char *cred) {
   if (o->self_contact != 0 && (o->self_contact != 1 || !is(cmd, "create") || o->mesh)) abort();
   check_str(a, o->model_kind, NULL, 1);
   if (o->model_kind && !o->is_train) abort();
+  if (o->model_kind && !is(o->model_kind, "method") && !is(o->model_kind, "rich") &&
+      !is(o->model_kind, "spread") && !is(o->model_kind, "spread2") &&
+      !is(o->model_kind, "spread2r"))
+    abort();
   if (o->is_shortcut ? (o->use_learned != 0 && o->use_learned != 1) : o->use_learned != -1)
     abort();
   if (o->model_id != 0) check_num(o->model_id, 1, 9007199254740992.0, 1);
@@ -86,10 +107,13 @@ static void check_run(const fuzz_argv *a, const ctl_args *o, const char *cred) {
       abort();
     if (is(o->verb, "list") != (o->verb_arg == NULL)) abort();
     check_str(a, o->verb_arg, NULL, 1);
-  } else if (o->verb || o->verb_arg || o->model_tissue) {
+    if ((is(o->verb, "export") || is(o->verb, "delete")) ? o->verb_id <= 0 : o->verb_id != 0)
+      abort();
+  } else if (o->verb || o->verb_arg || o->model_tissue || o->verb_id) {
     abort();
   }
   check_str(a, o->model_tissue, NULL, 1);
+  if (o->model_tissue && !o->model_tissue[0]) abort();
   /* create */
   check_str(a, o->tissue, "stomach-patch", 0);
   check_str(a, o->mesh, NULL, 1);
@@ -98,6 +122,18 @@ static void check_run(const fuzz_argv *a, const ctl_args *o, const char *cred) {
   check_num(o->scale, 1e-6, 1000, 0);
   if (o->substeps != 0) check_num(o->substeps, 1, 1000, 1);
   if (o->substeps > 0 && o->mesh) abort();
+  if (!o->tissue[0] || (o->mesh_name && !o->mesh_name[0])) abort();
+  if (o->mesh) {
+    static const char *const ext[] = {"obj", "stl", "ply"}; /* CTL_MESH_* */
+    if (!is(cmd, "create") || !is(o->tissue, "stomach-patch")) abort();
+    if (o->mesh_format < 0 || o->mesh_format > 2 || !ends_in(o->mesh, ext[o->mesh_format]))
+      abort();
+  } else if (o->mesh_name || o->layers_s || o->scale != 1 || o->mesh_format) {
+    abort();
+  }
+  if (!o->layers_s != !o->n_layers || o->n_layers < 0 || o->n_layers > CTL_MAX_LAYERS) abort();
+  for (int k = 0; k < o->n_layers; k++)
+    if (!isfinite(o->layers[k]) || !(o->layers[k] > 0)) abort();
   /* poke, watch, refine, train, shortcut */
   if (o->is_poke || o->is_watch || o->is_refine || o->is_train || o->is_shortcut)
     check_num(o->session, 1, 4294967295.0, 1);
@@ -114,6 +150,13 @@ static void check_run(const fuzz_argv *a, const ctl_args *o, const char *cred) {
   check_num(o->max_edge, 0, 1, 0);
   check_str(a, o->tris_s, NULL, 1);
   check_str(a, o->ray_s, NULL, 1);
+  if (!o->tris_s != !o->n_tris || o->n_tris < 0 || o->n_tris > CTL_MAX_TRIANGLES) abort();
+  for (int k = 0; k < o->n_tris; k++) sink += o->tris[k];
+  if (o->tris_s && (o->ray_s || o->range != 0)) abort();
+  for (int k = 0; k < 6; k++)
+    if (o->ray_s ? !isfinite(o->ray[k]) : o->ray[k] != 0) abort();
+  if ((o->tris_s || o->ray_s) && !o->is_refine) abort();
+  if ((o->max_edge != 0 && !o->leb) || (o->leb && o->midpoints)) abort();
   if (o->have_mu && (!isfinite(o->mu[0]) || !isfinite(o->mu[1]))) abort();
   if (o->leb && !o->is_refine) abort();
   if (o->midpoints && !o->is_refine) abort();

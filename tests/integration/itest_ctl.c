@@ -2,7 +2,12 @@
  * itest_ctl.c: the command-line client, end to end. Runs the tissuectl binary
  * ($TISSUECTL_BIN) as a user would, against a real daemon (daemon_proc.h), and
  * checks its exit status, its JSON lines on stdout and its messages on stderr:
- *   - --help names every command, usage errors exit 2 before connecting;
+ *   - --help names every command (and describes refine --max-edge); usage
+ *     errors exit 2 before connecting, naming the argument: bad numbers,
+ *     a mesh file name without .obj/.stl/.ply, bad --layers, --triangles,
+ *     --ray and model ids, an unknown or empty model kind, an empty
+ *     --tissue or --name, --scale/--name/--layers without --mesh and
+ *     options that exclude each other;
  *   - a session's life: create (tokens printed), sessions lists it, poke
  *     presses the patch (frames with a tool force and a displacement), watch
  *     with the observer token sees frames, refine (away from the
@@ -75,6 +80,10 @@ START_TEST(test_help_and_usage) {
                         "shortcut --session"};
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
     ck_assert_msg(strstr(o.out, cmds[i]) != NULL, "--help does not mention %s", cmds[i]);
+  /* --max-edge is described, not only listed in the synopsis */
+  const char *me = strstr(o.out, "[--max-edge M]");
+  ck_assert_msg(me && strstr(me + 1, "--max-edge") && strstr(o.out, "longest edge"),
+                "--help does not describe --max-edge");
 
   /* usage errors: exit 2, before any connection (port 1 has no daemon) */
   run_ctl(&o, "--port", "1", "bogus");
@@ -93,6 +102,53 @@ START_TEST(test_help_and_usage) {
   expect_refusal(&o, 2, "--port");
   run_ctl(&o, "--port", "1", "watch", "--session", "1", "--token");
   ck_assert_int_eq(o.status, 2);
+
+  /* the arguments checked while parsing, not after connecting: each names
+   * the argument and exits 2 (port 1 has no daemon: "cannot connect" would
+   * mean the check came too late) */
+  static const struct {
+    const char *args[12], *what;
+  } early[] = {
+      {{"create", "--mesh", "noext"}, "--mesh 'noext'"},
+      {{"create", "--mesh", "organ.obj.bak"}, "must end in .obj, .stl or .ply"},
+      {{"create", "--mesh", "x.obj", "--layers", "abc"}, "--layers"},
+      {{"create", "--mesh", "x.obj", "--layers", "0.001,"}, "--layers"},
+      {{"create", "--mesh", "x.obj", "--layers", "0.001,0"}, "--layers"},
+      {{"create", "--mesh", "x.obj", "--name", ""}, "--name"},
+      {{"create", "--mesh", "x.obj", "--tissue", "t"}, "--tissue applies to create without --mesh"},
+      {{"create", "--scale", "2"}, "--scale needs --mesh"},
+      {{"create", "--name", "foo"}, "--name needs --mesh"},
+      {{"create", "--layers", "0.001"}, "--layers needs --mesh"},
+      {{"create", "--tissue", ""}, "--tissue needs a tissue name"},
+      {{"models", "list", "--tissue", ""}, "--tissue needs a tissue name"},
+      {{"models", "export", "abc"}, "'abc' is not a model id"},
+      {{"models", "delete", "0"}, "'0' is not a model id"},
+      {{"refine", "--session", "1", "--ray", "1,2"}, "--ray needs six numbers"},
+      {{"refine", "--session", "1", "--triangles", "a,b"}, "--triangles"},
+      {{"refine", "--session", "1", "--triangles", "1,2.5"}, "--triangles"},
+      {{"refine", "--session", "1", "--triangles", "1", "--ray", "0,0,0,0,-1,0"},
+       "--triangles or --ray, not both"},
+      {{"refine", "--session", "1", "--triangles", "1", "--range", "0.01"}, "--range"},
+      {{"refine", "--session", "1", "--leb", "--midpoints"}, "--midpoints"},
+      {{"refine", "--session", "1", "--max-edge", "0.002"}, "--max-edge applies to --leb"},
+      {{"train", "--session", "1", "--model", ""}, "--model must be method, rich, spread, "
+                                                   "spread2 or spread2r, not ''"},
+      {{"train", "--session", "1", "--model", "cubic"}, "--model must be method"},
+  };
+  for (size_t i = 0; i < sizeof early / sizeof early[0]; i++) {
+    const char *args[16] = {"--port", "1"};
+    size_t n = 2;
+    for (size_t k = 0; early[i].args[k]; k++) args[n++] = early[i].args[k];
+    args[n] = NULL;
+    run_ctlv(&o, args);
+    ck_assert_msg(!strstr(o.err, "cannot connect"), "%s %s: checked after connecting: %s",
+                  early[i].args[0], early[i].args[1], o.err);
+    expect_refusal(&o, 2, early[i].what);
+    ck_assert_msg(!strchr(o.err, '\n') || !strchr(o.err, '\n')[1], "not one line: %s", o.err);
+  }
+  /* a file that cannot be read is said before connecting too (exit 1) */
+  run_ctl(&o, "--port", "1", "create", "--mesh", "/nonexistent/organ.obj");
+  expect_refusal(&o, 1, "/nonexistent/organ.obj: cannot read");
   const char *const none[] = {NULL};
   run_ctlv(&o, none);
   ck_assert_int_eq(o.status, 2);
@@ -378,13 +434,11 @@ START_TEST(test_shortcut) {
   ck_assert_msg(o.status == 0, "shortcut --use learned: %s", o.err);
   wait_learned(port, sid_s, 1);
 
-  /* refusals: an unknown model, a session that does not learn, an unknown kind */
+  /* refusals: an unknown model, a session that does not learn (an unknown
+   * kind is a usage error: test_help_and_usage) */
   run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "shortcut", "--session", sid_s, "--use",
           "learned", "--model-id", "4242");
   expect_refusal(&o, 1, "TS_ENOMODEL");
-  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "train", "--session", sid_s, "--model",
-          "cubic");
-  expect_refusal(&o, 1, "TS_EINVAL");
   run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "create");
   ck_assert_msg(o.status == 0, "create: %s", o.err);
   ck_assert_int_eq(lines(&o, v, 512), 1);
