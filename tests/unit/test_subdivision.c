@@ -1095,6 +1095,13 @@ START_TEST(test_tool_mesh_commands) {
   ts_mesh_free(got);
   free(out);
   free(err);
+  /* a bound no refinement can meet within its vertex limit: refused at
+   * once (it ran to the limit first, 15 s on the liver at 0.1 um) */
+  char *tiny[] = {"mesh", "refine", "--leb", in, "--max-edge", "1e-7", "-o", res};
+  ck_assert_int_eq(run_mesh_cmd(&out, &err, 8, tiny), 1);
+  ck_assert_msg(strstr(err, "needs at least") && strstr(err, "give a longer --max-edge"), "%s", err);
+  free(out);
+  free(err);
 
   char *ext[] = {"mesh", "extrude", in, "--layers", "1e-3,1.5e-3,2e-3", "--direction", "0,-1,0", "-o", res};
   ck_assert_int_eq(run_mesh_cmd(&out, &err, 9, ext), 0);
