@@ -600,7 +600,8 @@ int ts_cmd_mesh(int argc, char **argv, FILE *out, FILE *err) {
       flag_seen = 1;
       continue;
     }
-    av[ac++] = strcmp(argv[i], "-o") == 0 ? output_opt : argv[i];
+    /* info writes no file: its -o stays -o, and is named as given */
+    av[ac++] = strcmp(argv[i], "-o") == 0 && s != 0 ? output_opt : argv[i];
   }
   if (subs[s].flag && !flag_seen && !help) {
     fprintf(err, "tissuetool %s: say which scheme: %s\n", name, subs[s].flag);
