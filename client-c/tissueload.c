@@ -30,7 +30,9 @@
  * stays small beside the daemon's.
  *
  * Statistics restart after --warmup seconds; at the end each session's
- * first controller ends it. With --record FILE one more
+ * first live controller ends it, and the connection that created it ends
+ * what none could: every session the run made ends, also when the set-up
+ * fails. With --record FILE (opened before anything connects) one more
  * TCP observer writes the Frame Envelopes of session 1, exactly as
  * received, each after a 4-byte big-endian length (the TCP framing), and
  * with --record-switch it moves to session 2 midway (a topology change when
@@ -45,6 +47,7 @@
 #include "tl_run.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -53,6 +56,7 @@
 #include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -261,27 +265,78 @@ static void report(run *r, double measured_s) {
   cJSON_Delete(j);
 }
 
-/* Ends the sessions this run made, through their first controller (only a
- * controller may), so that they stop simulating on the daemon. */
+/* EndSession of session sidx on tl_link client c (joined to it as a
+ * controller); marks it ended when the daemon acknowledges. */
+static int end_on_link(run *r, client *c, int sidx, char *err, size_t errcap) {
+  Tissued__V1__EndSession m = TISSUED__V1__END_SESSION__INIT;
+  m.session_id = r->s[sidx].id;
+  Envelope e = TISSUED__V1__ENVELOPE__INIT;
+  e.body_case = TISSUED__V1__ENVELOPE__BODY_END_SESSION;
+  e.end_session = &m;
+  Envelope *rep = NULL;
+  int rc = tl_request(c, &e, TISSUED__V1__ENVELOPE__BODY_ACK, &rep, err, errcap);
+  if (rc) return rc;
+  tissued__v1__envelope__free_unpacked(rep, NULL);
+  r->s[sidx].ended = 1;
+  return 0;
+}
+
+/* Ends the sessions this run made, each through its first live controller
+ * (only a controller may), so that they stop simulating on the daemon. */
 static void end_sessions(run *r) {
   for (int i = 0; i < r->nc; i++) {
     client *c = &r->c[i];
-    if (c->role != TC_ROLE_CONTROLLER || !c->alive) continue;
-    if (i > 0 && r->c[i - 1].sidx == c->sidx && r->c[i - 1].role == TC_ROLE_CONTROLLER) continue;
+    if (c->role != TC_ROLE_CONTROLLER || !c->alive || r->s[c->sidx].ended) continue;
     if (c->tc) {
-      tc_end_session(c->tc, r->s[c->sidx].id);
+      if (tc_end_session(c->tc, r->s[c->sidx].id) == 0) r->s[c->sidx].ended = 1;
     } else {
-      Tissued__V1__EndSession m = TISSUED__V1__END_SESSION__INIT;
-      m.session_id = r->s[c->sidx].id;
-      Envelope e = TISSUED__V1__ENVELOPE__INIT;
-      e.body_case = TISSUED__V1__ENVELOPE__BODY_END_SESSION;
-      e.end_session = &m;
-      Envelope *rep = NULL;
       char err[128];
-      if (tl_request(c, &e, TISSUED__V1__ENVELOPE__BODY_ACK, &rep, err, sizeof err) == 0)
-        tissued__v1__envelope__free_unpacked(rep, NULL);
+      end_on_link(r, c, c->sidx, err, sizeof err);
     }
   }
+}
+
+/* Ends, on the connection that created them, the first n_created sessions
+ * that no controller of the run ended (none joined yet when the set-up
+ * failed, or none left alive): it joins each as a controller, which the
+ * server key it said in Hello allows, and ends it. What it cannot end is
+ * named on stderr. */
+static void end_left_sessions(run *r, client *admin, int n_created) {
+  for (int s = 0; s < n_created; s++) {
+    if (r->s[s].ended) continue;
+    char err[256] = "the connection is closed";
+    admin->sidx = s;
+    if (!admin->ln || tl_join(admin, r->s[s].id, TC_ROLE_CONTROLLER, 0, err, sizeof err) ||
+        end_on_link(r, admin, s, err, sizeof err))
+      fprintf(stderr, "tissueload: could not end session %u: %s\n", r->s[s].id, err);
+  }
+}
+
+/* --record FILE, opened before anything connects, so that a path that
+ * cannot be written is refused before a session exists; created says
+ * whether the file is new (removed again when nothing is recorded). Its old
+ * content stays until the recording starts (start_record). */
+static int open_record(const char *path, int *created) {
+  struct stat st;
+  *created = stat(path, &st) != 0;
+  int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    fprintf(stderr, "tissueload: --record %s: %s\n", path, strerror(errno));
+    return -1;
+  }
+  return fd;
+}
+
+/* The recording starts: the file's old content goes (a regular file; a
+ * device or pipe is written as it is) and fd becomes r->rec_file. */
+static int start_record(run *r, int fd) {
+  struct stat st;
+  if (fstat(fd, &st) != 0 || (S_ISREG(st.st_mode) && ftruncate(fd, 0) != 0) ||
+      !(r->rec_file = fdopen(fd, "wb"))) {
+    fprintf(stderr, "tissueload: cannot write %s: %s\n", r->o.record, strerror(errno));
+    return -1;
+  }
+  return 0;
 }
 
 static void raise_fd_limit(int need) {
@@ -300,6 +355,11 @@ int main(int argc, char **argv) {
     return 2;
   }
   const opts *o = &r->o;
+  int rec_fd = -1, rec_created = 0;
+  if (o->record && (rec_fd = open_record(o->record, &rec_created)) < 0) {
+    free(r);
+    return 2;
+  }
   signal(SIGPIPE, SIG_IGN);
   signal(SIGINT, on_sigint);
   prctl(PR_SET_TIMERSLACK, 1000UL); /* 1 us: poses at 1 kHz need precise wake-ups */
@@ -307,15 +367,21 @@ int main(int argc, char **argv) {
   r->nc = per * o->sessions;
   raise_fd_limit(r->nc + 4);
   r->c = calloc((size_t)(r->nc ? r->nc : 1), sizeof *r->c);
-  if (!r->c) return 1;
   char err[512];
   int status = 1;
+  int n_created = 0; /* sessions this run made: ended before it exits */
+  int nc = r->nc;
+  r->nc = 0; /* clients set up so far */
 
   /* the admin connection creates the sessions */
   client admin;
   memset(&admin, 0, sizeof admin);
   admin.r = r;
   admin.alive = 1;
+  if (!r->c) {
+    fprintf(stderr, "tissueload: out of memory\n");
+    goto out;
+  }
   int at = o->tcp_port ? TL_TCP : TL_WS;
   admin.ln = tl_link_open(at, o->host, at == TL_TCP ? o->tcp_port : o->http_port,
                           TL_SETUP_TIMEOUT_MS, err, sizeof err);
@@ -343,10 +409,11 @@ int main(int argc, char **argv) {
       }
       goto out;
     }
+    n_created = s + 1;
   }
   if (!o->quiet)
     fprintf(stderr, "tissueload: %d session(s) of %u vertices; connecting %d clients\n",
-            o->sessions, r->s[0].vertex_count, r->nc);
+            o->sessions, r->s[0].vertex_count, nc);
 
   for (int s = 0, k = 0; s < o->sessions; s++) {
     for (int i = 0; i < per; i++, k++) {
@@ -354,25 +421,24 @@ int main(int argc, char **argv) {
       int ctl = i < o->controllers;
       int tr = ctl ? o->ctl_transport : o->obs_transport;
       int dec = o->decode == 2 || (o->decode == 1 && i == o->controllers);
+      r->nc = k + 1;
       if (tl_open_client(r, c, tr, ctl ? TC_ROLE_CONTROLLER : TC_ROLE_OBSERVER, s, dec, err,
                       sizeof err)) {
         fprintf(stderr, "tissueload: session %u, %s %d over %s: %s\n", r->s[s].id,
                 ctl ? "controller" : "observer", ctl ? i + 1 : i - o->controllers + 1,
                 tname(tr), err);
-        r->nc = k + 1;
+        c->alive = 0; /* not joined: it ends nothing */
         goto out;
       }
       if (ctl) c->path_z = (i - (o->controllers - 1) / 2.0) * 0.025;
     }
   }
   if (o->record) {
-    r->rec_file = fopen(o->record, "wb");
-    if (!r->rec_file) {
-      fprintf(stderr, "tissueload: cannot write %s: %s\n", o->record, strerror(errno));
+    r->rec = calloc(1, sizeof *r->rec);
+    if (!r->rec) {
+      fprintf(stderr, "tissueload: out of memory\n");
       goto out;
     }
-    r->rec = calloc(1, sizeof *r->rec);
-    if (!r->rec) goto out;
     client *c = r->rec;
     c->r = r;
     c->recorder = 1;
@@ -383,6 +449,8 @@ int main(int argc, char **argv) {
       fprintf(stderr, "tissueload: recorder: %s\n", err);
       goto out;
     }
+    if (start_record(r, rec_fd)) goto out;
+    rec_fd = -1; /* r->rec_file's now */
   }
   if (!o->quiet)
     fprintf(stderr, "tissueload: running %.1f s (+%.1f s warm-up)\n", o->duration, o->warmup);
@@ -395,19 +463,26 @@ int main(int argc, char **argv) {
   double measured = t1 > t_measure ? (double)(t1 - t_measure) * 1e-6 : 0;
   report(r, measured);
   status = 0;
-  end_sessions(r);
   if (o->record && r->o.record_frames && r->rec_frames < r->o.record_frames) {
     fprintf(stderr, "tissueload: recorded only %d of %d frames\n", r->rec_frames,
             r->o.record_frames);
     status = 1;
   }
 out:
+  /* every session this run made ends, also after a failure: through its
+   * controllers, else through the connection that created it */
+  end_sessions(r);
+  end_left_sessions(r, &admin, n_created);
   for (int i = 0; i < r->nc; i++) tl_close_client(&r->c[i]);
   if (r->rec) {
     tl_close_client(r->rec);
     free(r->rec);
   }
   if (r->rec_file && fclose(r->rec_file) != 0) status = 1;
+  if (rec_fd >= 0) { /* the recording never started: the file as it was */
+    close(rec_fd);
+    if (rec_created) unlink(o->record);
+  }
   tl_close_client(&admin);
   free(r->c);
   free(r);

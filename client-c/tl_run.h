@@ -114,6 +114,7 @@ typedef struct session_run {
   uint32_t id;
   uint32_t vertex_count;
   int layers;
+  int ended;                 /* this run's EndSession of it was acknowledged */
   lag_slot lag[TL_LAG_RING];
 } session_run;
 
@@ -139,7 +140,7 @@ struct run {
 };
 
 /* tl_opts.c: the options, defaults filled in and checked. 0, or -1 after a
- * message on stderr; --help prints the usage and exits 0. */
+ * message on stderr; --help (or -h) prints the usage and exits 0. */
 int tl_parse_opts(int argc, char **argv, opts *o);
 
 /* tl_path.c: CLOCK_MONOTONIC in us (the clock of every latency figure), and

@@ -9,7 +9,7 @@
  * then the arguments separated by NUL bytes (fuzz_argv.h: at most 64, each
  * its own allocation). An argument "@ports" is replaced by the path of a
  * file holding the content (rewritten for every input). Inputs with an
- * argument "--help" are skipped (it prints and exits). Seeds:
+ * argument "--help" or "-h" are skipped (it prints and exits). Seeds:
  * tests/fuzz/corpus/tlopts/.
  *
  * Checks, besides ASan/UBSan and the leak check: the result is 0 or -1; an
@@ -114,7 +114,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   fuzz_argv a;
   fuzz_argv_make(&a, "tissueload", data + 1 + nf, size - 1 - nf);
   for (int i = 1; i < a.argc; i++) {
-    if (!strcmp(a.argv[i], "--help")) {
+    if (!strcmp(a.argv[i], "--help") || !strcmp(a.argv[i], "-h")) {
       fuzz_argv_free(&a);
       return 0;
     }
