@@ -7,6 +7,7 @@
 
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { createRequire } from 'node:module';
@@ -28,6 +29,17 @@ export function loadProtocol() {
  * it in Hello.credentials to create sessions. The twin of TS_DPROC_KEY.
  */
 export const SERVER_KEY = 'itest-server-key-5f0c2a9e41d7';
+
+/** The daemon's /metrics page (Prometheus text) from its HTTP port on loopback. */
+export function metricsPage(port) {
+  return new Promise((resolve, reject) => {
+    http.get({ host: '127.0.0.1', port, path: '/metrics' }, (res) => {
+      let body = '';
+      res.on('data', (c) => { body += c; });
+      res.on('end', () => resolve(body));
+    }).on('error', reject);
+  });
+}
 
 export function sleep(ms) {
   return new Promise((resolve) => setTimeout(resolve, ms));

@@ -8,9 +8,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 
-import http from 'node:http';
-
-import { SERVER_KEY, startDaemon, loadProtocol, waitFor } from './daemon_proc.mjs';
+import { SERVER_KEY, startDaemon, loadProtocol, waitFor, metricsPage } from './daemon_proc.mjs';
 import { WsPeer } from './ws_peer.mjs';
 import { Role } from '../../client-web/src/protocol.js';
 
@@ -115,16 +113,6 @@ test('a session chooses its materials by name', async () => {
   assert.match(missing.body.message, /no-such-fit/);
 });
 
-function metrics(port) {
-  return new Promise((resolve, reject) => {
-    http.get({ host: '127.0.0.1', port, path: '/metrics' }, (res) => {
-      let body = '';
-      res.on('data', (c) => { body += c; });
-      res.on('end', () => resolve(body));
-    }).on('error', reject);
-  });
-}
-
 // A session's gauge in a /metrics page (NaN when it is not there).
 function sessionMetric(page, name, id) {
   const head = `${name}{session="${id}"} `;
@@ -172,7 +160,7 @@ test('a session steps on the material it names: a stiffer mucosa takes more subs
     }
     let page = '';
     await waitFor(async () => {
-      page = await metrics(daemon.httpPort);
+      page = await metricsPage(daemon.httpPort);
       return Object.values(sessions).every((id) =>
         sessionMetric(page, 'tissued_session_steps_total', id) >= 3 &&
         sessionMetric(page, 'tissued_session_substeps', id) > 0);

@@ -15,9 +15,8 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import http from 'node:http';
 
-import { SERVER_KEY, startDaemon, loadProtocol, waitFor, sleep, webRequire } from './daemon_proc.mjs';
+import { SERVER_KEY, startDaemon, loadProtocol, waitFor, sleep, webRequire, metricsPage } from './daemon_proc.mjs';
 import { Role, toNumber } from '../../client-web/src/protocol.js';
 import { decodeKeyframe, decodeDelta, CODEC_Q1 } from '../../client-web/src/codec.js';
 
@@ -137,16 +136,6 @@ function checksum(q) {
   return h >>> 0;
 }
 
-function metrics(port) {
-  return new Promise((resolve, reject) => {
-    http.get({ host: '127.0.0.1', port, path: '/metrics' }, (res) => {
-      let body = '';
-      res.on('data', (c) => { body += c; });
-      res.on('end', () => resolve(body));
-    }).on('error', reject);
-  });
-}
-
 function metric(page, name) {
   for (const line of page.split('\n')) {
     if (line.startsWith(name + ' ')) return Number(line.slice(name.length + 1));
@@ -237,7 +226,7 @@ test('one controller and 200 WebSocket observers for 10 s: no drops, no resync',
   }
   assert.ok(shared >= ctlFrames / 2, 'the decoders shared ' + shared + ' frames');
 
-  const page = await metrics(daemon.httpPort);
+  const page = await metricsPage(daemon.httpPort);
   const dropped = metric(page, `tissued_session_clients_dropped_total{session="${sessionId}"}`);
   assert.equal(dropped, 0, 'clients dropped by the daemon');
   const clientsGauge = metric(page, `tissued_session_clients{session="${sessionId}"}`);
