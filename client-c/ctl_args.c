@@ -251,6 +251,7 @@ int ctl_parse_args(int argc, char **argv, const char *default_cred, ctl_args *o)
   o->cred = default_cred;
   o->port = DEFAULT_PORT;
   o->timeout = 10000;
+  const char *cred_flag = NULL; /* the --key or --token given, one at most */
   int i = 1;
   for (; i < argc && argv[i][0] == '-'; i++) {
     const char *a = argv[i];
@@ -259,6 +260,11 @@ int ctl_parse_args(int argc, char **argv, const char *default_cred, ctl_args *o)
     } else if (!strcmp(a, "--host") && i + 1 < argc) {
       o->host = argv[++i];
     } else if ((!strcmp(a, "--key") || !strcmp(a, "--token")) && i + 1 < argc) {
+      if (cred_flag) { /* the last one won silently */
+        bad(o, "%s after %s: give one credential, --key K or --token T", a, cred_flag);
+        return CTL_ERROR;
+      }
+      cred_flag = a;
       o->cred = argv[++i];
     } else if (!strcmp(a, "--port")) {
       if (parse_int(o, a, i + 1 < argc ? argv[++i] : NULL, 1, 65535, &o->port)) return CTL_ERROR;

@@ -181,12 +181,16 @@ int tl_parse_opts(int argc, char **argv, opts *o) {
     else if (strcmp(a, "--substeps") == 0) {
       if (!TL_INT(0, 1000, n)) o->substeps = (uint32_t)n;
     } else if (strcmp(a, "--layers") == 0) {
+      /* every element a count: no empty one (strtok took ",,3,," as "3") */
       o->n_layers = 0;
       char buf[256];
-      snprintf(buf, sizeof buf, "%s", v);
-      for (char *t = strtok(buf, ","); t && !bad; t = strtok(NULL, ",")) {
+      bad = snprintf(buf, sizeof buf, "%s", v) >= (int)sizeof buf;
+      for (char *t = buf; !bad && t;) {
+        char *c = strchr(t, ',');
+        if (c) *c = 0;
         if (o->n_layers == TL_MAX_SESSIONS || parse_int(t, 1, 8, &o->layers[o->n_layers])) bad = 1;
         else o->n_layers++;
+        t = c ? c + 1 : NULL;
       }
       if (!o->n_layers) bad = 1;
     } else if (strcmp(a, "--decode") == 0) {

@@ -109,6 +109,7 @@ START_TEST(test_help_and_usage) {
   static const struct {
     const char *args[12], *what;
   } early[] = {
+      {{"--key", "k1", "--token", "t1", "sessions"}, "--token after --key: give one credential"},
       {{"create", "--mesh", "noext"}, "--mesh 'noext'"},
       {{"create", "--mesh", "organ.obj.bak"}, "must end in .obj, .stl or .ply"},
       {{"create", "--mesh", "x.obj", "--layers", "abc"}, "--layers"},

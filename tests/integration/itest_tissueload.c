@@ -89,6 +89,10 @@ START_TEST(test_help_and_usage) {
     expect_usage_error(&o, want);
     ck_assert_msg(o.status == 2, "%s %s: exit %d", frac[i][0], frac[i][1], o.status);
   }
+  /* a layer list with an empty element (strtok took ",,3,," as "3") */
+  run_tl(&o, "--tcp-port", "1", "--layers", ",,3,,");
+  expect_usage_error(&o, "bad value ',,3,,' for --layers");
+  ck_assert_int_eq(o.status, 2);
   run_tl(&o, "--tcp-port", "1.5");
   expect_usage_error(&o, "bad value '1.5' for --tcp-port");
   ck_assert_int_eq(o.status, 2);
