@@ -236,10 +236,11 @@ static const char *const model_kinds[] = {"method", "rich", "spread", "spread2",
 
 /* A model id of models export and delete: a whole number > 0. */
 static int parse_model_id(ctl_args *o, const char *verb, const char *s) {
-  char *end;
+  char *end = NULL;
   errno = 0;
-  long long v = strtoll(s, &end, 10);
-  if (errno || end == s || *end || v <= 0)
+  /* digits only, as tissuetool's: strtoll would take blanks and a sign */
+  long long v = *s >= '0' && *s <= '9' ? strtoll(s, &end, 10) : 0;
+  if (errno || !end || end == s || *end || v <= 0)
     return bad(o, "models %s: '%s' is not a model id (a whole number > 0)", verb, s);
   o->verb_id = (int64_t)v;
   return 0;

@@ -124,6 +124,7 @@ START_TEST(test_help_and_usage) {
       {{"models", "list", "--tissue", ""}, "--tissue needs a tissue name"},
       {{"models", "export", "abc"}, "'abc' is not a model id"},
       {{"models", "delete", "0"}, "'0' is not a model id"},
+      {{"models", "export", " 5"}, "' 5' is not a model id"},
       {{"refine", "--session", "1", "--ray", "1,2"}, "--ray needs six numbers"},
       {{"refine", "--session", "1", "--triangles", "a,b"}, "--triangles"},
       {{"refine", "--session", "1", "--triangles", "1,2.5"}, "--triangles"},
