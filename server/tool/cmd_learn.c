@@ -14,7 +14,7 @@
  *     stores the model and prints it as one JSON object.
  *   tissuetool models [--db PATH] [list | export ID | import FILE | delete ID]
  *     lists the stored models (JSON array), exports one as JSON, imports one
- *     (refused unless its tissue is the built-in patch or catalogued in the
+ *     (FILE '-': standard input; refused unless its tissue is the built-in patch or catalogued in the
  *     database, and its material is that tissue's own; one that repeats a
  *     stored model stores nothing, as the daemon's ImportModel), deletes.
  */
@@ -401,8 +401,9 @@ static void models_help(FILE *f) {
           "               \"" EXPORT_FORMAT "\": tissue, material, kind, version, theta, loss,\n"
           "               samples, heldout_rmse, heldout_max, solve, refine_edge,\n"
           "               created)\n"
-          "  import FILE  stores an exported model as a new version; refused unless\n"
-          "               its tissue is known (the built-in patch, or a mesh tissue\n"
+          "  import FILE  stores an exported model (FILE '-': standard input) as a\n"
+          "               new version; refused unless its tissue is known (the\n"
+          "               built-in patch, or a mesh tissue\n"
           "               in the database, built as a daemon session of it is) and\n"
           "               its material is the tissue's own; a model stored already\n"
           "               (same tissue, material, kind, theta and solve) is not\n"
@@ -428,8 +429,12 @@ static int parse_id(const char *s, int64_t *id) {
   return 0;
 }
 
+/* The whole of path ('-': standard input, as tissuectl's import), at most
+ * 16 MiB, NUL-terminated; NULL said on err. */
 static char *read_file(const char *path, FILE *err) {
-  FILE *f = fopen(path, "rb");
+  const int std_in = !strcmp(path, "-");
+  FILE *f = std_in ? stdin : fopen(path, "rb");
+  if (std_in) path = "standard input";
   if (!f) {
     fprintf(err, "tissuetool models: cannot open %s: %s\n", path, strerror(errno));
     return NULL;
@@ -437,11 +442,12 @@ static char *read_file(const char *path, FILE *err) {
   struct stat sb; /* a directory opens, and read as no JSON */
   if (fstat(fileno(f), &sb) == 0 && S_ISDIR(sb.st_mode)) {
     fprintf(err, "tissuetool models: %s is a directory, not a model file\n", path);
-    fclose(f);
+    if (!std_in) fclose(f);
     return NULL;
   }
   size_t cap = 4096, n = 0;
   char *b = malloc(cap);
+  errno = 0;
   while (b) {
     size_t r = fread(b + n, 1, cap - n - 1, f);
     n += r;
@@ -461,7 +467,12 @@ static char *read_file(const char *path, FILE *err) {
     b = nb;
     cap *= 2;
   }
-  fclose(f);
+  if (b && ferror(f)) {
+    fprintf(err, "tissuetool models: cannot read %s: %s\n", path, strerror(errno ? errno : EIO));
+    free(b);
+    b = NULL;
+  }
+  if (!std_in) fclose(f);
   if (b) b[n] = 0;
   return b;
 }
@@ -474,7 +485,8 @@ static int import_model(ts_storage *st, const char *path, uint32_t res, FILE *ou
   int rc = d ? ts_model_doc_parse(text, d, why, sizeof why) : TS_ENOMEM;
   free(text);
   if (rc) {
-    fprintf(err, "tissuetool models: %s: %s\n", path, d ? why : "out of memory");
+    fprintf(err, "tissuetool models: %s: %s\n", strcmp(path, "-") ? path : "standard input",
+            d ? why : "out of memory");
     free(d);
     return 1;
   }

@@ -308,6 +308,34 @@ START_TEST(bad_ids_and_files) {
 }
 END_TEST
 
+/* `import -` reads the document from standard input (as tissuectl's), and
+ * stores what the file would; before, '-' was opened as a file of that
+ * name ("cannot open -"). */
+START_TEST(import_from_stdin) {
+  char mat[1024];
+  patch_material(mat, sizeof mat);
+  write_doc("stomach-patch", mat);
+  ck_assert_ptr_nonnull(freopen(docpath, "rb", stdin)); /* this test's own process */
+  const char *argv[] = {"models", "--db", dbpath, "import", "-"};
+  tu_captured c = run_models(5, argv);
+  ck_assert_msg(c.status == 0, "%s", c.err);
+  ck_assert_str_eq(c.out, "{\"id\":1,\"version\":1}\n");
+  tu_captured_free(&c);
+  /* the same document from the file: stored already */
+  c = import_doc();
+  ck_assert_msg(c.status == 0 && strstr(c.err, "stored already"), "%s", c.err);
+  tu_captured_free(&c);
+  ck_assert_int_eq(n_models(), 1);
+  /* an empty standard input: not a model, nothing stored */
+  ck_assert_ptr_nonnull(freopen("/dev/null", "rb", stdin));
+  c = run_models(5, argv);
+  ck_assert_int_eq(c.status, 1);
+  ck_assert_msg(strstr(c.err, "tissuetool models: standard input: "), "%s", c.err);
+  tu_captured_free(&c);
+  ck_assert_int_eq(n_models(), 1);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("tool_models");
   TCase *c = tcase_create("import");
@@ -317,6 +345,7 @@ static Suite *suite(void) {
   tcase_add_test(c, import_liver_model);
   tcase_add_test(c, import_twice_stores_once);
   tcase_add_test(c, bad_ids_and_files);
+  tcase_add_test(c, import_from_stdin);
   tcase_set_timeout(c, 120);
   suite_add_tcase(s, c);
   return s;
