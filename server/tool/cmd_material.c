@@ -142,6 +142,10 @@ int ts_cmd_fit(int argc, char **argv, FILE *out, FILE *err) {
     fprintf(err, "tissuetool fit: %s is required (see tissuetool fit --help)\n", missing);
     return 2;
   }
+  if (strcmp(direction, "axial") && strcmp(direction, "radial")) { /* before any file is read */
+    fprintf(err, "tissuetool fit: --direction '%s' must be axial or radial\n", direction);
+    return 2;
+  }
   if (name && !*name) { /* it would have stored over the shipped "default" fit */
     fprintf(err, "tissuetool fit: --name is empty (name the fit; \"default\" replaces the "
                  "shipped one)\n");

@@ -445,13 +445,16 @@ START_TEST(test_tool_errors) {
   ck_assert_ptr_nonnull(strstr(c.err, "--name is empty"));
   tu_captured_free(&c);
 
-  /* failures: exit 1 with the reason */
-  const char *bad_dir[] = {"fit",    csv,           "--tissue", "stomach", "--layer",
-                           "mucosa", "--direction", "fibre",    "--db",    dbpath};
+  /* a direction that is neither of the two is a usage error, said before
+   * the file is read (a missing file is not what is reported) */
+  const char *bad_dir[] = {"fit",    "/nonexistent.csv", "--tissue", "stomach", "--layer",
+                           "mucosa", "--direction",      "fibre",    "--db",    dbpath};
   c = tu_run_cmd(ts_cmd_fit, 10, bad_dir);
-  ck_assert_int_eq(c.status, 1);
-  ck_assert_ptr_nonnull(strstr(c.err, "direction 'fibre' must be axial or radial"));
+  ck_assert_int_eq(c.status, 2);
+  ck_assert_msg(strstr(c.err, "--direction 'fibre' must be axial or radial"), "%s", c.err);
   tu_captured_free(&c);
+
+  /* failures: exit 1 with the reason */
   const char *bad_layer[] = {"fit",    csv,           "--tissue", "stomach", "--layer",
                              "serosa", "--direction", "axial",    "--db",    dbpath};
   c = tu_run_cmd(ts_cmd_fit, 10, bad_layer);
