@@ -187,6 +187,10 @@ test('the page creates a session, renders it, and the mouse dents the tissue', a
     sessionId: h.sessionId, vertexCount: h.vertexCount, maxDyMm: dy * 1000,
     observerMaxDyMm: dyObserver * 1000, changedMiddle: changed, force: held.force, heldMs, heldSim,
   }, null, 2));
+  // The controller page is done (the tests below watch through the
+  // observer's link): it closes, so that it does not draw beside them in
+  // the one software-rendering GPU process.
+  await page.context().close();
 });
 
 // The page's frame seq and positions, then the node client's positions for

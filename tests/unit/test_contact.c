@@ -531,9 +531,17 @@ static uint32_t tunnel_patch_ms(double radius, double step, double *pushed) {
 
 START_TEST(test_no_tunnelling_patch_massspring) {
   double pushed;
-  /* pushed along, not passed: measured 18.8 mm (0.5 m/s) and 17.9 mm (2 m/s) */
+  /* pushed along, not passed: measured 18.8 mm (0.5 m/s) and 17.9 mm (2 m/s).
+   * A sanitizer build (memory and undefined behaviour, not the figures)
+   * drives at 2 m/s alone: the swept capsule (ts_ms_contact.c sweeps a tool
+   * that moves over half its radius in a step), with the same assertions;
+   * at 0.5 m/s the capsule is not swept, the node contact every mass-spring
+   * press runs there, and its 40 steps took 24 s of this suite's 52 s of
+   * CPU under ASan+UBSan */
+#ifndef TS_TEST_SANITIZED
   ck_assert_uint_eq(tunnel_patch_ms(2e-3, 5e-4, &pushed), 0);
   ck_assert(pushed > 0.015);
+#endif
   ck_assert_uint_eq(tunnel_patch_ms(2e-3, 2e-3, &pushed), 0);
   ck_assert(pushed > 0.015);
 }

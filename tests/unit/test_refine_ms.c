@@ -44,7 +44,17 @@ static Suite *refine_suite(void) {
    * mass-spring hand-over without a tool is test_refine_checks's
    * leb_outside_selection */
   tcase_add_loop_test(tc, test_massspring_loop, SAG_FIRST, 2);
+#ifdef TS_TEST_SANITIZED
+  /* and Loop's pressed case alone: its second refinement, during the
+   * blend, is LEB (run_case), so LEB's refinement, checks and hand-over
+   * run there too, with the same assertions; LEB first (and Loop second)
+   * took 10 s of the suite's 27 s of CPU under ASan+UBSan. LEB's first
+   * refinement with the mass-spring hand-over is test_refine_checks's
+   * leb_outside_selection there */
+  (void)test_massspring_leb;
+#else
   tcase_add_loop_test(tc, test_massspring_leb, SAG_FIRST, 2);
+#endif
   suite_add_tcase(s, tc);
   return s;
 }

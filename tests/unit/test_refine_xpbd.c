@@ -29,9 +29,16 @@ static Suite *refine_suite(void) {
   tcase_set_timeout(tc, 120);
   tcase_add_loop_test(tc, test_xpbd_loop, 0, 2);
   /* a sanitizer build runs XPBD Loop's sagging case (its hand-over fit
-   * without a tool to hold) and the pressed ones; LEB's sagging case is the
-   * pressed one's code without the tool */
+   * without a tool to hold) and its pressed one, whose second refinement,
+   * during the blend, is LEB with its fit (run_case): LEB's refinement and
+   * fit with the same assertions. LEB's own cases (its sagging one the
+   * pressed one's code without the tool) are the normal build's: the
+   * pressed one took 8 s of the suite's 23 s of CPU under ASan+UBSan */
+#ifdef TS_TEST_SANITIZED
+  (void)test_xpbd_leb;
+#else
   tcase_add_loop_test(tc, test_xpbd_leb, SAG_FIRST, 2);
+#endif
   suite_add_tcase(s, tc);
   return s;
 }
