@@ -800,6 +800,7 @@ void ts__ms_free(struct ts__ms *ms) {
   ts_aabb_tree_destroy(ms->tree);
   free(ms->tri_buf);
   free(ms->hot_of); /* and lim_of, one block */
+  free(ms->lim_off); /* and lim_at, lim_due, lim_moved, one block */
   ts__ms_guard_free(ms->guard);
   for (int i = 0; i < TS__MAX_STEP_TOOLS; i++) ts__ms_grasp_free(ms->grasp[i]);
   free(ms);

@@ -95,6 +95,15 @@ struct ts__ms {
   double *blk_x_max;
   uint32_t *hlim;  /* per hot spring: its index in lim, UINT32_MAX for none */
   uint32_t *cand;  /* scratch of n_springs entries */
+  /* strain limiting's sparse passes (ts_ms_limit.c): per node i the limited
+   * springs at it, lim_at[lim_off[i] .. lim_off[i + 1]) in ascending order,
+   * and two bitmaps of n_lim bits (the springs due in the pass, the springs
+   * at a node a correction moved); one block, made by the first pass that
+   * needs it (NULL until then; lim_index_failed when memory ran out, and
+   * the passes then walk every limited spring) */
+  uint32_t *lim_off, *lim_at;
+  uint64_t *lim_due, *lim_moved;
+  int lim_index_failed;
   double move2;   /* the largest |x_(k+1) - x_k|^2 of the last update, m^2 */
   double edge_bound; /* m: the longest the contact surface's edges can be while
                         strain limiting holds (ts_massspring.c, contact_edge_bound);
@@ -367,7 +376,7 @@ void ts__ms_integrate_sms(ts_tissue *t, struct ts__ms *ms, double h, int taylor,
 
 /* Provot's strain limiting after a substep of h seconds; returns the number
  * of corrections made. */
-uint32_t ts__ms_limit_strain(ts_tissue *t, const struct ts__ms *ms, double h);
+uint32_t ts__ms_limit_strain(ts_tissue *t, struct ts__ms *ms, double h);
 
 /* 0 when no limited spring can be outside its range after the update that
  * just ran (so that strain limiting would find nothing), 1 otherwise. */

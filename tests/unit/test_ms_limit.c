@@ -4,7 +4,7 @@
  * force loop's per-block strain extremes, instead of walking every spring.
  * The result must be the whole Gauss-Seidel pass's, bit for bit: checked
  * here against Provot's passes written out plainly (the loop as it was
- * before the screening), on springs of the three classes interleaved so
+ * before the screening and the sparse passes), on springs of the three classes interleaved so
  * that the force loop's order (by class, then node) differs from the
  * passes' order (the tissue's).
  */
@@ -170,11 +170,92 @@ START_TEST(test_screened_none_and_many) {
 }
 END_TEST
 
+/* The nodes up to k stretched apart along x, every spring among them at
+ * 4.99 % (the i -- i+2 springs just under their 5 % bound), the rest of the
+ * chain carried along; the forces evaluated there; then node k pulled
+ * dx further: the correction of a spring at k moves nodes whose other
+ * springs then break, and so on down the chain over the passes, each
+ * correction met by the sparse passes through the nodes it moved. */
+static uint32_t cascade(uint32_t k, double dx) {
+  ts_tissue *t = chain();
+  for (uint32_t i = 1; i < NN; i++) t->x[i][0] += 0.000499 * (i < k ? i : k);
+  uint32_t got = compare(t, 1, 0.0, k, dx, 0.0);
+  ts_tissue_destroy(t);
+  return got;
+}
+
+/* The same beyond node k, and node k pushed back by dx: the corrections go
+ * up the chain, each breaking springs after it in the pass's order, which
+ * the pass must visit before it ends. */
+static uint32_t cascade_up(uint32_t k, double dx) {
+  ts_tissue *t = chain();
+  for (uint32_t i = k + 1; i < NN; i++) t->x[i][0] += 0.000499 * (i - k);
+  uint32_t got = compare(t, 1, 0.0, k, -dx, 0.0);
+  ts_tissue_destroy(t);
+  return got;
+}
+
+START_TEST(test_sparse_cascade) {
+  /* each pull breaks springs at k; their corrections break the next ones */
+  ck_assert_uint_ge(cascade(20, 0.0001), 3);
+  ck_assert_uint_ge(cascade(150, 0.0003), 3);
+  ck_assert_uint_ge(cascade(NN - 3, 0.0002), 3);
+  ck_assert_uint_ge(cascade_up(NN - 25, 0.0001), 3);
+  ck_assert_uint_ge(cascade_up(100, 0.0003), 3);
+}
+END_TEST
+
+/* Several nodes pulled apart at once and everything jittered a little, with
+ * different seeds of the jitter: corrections in several places of the
+ * chain, some sharing nodes with the candidates of others. */
+START_TEST(test_sparse_scattered) {
+  for (uint32_t r = 0; r < 6; r++) {
+    ts_tissue *t = chain();
+    for (uint32_t i = 1; i < NN; i++) t->x[i][0] += 0.000475 * (i < 60 + r ? i : 60 + r);
+    t->x[300 - 7 * r][0] += 0.0006;
+    t->x[301 - 7 * r][0] += 0.0012;
+    uint32_t got = compare(t, 1, 0.0, 40 + r, 0.0002, 1e-6 * (r + 1));
+    ck_assert_uint_ge(got, 2);
+    ts_tissue_destroy(t);
+  }
+}
+END_TEST
+
+/* Random states: each link of the chain stretched by its own 3.5-4.99 %
+ * (the i -- i+2 springs then near their 5 % bound), the forces evaluated,
+ * then one to four nodes pulled up to 0.2 mm either way and every node
+ * jittered by up to 2 um: corrections in several places, cascading along
+ * the chain, from candidates and from every spring (the screening leaves
+ * many in doubt after the larger pulls). */
+START_TEST(test_sparse_random) {
+  uint64_t sd = 7;
+  uint32_t fixes = 0;
+  for (int r = 0; r < 60; r++) {
+    ts_tissue *t = chain();
+    double shift = 0;
+    for (uint32_t i = 1; i < NN; i++) {
+      shift += 0.00035 + 0.000149 * rnd(&sd);
+      t->x[i][0] += shift;
+    }
+    const uint32_t pulls = 1 + (uint32_t)(4 * rnd(&sd));
+    for (uint32_t p = 1; p < pulls; p++)
+      t->x[1 + (uint32_t)((NN - 1) * rnd(&sd))][0] += 0.0004 * (rnd(&sd) - 0.5);
+    const uint32_t k = 1 + (uint32_t)((NN - 1) * rnd(&sd));
+    fixes += compare(t, 1, 0.0, k, 0.0004 * (rnd(&sd) - 0.5), 2e-6);
+    ts_tissue_destroy(t);
+  }
+  ck_assert_uint_gt(fixes, 60);
+}
+END_TEST
+
 static Suite *ms_limit_suite(void) {
   Suite *s = suite_create("ms_limit");
   TCase *tc = tcase_create("screening");
   tcase_add_test(tc, test_screened_shared_node);
   tcase_add_test(tc, test_screened_none_and_many);
+  tcase_add_test(tc, test_sparse_cascade);
+  tcase_add_test(tc, test_sparse_scattered);
+  tcase_add_test(tc, test_sparse_random);
   suite_add_tcase(s, tc);
   return s;
 }
