@@ -25,7 +25,11 @@
  * the screening's candidates and the springs at the nodes a correction
  * moved, found through a per-node index of the limited springs, instead of
  * every limited spring from the first correction on and in every later
- * pass.
+ * pass. Same results bit for bit; a capped patch-S step along the standard
+ * path with the sphere pressed in (a profiling driver, 2,000 steps, 773
+ * corrections; the old and the new code alternated three times, load under
+ * 1): 529 us a step on average before, 476-482 us after; perf put 6.2 %
+ * of the step here before, under 0.7 % after.
  */
 
 #include <math.h>
