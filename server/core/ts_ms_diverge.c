@@ -33,6 +33,12 @@ static int released(const ts_tissue *t, const struct ts__ms *ms) {
   return (k + p) - (k1 + p1) < 0.5 * (k - k1);
 }
 
+/* The health pass, one loop over the nodes (2-4 % of a capped patch-S
+ * step). Tried and dropped: eight independent lanes of sums and maxima,
+ * vectorised, the scalar loop only to name a bad node (1.8-2.0 % of the
+ * step against 2.0-2.2 %, perf's share of a profiling driver's step): it
+ * reads x and v from memory like the rest of the step, and its chain of
+ * additions was not what it waited on. */
 int ts__ms_health(const ts_tissue *t, struct ts__ms *ms, double *ke_out, double *vmax2_out, ts_step_stats *stats) {
   int why = TS_DIVERGED_NONE;
   uint32_t node = 0, fastest = 0;
