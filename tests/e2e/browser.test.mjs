@@ -15,7 +15,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 import { SERVER_KEY, startDaemon, artifactsDir, sleep, waitSettled, launchChromium, loadProtocol, waitFor,
-  openCheckedPage }
+  openCheckedPage, BROWSER_DAEMON_ARGS }
   from '../integration/daemon_proc.mjs';
 import { WsPeer } from '../integration/ws_peer.mjs';
 import { Role } from '../../client-web/src/protocol.js';
@@ -32,7 +32,7 @@ const problems = [];   // console errors and page errors, from every page
 let created = null;    // { sessionId, observerLink, observer (its page) } of the first test's session
 
 before(async () => {
-  daemon = await startDaemon({ name: 'browser-test-tissued' });
+  daemon = await startDaemon({ name: 'browser-test-tissued', extraArgs: BROWSER_DAEMON_ARGS });
   base = `http://127.0.0.1:${daemon.httpPort}`;
   browser = await launchChromium(WAIT_MS);
 });

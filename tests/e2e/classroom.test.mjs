@@ -18,7 +18,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { SERVER_KEY, startDaemon, artifactsDir, sleep, launchChromium, openCheckedPage } from '../integration/daemon_proc.mjs';
+import { SERVER_KEY, startDaemon, artifactsDir, sleep, launchChromium, openCheckedPage, BROWSER_DAEMON_ARGS } from '../integration/daemon_proc.mjs';
 import { decodePng, changedFraction, meanColour, SHOT_SCALE } from './png.mjs';
 
 const VIEWPORT = { width: 1280, height: 800 };
@@ -32,7 +32,7 @@ let instructorPage = null;  // kept open for the last test
 const problems = [];   // console errors, page errors and failed requests, from every page
 
 before(async () => {
-  daemon = await startDaemon({ name: 'classroom-test-tissued' });
+  daemon = await startDaemon({ name: 'classroom-test-tissued', extraArgs: BROWSER_DAEMON_ARGS });
   base = `http://127.0.0.1:${daemon.httpPort}`;
   browser = await launchChromium(WAIT_MS);
 });

@@ -13,7 +13,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 
-import { SERVER_KEY, startDaemon, artifactsDir, sleep, launchFirefox, openCheckedPage } from '../integration/daemon_proc.mjs';
+import { SERVER_KEY, startDaemon, artifactsDir, sleep, launchFirefox, openCheckedPage, BROWSER_DAEMON_ARGS } from '../integration/daemon_proc.mjs';
 
 const VIEWPORT = { width: 800, height: 500 };
 const WAIT_MS = 30000;
@@ -25,7 +25,7 @@ let base = '';
 const problems = [];   // console errors and page errors, from every page
 
 before(async () => {
-  daemon = await startDaemon({ name: 'firefox-test-tissued' });
+  daemon = await startDaemon({ name: 'firefox-test-tissued', extraArgs: BROWSER_DAEMON_ARGS });
   base = `http://127.0.0.1:${daemon.httpPort}`;
   browser = await launchFirefox(WAIT_MS);
 });

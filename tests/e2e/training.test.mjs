@@ -22,7 +22,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { SERVER_KEY, startDaemon, artifactsDir, sleep, launchChromium, openCheckedPage } from '../integration/daemon_proc.mjs';
+import { SERVER_KEY, startDaemon, artifactsDir, sleep, launchChromium, openCheckedPage, BROWSER_DAEMON_ARGS } from '../integration/daemon_proc.mjs';
 import { decodePng, changedFraction, SHOT_SCALE } from './png.mjs';
 
 const VIEWPORT = { width: 1280, height: 800 };
@@ -43,7 +43,7 @@ before(async () => {
     name: 'training-test-tissued',
     // a 16 x 16 patch: the quasi-static session's rest state settles in a
     // quarter of the default's time, and four pages draw less
-    extraArgs: ['--train-after-samples', '0', '--max-training-samples', '3000', '--patch-resolution', '16'],
+    extraArgs: [...BROWSER_DAEMON_ARGS, '--train-after-samples', '0', '--max-training-samples', '3000', '--patch-resolution', '16'],
   });
   base = `http://127.0.0.1:${daemon.httpPort}`;
   browser = await launchChromium(WAIT_MS);

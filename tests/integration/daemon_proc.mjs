@@ -31,6 +31,18 @@ export function loadProtocol() {
 export const SERVER_KEY = 'itest-server-key-5f0c2a9e41d7';
 
 /** The daemon's /metrics page (Prometheus text) from its HTTP port on loopback. */
+/**
+ * Daemon arguments for the browser tests: a page's WebSocket has 60 s, not
+ * the default 10 s, from its upgrade to its Hello. A page says Hello in its
+ * socket's open handler, but with four pages drawing on SwiftShader beside
+ * CI's sanitizer build on two cores, one fresh-clone run (2026-12-05) saw a
+ * late-opened page's renderer busy for over 10 s: the daemon closed that
+ * socket (1008 "no Hello in time"), the page reconnected and went on, and
+ * the test failed on the error the page showed. The timeout itself is
+ * checked by itest_faults; these tests check the pages.
+ */
+export const BROWSER_DAEMON_ARGS = ['--handshake-timeout', '60'];
+
 export function metricsPage(port) {
   return new Promise((resolve, reject) => {
     http.get({ host: '127.0.0.1', port, path: '/metrics' }, (res) => {
