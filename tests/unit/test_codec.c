@@ -186,6 +186,12 @@ START_TEST(test_quantize_rejects) {
     double x[2][3] = {{0, 0, 0}, {0.01, 0.02, 0.03}};
     x[1][i % 3] = bad[i];
     ck_assert_int_eq(ts_quantize((const double (*)[3])x, 2, 1e-5, q), TS_ERANGE);
+    /* one point: its x and y go two at a time, its z alone (ts_codec.c) */
+    for (int a = 0; a < 3; a++) {
+      double one[1][3] = {{0.01, 0.02, 0.03}};
+      one[0][a] = bad[i];
+      ck_assert_int_eq(ts_quantize((const double (*)[3])one, 1, 1e-5, q), TS_ERANGE);
+    }
   }
   /* just inside the grid */
   const double edge[1][3] = {{21474.8, -21474.8, 0}};
