@@ -30,7 +30,6 @@ export function loadProtocol() {
  */
 export const SERVER_KEY = 'itest-server-key-5f0c2a9e41d7';
 
-/** The daemon's /metrics page (Prometheus text) from its HTTP port on loopback. */
 /**
  * Daemon arguments for the browser tests: a page's WebSocket has 60 s, not
  * the default 10 s, from its upgrade to its Hello. A page says Hello in its
@@ -43,6 +42,7 @@ export const SERVER_KEY = 'itest-server-key-5f0c2a9e41d7';
  */
 export const BROWSER_DAEMON_ARGS = ['--handshake-timeout', '60'];
 
+/** The daemon's /metrics page (Prometheus text) from its HTTP port on loopback. */
 export function metricsPage(port) {
   return new Promise((resolve, reject) => {
     http.get({ host: '127.0.0.1', port, path: '/metrics' }, (res) => {
