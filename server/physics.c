@@ -28,6 +28,9 @@
 
 #define TS_MAX_CATCHUP 20
 #define TS_CATCHUP_BUDGET 5 /* wall time for catching up, in the session's dt */
+/* Catching up, the loop is woken after a step once this long has passed
+ * since the last wake (below, thread_main) */
+#define TS_WAKE_GAP_NS 500000ull
 
 typedef struct pthread_ctx {
   ts_physics *pool;
@@ -45,6 +48,7 @@ typedef struct pthread_ctx {
   ts_session **sessions;
   uint32_t n_sessions, cap_sessions;
   uint32_t load; /* sessions assigned (loop's view) */
+  uint64_t woken_ns; /* when the thread last woke the loop (uv_hrtime) */
 } pthread_ctx;
 
 struct ts_physics {
@@ -174,19 +178,29 @@ static void thread_main(void *arg) {
         }
         sim->next_step_ns += sim->dt_ns;
         done++;
-        if (uv_hrtime() >= budget_end) break;
+        const uint64_t end = uv_hrtime();
+        /* a session catching up: its forces leave as they are made, not
+         * after the whole run of steps (up to TS_CATCHUP_BUDGET dt of wall
+         * time, which a pose arriving meanwhile waited on top of its own
+         * step), at most one wake per TS_WAKE_GAP_NS (see below) */
+        if (woke && end - t->woken_ns >= TS_WAKE_GAP_NS) {
+          ts_outbox_wake(&p->server->outbox);
+          t->woken_ns = end;
+          woke = 0;
+        }
+        if (end >= budget_end) break;
       }
       /* the loop now, not after the thread's other sessions: a force
        * waited for every later session's step (0.9 ms each on patch-S)
-       * before it left. Not after every step: a session catching up takes
-       * up to TS_MAX_CATCHUP steps back to back, whose forces are stale but
-       * for the last, and a wake per step cost a session at dt 20 us under
-       * TSan most of its frames (itest_faults) */
+       * before it left. Not after every step of a catch-up (above): a wake
+       * per step cost a session at dt 20 us under TSan most of its frames
+       * (itest_faults); at most one per TS_WAKE_GAP_NS is 2,000 a second */
+      uint64_t after = uv_hrtime();
       if (woke) {
         ts_outbox_wake(&p->server->outbox);
+        t->woken_ns = after;
         woke = 0;
       }
-      uint64_t after = uv_hrtime();
       if (sim->next_step_ns + 5 * sim->dt_ns < after) {
         /* too far behind real time: drop the backlog, say so in frames. Due
          * at once, not a dt from now: a session slower than real time keeps
