@@ -271,26 +271,53 @@ int ts_config_set(ts_config *c, const char *key, const char *value, char *err, s
   return -1;
 }
 
+/* The text inih reads, a line at a time, counted as inih counts them (one
+ * per reader call, a whole line since longer ones are refused before:
+ * ts_config_load_text), so that a setting's failure and a syntax error can
+ * be told apart by their line: inih returns only the first line with an
+ * error of either kind. */
+typedef struct ini_src {
+  const char *p;
+  int line; /* of the piece last read */
+} ini_src;
+
+static char *ini_read(char *str, int num, void *stream) {
+  ini_src *s = stream;
+  if (num < 2 || !*s->p) return NULL;
+  int n = 0;
+  while (n < num - 1 && s->p[n]) {
+    str[n] = s->p[n];
+    if (s->p[n++] == '\n') break;
+  }
+  str[n] = '\0';
+  s->p += n;
+  s->line++;
+  return str;
+}
+
 typedef struct ini_ctx {
   ts_config *c;
   char *err;
   size_t errcap;
   int failed;
+  int fail_line; /* the line of the first failure (ini_src's count) */
+  const ini_src *src;
 } ini_ctx;
 
 static int config_ini_line(void *user, const char *section, const char *name, const char *value) {
   ini_ctx *x = user;
   if (x->failed) return 0;
-  if (strcmp(section, "server") != 0) {
+  if (!section[0]) {
+    snprintf(x->err, x->errcap, "%s: a setting before the [server] section", name);
+    x->failed = 1;
+  } else if (strcmp(section, "server") != 0) {
     snprintf(x->err, x->errcap, "unknown section [%s] (only [server])", section);
     x->failed = 1;
-    return 0;
-  }
-  if (ts_config_set(x->c, name, value, x->err, x->errcap)) {
+  } else if (ts_config_set(x->c, name, value, x->err, x->errcap)) {
     x->failed = 1;
-    return 0;
   }
-  return 1;
+  if (x->failed) x->fail_line = x->src->line;
+  return !x->failed;
 }
 
 /* inih's result as the daemon's message: rc is ini_parse's (-1 cannot open,
@@ -309,6 +336,22 @@ static int ini_result(int rc, const char *name, const char *inner, char *err, si
     return -1;
   }
   return 0;
+}
+
+/* What is wrong with line `line` of text (ini_src's count), which inih
+ * found no setting in: a section header not closed, or a line that is
+ * neither a setting, a [section] nor a comment. */
+static void ini_syntax(const char *text, int line, char *why, size_t cap) {
+  char buf[INI_MAX_LINE];
+  ini_src s = {text, 0};
+  const char *got = NULL;
+  while (s.line < line && (got = ini_read(buf, sizeof buf, &s)) != NULL) {
+  }
+  while (got && (*got == ' ' || *got == '\t')) got++;
+  if (got && *got == '[')
+    snprintf(why, cap, "a section header without its closing ']'");
+  else
+    snprintf(why, cap, "not a setting (name = value), a [section] or a comment");
 }
 
 /* Largest configuration file read (bytes): a few dozen settings take a few
@@ -362,9 +405,30 @@ int ts_config_load_file(ts_config *c, const char *path, char *err, size_t errcap
 
 int ts_config_load_text(ts_config *c, const char *text, const char *name, char *err,
                         size_t errcap) {
+  /* inih reads a line in pieces of INI_MAX_LINE - 1 bytes and takes the
+   * rest of a longer one for a line of its own (a long comment's tail then
+   * fails as a setting, a line number later than it is) */
+  int line = 1;
+  for (const char *p = text, *start = text;; p++) {
+    if (*p == '\n' || !*p) {
+      if (p - start > INI_MAX_LINE - 2) {
+        snprintf(err, errcap, "%s:%d: %ld characters, over the %d a line may have", name, line,
+                 (long)(p - start), INI_MAX_LINE - 2);
+        return -1;
+      }
+      if (!*p) break;
+      line++;
+      start = p + 1;
+    }
+  }
   char inner[256] = "";
-  ini_ctx x = {c, inner, sizeof inner, 0};
-  return ini_result(ini_parse_string(text, config_ini_line, &x), name, inner, err, errcap);
+  ini_src src = {text, 0};
+  ini_ctx x = {c, inner, sizeof inner, 0, 0, &src};
+  const int rc = ini_parse_stream(ini_read, &src, config_ini_line, &x);
+  /* the first error is a line inih could not read, before any setting
+   * failed or after one on an earlier line */
+  if (rc > 0 && !(x.failed && x.fail_line == rc)) ini_syntax(text, rc, inner, sizeof inner);
+  return ini_result(rc, name, inner, err, errcap);
 }
 
 void ts_config_print_help(const char *argv0) {

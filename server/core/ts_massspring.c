@@ -130,6 +130,15 @@ int ts_massspring_prepare(ts_tissue *t) {
   size_t off_blk = (off_u32 + (2 * sizeof(uint32_t) + 1) * n + 63) & ~(size_t)63;
   size_t off_blk32 = off_blk + sizeof(double) * 6 * nb;
   size_t total = off_blk32 + sizeof(uint32_t) * (2 * nb + 2 * (size_t)ns);
+  /* Tried and dropped (2026-12-05): the block on 2 MB pages when it is
+   * that large (aligned to 2 MB, madvise MADV_HUGEPAGE; this kernel's
+   * transparent huge pages are madvise-only, and the pages were taken:
+   * AnonHugePages 122 MB on patch-L). One process stepping a copy with and
+   * a copy without alternately, 300 steps a round, medians of 10-16
+   * rounds: a capped patch-S step 513 us against 504 us, patch-L capped
+   * 7.52 ms against 7.61 ms, patch-S uncapped 10.04 ms against 9.93 ms.
+   * Separate bench_mechanics runs had shown 9 % more on patch-S: the
+   * machine's noise, not the pages. */
   unsigned char *blk = aligned_alloc(64, (total + 63) & ~(size_t)63);
   if (!blk) return TS_ENOMEM;
   struct ts__ms *ms = (struct ts__ms *)blk;

@@ -93,6 +93,51 @@ static void write_file(const char *path, const char *text) {
   fclose(f);
 }
 
+/* A file's first error is named by its own line and reason: a line inih
+ * cannot read before a setting that fails on a later one (was: the later
+ * setting's reason at the earlier line), an unclosed section header, a
+ * setting before any section, a line longer than inih reads whole (was:
+ * its tail taken for the next line, and the error put there). */
+START_TEST(test_ini_errors) {
+  char long_comment[320];
+  memset(long_comment, 'x', sizeof long_comment);
+  memcpy(long_comment, "[server]\n; ", 11);
+  memcpy(long_comment + 300, "\nframe-rate = 30\n", 18);
+  long_comment[318] = '\0';
+  char edge[260]; /* a 198-character comment: the longest line taken */
+  memset(edge, 'y', sizeof edge);
+  memcpy(edge, "[server]\n;", 10);
+  memcpy(edge + 9 + 198, "\nframe-rate = 30\n", 18);
+  edge[9 + 198 + 18] = '\0';
+  static const struct {
+    const char *text, *needle, *also;
+  } cases[] = {
+      {"[server]\ngarbage\ndt = -1\n", "t.ini:2: not a setting", NULL},
+      {"[server]\ndt = -1\ngarbage\n", "t.ini:2: dt:", NULL},
+      {"[server\nhttp_port = 8181\n", "t.ini:1: a section header without its closing ']'", NULL},
+      {"[server]\n  [client\n", "t.ini:2: a section header without", NULL},
+      {"http_port = 8181\n[server]\n", "t.ini:1: http_port: a setting before the [server] section", NULL},
+      {"[client]\nx = 1\n", "t.ini:2: unknown section [client]", NULL},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    ts_config c;
+    ts_config_defaults(&c);
+    char err[256] = "";
+    ck_assert_int_eq(ts_config_load_text(&c, cases[i].text, "t.ini", err, sizeof err), -1);
+    ck_assert_msg(strstr(err, cases[i].needle) != NULL, "case %zu: '%s' lacks '%s'", i, err,
+                  cases[i].needle);
+  }
+  ts_config c;
+  ts_config_defaults(&c);
+  char err[256] = "";
+  ck_assert_int_eq(ts_config_load_text(&c, long_comment, "t.ini", err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "t.ini:2: 291 characters, over the 198"), "%s", err);
+  ts_config_defaults(&c);
+  ck_assert_int_eq(ts_config_load_text(&c, edge, "t.ini", err, sizeof err), 0);
+  ck_assert_int_eq(c.frame_rate, 30);
+}
+END_TEST
+
 START_TEST(test_ini_file) {
   char dir[] = "/tmp/ts-config-XXXXXX";
   ck_assert_ptr_nonnull(mkdtemp(dir));
@@ -148,6 +193,7 @@ int main(void) {
   tcase_add_test(tc, test_flags);
   tcase_add_test(tc, test_bad_flags);
   tcase_add_test(tc, test_ini_file);
+  tcase_add_test(tc, test_ini_errors);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
