@@ -4,6 +4,10 @@
  * steps to catch up after a short stall, at most TS_MAX_CATCHUP), then sleeps
  * on its condition variable until the earliest deadline or a new command. A
  * session slower than real time is always due: the thread then never sleeps.
+ * The loop is woken for a session's forces and frames once its due steps
+ * are done, and while it catches up also after a step, once TS_WAKE_GAP_NS
+ * have passed since the last wake: a pose's force does not wait for the
+ * rest of the run of steps.
  *
  * Stalls: every step is timed (wall clock, uv_hrtime). A step over the
  * server's stall-threshold starts a stall episode for its session: the
