@@ -366,32 +366,43 @@ static void create_done(ts_job *jb) {
   }
   free(j->data);
   ts_session *se = j->session;
+  if (!c) {
+    /* The connection that asked has closed (a client that gave up waiting:
+     * a large upload builds for tens of seconds). Nobody has the session's
+     * id or tokens, and it would step, a core's share for a large tissue,
+     * until --session-idle-timeout: it is not started. An upload's tissue
+     * stays stored, so asking again by its name does not upload again. */
+    ts_log_warn("session '%s' not started: the connection that asked for it closed before it was "
+                "ready",
+                se->name);
+    ts_session_free(se);
+    free(j);
+    return;
+  }
   ts_server_add_session(s, se);
   ts_log_info("session %u '%s' created: %u nodes, %u triangles, dt %g s", se->id, se->name,
               se->topo->vertex_count, se->topo->n_tris, se->sim.dt);
-  if (c) {
-    Tissued__V1__SessionCreated r = TISSUED__V1__SESSION_CREATED__INIT;
-    r.session_id = se->id;
-    r.name = se->name;
-    r.vertex_count = se->topo->vertex_count;
-    r.triangle_count = se->topo->n_tris;
-    r.observer_token = se->observer_token;
-    int ntools = s->cfg.max_tools < TS_MAX_TOOLS ? s->cfg.max_tools : TS_MAX_TOOLS;
-    char *ctl[TS_MAX_TOOLS];
-    for (int i = 0; i < ntools; i++) ctl[i] = se->controller_token[i];
-    r.n_controller_tokens = (size_t)ntools;
-    r.controller_tokens = ctl;
-    r.moved_vertices = j->n_relaxed;
-    r.max_move = (float)j->max_relaxed;
-    r.thinned_vertices = j->n_thinned;
-    r.min_depth_fraction = j->n_thinned ? (float)j->min_depth_kept : 0.0f;
-    r.warning = j->warning;
-    Envelope env = TISSUED__V1__ENVELOPE__INIT;
-    env.request_id = j->rid;
-    env.body_case = TISSUED__V1__ENVELOPE__BODY_SESSION_CREATED;
-    env.session_created = &r;
-    ts_send_envelope(c, &env);
-  }
+  Tissued__V1__SessionCreated r = TISSUED__V1__SESSION_CREATED__INIT;
+  r.session_id = se->id;
+  r.name = se->name;
+  r.vertex_count = se->topo->vertex_count;
+  r.triangle_count = se->topo->n_tris;
+  r.observer_token = se->observer_token;
+  int ntools = s->cfg.max_tools < TS_MAX_TOOLS ? s->cfg.max_tools : TS_MAX_TOOLS;
+  char *ctl[TS_MAX_TOOLS];
+  for (int i = 0; i < ntools; i++) ctl[i] = se->controller_token[i];
+  r.n_controller_tokens = (size_t)ntools;
+  r.controller_tokens = ctl;
+  r.moved_vertices = j->n_relaxed;
+  r.max_move = (float)j->max_relaxed;
+  r.thinned_vertices = j->n_thinned;
+  r.min_depth_fraction = j->n_thinned ? (float)j->min_depth_kept : 0.0f;
+  r.warning = j->warning;
+  Envelope env = TISSUED__V1__ENVELOPE__INIT;
+  env.request_id = j->rid;
+  env.body_case = TISSUED__V1__ENVELOPE__BODY_SESSION_CREATED;
+  env.session_created = &r;
+  ts_send_envelope(c, &env);
   free(j);
 }
 

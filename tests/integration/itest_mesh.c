@@ -23,6 +23,8 @@
  *   - Garbage bytes, a truncated binary STL, a face index out of range, an
  *     oversized upload, NaN and negative scales each give their Error, and
  *     the daemon keeps streaming the first session all along.
+ *   - An upload whose client closes before the reply stores its tissue but
+ *     starts no session.
  * The tests share one daemon (no fork) and run in order.
  */
 #include "ts_check.h"
@@ -38,6 +40,7 @@
 #include "../../server/core/ts_mesh_tissue.h"
 #include "../../server/core/ts_tissue.h"
 #include "daemon_proc.h"
+#include "rawclient.h"
 #include "test_util.h"
 #include "tissueclient.h"
 
@@ -400,6 +403,64 @@ START_TEST(test_bad_uploads) {
 }
 END_TEST
 
+/* A client that uploads and closes before the reply (one that gave up
+ * waiting): the daemon builds the tissue and stores it, but starts no
+ * session nobody can reach. The worker is serial, so once a later request's
+ * reply has come, the abandoned one has been done. */
+START_TEST(test_abandoned_upload) {
+  char path[1200];
+  ts_dproc_shared_mesh("liver-smooth.obj", path, sizeof path);
+  size_t len;
+  uint8_t *obj = tu_read_file(path, &len);
+  ck_assert_ptr_nonnull(obj);
+  rc_conn rc;
+  ck_assert_int_eq(rc_tcp(&rc, daemon_.tcp_port), 0);
+  ck_assert_int_eq(rc_hello(&rc, WAIT_S * 1000), 0);
+  Tissued__V1__MeshUpload up = TISSUED__V1__MESH_UPLOAD__INIT;
+  up.format = TISSUED__V1__MESH_UPLOAD__FORMAT__OBJ;
+  up.data.data = obj;
+  up.data.len = len;
+  up.scale = 0.01f;
+  Tissued__V1__CreateSession cs = TISSUED__V1__CREATE_SESSION__INIT;
+  cs.name = (char *)"abandoned";
+  cs.tissue_case = TISSUED__V1__CREATE_SESSION__TISSUE_MESH;
+  cs.mesh = &up;
+  Tissued__V1__Envelope env = TISSUED__V1__ENVELOPE__INIT;
+  env.request_id = 7;
+  env.body_case = TISSUED__V1__ENVELOPE__BODY_CREATE_SESSION;
+  env.create_session = &cs;
+  ck_assert_int_eq(rc_send(&rc, &env), 0);
+  rc_close(&rc);
+  free(obj);
+
+  tc_client *c = connect_ok("itest_mesh-after");
+  uint32_t id;
+  ck_assert_int_eq(tc_create_session(c, "stomach-patch", &id, NULL, NULL), 0);
+  tc_session_info *ss = NULL;
+  size_t n = 0;
+  ck_assert_int_eq(tc_list_sessions(c, &ss, &n), 0);
+  int found_new = 0;
+  for (size_t i = 0; i < n; i++) {
+    ck_assert_msg(strcmp(ss[i].name, "abandoned") != 0, "the abandoned upload's session %u runs",
+                  ss[i].session_id);
+    found_new |= ss[i].session_id == id;
+  }
+  ck_assert(found_new); /* the listing is of the sessions that run */
+  free(ss);
+  /* the tissue was built and stored: liver.obj's and spot's, then this one */
+  ck_assert_int_eq(count_meshes(), 3);
+  size_t llen;
+  char *log = (char *)tu_read_file(daemon_.log, &llen);
+  ck_assert_ptr_nonnull(log);
+  ck_assert_msg(strstr(log, "session 'abandoned' not started: the connection that asked for it "
+                            "closed before it was ready"),
+                "no word of it in the daemon's log");
+  free(log);
+  tc_close(c);
+  end_session(id);
+}
+END_TEST
+
 int main(void) {
   char err[256];
   ts_dproc_scratch_begin();
@@ -412,6 +473,7 @@ int main(void) {
   tcase_add_test(tc, test_upload_meshes);
   tcase_add_test(tc, test_stored_tissue);
   tcase_add_test(tc, test_bad_uploads);
+  tcase_add_test(tc, test_abandoned_upload);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);
   srunner_set_fork_status(sr, CK_NOFORK);
