@@ -64,19 +64,32 @@ int ts_auth_key_index(const ts_keyring *k, const char *cred) {
   return found;
 }
 
+/* The next entry of a comma-separated list from *p (blanks around it
+ * trimmed, empty entries skipped): its start, with its length in *n, and
+ * *p moved past it; NULL at the end. */
+static const char *list_next(const char **p, size_t *n) {
+  const char *q = *p;
+  while (*q == ' ' || *q == ',') q++;
+  if (!*q) {
+    *p = q;
+    return NULL;
+  }
+  const char *e = q;
+  while (*e && *e != ',') e++;
+  const char *end = e;
+  while (end > q && end[-1] == ' ') end--;
+  *n = (size_t)(end - q);
+  *p = e;
+  return q;
+}
+
 static int key_char_ok(char ch) { return ch > ' ' && ch < 127 && ch != ','; }
 
 int ts_auth_parse_keys(const char *list, ts_keyring *out, char *err, size_t errcap) {
   memset(out, 0, sizeof *out);
-  const char *p = list;
-  while (*p) {
-    while (*p == ' ' || *p == ',') p++;
-    if (!*p) break;
-    const char *e = p;
-    while (*e && *e != ',') e++;
-    const char *end = e;
-    while (end > p && end[-1] == ' ') end--;
-    size_t n = (size_t)(end - p);
+  const char *rest = list, *p;
+  size_t n;
+  while ((p = list_next(&rest, &n)) != NULL) {
     for (size_t i = 0; i < n; i++) {
       if (!key_char_ok(p[i])) {
         snprintf(err, errcap, "server key %d has a character that is not printable ASCII",
@@ -96,7 +109,6 @@ int ts_auth_parse_keys(const char *list, ts_keyring *out, char *err, size_t errc
     memcpy(out->key[out->n], p, n);
     out->key[out->n][n] = 0;
     out->n++;
-    p = e;
   }
   if (out->n == 0) {
     snprintf(err, errcap, "no server key given");
@@ -189,19 +201,52 @@ int ts_auth_origin_allowed(const char *origin, const char *host, const char *all
   const char *oh = after_scheme(origin, &on);
   if (host && host[0] && strlen(host) == on && strncasecmp(oh, host, on) == 0) return 1;
   if (!allowed) return 0;
-  const char *p = allowed;
-  size_t olen = strlen(origin);
-  while (*p) {
-    while (*p == ' ' || *p == ',') p++;
-    if (!*p) break;
-    const char *e = p;
-    while (*e && *e != ',') e++;
-    const char *end = e;
-    while (end > p && end[-1] == ' ') end--;
-    size_t n = (size_t)(end - p);
+  const char *rest = allowed, *p;
+  size_t n, olen = strlen(origin);
+  while ((p = list_next(&rest, &n)) != NULL) {
     if (n == 1 && *p == '*') return 1;
     if (n == olen && strncasecmp(p, origin, n) == 0) return 1;
-    p = e;
+  }
+  return 0;
+}
+
+static int is_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+
+int ts_auth_origins_check(const char *allowed, char *err, size_t errcap) {
+  const char *rest = allowed, *p;
+  size_t len;
+  while ((p = list_next(&rest, &len)) != NULL) {
+    const char *end = p + len;
+    const int n = (int)len;
+    if (!(n == 1 && *p == '*')) {
+      /* scheme: a letter, then letters, digits, + - . (RFC 3986) */
+      const char *q = p;
+      int ok = q < end && is_letter(*q);
+      while (ok && q < end && (is_letter(*q) || (*q >= '0' && *q <= '9') || *q == '+' || *q == '-' ||
+                               *q == '.'))
+        q++;
+      ok = ok && end - q > 3 && q[0] == ':' && q[1] == '/' && q[2] == '/';
+      const char *h = ok ? q + 3 : end, *bad = NULL;
+      for (const char *r = h; ok && r < end; r++)
+        if (*r == '/' || *r == '?' || *r == '#' || *r == ' ' || *r == '\t') {
+          bad = r;
+          break;
+        }
+      if (ok && bad && bad > h && *bad == '/' && bad == end - 1) {
+        snprintf(err, errcap,
+                 "allowed-origins: '%.*s' has a path; an origin ends at the host or port "
+                 "(drop the final '/')",
+                 n, p);
+        return -1;
+      }
+      if (!ok || bad) {
+        snprintf(err, errcap,
+                 "allowed-origins: '%.*s' is not an origin: give scheme://host[:port] as a browser "
+                 "sends it (e.g. https://sim.example.org), or *",
+                 n, p);
+        return -1;
+      }
+    }
   }
   return 0;
 }

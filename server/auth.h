@@ -55,4 +55,10 @@ int ts_auth_load_keys(const char *configured, const char *env, const char *data_
  * "*" allows any). */
 int ts_auth_origin_allowed(const char *origin, const char *host, const char *allowed);
 
+/* Checks an allowed-origins list: every entry "*" or an origin as a
+ * browser sends it, scheme://host[:port] (no path, not even "/"). An entry
+ * such as "sim.example.org" would match no Origin, and the pages it was
+ * meant for would be refused. Returns 0, or -1 with a message in err. */
+int ts_auth_origins_check(const char *allowed, char *err, size_t errcap);
+
 #endif

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "auth.h"
 #include "core/ts_tool_contact.h"
 #include "session_self.h"
 #include "log.h"
@@ -90,8 +91,9 @@ static const setting settings[] = {
      "default: $TISSUED_SERVER_KEY, else <data-dir>/server.key (generated and printed once)"},
     {"allowed-origins", T_STR, OFF(allowed_origins), sizeof(((ts_config *)0)->allowed_origins),
      0, 0,
-     "WebSocket page origins allowed besides the daemon's own, comma-separated "
-     "(e.g. https://sim.example.org); * allows any"},
+     "WebSocket page origins allowed besides the daemon's own, comma-separated, each "
+     "scheme://host[:port] as browsers send it (e.g. https://sim.example.org, no path); * "
+     "allows any"},
     {"max-sessions-per-key", T_INT, OFF(max_sessions_per_key), 0, 1, 100000,
      "live sessions one server key may have created"},
     {"max-pose-rate", T_INT, OFF(max_pose_rate), 0, 1, 1000000,
@@ -217,6 +219,8 @@ int ts_config_set(ts_config *c, const char *key, const char *value, char *err, s
       snprintf(err, errcap, "%s: value longer than %zu characters", s->name, s->size - 1);
       return -1;
     }
+    if (strcmp(s->name, "allowed-origins") == 0 && ts_auth_origins_check(value, err, errcap))
+      return -1;
     memcpy(base, value, strlen(value) + 1);
     return 0;
   case T_INT: {

@@ -72,6 +72,13 @@ START_TEST(test_bad_flags) {
       {{"tissued", "stray", NULL, NULL}, "unexpected argument"},
       {{"tissued", "--qs-refine-edge", "-1", NULL}, "[0, 0.1] or auto"},
       {{"tissued", "--qs-refine-edge", "automatic", NULL}, "or auto"},
+      /* an entry no browser's Origin can equal: the pages it was meant for
+       * were refused at the upgrade, with nothing said at the start */
+      {{"tissued", "--allowed-origins", "sim.example.org", NULL}, "'sim.example.org' is not an origin"},
+      {{"tissued", "--allowed-origins", "https://a.org, https://b.org/", NULL},
+       "'https://b.org/' has a path"},
+      {{"tissued", "--allowed-origins", "https://a.org/app", NULL}, "is not an origin"},
+      {{"tissued", "--allowed-origins", "https://", NULL}, "is not an origin"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     ts_config c;
@@ -82,6 +89,17 @@ START_TEST(test_bad_flags) {
     ck_assert_int_eq(ts_config_parse_args(&c, argc, (char **)cases[i].argv, err, sizeof err), -1);
     ck_assert_msg(strstr(err, cases[i].needle) != NULL, "case %zu: '%s' lacks '%s'", i, err,
                   cases[i].needle);
+  }
+  /* and what a browser sends is taken: scheme://host[:port], or * */
+  static const char *const good[] = {"https://sim.example.org, http://room2:8080", "*",
+                                     " http://[::1]:8080 ,", ""};
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+    ts_config c;
+    ts_config_defaults(&c);
+    char err[256] = "";
+    ck_assert_msg(ts_config_set(&c, "allowed-origins", good[i], err, sizeof err) == 0, "'%s': %s",
+                  good[i], err);
+    ck_assert_str_eq(c.allowed_origins, good[i]);
   }
 }
 END_TEST
