@@ -416,20 +416,9 @@ START_TEST(test_abandoned_upload) {
   rc_conn rc;
   ck_assert_int_eq(rc_tcp(&rc, daemon_.tcp_port), 0);
   ck_assert_int_eq(rc_hello(&rc, WAIT_S * 1000), 0);
-  Tissued__V1__MeshUpload up = TISSUED__V1__MESH_UPLOAD__INIT;
-  up.format = TISSUED__V1__MESH_UPLOAD__FORMAT__OBJ;
-  up.data.data = obj;
-  up.data.len = len;
-  up.scale = 0.01f;
-  Tissued__V1__CreateSession cs = TISSUED__V1__CREATE_SESSION__INIT;
-  cs.name = (char *)"abandoned";
-  cs.tissue_case = TISSUED__V1__CREATE_SESSION__TISSUE_MESH;
-  cs.mesh = &up;
-  Tissued__V1__Envelope env = TISSUED__V1__ENVELOPE__INIT;
-  env.request_id = 7;
-  env.body_case = TISSUED__V1__ENVELOPE__BODY_CREATE_SESSION;
-  env.create_session = &cs;
-  ck_assert_int_eq(rc_send(&rc, &env), 0);
+  ck_assert_int_eq(rc_send_obj_upload(&rc, 7, "abandoned", obj, len, 0.01f,
+                                      TISSUED__V1__SOLVER__SOLVER_MASS_SPRING, 0),
+                   0);
   rc_close(&rc);
   free(obj);
 

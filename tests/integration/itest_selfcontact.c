@@ -217,21 +217,9 @@ START_TEST(test_limit) {
   size_t len = 0;
   uint8_t *obj = tu_read_file(path, &len);
   ck_assert_ptr_nonnull(obj);
-  Tissued__V1__MeshUpload up = TISSUED__V1__MESH_UPLOAD__INIT;
-  up.format = TISSUED__V1__MESH_UPLOAD__FORMAT__OBJ;
-  up.data.data = obj;
-  up.data.len = len;
-  up.scale = 0.01f;
-  Tissued__V1__CreateSession cs = TISSUED__V1__CREATE_SESSION__INIT;
-  cs.tissue_case = TISSUED__V1__CREATE_SESSION__TISSUE_MESH;
-  cs.mesh = &up;
-  cs.solver = TISSUED__V1__SOLVER__SOLVER_MASS_SPRING;
-  cs.self_contact = 1;
-  Tissued__V1__Envelope env = TISSUED__V1__ENVELOPE__INIT;
-  env.request_id = 4242;
-  env.body_case = TISSUED__V1__ENVELOPE__BODY_CREATE_SESSION;
-  env.create_session = &cs;
-  ck_assert_int_eq(rc_send(&rc, &env), 0);
+  ck_assert_int_eq(rc_send_obj_upload(&rc, 4242, NULL, obj, len, 0.01f,
+                                      TISSUED__V1__SOLVER__SOLVER_MASS_SPRING, 1),
+                   0);
   Tissued__V1__Envelope *e = NULL;
   const long long deadline = now_ms() + 120000;
   while (!e) {

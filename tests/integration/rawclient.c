@@ -353,6 +353,26 @@ int rc_create(rc_conn *c, int solver, double dt, uint32_t *session_id, int timeo
   return rc;
 }
 
+int rc_send_obj_upload(rc_conn *c, uint64_t rid, const char *name, const uint8_t *obj, size_t len,
+                       float scale, int solver, int self_contact) {
+  Tissued__V1__MeshUpload up = TISSUED__V1__MESH_UPLOAD__INIT;
+  up.format = TISSUED__V1__MESH_UPLOAD__FORMAT__OBJ;
+  up.data.data = (uint8_t *)obj;
+  up.data.len = len;
+  up.scale = scale;
+  Tissued__V1__CreateSession cs = TISSUED__V1__CREATE_SESSION__INIT;
+  if (name) cs.name = (char *)name;
+  cs.tissue_case = TISSUED__V1__CREATE_SESSION__TISSUE_MESH;
+  cs.mesh = &up;
+  cs.solver = (Tissued__V1__Solver)solver;
+  cs.self_contact = self_contact != 0;
+  Tissued__V1__Envelope env = TISSUED__V1__ENVELOPE__INIT;
+  env.request_id = rid;
+  env.body_case = TISSUED__V1__ENVELOPE__BODY_CREATE_SESSION;
+  env.create_session = &cs;
+  return rc_send(c, &env);
+}
+
 int rc_join(rc_conn *c, uint32_t session_id, int controller, double radius,
             uint32_t frame_rate, uint32_t *tool_id, int timeout_ms) {
   Tissued__V1__ToolShape shape = TISSUED__V1__TOOL_SHAPE__INIT;

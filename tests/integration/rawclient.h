@@ -61,6 +61,12 @@ int rc_wait_closed(rc_conn *c, int timeout_ms, int code, int *seen);
 int rc_hello(rc_conn *c, int timeout_ms);
 /* CreateSession of the built-in patch; dt 0 = server default. */
 int rc_create(rc_conn *c, int solver, double dt, uint32_t *session_id, int timeout_ms);
+/* Sends a CreateSession of an uploaded OBJ (the daemon's default layers)
+ * with request id rid and does not wait: the caller reads the reply, or
+ * closes. name may be NULL (the daemon names it); self_contact asks for
+ * tissue self-contact. 0 or -1. */
+int rc_send_obj_upload(rc_conn *c, uint64_t rid, const char *name, const uint8_t *obj, size_t len,
+                       float scale, int solver, int self_contact);
 /* JoinSession; controllers get a sphere of `radius` m, *tool_id its id
  * (may be NULL); frame_rate 0 = default. */
 int rc_join(rc_conn *c, uint32_t session_id, int controller, double radius,
