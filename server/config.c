@@ -15,6 +15,7 @@
 
 #include "auth.h"
 #include "core/ts_tool_contact.h"
+#include "session_sleep.h"
 #include "session_self.h"
 #include "log.h"
 
@@ -118,6 +119,10 @@ static const setting settings[] = {
     {"tool-max-speed", T_DBL, OFF(tool_max_speed), 0, 0, 1000,
      "m/s: the fastest a tool follows its controller's poses (a farther pose is approached at "
      "this speed, so that no pose can throw the tissue); 0: every pose taken at once"},
+    {"sleep-speed", T_DBL, OFF(sleep_speed), 0, 0, 1,
+     "m/s: a mass-spring session's tissue whose every node stays slower than this for half a "
+     "second of simulated time, with no tool touching or near it, sleeps: its steps "
+     "cost next to nothing until a tool comes near, a reset or a refinement; 0: never"},
     {"tool-stiffness", T_DBL, OFF(tool_stiffness), 0, TS_TOOL_CONTACT_STIFFNESS_MIN,
      TS_TOOL_CONTACT_STIFFNESS_MAX,
      "N/m: the wall two tools of a session feel (penalty per metre of overlap; 1000 = 1 N/mm) "
@@ -184,6 +189,7 @@ void ts_config_defaults(ts_config *c) {
   c->shutdown_timeout = 5;
   c->stall_threshold = 0.1;
   c->tool_max_speed = 1.0;
+  c->sleep_speed = TS_SLEEP_SPEED_DEFAULT;
   c->tool_stiffness = TS_TOOL_CONTACT_STIFFNESS_DEFAULT;
   c->qs_interval = 0.005;
   c->train_after_samples = 20000;

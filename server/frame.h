@@ -70,6 +70,8 @@ typedef struct ts_frame_ref {
   uint64_t self_steps_over_limit; /* steps it was off over --self-contact-max-nodes */
   uint64_t self_failures;    /* refined tissues it could not be set up for */
   uint64_t tool_contact_steps; /* steps so far in which two tools touched */
+  int asleep;                /* the tissue sleeps (session_sleep.h) */
+  uint64_t slept_steps;      /* steps so far not computed because it slept */
   double inertia_scale;      /* mass-spring: inertia scale of the last step (1: physical) */
   double added_mass;         /* mass-spring: local mass scaling's added inertia, fraction
                                 of the tissue's mass (0: none) */

@@ -168,6 +168,11 @@ char *ts_metrics_text(ts_server *s, size_t *len) {
       {"tissued_session_self_contact_failures_total", "counter",
        "Refined tissues tissue self-contact could not be set up for (out of memory; off for "
        "that tissue, SessionInfo.self_contact_off FAILED)."},
+      {"tissued_session_asleep", "gauge",
+       "1 while the session's tissue sleeps: at rest, no tool near, its steps not computed "
+       "(--sleep-speed)."},
+      {"tissued_session_steps_slept_total", "counter",
+       "Of the physics steps, those not computed because the tissue slept."},
   };
   for (size_t k = 0; k < sizeof per / sizeof per[0]; k++) {
     family(&b, per[k].name, per[k].type, per[k].help);
@@ -209,6 +214,8 @@ char *ts_metrics_text(ts_server *s, size_t *len) {
       case 23: v = f ? f->self_contacts : 0; break;
       case 24: v = se->sim.self ? (double)se->self_steps_over_limit : 0; break;
       case 25: v = se->sim.self ? (double)se->self_failures : 0; break;
+      case 26: v = f ? f->asleep : 0; break;
+      case 27: v = f ? (double)f->slept_steps : 0; break;
       }
       put(&b, "%s{session=\"%u\"} %.9g\n", per[k].name, se->id, v);
     }

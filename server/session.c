@@ -67,6 +67,7 @@ int ts_session_create_with_tissue(ts_server *s, const char *name, const char *ti
   se->sim.next_frame_time = 0;
   se->sim.quantum = TS_DEFAULT_QUANTUM;
   se->sim.max_step = s->cfg.tool_max_speed * dt;
+  ts_session_sleep_init(&se->sim.sleep, s->cfg.sleep_speed, se->sim.max_step);
   if (ts_tool_contact_init(&se->sim.tool_contact, TS_MAX_TOOLS, 0)) {
     ts_topology_free(se->topo);
     ts_tissue_destroy(se->sim.tissue);
@@ -393,6 +394,7 @@ static void park(ts_tool *t) {
  * throw the rest state at once. */
 static void to_rest(ts_session_sim *sim) {
   sim->rest_epoch++;
+  ts_session_sleep_wake(&sim->sleep);
   ts_tissue_reset(sim->tissue);
   if (sim->shortcut) ts_shortcut_reset(sim->shortcut, sim->tissue);
   if (sim->contact) ts_session_contact_reset(sim->contact);
@@ -443,6 +445,7 @@ static void drain_mailbox(ts_session *se) {
   }
   int reset = se->mbox.reset;
   se->mbox.reset = 0;
+  if (se->mbox.refine) ts_session_sleep_wake(&sim->sleep); /* it is made from a moving tissue */
   int train = 0;
   struct ts_shortcut *sc = sim->shortcut;
   if (sc) {
@@ -510,12 +513,30 @@ ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
   memset(&st, 0, sizeof st);
   uint64_t t0 = uv_hrtime();
   int rc;
+  /* a mass-spring tissue at rest sleeps (session_sleep.h): asleep, this
+   * step's tool poses say whether it wakes (tool against tool is then
+   * placed here, once) */
+  const int can_sleep = !sim->xpbd && !sim->shortcut && !sim->self;
+  int tools_placed = 0, slept = 0;
+  if (can_sleep && sim->sleep.asleep) {
+    (void)ts_tool_contact_step(&sim->tool_contact, sim->tools, TS_MAX_TOOLS);
+    tools_placed = 1;
+    slept = ts_session_sleep_check(&sim->sleep, sim->tissue, &sim->tool_contact, sim->tools,
+                                   TS_MAX_TOOLS);
+  }
   /* self-contact: its tree for this tissue, XPBD pointed at it (a failure
    * to build it skips the pass this step, not the session) */
   const int self_ok = sim->self && !sim->shortcut &&
                       ts_session_self_prepare(sim->self, sim->tissue, sim->xpbd) == 0;
   int self_pairs = -1; /* XPBD: its last substep's pairs */
-  if (sim->xpbd) {
+  if (slept) {
+    ts_session_sleep_skip_step(&sim->sleep, sim->tissue, sim->tools, TS_MAX_TOOLS, sim->dt);
+    st.substeps = sim->substeps; /* the last computed step's figures stay */
+    st.verlet_fraction = sim->verlet_fraction;
+    st.beeman_fraction = sim->beeman_fraction;
+    st.inertia_scale = sim->inertia_scale;
+    rc = 0;
+  } else if (sim->xpbd) {
     ts_xpbd_stats xs;
     memset(&xs, 0, sizeof xs);
     rc = sim->contact ? ts_session_contact_step(sim->contact, sim->xpbd, sim->tissue, sim->dt,
@@ -550,10 +571,13 @@ ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
     /* tool against tool: each tool feels the others (the penalty joins the
      * tissue's reaction in filter_forces); a tool whose tree cannot be
      * built (out of memory) is left out of this step, not the session */
-    (void)ts_tool_contact_step(&sim->tool_contact, sim->tools, TS_MAX_TOOLS);
+    if (!tools_placed) (void)ts_tool_contact_step(&sim->tool_contact, sim->tools, TS_MAX_TOOLS);
     sim->tool_contacts = sim->tool_contact.contacts;
     if (sim->tool_contact.pairs) sim->tool_contact_steps++;
     filter_forces(sim);
+    if (can_sleep && !slept)
+      ts_session_sleep_after(&sim->sleep, sim->tissue, &sim->tool_contact, sim->tools,
+                             TS_MAX_TOOLS, st.contacts, sim->dt);
   }
   double ns = (double)(uv_hrtime() - t0);
   sim->step_ns_ewma = sim->steps ? 0.99 * sim->step_ns_ewma + 0.01 * ns : ns;
@@ -615,6 +639,8 @@ ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
   f->self_steps_over_limit = sim->self ? sim->self->steps_over_limit : 0;
   f->self_failures = sim->self ? sim->self->failures : 0;
   f->tool_contact_steps = sim->tool_contact_steps;
+  f->asleep = sim->sleep.asleep;
+  f->slept_steps = sim->sleep.slept_steps;
   f->verlet_fraction = sim->verlet_fraction;
   f->inertia_scale = sim->inertia_scale;
   f->added_mass = sim->added_mass;

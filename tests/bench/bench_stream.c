@@ -50,82 +50,29 @@
  * (TS_TISSUED_BIN, TS_TISSUELOAD_BIN).
  */
 #include <cjson/cJSON.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_daemon.h"
 #include "bench_report.h"
 
 /* the daemon's server key for this run; tissueload says it in Hello */
 #define BENCH_KEY "bench-server-key-3c81f07a"
 
-typedef struct daemon {
-  pid_t pid;
-  char dir[256];
-  char ports[300];
-} bench_daemon;
+typedef ts_bench_daemon bench_daemon;
 
-static void sleep_ms(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
-}
-
+/* The daemon at resolution and frame rate, up to 1,000 clients a session. */
 static int daemon_start(bench_daemon *d, const char *resolution, const char *frame_rate) {
-  memset(d, 0, sizeof d[0]);
-  snprintf(d->dir, sizeof d->dir, "/tmp/bench-stream-XXXXXX");
-  if (!mkdtemp(d->dir)) return -1;
-  snprintf(d->ports, sizeof d->ports, "%s/ports.json", d->dir);
-  pid_t pid = fork();
-  if (pid < 0) return -1;
-  if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    int null = open("/dev/null", O_WRONLY);
-    if (null >= 0) {
-      dup2(null, 1);
-      dup2(null, 2);
-    }
-    execl(TS_TISSUED_BIN, "tissued", "--host", "127.0.0.1", "--tcp-port", "0", "--http-port", "0",
-          "--data-dir", d->dir, "--ports-file", d->ports, "--patch-resolution", resolution,
-          "--frame-rate", frame_rate, "--max-clients-per-session", "1000", "--log-level", "warn",
-          "--server-key", BENCH_KEY, (char *)NULL);
-    _exit(127);
-  }
-  d->pid = pid;
-  for (int i = 0; i < 200; i++) { /* 20 s */
-    struct stat st;
-    if (stat(d->ports, &st) == 0 && st.st_size > 0) return 0;
-    int status;
-    if (waitpid(pid, &status, WNOHANG) == pid) {
-      d->pid = 0;
-      return -1;
-    }
-    sleep_ms(100);
-  }
-  return -1;
-}
-
-static void daemon_stop(bench_daemon *d) {
-  if (d->pid > 0) {
-    kill(d->pid, SIGTERM);
-    int status;
-    for (int i = 0; i < 100 && waitpid(d->pid, &status, WNOHANG) == 0; i++) sleep_ms(100);
-    if (waitpid(d->pid, &status, WNOHANG) == 0) {
-      kill(d->pid, SIGKILL);
-      waitpid(d->pid, &status, 0);
-    }
-  }
-  char cmd[320];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", d->dir);
-  if (system(cmd) != 0) fprintf(stderr, "stream: could not remove %s\n", d->dir);
+  const char *extra[] = {"--patch-resolution",        resolution, "--frame-rate", frame_rate,
+                         "--max-clients-per-session", "1000",     NULL};
+  return ts_bench_daemon_start(d, TS_TISSUED_BIN, BENCH_KEY, extra);
 }
 
 /* Runs tissueload with args (NULL-ended, after --ports-file) and parses its
@@ -205,7 +152,7 @@ static int fanout(const char *scenario, int observers, const char *secs, int sub
   bench_daemon d;
   if (daemon_start(&d, resolution_of(scenario), "60")) {
     fprintf(stderr, "stream: the daemon did not start\n");
-    daemon_stop(&d);
+    ts_bench_daemon_stop(&d);
     return -1;
   }
   char obs[16], ss[16];
@@ -219,7 +166,7 @@ static int fanout(const char *scenario, int observers, const char *secs, int sub
           scenario, observers, secs, substeps ? ss : "the daemon's");
   int refused;
   cJSON *j = tissueload(&d, args, &refused);
-  daemon_stop(&d);
+  ts_bench_daemon_stop(&d);
   if (!j || refused) {
     cJSON_Delete(j);
     return refused ? 2 : -1;
@@ -256,7 +203,7 @@ static int sessions(const char *scenario, const char *resolution, int n, const c
   bench_daemon d;
   if (daemon_start(&d, resolution, "1000")) {
     fprintf(stderr, "stream: the daemon did not start\n");
-    daemon_stop(&d);
+    ts_bench_daemon_stop(&d);
     return -1;
   }
   char ns[16], ss[16], cr[16];
@@ -271,7 +218,7 @@ static int sessions(const char *scenario, const char *resolution, int n, const c
           n, scenario, secs, substeps ? ss : "the daemon's", ctl_rate);
   int refused;
   cJSON *j = tissueload(&d, args, &refused);
-  daemon_stop(&d);
+  ts_bench_daemon_stop(&d);
   if (!j) return -1;
   if (refused) {
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(

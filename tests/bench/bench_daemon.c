@@ -1,0 +1,92 @@
+/*
+ * bench_daemon.c: a real tissued for the daemon benchmarks (bench_daemon.h).
+ */
+#include "bench_daemon.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+void ts_bench_sleep_ms(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+static int read_ports(ts_bench_daemon *d) {
+  FILE *f = fopen(d->ports, "r");
+  if (!f) return -1;
+  char buf[128] = "";
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  return sscanf(buf, "{\"tcp\":%d,\"http\":%d}", &d->tcp, &d->http) == 2 ? 0 : -1;
+}
+
+int ts_bench_daemon_start(ts_bench_daemon *d, const char *bin, const char *key,
+                          const char *const *extra) {
+  memset(d, 0, sizeof d[0]);
+  snprintf(d->dir, sizeof d->dir, "/tmp/bench-daemon-XXXXXX");
+  if (!mkdtemp(d->dir)) return -1;
+  snprintf(d->ports, sizeof d->ports, "%s/ports.json", d->dir);
+  const char *argv[64];
+  int k = 0;
+  const char *fixed[] = {"tissued",     "--host",       "127.0.0.1", "--tcp-port", "0",
+                         "--http-port", "0",            "--data-dir", d->dir,      "--ports-file",
+                         d->ports,      "--log-level",  "warn",      "--server-key", key};
+  for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) argv[k++] = fixed[i];
+  for (int i = 0; extra && extra[i] && k < 63; i++) argv[k++] = extra[i];
+  argv[k] = NULL;
+  pid_t pid = fork();
+  if (pid < 0) {
+    ts_bench_daemon_stop(d);
+    return -1;
+  }
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    int null = open("/dev/null", O_WRONLY);
+    if (null >= 0) {
+      dup2(null, 1);
+      dup2(null, 2);
+    }
+    execv(bin, (char *const *)argv);
+    _exit(127);
+  }
+  d->pid = pid;
+  for (int i = 0; i < 200; i++) { /* 20 s */
+    struct stat st;
+    if (stat(d->ports, &st) == 0 && st.st_size > 0 && read_ports(d) == 0) return 0;
+    int status;
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      d->pid = 0;
+      break;
+    }
+    ts_bench_sleep_ms(100);
+  }
+  ts_bench_daemon_stop(d);
+  return -1;
+}
+
+void ts_bench_daemon_stop(ts_bench_daemon *d) {
+  if (d->pid > 0) {
+    kill(d->pid, SIGTERM);
+    int status;
+    for (int i = 0; i < 100 && waitpid(d->pid, &status, WNOHANG) == 0; i++) ts_bench_sleep_ms(100);
+    if (waitpid(d->pid, &status, WNOHANG) == 0) {
+      kill(d->pid, SIGKILL);
+      waitpid(d->pid, &status, 0);
+    }
+    d->pid = 0;
+  }
+  if (!d->dir[0]) return;
+  char cmd[320];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", d->dir);
+  if (system(cmd) != 0) fprintf(stderr, "bench: could not remove %s\n", d->dir);
+  d->dir[0] = '\0';
+}
