@@ -120,9 +120,9 @@ static const setting settings[] = {
      "m/s: the fastest a tool follows its controller's poses (a farther pose is approached at "
      "this speed, so that no pose can throw the tissue); 0: every pose taken at once"},
     {"sleep-speed", T_DBL, OFF(sleep_speed), 0, 0, 1,
-     "m/s: a mass-spring session's tissue whose every node stays slower than this for half a "
-     "second of simulated time, with no tool touching or near it, sleeps: its steps "
-     "cost next to nothing until a tool comes near, a reset or a refinement; 0: never"},
+     "m/s: a mass-spring or XPBD session's tissue whose every node stays slower than this "
+     "for half a second of simulated time, with no tool touching or near it, sleeps: its "
+     "steps cost next to nothing until a tool comes near, a reset or a refinement; 0: never"},
     {"tool-stiffness", T_DBL, OFF(tool_stiffness), 0, TS_TOOL_CONTACT_STIFFNESS_MIN,
      TS_TOOL_CONTACT_STIFFNESS_MAX,
      "N/m: the wall two tools of a session feel (penalty per metre of overlap; 1000 = 1 N/mm) "

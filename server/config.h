@@ -55,9 +55,9 @@ typedef struct ts_config {
   double stall_threshold;     /* s: a physics step longer than this is a stall (0.1) */
   double tool_max_speed;      /* m/s: a tool follows its commanded pose at most this fast
                                  (core/ts_tool_proxy.h); 0: at once (1) */
-  double sleep_speed;         /* m/s: a mass-spring tissue whose nodes all stay under it
-                                 half a second, with no tool near, sleeps (session_sleep.h);
-                                 0: never (1e-6) */
+  double sleep_speed;         /* m/s: a mass-spring or XPBD tissue whose nodes all stay
+                                 under it half a second, with no tool near, sleeps
+                                 (session_sleep.h); 0: never (1e-6) */
   double tool_stiffness;      /* N/m: tool against tool penalty of sessions that do not
                                  choose one (CreateSession.tool_stiffness) (1000) */
   /* quasi-static sessions (issue 6) */

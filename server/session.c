@@ -513,16 +513,23 @@ ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
   memset(&st, 0, sizeof st);
   uint64_t t0 = uv_hrtime();
   int rc;
-  /* a mass-spring tissue at rest sleeps (session_sleep.h): asleep, this
-   * step's tool poses say whether it wakes (tool against tool is then
-   * placed here, once) */
-  const int can_sleep = !sim->xpbd && !sim->shortcut && !sim->self;
+  /* a tissue at rest sleeps (session_sleep.h): asleep, this step's tool
+   * poses say whether it wakes (tool against tool is then placed here,
+   * once); woken, its solver forgets the tools' poses from before */
+  const int can_sleep = !sim->shortcut && !sim->self;
   int tools_placed = 0, slept = 0;
   if (can_sleep && sim->sleep.asleep) {
     (void)ts_tool_contact_step(&sim->tool_contact, sim->tools, TS_MAX_TOOLS);
     tools_placed = 1;
-    slept = ts_session_sleep_check(&sim->sleep, sim->tissue, &sim->tool_contact, sim->tools,
-                                   TS_MAX_TOOLS);
+    const int sl = ts_session_sleep_check(&sim->sleep, sim->tissue, &sim->tool_contact,
+                                          sim->tools, TS_MAX_TOOLS);
+    slept = sl == TS_SLEEP_ASLEEP;
+    if (sl == TS_SLEEP_WOKE) {
+      if (sim->contact) ts_session_contact_reset(sim->contact);
+      else if (sim->xpbd) ts_xpbd_carry_tools(sim->xpbd, NULL);
+      else (void)ts_massspring_carry_tools(sim->tissue, NULL); /* fails only unprepared:
+                                                                 then it has none */
+    }
   }
   /* self-contact: its tree for this tissue, XPBD pointed at it (a failure
    * to build it skips the pass this step, not the session) */

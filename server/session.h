@@ -79,7 +79,7 @@ typedef struct ts_session_sim {
   int samples_full_out;      /* the set just became full: physics.c tells the loop */
   ts_tool tools[TS_MAX_TOOLS];  /* the proxies the solver steps with (ts_tool_proxy.h) */
   ts_tool_contact tool_contact; /* tool against tool (core/ts_tool_contact.h), every solver */
-  ts_session_sleep sleep;    /* a mass-spring tissue at rest is not stepped (session_sleep.h) */
+  ts_session_sleep sleep;    /* a tissue at rest is not stepped (session_sleep.h) */
   double cmd_pos[TS_MAX_TOOLS][3];  /* the controllers' latest poses, which they follow */
   double cmd_quat[TS_MAX_TOOLS][4];
   double cmd_jaw[TS_MAX_TOOLS];

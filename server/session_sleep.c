@@ -1,12 +1,11 @@
 /*
- * session_sleep.c: a mass-spring session's tissue at rest is not stepped
+ * session_sleep.c: a session's tissue at rest is not stepped
  * (session_sleep.h says when it falls asleep and what wakes it).
  */
 #include "session_sleep.h"
 
 #include <string.h>
 
-#include "core/ts_massspring.h"
 #include "core/ts_obb_tree.h"
 
 void ts_session_sleep_init(ts_session_sleep *s, double speed, double max_step) {
@@ -40,18 +39,14 @@ static int tool_near(const double lo[3], const double hi[3], ts_tool_contact *tc
   return 0;
 }
 
-int ts_session_sleep_check(ts_session_sleep *s, ts_tissue *t, ts_tool_contact *tc,
+int ts_session_sleep_check(ts_session_sleep *s, const ts_tissue *t, ts_tool_contact *tc,
                            const ts_tool *tools, uint32_t n) {
-  if (!s->asleep) return 0;
+  if (!s->asleep) return TS_SLEEP_AWAKE;
   if (t == s->tissue && t->n_nodes == s->n_nodes && !t->hand && s->speed > 0 &&
       !tool_near(s->lo, s->hi, tc, tools, n))
-    return 1;
+    return TS_SLEEP_ASLEEP;
   ts_session_sleep_wake(s);
-  /* the tools' poses from before the sleep (ts_massspring_carry_tools with
-   * no source forgets them; it can fail only for a tissue not prepared,
-   * which the step prepares and then has none either) */
-  (void)ts_massspring_carry_tools(t, NULL);
-  return 0;
+  return TS_SLEEP_WOKE;
 }
 
 void ts_session_sleep_skip_step(ts_session_sleep *s, ts_tissue *t, ts_tool *tools, uint32_t n,

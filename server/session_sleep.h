@@ -1,5 +1,5 @@
 /*
- * session_sleep.h: a mass-spring session's tissue at rest is not stepped.
+ * session_sleep.h: a session's tissue at rest is not stepped.
  *
  * A tissue left alone settles: the default patch's fastest node is under
  * 1e-6 m/s about 0.6 s after a start and at rounding noise (1e-13 m/s)
@@ -29,8 +29,9 @@
  * on every node for half a second: for the default 1e-6 m/s, a decaying
  * remainder of about 0.1 um) is stopped. tests/unit/test_session_sleep.c
  * checks a press after a sleep against the same press without one.
- * Only mass-spring sessions without self-contact sleep: XPBD and
- * quasi-static sessions are stepped as before.
+ * Mass-spring and XPBD sessions sleep (the XPBD patch is under 1e-9 m/s
+ * after 0.25 s); quasi-static sessions (a solve to rest per press, not a
+ * motion) and sessions with self-contact are stepped as before.
  */
 #ifndef TS_SESSION_SLEEP_H
 #define TS_SESSION_SLEEP_H
@@ -64,10 +65,14 @@ typedef struct ts_session_sleep {
 void ts_session_sleep_init(ts_session_sleep *s, double speed, double max_step);
 
 /* Before a step, with this step's tool poses placed in tc
- * (ts_tool_contact_step run): 1 when the tissue stays asleep through it
- * (the caller then does not step it: ts_session_sleep_skip_step), 0 when it
- * is to be stepped (it was awake, or wakes now). */
-int ts_session_sleep_check(ts_session_sleep *s, ts_tissue *t, ts_tool_contact *tc,
+ * (ts_tool_contact_step run): TS_SLEEP_ASLEEP when the tissue stays asleep
+ * through it (the caller then does not step it: ts_session_sleep_skip_step),
+ * TS_SLEEP_AWAKE when it was awake, TS_SLEEP_WOKE when it wakes now: the
+ * caller steps it after making its solver forget the tools' last poses
+ * (ts_massspring_carry_tools(t, NULL); an XPBD session's
+ * ts_session_contact_reset). */
+enum { TS_SLEEP_AWAKE = 0, TS_SLEEP_ASLEEP = 1, TS_SLEEP_WOKE = 2 };
+int ts_session_sleep_check(ts_session_sleep *s, const ts_tissue *t, ts_tool_contact *tc,
                            const ts_tool *tools, uint32_t n);
 
 /* The step of a sleeping tissue: the time advances by dt, the active tools

@@ -5,8 +5,8 @@
  * session is asleep, its steps counted as slept, and frames still arrive
  * (simulated time goes on). The sphere pressed 4 mm into the centre: the
  * tissue wakes, dents by more than 2 mm and pushes the sphere up. The
- * sphere lifted: it falls asleep again. A reset wakes it. A daemon started
- * with --sleep-speed 0 never sleeps.
+ * sphere lifted: it falls asleep again. A reset wakes it. The same for an
+ * XPBD session. A daemon started with --sleep-speed 0 never sleeps.
  */
 #include "ts_check.h"
 #include <math.h>
@@ -79,7 +79,7 @@ static double metric(const ts_dproc *d, const char *name) {
 #define ASLEEP "tissued_session_asleep{session=\"1\"}"
 #define SLEPT "tissued_session_steps_slept_total{session=\"1\"}"
 
-static tc_client *controller(const ts_dproc *d, watch *w, uint32_t *tool) {
+static tc_client *controller(const ts_dproc *d, watch *w, int solver, uint32_t *tool) {
   char err[256];
   tc_client *a = tc_connect_key("127.0.0.1", d->tcp_port, "itest-sleep", TS_DPROC_KEY, 0, err,
                                 sizeof err);
@@ -88,19 +88,20 @@ static tc_client *controller(const ts_dproc *d, watch *w, uint32_t *tool) {
   tc_set_frame_cb(a, on_frame, w);
   tc_set_force_cb(a, on_force, w);
   uint32_t sid;
-  ck_assert_int_eq(tc_create_session(a, "stomach-patch", &sid, NULL, NULL), 0);
+  ck_assert_int_eq(tc_create_session_solver(a, "stomach-patch", solver, &sid, NULL, NULL), 0);
   ck_assert_int_eq(sid, 1);
   ck_assert_int_eq(tc_join(a, sid, TC_ROLE_CONTROLLER, 0, RADIUS, tool), 0);
   return a;
 }
 
+/* _i: 0 the default solver (mass-spring), 1 XPBD */
 START_TEST(test_sleeps_and_wakes) {
   ts_dproc d;
   char err[256];
   ck_assert_msg(ts_dproc_start(&d, NULL, err, sizeof err) == 0, "%s", err);
   watch w = {0};
   uint32_t tool;
-  tc_client *a = controller(&d, &w, &tool);
+  tc_client *a = controller(&d, &w, _i ? TC_SOLVER_XPBD : TC_SOLVER_DEFAULT, &tool);
   const double parked[3] = {0, 0.05, 0};
   run_for(a, &w, tool, parked, 2.0);
   ck_assert_double_eq(metric(&d, ASLEEP), 1);
@@ -137,7 +138,7 @@ START_TEST(test_speed_zero) {
   ck_assert_msg(ts_dproc_start(&d, args, err, sizeof err) == 0, "%s", err);
   watch w = {0};
   uint32_t tool;
-  tc_client *a = controller(&d, &w, &tool);
+  tc_client *a = controller(&d, &w, TC_SOLVER_DEFAULT, &tool);
   const double parked[3] = {0, 0.05, 0};
   run_for(a, &w, tool, parked, 2.0);
   ck_assert_double_eq(metric(&d, ASLEEP), 0);
@@ -151,7 +152,7 @@ int main(void) {
   Suite *s = suite_create("sleep");
   TCase *tc = tcase_create("daemon");
   tcase_set_timeout(tc, 300);
-  tcase_add_test(tc, test_sleeps_and_wakes);
+  tcase_add_loop_test(tc, test_sleeps_and_wakes, 0, 2);
   tcase_add_test(tc, test_speed_zero);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);

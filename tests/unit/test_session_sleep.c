@@ -1,22 +1,25 @@
 /*
- * test_session_sleep.c: Check suite for server/session_sleep.c, a
- * mass-spring tissue at rest not being stepped. Two copies of the default
- * patch (the daemon's built-in tissue, 17 nodes a side) go through the
- * same script, stepped as server/session.c steps them: one may sleep, the
- * other never does. The script: settle with a 5 mm sphere hovering 30 mm
- * above the patch, move it sideways up there, lower it at 0.1 m/s and press
- * it 4 mm into the centre, hold. The sleeping copy must fall asleep after
- * TS_SLEEP_TIME and before 3 s, stay asleep while the sphere moves far
- * above, wake before the sphere's first contact, and then end the press
- * where the other copy ends it: every node within 1 um and the force on
- * the sphere within 0.1 %. The tolerance: what sleeping stops is motion
+ * test_session_sleep.c: Check suite for server/session_sleep.c, a tissue
+ * at rest not being stepped. Two copies of the default patch (the daemon's
+ * built-in tissue, 17 nodes a side) go through the same script, stepped as
+ * server/session.c steps them: one may sleep, the other never does. The
+ * script: settle with a 5 mm sphere hovering 30 mm above the patch, move
+ * it sideways up there, lower it at 0.1 m/s and press it 4 mm into the
+ * centre, hold. The sleeping copy must fall asleep after TS_SLEEP_TIME and
+ * before 3 s, stay asleep while the sphere moves far above, wake before
+ * the sphere's first contact, and then end the press where the other copy
+ * ends it: every node within 1 um and the force on the sphere within 0.1
+ * %; for each solver that sleeps, mass-spring and XPBD (the session's
+ * tree-based tool contact). The tolerance: what sleeping stops is motion
  * under 1e-6 m/s on every node, decaying (the patch's slowest mode loses a
  * factor of ten in about a quarter of a second, so about 0.1 um of travel
  * was left), and the press's equilibrium does not depend on it; 1 um is a
  * hundredth of the frames' 10 um grid, 0.1 % far under anything a haptic
- * device renders. (Measured: 2e-14 m and the same force to 9 digits, the
- * sleeping copy asleep at 1.11 s, woken 40 steps before the first contact.) Other cases: a reset or another tissue wakes it; speed 0
- * never sleeps; the asleep step only advances the time.
+ * device renders. (Measured: mass-spring 2e-14 m, XPBD 5e-16 m, the same
+ * force to 9 digits in both, the sleeping copy asleep at 1.11 s and 0.66
+ * s, woken 40 steps before the first contact.) Other cases: a reset or
+ * another tissue wakes it; speed 0 never sleeps; the asleep step only
+ * advances the time.
  */
 #include "ts_check.h"
 #include <math.h>
@@ -26,7 +29,9 @@
 #include "core/ts_tissue.h"
 #include "core/ts_tool.h"
 #include "core/ts_tool_contact.h"
+#include "core/ts_xpbd.h"
 #include "patch_fixture.h"
+#include "session_contact.h"
 #include "session_sleep.h"
 
 #define DT 1e-3
@@ -35,18 +40,25 @@
 
 typedef struct sim {
   ts_tissue *t;
+  ts_xpbd *xpbd;             /* NULL: mass-spring */
+  ts_session_contact contact; /* XPBD: the session's tree-based tool contact */
   ts_tool_contact tc;
   ts_session_sleep sl;
-  ts_tool tool[1];
+  ts_tool tool[TS_MAX_TOOLS];
   uint32_t contacts; /* of the last step */
 } sim;
 
-static void sim_init(sim *s, double speed) {
+static void sim_init(sim *s, double speed, int xpbd) {
   memset(s, 0, sizeof *s);
   ts_patch_def d = ts_default_patch_def();
   d.resolution = 17;
   ck_assert_int_eq(ts_patch_create(&d, &s->t), 0);
-  ck_assert_int_eq(ts_tool_contact_init(&s->tc, 1, 0), 0);
+  if (xpbd) {
+    ts_xpbd_def def = ts_xpbd_default_def();
+    ck_assert_int_eq(ts_xpbd_build(s->t, &def, &s->xpbd), 0);
+    ck_assert_int_eq(ts_session_contact_init(&s->contact, s->t), 0);
+  }
+  ck_assert_int_eq(ts_tool_contact_init(&s->tc, TS_MAX_TOOLS, 0), 0);
   ts_session_sleep_init(&s->sl, speed, MAX_STEP);
   ts_tool *tl = &s->tool[0];
   tl->kind = TS_TOOL_SPHERE;
@@ -60,29 +72,46 @@ static void sim_init(sim *s, double speed) {
 
 static void sim_free(sim *s) {
   ts_tool_contact_free(&s->tc);
+  if (s->xpbd) {
+    ts_session_contact_free(&s->contact);
+    ts_xpbd_destroy(s->xpbd);
+  }
   ts_tissue_destroy(s->t);
 }
 
 /* One step as server/session.c takes it; 1 when it slept. */
 static int sim_step(sim *s) {
-  ts_tool_contact_step(&s->tc, s->tool, 1);
-  if (ts_session_sleep_check(&s->sl, s->t, &s->tc, s->tool, 1)) {
-    ts_session_sleep_skip_step(&s->sl, s->t, s->tool, 1, DT);
+  ts_tool_contact_step(&s->tc, s->tool, TS_MAX_TOOLS);
+  const int sl = ts_session_sleep_check(&s->sl, s->t, &s->tc, s->tool, TS_MAX_TOOLS);
+  if (sl == TS_SLEEP_ASLEEP) {
+    ts_session_sleep_skip_step(&s->sl, s->t, s->tool, TS_MAX_TOOLS, DT);
     s->contacts = 0;
     return 1;
   }
-  ts_step_stats st;
-  memset(&st, 0, sizeof st);
-  ck_assert_int_eq(ts_massspring_step(s->t, DT, s->tool, 1, &st), 0);
-  s->contacts = st.contacts;
-  ts_session_sleep_after(&s->sl, s->t, &s->tc, s->tool, 1, st.contacts, DT);
+  if (sl == TS_SLEEP_WOKE) {
+    if (s->xpbd) ts_session_contact_reset(&s->contact);
+    else ck_assert_int_eq(ts_massspring_carry_tools(s->t, NULL), 0);
+  }
+  if (s->xpbd) {
+    ts_xpbd_stats xs;
+    memset(&xs, 0, sizeof xs);
+    ck_assert_int_eq(ts_session_contact_step(&s->contact, s->xpbd, s->t, DT, s->tool, &xs), 0);
+    s->contacts = xs.contacts;
+  } else {
+    ts_step_stats st;
+    memset(&st, 0, sizeof st);
+    ck_assert_int_eq(ts_massspring_step(s->t, DT, s->tool, TS_MAX_TOOLS, &st), 0);
+    s->contacts = st.contacts;
+  }
+  ts_session_sleep_after(&s->sl, s->t, &s->tc, s->tool, TS_MAX_TOOLS, s->contacts, DT);
   return 0;
 }
 
+/* _i: 0 mass-spring, 1 XPBD */
 START_TEST(test_press_after_sleep) {
   sim a, b;
-  sim_init(&a, TS_SLEEP_SPEED_DEFAULT);
-  sim_init(&b, 0);
+  sim_init(&a, TS_SLEEP_SPEED_DEFAULT, _i);
+  sim_init(&b, 0, _i);
   /* settle, the sphere 30 mm up */
   int asleep_at = -1;
   for (int k = 0; k < 3000; k++) {
@@ -136,7 +165,7 @@ END_TEST
 
 START_TEST(test_wakes) {
   sim a;
-  sim_init(&a, TS_SLEEP_SPEED_DEFAULT);
+  sim_init(&a, TS_SLEEP_SPEED_DEFAULT, 0);
   a.tool[0].active = 0; /* no tool at all */
   for (int k = 0; k < 3000 && !a.sl.asleep; k++) sim_step(&a);
   ck_assert(a.sl.asleep);
@@ -155,9 +184,12 @@ START_TEST(test_wakes) {
   ck_assert_uint_eq(a.sl.sleeps, 2);
   /* another tissue in the session (a refinement's install) wakes it */
   sim other;
-  sim_init(&other, TS_SLEEP_SPEED_DEFAULT);
-  ck_assert_int_eq(ts_session_sleep_check(&a.sl, other.t, &a.tc, a.tool, 1), 0);
+  sim_init(&other, TS_SLEEP_SPEED_DEFAULT, 0);
+  ck_assert_int_eq(ts_session_sleep_check(&a.sl, other.t, &a.tc, a.tool, TS_MAX_TOOLS),
+                   TS_SLEEP_WOKE);
   ck_assert(!a.sl.asleep);
+  ck_assert_int_eq(ts_session_sleep_check(&a.sl, a.t, &a.tc, a.tool, TS_MAX_TOOLS),
+                   TS_SLEEP_AWAKE);
   /* a tool activated inside the grown box wakes it at once */
   for (int k = 0; k < 3000 && !a.sl.asleep; k++) sim_step(&a);
   ck_assert(a.sl.asleep);
@@ -171,7 +203,7 @@ END_TEST
 
 START_TEST(test_speed_zero_never) {
   sim a;
-  sim_init(&a, 0);
+  sim_init(&a, 0, 0);
   for (int k = 0; k < 3000; k++) ck_assert_int_eq(sim_step(&a), 0);
   ck_assert(!a.sl.asleep);
   ck_assert_uint_eq(a.sl.slept_steps, 0);
@@ -183,7 +215,7 @@ int main(void) {
   Suite *s = suite_create("session_sleep");
   TCase *tc = tcase_create("sleep");
   tcase_set_timeout(tc, 120);
-  tcase_add_test(tc, test_press_after_sleep);
+  tcase_add_loop_test(tc, test_press_after_sleep, 0, 2);
   tcase_add_test(tc, test_wakes);
   tcase_add_test(tc, test_speed_zero_never);
   suite_add_tcase(s, tc);
