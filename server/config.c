@@ -119,10 +119,11 @@ static const setting settings[] = {
     {"tool-max-speed", T_DBL, OFF(tool_max_speed), 0, 0, 1000,
      "m/s: the fastest a tool follows its controller's poses (a farther pose is approached at "
      "this speed, so that no pose can throw the tissue); 0: every pose taken at once"},
-    {"sleep-speed", T_DBL, OFF(sleep_speed), 0, 0, 1,
+    {"sleep-speed", T_DBL, OFF(sleep_speed), 0, 0, 0.01,
      "m/s: a mass-spring or XPBD session's tissue whose every node stays slower than this "
      "for half a second of simulated time, with no tool touching or near it, sleeps: its "
-     "steps cost next to nothing until a tool comes near, a reset or a refinement; 0: never"},
+     "steps cost next to nothing until a tool comes near, a reset or a refinement; 0: never; "
+     "at most 0.01 (1 cm/s: a tissue still visibly moving)"},
     {"tool-stiffness", T_DBL, OFF(tool_stiffness), 0, TS_TOOL_CONTACT_STIFFNESS_MIN,
      TS_TOOL_CONTACT_STIFFNESS_MAX,
      "N/m: the wall two tools of a session feel (penalty per metre of overlap; 1000 = 1 N/mm) "

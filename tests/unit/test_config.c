@@ -23,6 +23,7 @@ START_TEST(test_defaults) {
   ck_assert_int_eq(c.log_level, TS_LOG_INFO);
   ck_assert_uint_le(c.soft_output_limit, c.hard_output_limit);
   ck_assert_double_eq(c.qs_refine_edge, -1); /* auto: refined quasi-static solves */
+  ck_assert_double_eq(c.sleep_speed, 1e-6);   /* sessions at rest sleep */
 }
 END_TEST
 
@@ -48,6 +49,9 @@ START_TEST(test_flags) {
   char *a4[] = {"tissued", "--qs-refine-edge", "auto", NULL};
   ck_assert_int_eq(ts_config_parse_args(&c, 3, a4, err, sizeof err), 0);
   ck_assert_double_eq(c.qs_refine_edge, -1);
+  char *a5[] = {"tissued", "--sleep-speed", "0", NULL}; /* never sleep */
+  ck_assert_int_eq(ts_config_parse_args(&c, 3, a5, err, sizeof err), 0);
+  ck_assert_double_eq(c.sleep_speed, 0);
 }
 END_TEST
 
@@ -71,6 +75,9 @@ START_TEST(test_bad_flags) {
       {{"tissued", "--frame-rate", NULL, NULL}, "needs a value"},
       {{"tissued", "stray", NULL, NULL}, "unexpected argument"},
       {{"tissued", "--qs-refine-edge", "-1", NULL}, "[0, 0.1] or auto"},
+      /* a tissue moving 1 m/s must not be put to sleep */
+      {{"tissued", "--sleep-speed", "1", NULL}, "sleep-speed: '1' is not a number in [0, 0.01]"},
+      {{"tissued", "--sleep-speed", "-1e-6", NULL}, "sleep-speed"},
       {{"tissued", "--qs-refine-edge", "automatic", NULL}, "or auto"},
       /* an entry no browser's Origin can equal: the pages it was meant for
        * were refused at the upgrade, with nothing said at the start */
