@@ -518,9 +518,11 @@ ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
    * once); woken, its solver forgets the tools' poses from before */
   const int can_sleep = !sim->shortcut && !sim->self;
   int tools_placed = 0, slept = 0;
-  if (can_sleep && sim->sleep.asleep) {
-    (void)ts_tool_contact_step(&sim->tool_contact, sim->tools, TS_MAX_TOOLS);
-    tools_placed = 1;
+  if (can_sleep && (sim->sleep.asleep || sim->sleep.woke)) {
+    if (sim->sleep.asleep) {
+      (void)ts_tool_contact_step(&sim->tool_contact, sim->tools, TS_MAX_TOOLS);
+      tools_placed = 1;
+    }
     const int sl = ts_session_sleep_check(&sim->sleep, sim->tissue, &sim->tool_contact,
                                           sim->tools, TS_MAX_TOOLS);
     slept = sl == TS_SLEEP_ASLEEP;

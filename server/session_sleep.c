@@ -15,6 +15,7 @@ void ts_session_sleep_init(ts_session_sleep *s, double speed, double max_step) {
 }
 
 void ts_session_sleep_wake(ts_session_sleep *s) {
+  if (s->asleep) s->woke = 1;
   s->asleep = 0;
   s->still = 0;
   s->count = 0;
@@ -41,11 +42,16 @@ static int tool_near(const double lo[3], const double hi[3], ts_tool_contact *tc
 
 int ts_session_sleep_check(ts_session_sleep *s, const ts_tissue *t, ts_tool_contact *tc,
                            const ts_tool *tools, uint32_t n) {
-  if (!s->asleep) return TS_SLEEP_AWAKE;
+  if (!s->asleep) {
+    const int woke = s->woke; /* by ts_session_sleep_wake since the last step */
+    s->woke = 0;
+    return woke ? TS_SLEEP_WOKE : TS_SLEEP_AWAKE;
+  }
   if (t == s->tissue && t->n_nodes == s->n_nodes && !t->hand && s->speed > 0 &&
       !tool_near(s->lo, s->hi, tc, tools, n))
     return TS_SLEEP_ASLEEP;
   ts_session_sleep_wake(s);
+  s->woke = 0; /* told now */
   return TS_SLEEP_WOKE;
 }
 

@@ -53,6 +53,7 @@ typedef struct ts_session_sleep {
   double still;            /* simulated s under the speed with nothing near */
   uint32_t count;          /* steps since the last look */
   int asleep;
+  int woke;                /* woken by ts_session_sleep_wake, not yet told */
   const ts_tissue *tissue; /* the tissue that fell asleep */
   uint32_t n_nodes;
   double lo[3], hi[3];     /* its box then, grown by margin */
@@ -67,10 +68,12 @@ void ts_session_sleep_init(ts_session_sleep *s, double speed, double max_step);
 /* Before a step, with this step's tool poses placed in tc
  * (ts_tool_contact_step run): TS_SLEEP_ASLEEP when the tissue stays asleep
  * through it (the caller then does not step it: ts_session_sleep_skip_step),
- * TS_SLEEP_AWAKE when it was awake, TS_SLEEP_WOKE when it wakes now: the
- * caller steps it after making its solver forget the tools' last poses
+ * TS_SLEEP_AWAKE when it was awake, TS_SLEEP_WOKE when it wakes now or
+ * ts_session_sleep_wake woke it since the last check: the caller steps it
+ * after making its solver forget the tools' last poses
  * (ts_massspring_carry_tools(t, NULL); an XPBD session's
- * ts_session_contact_reset). */
+ * ts_session_contact_reset). Call it before every step of a session that
+ * may sleep (tc needs placing only while s->asleep). */
 enum { TS_SLEEP_AWAKE = 0, TS_SLEEP_ASLEEP = 1, TS_SLEEP_WOKE = 2 };
 int ts_session_sleep_check(ts_session_sleep *s, const ts_tissue *t, ts_tool_contact *tc,
                            const ts_tool *tools, uint32_t n);
@@ -87,7 +90,8 @@ void ts_session_sleep_after(ts_session_sleep *s, const ts_tissue *t, ts_tool_con
                             const ts_tool *tools, uint32_t n, uint32_t contacts, double dt);
 
 /* Something else moves the tissue (a reset, a refinement): awake, and the
- * still time starts again. */
+ * still time starts again; the next ts_session_sleep_check says
+ * TS_SLEEP_WOKE when it was asleep. */
 void ts_session_sleep_wake(ts_session_sleep *s);
 
 #endif

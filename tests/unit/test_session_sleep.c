@@ -176,8 +176,17 @@ START_TEST(test_wakes) {
   ck_assert_int_eq(sim_step(&a), 1);
   ck_assert_double_eq_tol(a.t->time, t0 + DT, 1e-15);
   ck_assert(memcmp(x0, a.t->x[fx_top_centre(a.t)], sizeof x0) == 0);
-  /* a reset (or a pending refinement) wakes it, and it sleeps again later */
+  /* a reset (or a pending refinement) wakes it, the next check says so
+   * (the solver then forgets the tools' poses), and it sleeps again later */
   ts_session_sleep_wake(&a.sl);
+  ck_assert(!a.sl.asleep);
+  ck_assert_int_eq(ts_session_sleep_check(&a.sl, a.t, &a.tc, a.tool, TS_MAX_TOOLS),
+                   TS_SLEEP_WOKE);
+  ck_assert_int_eq(ts_session_sleep_check(&a.sl, a.t, &a.tc, a.tool, TS_MAX_TOOLS),
+                   TS_SLEEP_AWAKE);
+  ts_session_sleep_wake(&a.sl); /* awake already: nothing to tell */
+  ck_assert_int_eq(ts_session_sleep_check(&a.sl, a.t, &a.tc, a.tool, TS_MAX_TOOLS),
+                   TS_SLEEP_AWAKE);
   ck_assert_int_eq(sim_step(&a), 0);
   for (int k = 0; k < 3000 && !a.sl.asleep; k++) sim_step(&a);
   ck_assert(a.sl.asleep);
