@@ -287,6 +287,7 @@ int tc_list_sessions(tc_client *c, tc_session_info **out, size_t *n) {
     v[i].self_contacts = s->self_contacts;
     v[i].self_contact_off = (int)s->self_contact_off;
     v[i].self_contact_surface_nodes = s->self_contact_surface_nodes;
+    v[i].asleep = s->asleep;
     v[i].learned = s->learned;
     v[i].samples = s->samples;
     v[i].model_answers = s->model_answers;

@@ -119,6 +119,7 @@ typedef struct tc_session_info {
   uint32_t self_contacts; /* its node-triangle pairs in the newest frame's step */
   int self_contact_off;   /* why self_contact is 0 though asked for: TC_SELF_OFF_* */
   uint32_t self_contact_surface_nodes; /* the tissue's contact-surface nodes (its limit's size) */
+  int asleep;             /* the tissue is at rest, its steps not computed (--sleep-speed) */
   /* quasi-static sessions (0 for the others): the learned model answers
    * presses, samples recorded so far, presses the model answered */
   int learned;

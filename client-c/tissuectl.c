@@ -156,9 +156,10 @@ static int cmd_sessions(tc_client *c) {
     printf(",\"tissue\":");
     json_str(stdout, v[i].tissue);
     printf(",\"solver\":%d,\"clients\":%u,\"vertex_count\":%u,\"tool_stiffness\":%.6g,"
-           "\"self_contact\":%s,\"self_contacts\":%u",
+           "\"self_contact\":%s,\"self_contacts\":%u,\"asleep\":%s",
            v[i].solver, v[i].clients, v[i].vertex_count, v[i].tool_stiffness,
-           v[i].self_contact ? "true" : "false", v[i].self_contacts);
+           v[i].self_contact ? "true" : "false", v[i].self_contacts,
+           v[i].asleep ? "true" : "false");
     if (v[i].self_contact || v[i].self_contact_off)
       printf(",\"self_contact_surface_nodes\":%u", v[i].self_contact_surface_nodes);
     if (v[i].self_contact_off)

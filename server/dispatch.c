@@ -631,6 +631,7 @@ static void on_list(ts_conn *c, uint64_t rid) {
         : self_state == TS_SELF_FAILED ? TISSUED__V1__SESSION_INFO__SELF_CONTACT_OFF__FAILED
                                        : TISSUED__V1__SESSION_INFO__SELF_CONTACT_OFF__NONE;
     infos[i].self_contact_surface_nodes = se->self_surface_nodes;
+    infos[i].asleep = se->latest && se->latest->asleep; /* as of the newest frame */
     if (se->sim.shortcut) {
       uv_mutex_lock(&se->mbox.lock);
       infos[i].learned = se->mbox.learned;

@@ -34,6 +34,13 @@ export function selfContactText(s) {
   return off ? 'self-contact off: ' + off : '';
 }
 
+/** The session list's note on a session whose tissue is at rest
+ *  (SessionInfo.asleep): '' when it is not. */
+export function restTitle(s) {
+  return s.asleep ? 'at rest: the tissue has settled and its steps cost next to nothing ' +
+    'until a tool comes near' : '';
+}
+
 export class SessionsPanel {
   /**
    * client: SessionClient; hasKey: whether the page knows the server key;
@@ -119,6 +126,9 @@ export class SessionsPanel {
       r.tr.dataset.solver = r.cells.solver.textContent;
       this._self(r, s);
       r.cells.clients.textContent = String(s.clients || 0);
+      // at rest: marked by the row's style (a note after the solver's name)
+      r.tr.classList.toggle('at-rest', !!s.asleep);
+      r.cells.solver.title = restTitle(s);
       this._mark(s.sessionId, r);
     }
     for (const [id, r] of this.rows) {

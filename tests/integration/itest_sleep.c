@@ -3,7 +3,8 @@
  * (server/session_sleep.h), seen over TCP and /metrics. A controller's
  * sphere parked 50 mm above the patch: after 2 s of simulated time the
  * session is asleep, its steps counted as slept, and frames still arrive
- * (simulated time goes on). The sphere pressed 4 mm into the centre: the
+ * (simulated time goes on), and the session list (SessionInfo.asleep)
+ * says so. The sphere pressed 4 mm into the centre: the
  * tissue wakes, dents by more than 2 mm and pushes the sphere up. The
  * sphere lifted: it falls asleep again. A reset wakes it. The same for an
  * XPBD session. A daemon started with --sleep-speed 0 never sleeps.
@@ -76,6 +77,17 @@ static double metric(const ts_dproc *d, const char *name) {
   return v;
 }
 
+/* SessionInfo.asleep of session 1, from a ListSessions */
+static int listed_asleep(tc_client *a) {
+  tc_session_info *v = NULL;
+  size_t n = 0;
+  ck_assert_int_eq(tc_list_sessions(a, &v, &n), 0);
+  ck_assert_uint_eq(n, 1);
+  const int asleep = v[0].asleep;
+  free(v);
+  return asleep;
+}
+
 #define ASLEEP "tissued_session_asleep{session=\"1\"}"
 #define SLEPT "tissued_session_steps_slept_total{session=\"1\"}"
 
@@ -105,6 +117,7 @@ START_TEST(test_sleeps_and_wakes) {
   const double parked[3] = {0, 0.05, 0};
   run_for(a, &w, tool, parked, 2.0);
   ck_assert_double_eq(metric(&d, ASLEEP), 1);
+  ck_assert_int_eq(listed_asleep(a), 1); /* the session list says it too */
   const double slept = metric(&d, SLEPT);
   ck_assert_double_gt(slept, 100);
   const double rest_y = w.centre_y;
@@ -115,6 +128,7 @@ START_TEST(test_sleeps_and_wakes) {
   const double press[3] = {0, rest_y + RADIUS - 0.004, 0};
   run_for(a, &w, tool, press, 0.5);
   ck_assert_double_eq(metric(&d, ASLEEP), 0);
+  ck_assert_int_eq(listed_asleep(a), 0);
   ck_assert_msg(w.centre_y < rest_y - 0.002, "centre at %g, %g at rest", w.centre_y, rest_y);
   ck_assert_msg(w.force_y > 0.01 && w.contacts > 0, "force %g N, %u contacts", w.force_y,
                 w.contacts);
