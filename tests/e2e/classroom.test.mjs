@@ -1,5 +1,6 @@
 // classroom.test.mjs: the page as a classroom tool, in Debian's Chromium
-// against a real daemon. With the server key the page creates an XPBD
+// against a real daemon. The page's first session, left alone, is listed
+// "at rest" once its tissue sleeps. With the server key the page creates an XPBD
 // session through the sessions panel (driven from the keyboard), chooses the
 // grasper, closes it with the G key while the mouse presses it into the
 // tissue and sees the force plot fill; a second browser context opens the
@@ -78,6 +79,12 @@ test('a classroom session: create, grasp, watch, layers, reset, end', async () =
   await waitHook(page, () => !document.getElementById('tl-grasper-option').hidden &&
     document.getElementById('tl-grasper-note').hidden, null, 'the grasper offered in a mass-spring session');
   await waitHook(page, () => document.querySelectorAll('#ss-rows tr').length === 1, null, 'the session list');
+  // left alone, its tissue settles and sleeps: the list says "at rest"
+  // (SessionInfo.asleep; the list refreshes every 3 s)
+  await waitHook(page, () => {
+    const solver = document.querySelector('#ss-rows tr.at-rest .ss-solver');
+    return solver && getComputedStyle(solver, '::after').content.includes('at rest');
+  }, null, 'the idle session listed at rest');
 
   // Create an XPBD session through the panel, from the keyboard.
   await page.focus('#ss-new summary');
