@@ -79,7 +79,7 @@ void ts_session_sleep_after(ts_session_sleep *s, const ts_tissue *t, ts_tool_con
   const double v2 = s->speed * s->speed;
   for (uint32_t i = 0; i < t->n_nodes; i++) {
     const double *v = t->v[i];
-    if (v[0] * v[0] + v[1] * v[1] + v[2] * v[2] >= v2) {
+    if (!(v[0] * v[0] + v[1] * v[1] + v[2] * v[2] < v2)) { /* NaN counts as moving */
       s->still = 0;
       return;
     }

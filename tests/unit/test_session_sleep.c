@@ -220,6 +220,25 @@ START_TEST(test_speed_zero_never) {
 }
 END_TEST
 
+/* A non-finite velocity is motion, not rest (the step stops a diverging
+ * tissue first; this is the rule's own guard). */
+START_TEST(test_nan_not_still) {
+  sim a;
+  sim_init(&a, TS_SLEEP_SPEED_DEFAULT, 0);
+  a.tool[0].active = 0;
+  for (uint32_t i = 0; i < a.t->n_nodes; i++) memset(a.t->v[i], 0, sizeof a.t->v[i]);
+  a.t->v[a.t->n_nodes / 2][1] = NAN;
+  for (int k = 0; k < 2000; k++)
+    ts_session_sleep_after(&a.sl, a.t, &a.tc, a.tool, TS_MAX_TOOLS, 0, DT);
+  ck_assert(!a.sl.asleep);
+  a.t->v[a.t->n_nodes / 2][1] = 0; /* and at rest it sleeps */
+  for (int k = 0; k < 2000; k++)
+    ts_session_sleep_after(&a.sl, a.t, &a.tc, a.tool, TS_MAX_TOOLS, 0, DT);
+  ck_assert(a.sl.asleep);
+  sim_free(&a);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("session_sleep");
   TCase *tc = tcase_create("sleep");
@@ -227,6 +246,7 @@ int main(void) {
   tcase_add_loop_test(tc, test_press_after_sleep, 0, 2);
   tcase_add_test(tc, test_wakes);
   tcase_add_test(tc, test_speed_zero_never);
+  tcase_add_test(tc, test_nan_not_still);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
