@@ -202,6 +202,11 @@ void tc_set_progress_cb(tc_client *c, tc_progress_cb cb, void *ud) {
   c->progress_ud = ud;
 }
 
+void tc_set_create_progress_cb(tc_client *c, tc_create_progress_cb cb, void *ud) {
+  c->create_cb = cb;
+  c->create_ud = ud;
+}
+
 const tc_frame *tc_last_frame(const tc_client *c) {
   return c->have_state && !c->desync ? &c->frame : NULL;
 }

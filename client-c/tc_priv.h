@@ -48,6 +48,9 @@ struct tc_client {
   void *error_ud;
   tc_progress_cb progress_cb;
   void *progress_ud;
+  tc_create_progress_cb create_cb;
+  void *create_ud;
+  int64_t wait_deadline_ms;   /* the waiting request's deadline (a CreateProgress renews it) */
   uint64_t train_rid;         /* the last acknowledged TrainShortcut's id, 0 = none */
   int train_waiting;          /* a TrainShortcut waits for its reply */
   int train_acked;            /* and it was acknowledged: its reports follow */

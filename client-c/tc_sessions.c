@@ -18,6 +18,7 @@ static int create_session(tc_client *c, Tissued__V1__CreateSession *m, uint32_t 
                           uint32_t *vertex_count, uint32_t *triangle_count) {
   Envelope env = TISSUED__V1__ENVELOPE__INIT;
   env.body_case = TISSUED__V1__ENVELOPE__BODY_CREATE_SESSION;
+  m->progress = c->create_cb != NULL; /* its reports: handle_create_progress */
   env.create_session = m;
   Envelope *r;
   int rc = tc__request(c, &env, TISSUED__V1__ENVELOPE__BODY_SESSION_CREATED, &r);

@@ -135,6 +135,22 @@ static void handle_progress(tc_client *c, uint64_t rid, const Tissued__V1__Train
   c->progress_cb(c->progress_ud, &p);
 }
 
+static void handle_create_progress(tc_client *c, const Tissued__V1__CreateProgress *m) {
+  static const char *const names[] = {"queued", "reading", "layers", "springs", "solver",
+                                      "storing"};
+  if (!c->create_cb || !c->wait_rid || m->request_id != c->wait_rid) return;
+  c->wait_deadline_ms = tc__now_ms() + c->timeout_ms; /* the daemon is at work */
+  tc_create_progress p;
+  memset(&p, 0, sizeof p);
+  p.request_id = m->request_id;
+  p.stage = (int)m->stage;
+  p.stage_name = p.stage >= 0 && p.stage < (int)(sizeof names / sizeof names[0]) ? names[p.stage]
+                                                                                  : "unknown";
+  p.elapsed = m->elapsed;
+  p.ahead = m->ahead;
+  c->create_cb(c->create_ud, &p);
+}
+
 static int on_message(void *ud, const uint8_t *msg, size_t len) {
   tc_client *c = ud;
   Envelope *env = tissued__v1__envelope__unpack(NULL, len, msg);
@@ -162,6 +178,9 @@ static int on_message(void *ud, const uint8_t *msg, size_t len) {
     break;
   case TISSUED__V1__ENVELOPE__BODY_TRAINING_PROGRESS:
     handle_progress(c, env->request_id, env->training_progress);
+    break;
+  case TISSUED__V1__ENVELOPE__BODY_CREATE_PROGRESS:
+    handle_create_progress(c, env->create_progress);
     break;
   case TISSUED__V1__ENVELOPE__BODY_ERROR: {
     const Tissued__V1__Error *e = env->error;
@@ -246,9 +265,9 @@ int tc__request(tc_client *c, Envelope *env, int expect, Envelope **reply) {
   if (rc) return rc;
   c->wait_rid = env->request_id;
   c->reply = NULL;
-  int64_t deadline = tc__now_ms() + c->timeout_ms;
+  c->wait_deadline_ms = tc__now_ms() + c->timeout_ms;
   while (!c->reply) {
-    int64_t left = deadline - tc__now_ms();
+    int64_t left = c->wait_deadline_ms - tc__now_ms();
     if (left <= 0) {
       rc = tc__fail(c, TS_EIO, "no reply from the server within %d ms", c->timeout_ms);
       break;

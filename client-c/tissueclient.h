@@ -354,6 +354,33 @@ int tc_create_session_mesh(tc_client *c, int format, const void *bytes, size_t l
                            uint32_t *session_id, uint32_t *vertex_count,
                            uint32_t *triangle_count);
 
+/* One CreateProgress: what the creation this client waits for is doing
+ * (tissue.proto). Reports come about once a second from the first second
+ * on, only while a cb is set (tc_set_create_progress_cb). */
+enum {
+  TC_CREATE_QUEUED = 0,  /* waiting for the daemon's builder: `ahead` creations first */
+  TC_CREATE_READING = 1, /* the mesh parsed and repaired */
+  TC_CREATE_LAYERS = 2,  /* extruded into layers, checked for folds and crossings */
+  TC_CREATE_SPRINGS = 3, /* springs and masses, and the stable step */
+  TC_CREATE_SOLVER = 4,  /* the session and its solver set up */
+  TC_CREATE_STORING = 5  /* an upload stored, a stored model loaded */
+};
+typedef struct tc_create_progress {
+  uint64_t request_id;   /* the CreateSession's */
+  int stage;             /* TC_CREATE_* (an unknown one from a newer daemon as it came) */
+  const char *stage_name; /* "queued", "reading", "layers", "springs", "solver", "storing",
+                             "unknown" */
+  double elapsed;        /* s since the daemon took the request */
+  uint32_t ahead;        /* TC_CREATE_QUEUED: creations to be built first */
+} tc_create_progress;
+typedef void (*tc_create_progress_cb)(void *ud, const tc_create_progress *p);
+
+/* With cb set (NULL: none, the default), every tc_create_session* call asks
+ * for progress reports and calls cb for each while it waits; each report
+ * also restarts the wait's timeout (tc_set_timeout), so that a long build
+ * that keeps reporting is waited for, and a daemon that goes quiet is not. */
+void tc_set_create_progress_cb(tc_client *c, tc_create_progress_cb cb, void *ud);
+
 /* ---- learned models (issue 6; every call needs the server key) ---------- */
 
 /* One stored learned model of a quasi-static tissue (ModelInfo). */

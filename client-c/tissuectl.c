@@ -199,6 +199,17 @@ static void print_adjust(tc_client *c) {
   json_str(stdout, a.warning);
 }
 
+/* A creation's progress reports (about once a second after the first
+ * second), on stderr: stdout keeps the one JSON line of the result. */
+static void on_create_progress(void *ud, const tc_create_progress *p) {
+  (void)ud;
+  if (p->stage == TC_CREATE_QUEUED && p->ahead)
+    fprintf(stderr, "tissuectl: creating: queued behind %u other creation%s, %.0f s\n", p->ahead,
+            p->ahead == 1 ? "" : "s", p->elapsed);
+  else
+    fprintf(stderr, "tissuectl: creating: %s, %.0f s\n", p->stage_name, p->elapsed);
+}
+
 static int cmd_create(tc_client *c, const char *tissue, int solver, uint32_t substeps,
                       double k_n_per_mm, int self_contact) {
   uint32_t id, nv, nt;
@@ -555,6 +566,7 @@ int main(int argc, char **argv) {
     return die("cannot connect to %s: %s", o.host, err);
   }
   int rc;
+  if (!strcmp(cmd, "create")) tc_set_create_progress_cb(c, on_create_progress, NULL);
   if (!strcmp(cmd, "sessions"))
     rc = cmd_sessions(c);
   else if (o.verb)

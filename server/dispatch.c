@@ -18,6 +18,7 @@
 #include "models.h"
 #include "physics.h"
 #include "refine.h"
+#include "create.h"
 #include "requests.h"
 #include "server.h"
 #include "session_self.h"
@@ -333,15 +334,15 @@ static void on_create(ts_conn *c, uint64_t rid, const Tissued__V1__CreateSession
                 c->peer, mesh->data.len, name, def.n_layers, mesh_scale, dt);
     ts_request_create_mesh_session(c, rid, name, m->name ? m->name : "", mesh_format,
                                    mesh->data.data, mesh->data.len, mesh_scale, &def, material,
-                                   dt, &sv);
+                                   dt, &sv, m->progress);
   } else if (stored) {
     ts_log_info("%s asks for a session '%s' of stored tissue '%s' (dt %g s)", c->peer, name,
                 builtin, dt);
-    ts_request_create_stored_session(c, rid, name, builtin, dt, &sv);
+    ts_request_create_stored_session(c, rid, name, builtin, dt, &sv, m->progress);
   } else {
     ts_log_info("%s asks for a session '%s' (%u layers, dt %g s)", c->peer, name, def.n_layers,
                 dt);
-    ts_request_create_session(c, rid, name, &def, material, dt, &sv);
+    ts_request_create_session(c, rid, name, &def, material, dt, &sv, m->progress);
   }
 }
 

@@ -67,6 +67,9 @@ char *ts_metrics_text(ts_server *s, size_t *len) {
   put(&b, "tissued_connections %llu\n", (unsigned long long)s->n_conns);
   family(&b, "tissued_sessions", "gauge", "Live sessions.");
   put(&b, "tissued_sessions %u\n", s->n_sessions);
+  family(&b, "tissued_sessions_creating", "gauge",
+         "Sessions being created: queued or built (server/create.c).");
+  put(&b, "tissued_sessions_creating %u\n", s->pending_creates);
   family(&b, "tissued_messages_in_total", "counter", "Messages received.");
   put(&b, "tissued_messages_in_total %llu\n", (unsigned long long)s->messages_in);
   family(&b, "tissued_bad_messages_total", "counter", "Messages refused as malformed or invalid.");

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "core/ts_error.h"
+#include "create_progress.h"
 #include "force.h"
 #include "log.h"
 #include "materials.h"
@@ -341,6 +342,10 @@ int ts_server_start(ts_server *s, uv_loop_t *loop, const ts_config *cfg) {
     ts_log_error("cannot start the refinement thread");
     return TS_EINTERNAL;
   }
+  if (ts_worker_start(&s->builder, loop, NULL)) {
+    ts_log_error("cannot start the session builder thread");
+    return TS_EINTERNAL;
+  }
   if (ts_outbox_init(&s->outbox, loop, on_outbox, s)) return TS_EINTERNAL;
   s->codec = ts_codec_ctx_new();
   if (!s->codec) return TS_ENOMEM;
@@ -371,6 +376,7 @@ int ts_server_start(ts_server *s, uv_loop_t *loop, const ts_config *cfg) {
     return rc;
   }
 
+  if (ts_create_progress_init(s)) return TS_EINTERNAL;
   uv_timer_init(loop, &s->cron);
   s->cron.data = s;
   uv_timer_start(&s->cron, on_cron, 1000, 1000);
@@ -422,6 +428,9 @@ void ts_server_shutdown(ts_server *s, const char *why) {
   /* the worker finishes what it was given (SQLite writes complete); the
    * replies of those jobs find the server shutting down */
   ts_worker_stop(&s->worker);
+  /* a build under way finishes, and is then dropped with an Error to the
+   * client that asked (create.c: nothing goes back to the stopped worker) */
+  ts_worker_stop(&s->builder);
   /* a refinement under way finishes; its result goes to its session's
    * mailbox (freed with the session below) or is dropped */
   ts_worker_stop(&s->refiner);
@@ -449,6 +458,7 @@ void ts_server_shutdown(ts_server *s, const char *why) {
 
   uv_timer_stop(&s->cron);
   uv_close((uv_handle_t *)&s->cron, NULL);
+  ts_create_progress_close(s);
   uv_close((uv_handle_t *)&s->sigint, NULL);
   uv_close((uv_handle_t *)&s->sigterm, NULL);
   ts_outbox_close(&s->outbox, NULL);

@@ -38,10 +38,13 @@ struct ts_server {
   uv_timer_t cron;
   uv_signal_t sigint, sigterm;
 
-  ts_worker worker;          /* SQLite and slow set-up, off the loop */
+  ts_worker worker;          /* SQLite, off the loop */
+  ts_worker builder;         /* new sessions' tissues, off the loop and SQLite (create.c) */
   ts_worker refiner;         /* live refinements, off the physics threads (refine.c) */
   ts_conn *conns;            /* every open connection */
-  uint32_t pending_creates;  /* sessions being built by the worker */
+  uint32_t pending_creates;  /* sessions being created (create.c) */
+  struct ts_create_track *creating; /* the same, in the order taken (create_progress.h) */
+  uv_timer_t create_timer;   /* their progress reports, while there are any */
   ts_session *sessions;
   uint32_t n_sessions;
   uint32_t next_session_id;

@@ -57,7 +57,8 @@ export class SessionClient {
     this.autoCreate = opts.autoCreate ?? true;
     this.tool = { kind: 0, radius: DEFAULT_RADIUS, length: 0 };  // ToolShape to join with
     this.friction = null;  // ToolShape.friction {muStatic, muKinetic}; null: the server's default
-    this.waiters = new Map();    // request id -> {resolve, reject, timer}
+    this.waiters = new Map();    // request id -> {resolve, reject, timer, arm, onProgress}
+    this.gaveUp = new Set();     // ids of requests that timed out (their late replies are ignored)
     this.stream = new FrameStream();
     this.decodeStats = new DecodeStats();
     this.decodeInWorker = false;  // the current keyframe chain goes to the worker
@@ -181,7 +182,21 @@ export class SessionClient {
         if (this.sessionId) this._join();
         else this._lobby();
         break;
+      case 'createProgress': {
+        const w = this.waiters.get(toNumber(b.requestId));
+        if (w && w.arm) {
+          clearTimeout(w.timer);
+          w.timer = w.arm();
+          w.onProgress?.(b);
+        }
+        break;
+      }
       case 'sessionCreated':
+        if (this.gaveUp.has(msg.requestId)) {
+          // its request timed out and the page said so: not joined
+          this.gaveUp.delete(msg.requestId);
+          break;
+        }
         // its creator drives a tool in it (leaving the session it was in)
         this.sessionId = b.sessionId;
         this.role = Role.CONTROLLER;
@@ -259,18 +274,24 @@ export class SessionClient {
    * SessionCreated, Ack...); rejects with the server's Error, when the
    * connection is not open or closes, or after timeoutMs.
    */
-  request(kind, body, timeoutMs = 15000) {
+  request(kind, body, timeoutMs = 15000, onProgress = null) {
     return new Promise((resolve, reject) => {
       const id = this._send(kind, body);
       if (!id) {
         reject(new Error('not connected'));
         return;
       }
-      const timer = setTimeout(() => {
+      // (re)armed by each progress report of the request: the timeout is
+      // for a server that has gone quiet, not for long work it reports on
+      const arm = () => setTimeout(() => {
         this.waiters.delete(id);
+        // a reply that comes after all is not acted on: the page has
+        // reported the failure (a late SessionCreated does not join)
+        this.gaveUp.add(id);
+        if (this.gaveUp.size > 64) this.gaveUp.delete(this.gaveUp.values().next().value);
         reject(new Error(kind + ': no reply in ' + timeoutMs + ' ms'));
       }, timeoutMs);
-      this.waiters.set(id, { resolve, reject, timer });
+      this.waiters.set(id, { resolve, reject, timer: arm(), arm, onProgress });
     });
   }
 
@@ -302,8 +323,11 @@ export class SessionClient {
    * solver}) and joins it as controller when it is made; resolves with the
    * SessionCreated body, rejects with the server's error.
    */
-  async createSession(spec) {
-    const created = await this.request('createSession', spec, 60000);
+  async createSession(spec, onProgress = null) {
+    // progress: the server reports once a second while it builds the
+    // tissue (CreateProgress: stage, elapsed seconds, creations ahead),
+    // each report restarting the 30 s wait
+    const created = await this.request('createSession', { ...spec, progress: true }, 30000, onProgress);
     return created;  // the 'sessionCreated' case has joined it already
   }
 

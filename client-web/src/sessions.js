@@ -41,6 +41,28 @@ export function restTitle(s) {
     'until a tool comes near' : '';
 }
 
+// CreateProgress.Stage, in the words of the panel's status line
+const CREATE_STAGES = {
+  1: 'reading the mesh',
+  2: 'extruding the layers',
+  3: 'building the springs and the stable step',
+  4: 'setting up the solver',
+  5: 'storing the tissue',
+};
+
+/** The status line while the server builds a new session's tissue
+ *  (CreateProgress: {stage, elapsed, ahead}). */
+export function progressText(p) {
+  const s = Math.round(Number(p.elapsed) || 0) + ' s';
+  const stage = Number(p.stage) || 0;
+  if (stage === 0) {
+    const ahead = Number(p.ahead) || 0;
+    return 'creating: waiting for ' + (ahead === 1 ? '1 other creation' : ahead ? ahead +
+      ' other creations' : 'the server') + ', ' + s;
+  }
+  return 'creating: ' + (CREATE_STAGES[stage] || 'working') + ', ' + s;
+}
+
 export class SessionsPanel {
   /**
    * client: SessionClient; hasKey: whether the page knows the server key;
@@ -228,7 +250,7 @@ export class SessionsPanel {
     el.create.disabled = true;
     this._status('creating…');
     try {
-      const created = await this.client.createSession(spec);
+      const created = await this.client.createSession(spec, (p) => this._status(progressText(p)));
       this._status('created session ' + created.sessionId + (created.name ? ' (' + created.name + ')' : '') +
         (created.warning ? ': ' + created.warning.trim() : ''));
       el.name.value = '';

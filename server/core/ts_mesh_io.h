@@ -59,6 +59,12 @@ typedef struct ts_mesh_import_opts {
   uint32_t max_verts;   /* vertices in the file (STL: after welding) */
   uint32_t max_tris;    /* triangles after triangulation */
   size_t max_bytes;     /* input size */
+  /* optional (NULL: none): told, on the calling thread, as a tissue's build
+   * from this mesh enters each of its stages (ts_mesh_tissue.h's
+   * TS_MESH_STAGE_*), so that a long one can be reported; the import alone
+   * does not call it */
+  void (*on_stage)(void *ud, int stage);
+  void *stage_ud;
 } ts_mesh_import_opts;
 
 /* What a reader saw, for tools and tests. */

@@ -57,6 +57,7 @@ int ts_mesh_tissue_extrude(const uint8_t *data, size_t len, int format,
     return TS_EINVAL;
   }
   ts_mesh_import_opts opts = o ? *o : ts_mesh_import_opts_default();
+  if (opts.on_stage) opts.on_stage(opts.stage_ud, TS_MESH_STAGE_READING);
   ts_mesh *m = NULL;
   char msg[400] = "";
   int rc = ts_mesh_import(data, len, format, &opts, &m, NULL, NULL, msg, sizeof msg);
@@ -93,6 +94,7 @@ int ts_mesh_tissue_extrude(const uint8_t *data, size_t len, int format,
     return TS_ERANGE;
   }
   ts_mesh_tissue_place(m);
+  if (opts.on_stage) opts.on_stage(opts.stage_ud, TS_MESH_STAGE_LAYERS);
   rc = ts_extrude(m, &d, out, msg, sizeof msg);
   ts_mesh_free(m);
   if (rc == TS_EMESH) {
@@ -187,6 +189,7 @@ int ts_mesh_tissue_build(const uint8_t *data, size_t len, int format,
     return TS_ENOMEM;
   }
   ts_patch_def pd = ts_default_patch_def();
+  if (o && o->on_stage) o->on_stage(o->stage_ud, TS_MESH_STAGE_SPRINGS);
   rc = ts_tissue_build(out->e, layers, out->anchors, pd.gravity, &out->t);
   if (rc == TS_EMESH) {
     char msg[200];

@@ -43,6 +43,12 @@
 #define TS_MESH_TISSUE_MAX_RELAX 1e-3        /* m: the most a pleat vertex is moved */
 #define TS_MESH_TISSUE_MIN_DEPTH 0.1         /* the least share of its depth a layer keeps */
 
+/* The stages of a build, as told to ts_mesh_import_opts.on_stage: the
+ * import (parse, repair), the extrusion into layers (with its fold and
+ * crossing checks), the tissue's springs and masses (with the stable
+ * step's bounds, the longest part of a large tissue's build) */
+enum { TS_MESH_STAGE_READING = 1, TS_MESH_STAGE_LAYERS = 2, TS_MESH_STAGE_SPRINGS = 3 };
+
 /* A built mesh tissue and what it was built from. */
 typedef struct ts_mesh_tissue {
   ts_tissue *t;          /* the tissue (owned; set to NULL to take it) */

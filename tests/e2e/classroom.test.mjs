@@ -341,6 +341,57 @@ test('a mesh file uploaded through the panel becomes a session', async () => {
   assert.deepEqual(problems, [], 'console errors');
 });
 
+// A flat grid of n x n vertices, 10 cm across in metres: n = 130 builds for
+// a few seconds (as tests/integration/itest_create.c), long enough for the
+// daemon's progress reports (CreateProgress, once a second).
+function gridObj(n) {
+  const lines = [];
+  for (let i = 0; i < n; i++) {
+    for (let j = 0; j < n; j++) {
+      const x = 0.1 * i / (n - 1) - 0.05, z = 0.1 * j / (n - 1) - 0.05;
+      lines.push(`v ${x.toFixed(6)} ${(0.4 * (x * x + z * z)).toFixed(6)} ${z.toFixed(6)}`);
+    }
+  }
+  for (let i = 0; i + 1 < n; i++) {
+    for (let j = 0; j + 1 < n; j++) {
+      const a = i * n + j + 1, b = a + 1, c = a + n, d = c + 1;
+      lines.push(`f ${a} ${b} ${d}`, `f ${a} ${d} ${c}`);
+    }
+  }
+  return lines.join('\n') + '\n';
+}
+
+test('a large upload shows what the daemon is doing in the panel until it joins', async () => {
+  const page = await openPage(base + '/#key=' + SERVER_KEY, 'large-uploader');
+  await waitHook(page, () => window.tissued.state === 'connected' && document.querySelectorAll('#ss-rows tr').length > 0,
+    null, 'the session list');
+  // every text the status line shows, in order
+  await page.evaluate(() => {
+    window.statusTexts = [];
+    const el = document.getElementById('ss-status');
+    new MutationObserver(() => window.statusTexts.push(el.textContent))
+      .observe(el, { childList: true, characterData: true, subtree: true });
+  });
+  await page.focus('#ss-new summary');
+  await page.keyboard.press('Enter');
+  await page.selectOption('#ss-tissue', 'upload');
+  await page.setInputFiles('#ss-file', { name: 'grid.obj', mimeType: 'text/plain', buffer: Buffer.from(gridObj(130)) });
+  await page.fill('#ss-scale', '1');
+  await page.fill('#ss-name', 'grid-upload');
+  await page.focus('#ss-create');
+  await page.keyboard.press('Enter');
+  await waitHook(page, () => window.tissued.role === 'controller' && window.tissued.frames > 0 &&
+    /^created session /.test(document.getElementById('ss-status').textContent), null, 'the grid session joined');
+  const texts = await page.evaluate(() => window.statusTexts);
+  fs.writeFileSync(path.join(artifactsDir(), 'classroom-large-upload.json'), JSON.stringify({ texts }, null, 2));
+  const progress = texts.filter((t) => /^creating: .+, \d+ s$/.test(t));
+  assert.ok(progress.length >= 1, 'no progress shown: ' + JSON.stringify(texts));
+  assert.equal(texts[0], 'creating…');
+  assert.match(texts[texts.length - 1], /^created session \d+ \(grid-upload\)/);
+  assert.deepEqual((await hook(page)).errors, [], 'errors shown by the uploader page');
+  assert.deepEqual(problems, [], 'console errors');
+});
+
 test('SIGTERM stops the daemon with exit code 0; the page warns that it reconnects', async () => {
   const s = await daemon.stop();
   assert.deepEqual({ code: s.code, signal: s.signal }, { code: 0, signal: null }, daemon.log().slice(-2000));

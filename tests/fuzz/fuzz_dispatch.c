@@ -1,7 +1,8 @@
 /*
  * fuzz_dispatch.c: fuzz target for Envelope decoding AND dispatch: the
  * daemon's protocol state machine (server/dispatch.c) and everything behind
- * it (requests.c and the storage worker, session creation, joins, poses,
+ * it (requests.c and the storage worker, session creation (create.c and the
+ * builder thread), joins, poses,
  * material fits, session ends), on a real ts_server in this process.
  *
  * The server is started once per process (ts_server_start, listeners on
@@ -18,8 +19,8 @@
  *
  * After each message the loop runs until every job queued so far on the
  * storage worker has answered (a marker job of our own, queued behind them:
- * the worker runs jobs in order), so that a CreateSession's session exists
- * when a later JoinSession names it. At the end of the input the connection
+ * the worker runs jobs in order) and every creation has replied, so that a
+ * CreateSession's session exists when a later JoinSession names it. At the end of the input the connection
  * closes (ts_conn_closed, as a transport does), every session is ended and
  * the loop runs until physics has handed each back and it is freed: nothing
  * an input allocates outlives it (libFuzzer's leak check), and inputs do not
@@ -133,7 +134,9 @@ static void marker_done(ts_job *j) {
   free(m);
 }
 
-/* Waits until every job queued on the worker so far has run its done(). */
+/* Waits until every job queued on the worker so far has run its done(),
+ * and every session creation under way has replied (a creation goes on
+ * from the storage worker to the builder thread and back: server/create.c). */
 static void drain_worker(void) {
   int flag = 0;
   marker_job *m = calloc(1, sizeof *m);
@@ -143,6 +146,15 @@ static void drain_worker(void) {
   m->flag = &flag;
   ts_worker_submit(&server.worker, &m->job);
   run_until(&flag, "the storage worker");
+  uint64_t t0 = mono_ms();
+  while (server.pending_creates) {
+    uv_run(&loop, UV_RUN_ONCE);
+    if (mono_ms() - t0 > DRAIN_LIMIT_MS) {
+      fprintf(stderr, "fuzz_dispatch: a session's creation did not finish within %d ms\n",
+              DRAIN_LIMIT_MS);
+      abort();
+    }
+  }
 }
 
 static void end_sessions(void) {

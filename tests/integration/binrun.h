@@ -14,7 +14,7 @@
 typedef struct ts_binrun {
   int status;       /* exit status; -1 when killed or not run */
   char out[65536];  /* stdout */
-  char err[8192];   /* stderr */
+  char err[16384];  /* stderr (the usage text, progress lines) */
   size_t n_out, n_err;
   int truncated;    /* output longer than the buffers (the tests assert it is not) */
 } ts_binrun;

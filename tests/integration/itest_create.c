@@ -1,0 +1,351 @@
+/*
+ * itest_create.c: a session's creation against a real daemon (server/
+ * create.c, create_progress.c): progress reports to the client that asked
+ * for them and to no other, the queue position of a creation behind a long
+ * build, SQLite requests answered while a build runs (the builder thread),
+ * libtissueclient's wait renewed by the reports, and a SIGTERM during a
+ * build.
+ *
+ * The long build is a flat OBJ grid made here, GRID x GRID vertices (about
+ * 2 GRID^2 triangles in three layers): a few seconds in the normal build
+ * (more under the sanitizers), where a progress report comes about once a
+ * second from the first second on.
+ */
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../../server/core/ts_error.h"
+#include "daemon_proc.h"
+#include "rawclient.h"
+#include "tissueclient.h"
+
+#define WAIT_MS 300000 /* a build under ASan or TSan on a loaded machine */
+#define GRID 130       /* 16,900 vertices, 33,282 triangles */
+
+typedef Tissued__V1__Envelope Envelope;
+
+static ts_dproc daemon_;
+static int daemon_ok;
+
+static long long now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A square grid, 0.1 m across in file units of metres, gently waved so
+ * that it is not a plane (the extrusion's normals still all agree). */
+static char *grid_obj(size_t *len) {
+  size_t cap = (size_t)GRID * GRID * 48 + (size_t)(GRID - 1) * (GRID - 1) * 2 * 40;
+  char *s = malloc(cap);
+  ck_assert_ptr_nonnull(s);
+  size_t n = 0;
+  for (int i = 0; i < GRID; i++)
+    for (int j = 0; j < GRID; j++) {
+      double x = 0.1 * i / (GRID - 1) - 0.05, z = 0.1 * j / (GRID - 1) - 0.05;
+      double y = 0.002 * (x * x + z * z) / 0.005;
+      n += (size_t)snprintf(s + n, cap - n, "v %.6f %.6f %.6f\n", x, y, z);
+    }
+  for (int i = 0; i + 1 < GRID; i++)
+    for (int j = 0; j + 1 < GRID; j++) {
+      int a = i * GRID + j + 1, b = a + 1, c = a + GRID, d = c + 1;
+      n += (size_t)snprintf(s + n, cap - n, "f %d %d %d\nf %d %d %d\n", a, b, d, a, d, c);
+    }
+  ck_assert_uint_lt(n, cap);
+  *len = n;
+  return s;
+}
+
+/* Sends a CreateSession with request id rid: the grid when obj is set
+ * (named name), else the built-in patch; progress as asked. */
+static void send_create(rc_conn *c, uint64_t rid, const char *name, const char *obj, size_t len,
+                        int progress) {
+  Tissued__V1__MeshUpload up = TISSUED__V1__MESH_UPLOAD__INIT;
+  Tissued__V1__CreateSession cs = TISSUED__V1__CREATE_SESSION__INIT;
+  cs.name = (char *)name;
+  cs.progress = progress;
+  if (obj) {
+    up.format = TISSUED__V1__MESH_UPLOAD__FORMAT__OBJ;
+    up.data.data = (uint8_t *)obj;
+    up.data.len = len;
+    up.scale = 1;
+    cs.tissue_case = TISSUED__V1__CREATE_SESSION__TISSUE_MESH;
+    cs.mesh = &up;
+  } else {
+    cs.tissue_case = TISSUED__V1__CREATE_SESSION__TISSUE_BUILTIN;
+    cs.builtin = (char *)"stomach-patch";
+  }
+  Envelope env = TISSUED__V1__ENVELOPE__INIT;
+  env.request_id = rid;
+  env.body_case = TISSUED__V1__ENVELOPE__BODY_CREATE_SESSION;
+  env.create_session = &cs;
+  ck_assert_int_eq(rc_send(c, &env), 0);
+}
+
+/* What one connection saw up to its create's reply. */
+typedef struct seen {
+  int reports;             /* CreateProgress for our request */
+  int stray;               /* CreateProgress for another request, or with an envelope id */
+  int last_stage;          /* of the last report (-1 none) */
+  int stage_back;          /* a report's stage before the previous one's */
+  double last_elapsed;
+  int elapsed_back;        /* elapsed not increasing */
+  uint32_t max_ahead;      /* the largest `ahead` of a QUEUED report */
+  int queued;              /* QUEUED reports */
+  long long list_at;       /* when the MaterialList (request 2) came, 0 none */
+  long long created_at;    /* when the reply came */
+  uint32_t session_id;     /* 0: an Error instead */
+} seen;
+
+/* Reads c until the reply to request rid (SessionCreated or Error) and
+ * accounts for everything on the way. */
+static void read_until_reply(rc_conn *c, uint64_t rid, seen *s) {
+  memset(s, 0, sizeof *s);
+  s->last_stage = -1;
+  long long end = now_ms() + WAIT_MS;
+  for (;;) {
+    long long left = end - now_ms();
+    ck_assert_msg(left > 0, "no reply to the create within %d ms", WAIT_MS);
+    Envelope *e = rc_recv(c, (int)left);
+    ck_assert_msg(e, "the connection ended before the create's reply");
+    if (e->body_case == TISSUED__V1__ENVELOPE__BODY_CREATE_PROGRESS) {
+      const Tissued__V1__CreateProgress *p = e->create_progress;
+      if (p->request_id != rid || e->request_id != 0) {
+        s->stray++;
+      } else {
+        s->reports++;
+        if ((int)p->stage < s->last_stage) s->stage_back++;
+        if (s->reports > 1 && !(p->elapsed > s->last_elapsed)) s->elapsed_back++;
+        ck_assert_msg(p->elapsed >= 0.85, "a report after %.3f s (the first comes after a second)",
+                      p->elapsed);
+        s->last_stage = (int)p->stage;
+        s->last_elapsed = p->elapsed;
+        if (p->stage == TISSUED__V1__CREATE_PROGRESS__STAGE__QUEUED) {
+          s->queued++;
+          if (p->ahead > s->max_ahead) s->max_ahead = p->ahead;
+        } else {
+          ck_assert_uint_eq(p->ahead, 0);
+        }
+      }
+    } else if (e->request_id == 2 && e->body_case == TISSUED__V1__ENVELOPE__BODY_MATERIAL_LIST) {
+      s->list_at = now_ms();
+    } else if (e->request_id == rid) {
+      s->created_at = now_ms();
+      if (e->body_case == TISSUED__V1__ENVELOPE__BODY_SESSION_CREATED)
+        s->session_id = e->session_created->session_id;
+      else
+        ck_assert_msg(e->body_case == TISSUED__V1__ENVELOPE__BODY_ERROR, "reply body %d",
+                      (int)e->body_case);
+      tissued__v1__envelope__free_unpacked(e, NULL);
+      return;
+    }
+    tissued__v1__envelope__free_unpacked(e, NULL);
+  }
+}
+
+static void connect_hello(rc_conn *c) {
+  ck_assert_int_eq(rc_tcp(c, daemon_.tcp_port), 0);
+  ck_assert_int_eq(rc_hello(c, 30000), 0);
+}
+
+static void end_session(rc_conn *c, uint32_t id) {
+  if (!id) return;
+  ck_assert_int_eq(rc_join(c, id, 1, 0.005, 10, NULL, 30000), 0);
+  ck_assert_int_eq(rc_end(c, id, 30000), 0);
+}
+
+/* Three creations at once. A asks for reports and, right after, for the
+ * material list (SQLite, the storage worker): the list comes while A's
+ * build runs. B uploads the same grid without asking: no report, though
+ * its build waits behind A's. C asks for the built-in patch with reports,
+ * behind both: queued with builds ahead, then built. */
+START_TEST(test_progress) {
+  ck_assert(daemon_ok);
+  size_t len;
+  char *obj = grid_obj(&len);
+  rc_conn a, b, cc;
+  connect_hello(&a);
+  connect_hello(&b);
+  connect_hello(&cc);
+  long long t0 = now_ms();
+  send_create(&a, 11, "grid-a", obj, len, 1);
+  Tissued__V1__ListMaterials lm = TISSUED__V1__LIST_MATERIALS__INIT;
+  Envelope env = TISSUED__V1__ENVELOPE__INIT;
+  env.request_id = 2;
+  env.body_case = TISSUED__V1__ENVELOPE__BODY_LIST_MATERIALS;
+  env.list_materials = &lm;
+  ck_assert_int_eq(rc_send(&a, &env), 0);
+  send_create(&b, 12, "grid-b", obj, len, 0);
+  /* C after both have been taken (the list is in the order taken) */
+  struct timespec pause = {0, 200 * 1000000};
+  nanosleep(&pause, NULL);
+  send_create(&cc, 13, "patch-c", NULL, 0, 1);
+  /* /metrics counts them while they are under way */
+  ck_assert_double_ge(ts_dproc_metric(daemon_.http_port, "tissued_sessions_creating"), 2);
+
+  seen sa, sb, sc;
+  read_until_reply(&a, 11, &sa);
+  read_until_reply(&b, 12, &sb);
+  read_until_reply(&cc, 13, &sc);
+  fprintf(stderr,
+          "itest_create: A built in %.1f s with %d reports (last stage %d), its material list "
+          "after %.3f s; B %.1f s; C %.1f s with %d reports, %d queued (up to %u ahead)\n",
+          (double)(sa.created_at - t0) / 1000, sa.reports, sa.last_stage,
+          sa.list_at ? (double)(sa.list_at - t0) / 1000 : -1.0, (double)(sb.created_at - t0) / 1000,
+          (double)(sc.created_at - t0) / 1000, sc.reports, sc.queued, sc.max_ahead);
+  ck_assert_msg(sa.session_id && sb.session_id && sc.session_id, "a creation failed");
+  /* A: reports in order, each later than the last */
+  ck_assert_msg(sa.created_at - t0 >= 1500, "the grid built in %lld ms: too fast to report",
+                sa.created_at - t0);
+  ck_assert_int_ge(sa.reports, 1);
+  ck_assert_int_eq(sa.stray, 0);
+  ck_assert_int_eq(sa.stage_back, 0);
+  ck_assert_int_eq(sa.elapsed_back, 0);
+  ck_assert_int_ge(sa.last_stage, TISSUED__V1__CREATE_PROGRESS__STAGE__READING);
+  /* the storage worker answered while the builder built */
+  ck_assert_msg(sa.list_at > 0 && sa.list_at < sa.created_at,
+                "the material list came after the build");
+  /* B asked for nothing and got nothing */
+  ck_assert_int_eq(sb.reports + sb.stray, 0);
+  /* C waited behind both builds, and said so */
+  ck_assert_int_eq(sc.stray, 0);
+  ck_assert_int_ge(sc.queued, 1);
+  ck_assert_uint_ge(sc.max_ahead, 1);
+  ck_assert_uint_le(sc.max_ahead, 2);
+  ck_assert_int_eq(sc.stage_back, 0);
+  ck_assert(sc.created_at >= sb.created_at - 50); /* built after B (replies on three sockets) */
+  ck_assert_double_eq(ts_dproc_metric(daemon_.http_port, "tissued_sessions_creating"), 0);
+  end_session(&a, sa.session_id);
+  end_session(&b, sb.session_id);
+  end_session(&cc, sc.session_id);
+  rc_close(&a);
+  rc_close(&b);
+  rc_close(&cc);
+  free(obj);
+}
+END_TEST
+
+typedef struct counter {
+  int n;
+  int last_stage;
+  int back;
+} counter;
+
+static void on_report(void *ud, const tc_create_progress *p) {
+  counter *k = ud;
+  if (p->stage < k->last_stage) k->back++;
+  k->last_stage = p->stage;
+  k->n++;
+  ck_assert_str_ne(p->stage_name, "unknown");
+}
+
+/* libtissueclient: a wait of 1.5 s, renewed by each report, outlasts a
+ * build of several seconds; without the callback the same wait gives up.
+ * The grid is stored by A above under "grid-a": rebuilt from storage. */
+START_TEST(test_client_wait) {
+  ck_assert(daemon_ok);
+  char err[256];
+  tc_client *c = tc_connect_key("127.0.0.1", daemon_.tcp_port, "itest_create", TS_DPROC_KEY,
+                                30000, err, sizeof err);
+  ck_assert_msg(c, "connect: %s", err);
+  tc_set_timeout(c, 1500);
+  uint32_t id = 0;
+  /* without reports the wait ends first (and the daemon, finding the
+   * connection gone when the build is done, does not start the session) */
+  long long t0 = now_ms();
+  int rc = tc_create_session(c, "grid-a", &id, NULL, NULL);
+  ck_assert_int_ne(rc, 0);
+  ck_assert_msg(strstr(tc_last_error(c), "no reply"), "%s", tc_last_error(c));
+  ck_assert_int_lt(now_ms() - t0, 5000);
+  tc_close(c);
+
+  c = tc_connect_key("127.0.0.1", daemon_.tcp_port, "itest_create", TS_DPROC_KEY, 30000, err,
+                     sizeof err);
+  ck_assert_msg(c, "connect: %s", err);
+  tc_set_timeout(c, 1500);
+  counter k = {0, -1, 0};
+  tc_set_create_progress_cb(c, on_report, &k);
+  t0 = now_ms();
+  rc = tc_create_session(c, "grid-a", &id, NULL, NULL);
+  ck_assert_msg(rc == 0, "create with reports: %s", tc_last_error(c));
+  fprintf(stderr, "itest_create: the stored grid rebuilt in %.1f s, %d reports\n",
+          (double)(now_ms() - t0) / 1000, k.n);
+  ck_assert_int_ge(now_ms() - t0, 2000);
+  ck_assert_int_ge(k.n, 1);
+  ck_assert_int_eq(k.back, 0);
+  ck_assert_int_eq(tc_join(c, id, TC_ROLE_CONTROLLER, 0, 0, NULL), 0);
+  ck_assert_int_eq(tc_end_session(c, id), 0);
+  tc_close(c);
+}
+END_TEST
+
+/* SIGTERM while a build runs: the daemon finishes the build (it cannot
+ * stop one half way: --shutdown-timeout must cover the longest, README),
+ * drops its session, tells the client it is shutting down and exits 0 with
+ * nothing leaked (the ASan build checks). */
+START_TEST(test_shutdown_during_build) {
+  ts_dproc d;
+  char err[256];
+  const char *args[] = {"--shutdown-timeout", "600", NULL};
+  ck_assert_msg(ts_dproc_start(&d, args, err, sizeof err) == 0, "%s", err);
+  size_t len;
+  char *obj = grid_obj(&len);
+  rc_conn c;
+  ck_assert_int_eq(rc_tcp(&c, d.tcp_port), 0);
+  ck_assert_int_eq(rc_hello(&c, 30000), 0);
+  send_create(&c, 21, "grid-stop", obj, len, 1);
+  /* the first report: the build is under way */
+  Envelope *e = rc_recv(&c, WAIT_MS);
+  ck_assert_ptr_nonnull(e);
+  ck_assert_int_eq(e->body_case, TISSUED__V1__ENVELOPE__BODY_CREATE_PROGRESS);
+  tissued__v1__envelope__free_unpacked(e, NULL);
+  char why[256];
+  int errors = 0;
+  kill(d.pid, SIGTERM); /* once: a second one would end it at once */
+  ck_assert_msg(rc_wait_closed(&c, WAIT_MS, TS_ESHUTDOWN, &errors),
+                "the connection stayed open");
+  ck_assert_int_ge(errors, 1);
+  long long end = now_ms() + WAIT_MS;
+  while (ts_dproc_alive(&d) && now_ms() < end) {
+    struct timespec pause = {0, 20 * 1000000};
+    nanosleep(&pause, NULL);
+  }
+  int st = ts_dproc_stop(&d, 1000, why, sizeof why); /* reaped already: its status */
+  ck_assert_msg(st == 0, "daemon exit %d %s", st, why);
+  rc_close(&c);
+  free(obj);
+}
+END_TEST
+
+int main(void) {
+  char err[256];
+  ts_dproc_scratch_begin();
+  daemon_ok = ts_dproc_start(&daemon_, NULL, err, sizeof err) == 0;
+  if (!daemon_ok) fprintf(stderr, "itest_create: %s\n", err);
+  Suite *su = suite_create("create");
+  TCase *tc = tcase_create("create");
+  tcase_set_timeout(tc, 900);
+  tcase_add_test(tc, test_progress);
+  tcase_add_test(tc, test_client_wait);
+  tcase_add_test(tc, test_shutdown_during_build);
+  suite_add_tcase(su, tc);
+  SRunner *sr = srunner_create(su);
+  srunner_set_fork_status(sr, CK_NOFORK);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  if (daemon_ok) {
+    char why[256];
+    int st = ts_dproc_stop(&daemon_, 30000, why, sizeof why);
+    if (st != 0) {
+      fprintf(stderr, "itest_create: daemon exit %d %s\n", st, why);
+      failed++;
+    }
+  }
+  ts_dproc_scratch_end();
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
