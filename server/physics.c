@@ -22,8 +22,10 @@
 
 
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 
 #include "core/ts_error.h"
 #include "force.h"
@@ -133,6 +135,9 @@ static void apply_commands(pthread_ctx *t, int *woke) {
 static void thread_main(void *arg) {
   pthread_ctx *t = arg;
   ts_physics *p = t->pool;
+  char name[16]; /* what top -H shows: tissued-phys0, ... */
+  snprintf(name, sizeof name, "tissued-phys%d", t->index % 100);
+  prctl(PR_SET_NAME, name, 0, 0, 0);
   for (;;) {
     int woke = 0;
     apply_commands(t, &woke);

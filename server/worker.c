@@ -3,7 +3,14 @@
  */
 #include "worker.h"
 
+#include <errno.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "log.h"
 
 static void push(ts_job **head, ts_job **tail, ts_job *j) {
   j->next = NULL;
@@ -16,6 +23,12 @@ static void push(ts_job **head, ts_job **tail, ts_job *j) {
 
 static void worker_main(void *arg) {
   ts_worker *w = arg;
+  prctl(PR_SET_NAME, w->name, 0, 0, 0); /* what top -H and /proc/PID/task/TID/comm show */
+  /* this thread only (Linux: a thread id names one thread); lowering its
+   * own priority needs no privilege */
+  if (w->nice && setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), w->nice) != 0)
+    ts_log_warn("the %s thread keeps the normal priority: setpriority: %s", w->name,
+                strerror(errno));
   uv_mutex_lock(&w->lock);
   for (;;) {
     while (!w->todo_head && !w->stop) uv_cond_wait(&w->cond, &w->lock);
@@ -46,9 +59,12 @@ static void run_done(ts_worker *w) {
 
 static void on_async(uv_async_t *a) { run_done(a->data); }
 
-int ts_worker_start(ts_worker *w, uv_loop_t *loop, ts_storage *st) {
+int ts_worker_start(ts_worker *w, uv_loop_t *loop, ts_storage *st, int nice,
+                    const char *name) {
   memset(w, 0, sizeof *w);
   w->storage = st;
+  w->nice = nice;
+  w->name = name;
   if (uv_mutex_init(&w->lock)) return -1;
   if (uv_cond_init(&w->cond)) {
     uv_mutex_destroy(&w->lock);

@@ -1,7 +1,8 @@
 /*
- * worker.h: the daemon's background worker: one thread that runs jobs in
- * order, so that SQLite (whose handle it owns) and slow set-up work (building
- * a tissue, fitting a material) never block the loop thread. A job's work()
+ * worker.h: the daemon's background workers: each one thread that runs jobs
+ * in order, so that SQLite (the storage worker owns the handle), building
+ * a new session's tissue (the builder, create.c) and live refinements (the
+ * refiner, refine.c) never block the loop thread. A job's work()
  * runs on the worker thread; its done() runs afterwards on the loop thread.
  * A job must not touch loop-thread state in work(); connections are named by
  * id in jobs and looked up again in done(), since a client may leave meanwhile.
@@ -30,9 +31,16 @@ typedef struct ts_worker {
   ts_storage *storage;
   int stop;
   int started;
+  int nice;         /* the thread's niceness (0: the process's) */
+  const char *name; /* for the log */
 } ts_worker;
 
-int ts_worker_start(ts_worker *w, uv_loop_t *loop, ts_storage *st);
+/* Starts the thread. nice (1..19; 0 none) is added to its niceness, so
+ * that where the cores are contended it takes what the others leave (a
+ * warning is logged if the system refuses; it then runs at the normal
+ * priority). name (at most 15 bytes, a literal) is what top -H and
+ * /proc/PID/task/TID/comm show. */
+int ts_worker_start(ts_worker *w, uv_loop_t *loop, ts_storage *st, int nice, const char *name);
 /* Queues a job (any thread: the loop, or a physics thread handing a
  * refinement over, refine.c). */
 void ts_worker_submit(ts_worker *w, ts_job *j);

@@ -3,8 +3,8 @@
  * create.c, create_progress.c): progress reports to the client that asked
  * for them and to no other, the queue position of a creation behind a long
  * build, SQLite requests answered while a build runs (the builder thread),
- * libtissueclient's wait renewed by the reports, and a SIGTERM during a
- * build.
+ * libtissueclient's wait renewed by the reports, a SIGTERM during a build,
+ * and the builder thread's lower priority.
  *
  * The long build is a flat OBJ grid made here, GRID x GRID vertices (about
  * 2 GRID^2 triangles in three layers): a few seconds in the normal build
@@ -12,10 +12,12 @@
  * second from the first second on.
  */
 #include <check.h>
+#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "../../server/core/ts_error.h"
@@ -283,6 +285,63 @@ START_TEST(test_client_wait) {
 }
 END_TEST
 
+/* The daemon's threads by name (/proc/PID/task/TID/comm): the builder
+ * runs at nice TS_BUILDER_NICE (server/create.h), the physics threads, the
+ * storage worker and the refiner at the process's. *nice gets the niceness of the first
+ * thread named name; 0 when there is none. */
+static int thread_nice(pid_t pid, const char *name, long *nice) {
+  char dirpath[64];
+  snprintf(dirpath, sizeof dirpath, "/proc/%d/task", (int)pid);
+  DIR *d = opendir(dirpath);
+  ck_assert_ptr_nonnull(d);
+  struct dirent *e;
+  int found = 0;
+  while (!found && (e = readdir(d))) {
+    if (e->d_name[0] == '.') continue;
+    char path[600], comm[64] = "", stat[1024] = "";
+    snprintf(path, sizeof path, "%s/%s/comm", dirpath, e->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f) continue;
+    if (fgets(comm, sizeof comm, f)) comm[strcspn(comm, "\n")] = 0;
+    fclose(f);
+    if (strcmp(comm, name) != 0) continue;
+    snprintf(path, sizeof path, "%s/%s/stat", dirpath, e->d_name);
+    f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_ptr_nonnull(fgets(stat, sizeof stat, f));
+    fclose(f);
+    /* after "(comm)": state is field 3, nice field 19 */
+    const char *p = strrchr(stat, ')');
+    ck_assert_ptr_nonnull(p);
+    p += 2;
+    for (int field = 3; field < 19; field++) {
+      p = strchr(p, ' ');
+      ck_assert_ptr_nonnull(p);
+      p++;
+    }
+    *nice = strtol(p, NULL, 10);
+    found = 1;
+  }
+  closedir(d);
+  return found;
+}
+
+START_TEST(test_thread_priorities) {
+  ck_assert(daemon_ok);
+  long build = -100, store = -100, refine = -100;
+  ck_assert_msg(thread_nice(daemon_.pid, "tissued-build", &build), "no tissued-build thread");
+  ck_assert_msg(thread_nice(daemon_.pid, "tissued-store", &store), "no tissued-store thread");
+  ck_assert_msg(thread_nice(daemon_.pid, "tissued-refine", &refine), "no tissued-refine thread");
+  long own = getpriority(PRIO_PROCESS, 0); /* the daemon inherits this process's */
+  long phys = -100;
+  ck_assert_msg(thread_nice(daemon_.pid, "tissued-phys0", &phys), "no tissued-phys0 thread");
+  ck_assert_int_eq(phys, own);
+  ck_assert_int_eq(store, own);
+  ck_assert_int_eq(refine, own);
+  ck_assert_int_eq(build, own + 10 > 19 ? 19 : own + 10);
+}
+END_TEST
+
 /* SIGTERM while a build runs: the daemon finishes the build (it cannot
  * stop one half way: --shutdown-timeout must cover the longest, README),
  * drops its session, tells the client it is shutting down and exits 0 with
@@ -329,6 +388,7 @@ int main(void) {
   Suite *su = suite_create("create");
   TCase *tc = tcase_create("create");
   tcase_set_timeout(tc, 900);
+  tcase_add_test(tc, test_thread_priorities);
   tcase_add_test(tc, test_progress);
   tcase_add_test(tc, test_client_wait);
   tcase_add_test(tc, test_shutdown_during_build);
