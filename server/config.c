@@ -119,6 +119,11 @@ static const setting settings[] = {
     {"tool-max-speed", T_DBL, OFF(tool_max_speed), 0, 0, 1000,
      "m/s: the fastest a tool follows its controller's poses (a farther pose is approached at "
      "this speed, so that no pose can throw the tissue); 0: every pose taken at once"},
+    {"builder-nice", T_INT, OFF(builder_nice), 0, 0, 19,
+     "niceness added to the thread that builds new sessions' tissues (seconds of a core for "
+     "a large upload), so that the sessions already running keep their steps while it "
+     "builds; 0: the physics threads' priority (builds faster on a busy machine, the running "
+     "sessions fall behind meanwhile)"},
     {"sleep-speed", T_DBL, OFF(sleep_speed), 0, 0, 0.01,
      "m/s: a mass-spring or XPBD session's tissue whose every node stays slower than this "
      "for half a second of simulated time, with no tool touching or near it, sleeps: its "
@@ -191,6 +196,7 @@ void ts_config_defaults(ts_config *c) {
   c->stall_threshold = 0.1;
   c->tool_max_speed = 1.0;
   c->sleep_speed = TS_SLEEP_SPEED_DEFAULT;
+  c->builder_nice = 10;
   c->tool_stiffness = TS_TOOL_CONTACT_STIFFNESS_DEFAULT;
   c->qs_interval = 0.005;
   c->train_after_samples = 20000;

@@ -58,6 +58,8 @@ typedef struct ts_config {
   double sleep_speed;         /* m/s: a mass-spring or XPBD tissue whose nodes all stay
                                  under it half a second, with no tool near, sleeps
                                  (session_sleep.h); 0: never (1e-6) */
+  int builder_nice;           /* niceness added to the session builder's thread (create.c)
+                                 (10); 0: none */
   double tool_stiffness;      /* N/m: tool against tool penalty of sessions that do not
                                  choose one (CreateSession.tool_stiffness) (1000) */
   /* quasi-static sessions (issue 6) */

@@ -5,14 +5,14 @@
  * large upload, most of it in the springs' stable step); the storage worker
  * then stores an upload and loads a quasi-static session's stored model;
  * the loop starts the session and replies. A build never holds up SQLite
- * (a material list, a fit, a model save) nor does a training run or a save
- * hold up a build. Each job's done() runs on the loop, which hands the job
- * to the next thread or, on failure or at shutdown, ends it with the reply.
+ * (a material list, a fit, a model save, a training run); only the
+ * creation's short reads and writes queue there. Each job's done() runs on
+ * the loop, which hands the job to the next thread or, on failure or at
+ * shutdown, ends it with the reply.
  * The creation's stage is kept for its progress reports (create_progress.h).
  */
 #include "create.h"
 
-#include <math.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +26,6 @@
 #include "core/ts_mesh_tissue.h"
 #include "core/ts_refine.h"
 #include "log.h"
-#include "physics.h"
 #include "server.h"
 #include "shortcut.h"
 #include "tissue.pb-c.h"
@@ -36,8 +35,6 @@
 #include "worker.h"
 
 typedef Tissued__V1__Envelope Envelope;
-typedef Tissued__V1__Envelope Envelope;
-
 
 /* Where the tissue of a new session comes from. */
 enum { SRC_BUILTIN = 0, SRC_UPLOAD = 1, SRC_STORED = 2 };
@@ -74,7 +71,6 @@ typedef struct create_job {
   char warning[400];
   int self_refused;          /* refused by --self-contact-max-nodes */
   char hash[65];             /* an upload's SHA-256 (hex) */
-  ts_tissue *built;          /* an upload's tissue between its build and its store */
   uint32_t nv, nt;           /* an upload's imported surface */
   ts_create_track track;     /* its stage, for progress reports (loop: the list) */
 } create_job;

@@ -17,10 +17,6 @@
 #include "core/ts_tissue.h"
 #include "session.h"
 
-/* The builder thread's niceness (server.c): builds take what the physics
- * threads leave of the cores */
-#define TS_BUILDER_NICE 10
-
 /* sv: the solver (Tissued__V1__Solver) and its settings, checked. def's
  * layers name the layers; material[i] names the fit of layer i ("" =
  * "default"). */

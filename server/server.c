@@ -348,8 +348,9 @@ int ts_server_start(ts_server *s, uv_loop_t *loop, const ts_config *cfg) {
    * steps on time alone) kept 65 % of their steps while a 94,000-triangle
    * upload built at the normal priority (14 s), 84 % with the builder at
    * nice 10 (the build 45 s); four sessions 81-89 % against 85-100 % (the
-   * build 11 s against 18-19 s); old and new daemons alternated, 2026-12-06 */
-  if (ts_worker_start(&s->builder, loop, NULL, TS_BUILDER_NICE, "tissued-build")) {
+   * build 11 s against 18-19 s); old and new daemons alternated, 2026-12-06.
+   * --builder-nice sets it (10 by default; tests/bench/bench_build.c) */
+  if (ts_worker_start(&s->builder, loop, NULL, cfg->builder_nice, "tissued-build")) {
     ts_log_error("cannot start the session builder thread");
     return TS_EINTERNAL;
   }

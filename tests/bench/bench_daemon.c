@@ -3,12 +3,15 @@
  */
 #include "bench_daemon.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -89,4 +92,44 @@ void ts_bench_daemon_stop(ts_bench_daemon *d) {
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", d->dir);
   if (system(cmd) != 0) fprintf(stderr, "bench: could not remove %s\n", d->dir);
   d->dir[0] = '\0';
+}
+
+size_t ts_bench_daemon_get(const ts_bench_daemon *d, const char *path, char *page, size_t cap) {
+  if (!cap) return 0;
+  page[0] = '\0';
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 0;
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)d->http)};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  char req[256];
+  int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+                   path);
+  if (n < 0 || (size_t)n >= sizeof req || connect(fd, (struct sockaddr *)&a, sizeof a) ||
+      write(fd, req, (size_t)n) < 0) {
+    close(fd);
+    return 0;
+  }
+  size_t len = 0;
+  ssize_t r;
+  while (len < cap - 1 && (r = read(fd, page + len, cap - 1 - len)) > 0) len += (size_t)r;
+  close(fd);
+  page[len] = '\0';
+  return len;
+}
+
+double ts_bench_metric_sum(const char *page, const char *name) {
+  char pat[128];
+  snprintf(pat, sizeof pat, "\n%s", name);
+  const size_t pl = strlen(pat);
+  double sum = 0;
+  int seen = 0;
+  for (const char *p = page; (p = strstr(p, pat)); p += pl) {
+    const char *v = p + pl;
+    if (*v == '{') v = strchr(v, '}');
+    if (!v || (v[0] != ' ' && v[0] != '}')) continue; /* a longer name */
+    if (*v == '}') v++;
+    sum += atof(v);
+    seen = 1;
+  }
+  return seen ? sum : -1;
 }

@@ -28,14 +28,11 @@
  * --quick: 4 sessions, 3 s windows, the default tissue only unless named;
  * default: 8 sessions (patch-S: 4), 5 s; --full: the same, 10 s windows.
  */
-#include <arpa/inet.h>
 #include <math.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -71,23 +68,9 @@ static double cpu_seconds(pid_t pid) {
 }
 
 /* How many sessions /metrics says asleep; -1 when it cannot be read. */
-static int asleep_count(int http) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return -1;
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)http)};
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  const char req[] = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
-  if (connect(fd, (struct sockaddr *)&a, sizeof a) || write(fd, req, sizeof req - 1) < 0) {
-    close(fd);
-    return -1;
-  }
+static int asleep_count(const ts_bench_daemon *d) {
   static char page[1 << 18];
-  size_t len = 0;
-  ssize_t r;
-  while (len < sizeof page - 1 && (r = read(fd, page + len, sizeof page - 1 - len)) > 0)
-    len += (size_t)r;
-  close(fd);
-  page[len] = '\0';
+  if (!ts_bench_daemon_get(d, "/metrics", page, sizeof page)) return -1;
   int n = 0;
   for (const char *p = page; (p = strstr(p, "\ntissued_session_asleep{")); p++) {
     const char *v = strchr(p, '}');
@@ -152,7 +135,7 @@ static double measure(const char *scenario, const char *sleep_speed, int n, doub
     if (wait_s >= 0 ? t - t0 >= wait_s : t - t0 >= settle_max) break;
     if (wait_s < 0 && t >= next_look) {
       next_look = t + 0.25;
-      if (asleep_count(d.http) == n) break;
+      if (asleep_count(&d) == n) break;
     }
     ts_bench_sleep_ms(2);
   }
@@ -163,7 +146,7 @@ static double measure(const char *scenario, const char *sleep_speed, int n, doub
     ts_bench_sleep_ms(2);
   }
   const double c1 = cpu_seconds(d.pid), w1 = now_s();
-  *asleep = asleep_count(d.http);
+  *asleep = asleep_count(&d);
   cores = (c1 - c0) / (w1 - w0);
 out:
   for (int i = 0; i < n; i++)

@@ -24,6 +24,7 @@ START_TEST(test_defaults) {
   ck_assert_uint_le(c.soft_output_limit, c.hard_output_limit);
   ck_assert_double_eq(c.qs_refine_edge, -1); /* auto: refined quasi-static solves */
   ck_assert_double_eq(c.sleep_speed, 1e-6);   /* sessions at rest sleep */
+  ck_assert_int_eq(c.builder_nice, 10);        /* builds take what the physics leaves */
 }
 END_TEST
 
@@ -78,6 +79,8 @@ START_TEST(test_bad_flags) {
       /* a tissue moving 1 m/s must not be put to sleep */
       {{"tissued", "--sleep-speed", "1", NULL}, "sleep-speed: '1' is not a number in [0, 0.01]"},
       {{"tissued", "--sleep-speed", "-1e-6", NULL}, "sleep-speed"},
+      {{"tissued", "--builder-nice", "20", NULL}, "builder-nice: '20' is not a whole number in [0, 19]"},
+      {{"tissued", "--builder-nice", "-1", NULL}, "builder-nice"},
       {{"tissued", "--qs-refine-edge", "automatic", NULL}, "or auto"},
       /* an entry no browser's Origin can equal: the pages it was meant for
        * were refused at the upgrade, with nothing said at the start */
