@@ -24,40 +24,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "../integration/grid_obj.h"
 #include "bench_daemon.h"
 #include "bench_report.h"
 #include "tissueclient.h"
 
 #define BENCH_KEY "bench-server-key-5e2d9a71"
 #define MAX_SESSIONS 16
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* A square grid 0.1 m across (file units: metres), gently curved. */
-static char *grid_obj(int g, size_t *len) {
-  size_t cap = (size_t)g * g * 48 + (size_t)(g - 1) * (g - 1) * 2 * 40;
-  char *s = malloc(cap);
-  if (!s) return NULL;
-  size_t n = 0;
-  for (int i = 0; i < g; i++)
-    for (int j = 0; j < g; j++) {
-      double x = 0.1 * i / (g - 1) - 0.05, z = 0.1 * j / (g - 1) - 0.05;
-      n += (size_t)snprintf(s + n, cap - n, "v %.6f %.6f %.6f\n", x, 0.4 * (x * x + z * z), z);
-    }
-  for (int i = 0; i + 1 < g; i++)
-    for (int j = 0; j + 1 < g; j++) {
-      int a = i * g + j + 1, b = a + 1, c = a + g, d = c + 1;
-      n += (size_t)snprintf(s + n, cap - n, "f %d %d %d\nf %d %d %d\n", a, b, d, a, d, c);
-    }
-  *len = n;
-  return s;
-}
 
 static double steps_now(const ts_bench_daemon *d) {
   static char page[1 << 20];
@@ -98,18 +72,18 @@ static int measure(int n, int nice, const char *obj, size_t len, double window, 
     }
   }
   ts_bench_sleep_ms(2000); /* the sessions under way */
-  double s0 = steps_now(&d), t0 = now_s();
+  double s0 = steps_now(&d), t0 = ts_bench_wall_s();
   ts_bench_sleep_ms((int)(window * 1000));
-  double s1 = steps_now(&d), t1 = now_s();
+  double s1 = steps_now(&d), t1 = ts_bench_wall_s();
   r->quiet_share = (s1 - s0) / ((t1 - t0) * 1000.0 * n);
   uint32_t big;
   s0 = steps_now(&d);
-  t0 = now_s();
+  t0 = ts_bench_wall_s();
   if (tc_create_session_mesh(c, TC_MESH_OBJ, obj, len, 1.0, NULL, 0, NULL, &big, NULL, NULL)) {
     fprintf(stderr, "build: the upload failed: %s\n", tc_last_error(c));
     goto out;
   }
-  t1 = now_s();
+  t1 = ts_bench_wall_s();
   s1 = steps_now(&d);
   r->build_share = (s1 - s0) / ((t1 - t0) * 1000.0 * n);
   r->build_s = t1 - t0;
@@ -150,7 +124,7 @@ int main(int argc, char **argv) {
   const int grid = quick ? 160 : 217;
   const double window = quick ? 3 : full ? 10 : 5;
   size_t len = 0;
-  char *obj = grid_obj(grid, &len);
+  char *obj = ts_grid_obj(grid, &len);
   if (!obj) return 1;
   const int nices[2] = {10, 0};
   int status = 0;

@@ -19,7 +19,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { SERVER_KEY, startDaemon, artifactsDir, sleep, launchChromium, openCheckedPage, BROWSER_DAEMON_ARGS } from '../integration/daemon_proc.mjs';
+import { SERVER_KEY, startDaemon, artifactsDir, sleep, launchChromium, openCheckedPage, BROWSER_DAEMON_ARGS, gridObj } from '../integration/daemon_proc.mjs';
 import { decodePng, changedFraction, meanColour, SHOT_SCALE } from './png.mjs';
 
 const VIEWPORT = { width: 1280, height: 800 };
@@ -340,26 +340,6 @@ test('a mesh file uploaded through the panel becomes a session', async () => {
   assert.deepEqual((await hook(page)).errors, [], 'errors shown by the uploader page');
   assert.deepEqual(problems, [], 'console errors');
 });
-
-// A flat grid of n x n vertices, 10 cm across in metres: n = 130 builds for
-// a few seconds (as tests/integration/itest_create.c), long enough for the
-// daemon's progress reports (CreateProgress, once a second).
-function gridObj(n) {
-  const lines = [];
-  for (let i = 0; i < n; i++) {
-    for (let j = 0; j < n; j++) {
-      const x = 0.1 * i / (n - 1) - 0.05, z = 0.1 * j / (n - 1) - 0.05;
-      lines.push(`v ${x.toFixed(6)} ${(0.4 * (x * x + z * z)).toFixed(6)} ${z.toFixed(6)}`);
-    }
-  }
-  for (let i = 0; i + 1 < n; i++) {
-    for (let j = 0; j + 1 < n; j++) {
-      const a = i * n + j + 1, b = a + 1, c = a + n, d = c + 1;
-      lines.push(`f ${a} ${b} ${d}`, `f ${a} ${d} ${c}`);
-    }
-  }
-  return lines.join('\n') + '\n';
-}
 
 test('a large upload shows what the daemon is doing in the panel until it joins', async () => {
   const page = await openPage(base + '/#key=' + SERVER_KEY, 'large-uploader');

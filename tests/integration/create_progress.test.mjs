@@ -11,30 +11,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { startDaemon, loadProtocol, webRequire, SERVER_KEY, waitFor } from './daemon_proc.mjs';
+import { startDaemon, loadProtocol, webRequire, SERVER_KEY, waitFor, gridObj } from './daemon_proc.mjs';
 import { SessionClient } from '../../client-web/src/connection.js';
 import { progressText } from '../../client-web/src/sessions.js';
 
 const WebSocket = webRequire('ws');
-const GRID = 130; // 16,900 vertices, 33,282 triangles: as tests/integration/itest_create.c
-
-function gridObj() {
-  const lines = [];
-  for (let i = 0; i < GRID; i++) {
-    for (let j = 0; j < GRID; j++) {
-      const x = 0.1 * i / (GRID - 1) - 0.05, z = 0.1 * j / (GRID - 1) - 0.05;
-      const y = 0.002 * (x * x + z * z) / 0.005;
-      lines.push(`v ${x.toFixed(6)} ${y.toFixed(6)} ${z.toFixed(6)}`);
-    }
-  }
-  for (let i = 0; i + 1 < GRID; i++) {
-    for (let j = 0; j + 1 < GRID; j++) {
-      const a = i * GRID + j + 1, b = a + 1, c = a + GRID, d = c + 1;
-      lines.push(`f ${a} ${b} ${d}`, `f ${a} ${d} ${c}`);
-    }
-  }
-  return new TextEncoder().encode(lines.join('\n') + '\n');
-}
 
 async function connected(d, handlers = {}) {
   const c = new SessionClient({
@@ -52,7 +33,7 @@ test('a large upload reports its progress to the page, and a late reply is not j
     const s = await d.stop();
     assert.equal(s.code, 0, 'daemon exit ' + JSON.stringify(s) + '\n' + d.log().slice(-3000));
   });
-  const data = gridObj();
+  const data = new TextEncoder().encode(gridObj(130)); // 33,282 triangles
 
   // the page's create: reports in stage order, each read by the panel
   const joined = [];

@@ -282,3 +282,26 @@ export async function waitSettled(sample, { timeoutMs = 30000, simGap = 0.2, tol
   throw new Error(`the tissue did not settle within ${timeoutMs} ms (last move ${(moved * 1000).toFixed(3)} mm ` +
     `over ${simGap} s of simulated time, sim time ${last ? last.simTime : '?'} s)`);
 }
+
+/**
+ * The OBJ text of a flat grid of n x n vertices, 10 cm across in metres,
+ * gently curved: n = 130 (33,282 triangles) builds for a few seconds, long
+ * enough for the daemon's progress reports (CreateProgress, once a second;
+ * tests/integration/itest_create.c makes the same grid in C).
+ */
+export function gridObj(n) {
+  const lines = [];
+  for (let i = 0; i < n; i++) {
+    for (let j = 0; j < n; j++) {
+      const x = 0.1 * i / (n - 1) - 0.05, z = 0.1 * j / (n - 1) - 0.05;
+      lines.push(`v ${x.toFixed(6)} ${(0.4 * (x * x + z * z)).toFixed(6)} ${z.toFixed(6)}`);
+    }
+  }
+  for (let i = 0; i + 1 < n; i++) {
+    for (let j = 0; j + 1 < n; j++) {
+      const a = i * n + j + 1, b = a + 1, c = a + n, d = c + 1;
+      lines.push(`f ${a} ${b} ${d}`, `f ${a} ${d} ${c}`);
+    }
+  }
+  return lines.join('\n') + '\n';
+}

@@ -21,6 +21,7 @@
 
 #include "../../server/core/ts_error.h"
 #include "daemon_proc.h"
+#include "grid_obj.h"
 #include "rawclient.h"
 #include "tissueclient.h"
 
@@ -28,7 +29,7 @@
 /* 16,900 vertices, 33,282 triangles: 2-3 s in the normal build; the
  * sanitizers' builds take three times as long or more, so there a grid of
  * half the triangles still builds for seconds (CI's time) */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#ifdef TS_TEST_SANITIZED /* tests/CMakeLists.txt: the ASan+UBSan and TSan builds */
 #define GRID 95
 #else
 #define GRID 130
@@ -45,26 +46,9 @@ static long long now_ms(void) {
   return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* A square grid, 0.1 m across in file units of metres, gently waved so
- * that it is not a plane (the extrusion's normals still all agree). */
 static char *grid_obj(size_t *len) {
-  size_t cap = (size_t)GRID * GRID * 48 + (size_t)(GRID - 1) * (GRID - 1) * 2 * 40;
-  char *s = malloc(cap);
+  char *s = ts_grid_obj(GRID, len);
   ck_assert_ptr_nonnull(s);
-  size_t n = 0;
-  for (int i = 0; i < GRID; i++)
-    for (int j = 0; j < GRID; j++) {
-      double x = 0.1 * i / (GRID - 1) - 0.05, z = 0.1 * j / (GRID - 1) - 0.05;
-      double y = 0.002 * (x * x + z * z) / 0.005;
-      n += (size_t)snprintf(s + n, cap - n, "v %.6f %.6f %.6f\n", x, y, z);
-    }
-  for (int i = 0; i + 1 < GRID; i++)
-    for (int j = 0; j + 1 < GRID; j++) {
-      int a = i * GRID + j + 1, b = a + 1, c = a + GRID, d = c + 1;
-      n += (size_t)snprintf(s + n, cap - n, "f %d %d %d\nf %d %d %d\n", a, b, d, a, d, c);
-    }
-  ck_assert_uint_lt(n, cap);
-  *len = n;
   return s;
 }
 
