@@ -289,6 +289,8 @@ int tc_list_sessions(tc_client *c, tc_session_info **out, size_t *n) {
     v[i].self_contact_off = (int)s->self_contact_off;
     v[i].self_contact_surface_nodes = s->self_contact_surface_nodes;
     v[i].asleep = s->asleep;
+    v[i].slow_lane = s->slow_lane;
+    v[i].step_load = s->step_load;
     v[i].learned = s->learned;
     v[i].samples = s->samples;
     v[i].model_answers = s->model_answers;

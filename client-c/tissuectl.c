@@ -156,10 +156,11 @@ static int cmd_sessions(tc_client *c) {
     printf(",\"tissue\":");
     json_str(stdout, v[i].tissue);
     printf(",\"solver\":%d,\"clients\":%u,\"vertex_count\":%u,\"tool_stiffness\":%.6g,"
-           "\"self_contact\":%s,\"self_contacts\":%u,\"asleep\":%s",
+           "\"self_contact\":%s,\"self_contacts\":%u,\"asleep\":%s,\"slow_lane\":%s,"
+           "\"step_load\":%.3g",
            v[i].solver, v[i].clients, v[i].vertex_count, v[i].tool_stiffness,
            v[i].self_contact ? "true" : "false", v[i].self_contacts,
-           v[i].asleep ? "true" : "false");
+           v[i].asleep ? "true" : "false", v[i].slow_lane ? "true" : "false", v[i].step_load);
     if (v[i].self_contact || v[i].self_contact_off)
       printf(",\"self_contact_surface_nodes\":%u", v[i].self_contact_surface_nodes);
     if (v[i].self_contact_off)

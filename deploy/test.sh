@@ -61,7 +61,7 @@ run_suite() { # name build-dir ctest-regex cmake-options...
 # daemon-driven tests wait on the daemon's pace. The TSan and fuzz phases
 # below build their trees again, which finds them up to date (or completes
 # them when the background build failed: its log is build-tsan/build-bg.log).
-tsan_tests=(auth badinput control faults poke refine_async shutdown)
+tsan_tests=(auth badinput control faults lanes poke refine_async shutdown)
 tsan_targets="tissued ${tsan_tests[*]/#/itest_}"
 bg_start=$SECONDS
 idle=(chrt --idle 0)
@@ -108,9 +108,10 @@ phase_done "background builds' wait"
 # tip, one node balanced on a round tool, so it runs in the other two builds;
 # its force messages take the same outbox to the loop as every frame here;
 # itest_refine_async: a live refinement's snapshot, refinement thread and
-# install, with a reset and a session's end while it runs). Only the daemon
-# and these seven tests are built there, not the unit suites, tools and fuzz
-# replays that build never runs (tsan_tests, above).
+# install, with a reset and a session's end while it runs; itest_lanes: a
+# session handed from a physics thread to the slow one through the loop).
+# Only the daemon and these eight tests are built there, not the unit
+# suites, tools and fuzz replays that build never runs (tsan_tests, above).
 tsan_regex="^integration\\.itest_($(IFS='|'; echo "${tsan_tests[*]}"))$"
 TSAN_OPTIONS="halt_on_error=1" TS_BUILD_TARGETS="$tsan_targets" \
   run_suite "tsan" build-tsan "$tsan_regex" -DTS_TSAN=ON

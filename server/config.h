@@ -60,6 +60,10 @@ typedef struct ts_config {
                                  (session_sleep.h); 0: never (1e-6) */
   int builder_nice;           /* niceness added to the session builder's thread (create.c)
                                  (10); 0: none */
+  double slow_lane_load;      /* a session whose steps take more CPU time than this times
+                                 the time they simulate moves to the slow thread (lane.h)
+                                 (1); 0: no slow thread */
+  int slow_lane_nice;         /* niceness of the slow thread (10); 0: none */
   double tool_stiffness;      /* N/m: tool against tool penalty of sessions that do not
                                  choose one (CreateSession.tool_stiffness) (1000) */
   /* quasi-static sessions (issue 6) */

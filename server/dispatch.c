@@ -633,6 +633,8 @@ static void on_list(ts_conn *c, uint64_t rid) {
                                        : TISSUED__V1__SESSION_INFO__SELF_CONTACT_OFF__NONE;
     infos[i].self_contact_surface_nodes = se->self_surface_nodes;
     infos[i].asleep = se->latest && se->latest->asleep; /* as of the newest frame */
+    infos[i].slow_lane = s->physics && ts_physics_on_slow(s->physics, se);
+    infos[i].step_load = se->latest ? se->latest->step_load : -1;
     if (se->sim.shortcut) {
       uv_mutex_lock(&se->mbox.lock);
       infos[i].learned = se->mbox.learned;

@@ -112,6 +112,13 @@ char *ts_metrics_text(ts_server *s, size_t *len) {
          "Stall episodes: a session's physics step took longer than stall-threshold.");
   put(&b, "tissued_physics_stalls_total %llu\n",
       (unsigned long long)(s->physics ? ts_physics_stalls(s->physics) : 0));
+  family(&b, "tissued_slow_lane_moves_total", "counter",
+         "Sessions moved to the slow physics thread (to=\"slow\") and back to a real-time "
+         "one (to=\"realtime\"), by their step load (--slow-lane-load).");
+  put(&b, "tissued_slow_lane_moves_total{to=\"slow\"} %llu\n",
+      (unsigned long long)s->lane_moves[1]);
+  put(&b, "tissued_slow_lane_moves_total{to=\"realtime\"} %llu\n",
+      (unsigned long long)s->lane_moves[0]);
   uv_mutex_lock(&s->outbox.lock);
   unsigned long long depth = s->outbox.depth, max_depth = s->outbox.max_depth;
   uv_mutex_unlock(&s->outbox.lock);
@@ -176,6 +183,13 @@ char *ts_metrics_text(ts_server *s, size_t *len) {
        "(--sleep-speed)."},
       {"tissued_session_steps_slept_total", "counter",
        "Of the physics steps, those not computed because the tissue slept."},
+      {"tissued_session_step_load", "gauge",
+       "CPU time of the session's computed steps over the simulated time they advanced, over "
+       "the last 0.2 s of either (1: one whole core keeps it at real time; -1 not measured "
+       "yet)."},
+      {"tissued_session_slow_lane", "gauge",
+       "1 while the slow thread steps the session: its step load went over --slow-lane-load, "
+       "and it runs slower than real time without holding back other sessions."},
   };
   for (size_t k = 0; k < sizeof per / sizeof per[0]; k++) {
     family(&b, per[k].name, per[k].type, per[k].help);
@@ -219,6 +233,8 @@ char *ts_metrics_text(ts_server *s, size_t *len) {
       case 25: v = se->sim.self ? (double)se->self_failures : 0; break;
       case 26: v = f ? f->asleep : 0; break;
       case 27: v = f ? (double)f->slept_steps : 0; break;
+      case 28: v = f ? f->step_load : -1; break;
+      case 29: v = s->physics ? ts_physics_on_slow(s->physics, se) : 0; break;
       }
       put(&b, "%s{session=\"%u\"} %.9g\n", per[k].name, se->id, v);
     }

@@ -17,6 +17,17 @@
  * The episode ends at the first step back under the threshold (logged too).
  * A step that never returns is not caught here; the frames then stop, which
  * clients see as silence.
+ *
+ * The slow lane (lane.h): besides the real-time threads there is one more,
+ * tissued-slow, at --slow-lane-nice, unless --slow-lane-load is 0. Every
+ * computed step's CPU time goes to its session's meter; when the meter says
+ * the session belongs on the other kind of thread, the thread asks the loop
+ * (TS_EV_LANE), the loop detaches the session from it (a remove that ends in
+ * TS_EV_DETACHED instead of TS_EV_REMOVED) and adds it to the other
+ * (ts_physics_move). Between the two it is stepped by neither. A removal
+ * asked for meanwhile goes to the thread it was detached from, which finds
+ * nothing and answers TS_EV_REMOVED as for any removal (commands are taken
+ * in order, so after TS_EV_DETACHED).
  */
 #include "physics.h"
 
@@ -26,6 +37,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "core/ts_error.h"
 #include "force.h"
@@ -48,8 +63,10 @@ typedef struct pthread_ctx {
   /* commands from the loop, under lock */
   ts_session **adds;
   uint32_t n_adds, cap_adds;
-  ts_session **removes;
+  ts_session **removes;     /* removals and detachments, in the order asked */
   uint32_t n_removes, cap_removes;
+  uint8_t *detach;          /* per removes[i]: 1 detach (a move), 0 remove */
+  uint32_t cap_detach;
   /* owned by the thread */
   ts_session **sessions;
   uint32_t n_sessions, cap_sessions;
@@ -59,7 +76,11 @@ typedef struct pthread_ctx {
 
 struct ts_physics {
   ts_server *server;
-  int n;
+  int n;                         /* threads started, the slow one included */
+  int n_rt;                      /* real-time threads: threads[0 .. n_rt-1] */
+  int slow;                      /* the slow thread's index (n_rt), -1 none */
+  double slow_load;              /* --slow-lane-load */
+  int slow_nice;                 /* --slow-lane-nice */
   pthread_ctx *threads;
   uint64_t stall_ns;             /* stall-threshold */
   atomic_uint_fast64_t stalls;   /* episodes, all threads */
@@ -80,6 +101,31 @@ static void check_stall(ts_physics *p, ts_session *se, uint64_t took_ns) {
   } else if (sim->stalling) {
     sim->stalling = 0;
     ts_log_info("physics: session %u steps within stall-threshold again", se->id);
+  }
+}
+
+/* CPU time of the calling thread, ns */
+static uint64_t thread_cpu_ns(void) {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)) return 0;
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Meters one computed step of se (physics thread; lane.h) and asks the loop
+ * to move it when its meter says so; once, until it has moved. */
+static void lane_meter(ts_physics *p, ts_session *se, uint64_t cpu_ns, int *woke) {
+  ts_session_sim *sim = &se->sim;
+  const int want = ts_lane_meter_add(&sim->lane, cpu_ns, sim->dt_ns, sim->slow_lane,
+                                     p->slow >= 0 ? p->slow_load : 0);
+  if (want == sim->slow_lane || sim->lane_asked) return;
+  double *load = malloc(sizeof *load); /* for the loop's log line */
+  if (!load) return;                   /* asked again at the next window's end */
+  *load = sim->lane.load;
+  if (ts_outbox_push_payload(&p->server->outbox, TS_EV_LANE, se, load, want) == 0) {
+    sim->lane_asked = 1;
+    *woke = 1;
+  } else {
+    free(load);
   }
 }
 
@@ -107,11 +153,30 @@ static void publish(ts_physics *p, int kind, ts_session *se, ts_frame_ref *f, in
   *woke = 1;
 }
 
+/* Queues a removal (detach 0) or a detachment (1) on t (loop thread, t's
+ * lock held). */
+static int push_remove(pthread_ctx *t, ts_session *se, int detach) {
+  if (t->cap_detach < t->n_removes + 1) {
+    uint32_t nc = t->cap_detach ? t->cap_detach * 2 : 8;
+    uint8_t *d = realloc(t->detach, nc);
+    if (!d) return TS_ENOMEM;
+    t->detach = d;
+    t->cap_detach = nc;
+  }
+  if (push_ptr(&t->removes, &t->n_removes, &t->cap_removes, se)) return TS_ENOMEM;
+  t->detach[t->n_removes - 1] = (uint8_t)(detach != 0);
+  return 0;
+}
+
 static void apply_commands(pthread_ctx *t, int *woke) {
   uv_mutex_lock(&t->lock);
   for (uint32_t i = 0; i < t->n_adds; i++) {
     ts_session *se = t->adds[i];
-    se->sim.next_step_ns = uv_hrtime();
+    ts_session_sim *sim = &se->sim;
+    sim->next_step_ns = uv_hrtime();
+    sim->slow_lane = t->index == t->pool->slow;
+    sim->lane_asked = 0;
+    if (sim->lane.load >= 0) ts_lane_meter_moved(&sim->lane); /* measured before: a move */
     if (push_ptr(&t->sessions, &t->n_sessions, &t->cap_sessions, se)) {
       ts_log_error("physics: out of memory adding session %u", se->id);
       publish(t->pool, TS_EV_REMOVED, se, NULL, woke);
@@ -126,7 +191,7 @@ static void apply_commands(pthread_ctx *t, int *woke) {
         break;
       }
     }
-    publish(t->pool, TS_EV_REMOVED, se, NULL, woke);
+    publish(t->pool, t->detach[i] ? TS_EV_DETACHED : TS_EV_REMOVED, se, NULL, woke);
   }
   t->n_removes = 0;
   uv_mutex_unlock(&t->lock);
@@ -135,9 +200,17 @@ static void apply_commands(pthread_ctx *t, int *woke) {
 static void thread_main(void *arg) {
   pthread_ctx *t = arg;
   ts_physics *p = t->pool;
-  char name[16]; /* what top -H shows: tissued-phys0, ... */
-  snprintf(name, sizeof name, "tissued-phys%d", t->index % 100);
+  char name[16]; /* what top -H shows: tissued-phys0, ..., tissued-slow */
+  if (t->index == p->slow)
+    snprintf(name, sizeof name, "tissued-slow");
+  else
+    snprintf(name, sizeof name, "tissued-phys%d", t->index % 100);
   prctl(PR_SET_NAME, name, 0, 0, 0);
+  /* the slow thread yields to the real-time ones (Linux: a thread's own
+   * niceness, as worker.c's) */
+  if (t->index == p->slow && p->slow_nice &&
+      setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), p->slow_nice) != 0)
+    ts_log_warn("physics: cannot lower the slow thread's priority (nice %d)", p->slow_nice);
   for (;;) {
     int woke = 0;
     apply_commands(t, &woke);
@@ -153,9 +226,13 @@ static void thread_main(void *arg) {
       uint64_t budget_end = uv_hrtime() + TS_CATCHUP_BUDGET * sim->dt_ns;
       while (sim->next_step_ns <= now && done < TS_MAX_CATCHUP) {
         int diverged = 0;
+        const uint64_t slept = sim->sleep.slept_steps;
+        const uint64_t c0 = thread_cpu_ns();
         uint64_t t0 = uv_hrtime();
         ts_frame_ref *f = ts_session_step(se, &diverged);
         check_stall(p, se, uv_hrtime() - t0);
+        if (sim->sleep.slept_steps == slept) /* computed, not slept (lane.h) */
+          lane_meter(p, se, thread_cpu_ns() - c0, &woke);
         if (f && sim->stall_flag) {
           f->flags |= TS_FRAME_STALLED;
           sim->stall_flag = 0;
@@ -245,6 +322,11 @@ int ts_physics_start(ts_server *s, int n_threads, ts_physics **out) {
   }
   ts_physics *p = calloc(1, sizeof *p);
   if (!p) return TS_ENOMEM;
+  p->n_rt = n_threads;
+  p->slow_load = s->cfg.slow_lane_load;
+  p->slow_nice = s->cfg.slow_lane_nice;
+  p->slow = p->slow_load > 0 ? n_threads : -1;
+  if (p->slow >= 0) n_threads++;
   p->threads = calloc((size_t)n_threads, sizeof *p->threads);
   if (!p->threads) {
     free(p);
@@ -273,30 +355,77 @@ int ts_physics_start(ts_server *s, int n_threads, ts_physics **out) {
   return 0;
 }
 
-void ts_physics_add(ts_physics *p, ts_session *se) {
-  pthread_ctx *best = &p->threads[0];
-  for (int i = 1; i < p->n; i++)
-    if (p->threads[i].load < best->load) best = &p->threads[i];
-  best->load++;
-  se->physics_thread = best->index;
-  uv_mutex_lock(&best->lock);
-  if (push_ptr(&best->adds, &best->n_adds, &best->cap_adds, se))
-    ts_log_error("physics: out of memory queueing session %u", se->id);
-  uv_cond_signal(&best->cond);
-  uv_mutex_unlock(&best->lock);
-}
-
-void ts_physics_remove(ts_physics *p, ts_session *se) {
-  pthread_ctx *t = &p->threads[se->physics_thread];
-  t->load--;
+/* Hands se to thread t (loop thread). */
+static void add_to(pthread_ctx *t, ts_session *se) {
+  t->load++;
+  se->physics_thread = t->index;
   uv_mutex_lock(&t->lock);
-  while (push_ptr(&t->removes, &t->n_removes, &t->cap_removes, se)) {
+  while (push_ptr(&t->adds, &t->n_adds, &t->cap_adds, se)) {
+    /* out of memory: a session handed over may not be lost (as removals) */
     uv_mutex_unlock(&t->lock);
     uv_sleep(1);
     uv_mutex_lock(&t->lock);
   }
   uv_cond_signal(&t->cond);
   uv_mutex_unlock(&t->lock);
+}
+
+/* The least loaded real-time thread. */
+static pthread_ctx *least_loaded(ts_physics *p) {
+  pthread_ctx *best = &p->threads[0];
+  for (int i = 1; i < p->n_rt; i++)
+    if (p->threads[i].load < best->load) best = &p->threads[i];
+  return best;
+}
+
+void ts_physics_add(ts_physics *p, ts_session *se) {
+  ts_lane_meter_init(&se->sim.lane);
+  add_to(least_loaded(p), se);
+}
+
+/* Queues a removal or a detachment of se on its thread (loop thread). */
+static void remove_from(ts_physics *p, ts_session *se, int detach, int counted) {
+  pthread_ctx *t = &p->threads[se->physics_thread];
+  if (counted) t->load--;
+  uv_mutex_lock(&t->lock);
+  while (push_remove(t, se, detach)) {
+    uv_mutex_unlock(&t->lock);
+    uv_sleep(1);
+    uv_mutex_lock(&t->lock);
+  }
+  uv_cond_signal(&t->cond);
+  uv_mutex_unlock(&t->lock);
+}
+
+void ts_physics_remove(ts_physics *p, ts_session *se) {
+  /* a session detached for a move is on no thread: the one it left finds
+   * nothing and answers TS_EV_REMOVED (after its TS_EV_DETACHED, which
+   * ts_physics_detached then ignores) */
+  const int counted = !se->moving;
+  se->moving = 0;
+  remove_from(p, se, 0, counted);
+}
+
+int ts_physics_move(ts_physics *p, ts_session *se, int to_slow) {
+  if (se->moving || se->ending || (to_slow && p->slow < 0)) return 0;
+  if (to_slow == (se->physics_thread == p->slow)) return 0;
+  se->moving = 1;
+  se->move_to_slow = to_slow;
+  remove_from(p, se, 1, 1);
+  return 1;
+}
+
+void ts_physics_detached(ts_physics *p, ts_session *se) {
+  if (!se->moving) return; /* removed meanwhile: TS_EV_REMOVED follows */
+  se->moving = 0;
+  add_to(se->move_to_slow ? &p->threads[p->slow] : least_loaded(p), se);
+}
+
+int ts_physics_slow_lane(const ts_physics *p) { return p->slow >= 0; }
+
+int ts_physics_on_slow(const ts_physics *p, const ts_session *se) {
+  if (p->slow < 0) return 0;
+  return se->moving ? se->move_to_slow : se->physics_thread == p->slow;
 }
 
 void ts_physics_stop(ts_physics *p) {
@@ -315,13 +444,14 @@ void ts_physics_stop(ts_physics *p) {
     uv_mutex_destroy(&t->lock);
     free(t->adds);
     free(t->removes);
+    free(t->detach);
     free(t->sessions);
   }
   free(p->threads);
   free(p);
 }
 
-int ts_physics_threads(const ts_physics *p) { return p->n; }
+int ts_physics_threads(const ts_physics *p) { return p->n_rt; }
 
 uint64_t ts_physics_stalls(const ts_physics *p) {
   return atomic_load(&((ts_physics *)p)->stalls);

@@ -24,7 +24,25 @@ void ts_physics_remove(ts_physics *p, ts_session *se);
 /* Stops and joins every thread; sessions stay allocated (caller frees). */
 void ts_physics_stop(ts_physics *p);
 
+/* Real-time threads (the slow one not counted). */
 int ts_physics_threads(const ts_physics *p);
+
+/* 1 when the slow thread runs (--slow-lane-load above 0; lane.h). */
+int ts_physics_slow_lane(const ts_physics *p);
+
+/* Loop thread: 1 when the slow thread steps se, or it is on its way there. */
+int ts_physics_on_slow(const ts_physics *p, const ts_session *se);
+
+/* Loop thread, on TS_EV_LANE: moves se to the slow thread (to_slow 1) or
+ * back to the least loaded real-time one. Detaches it from its thread; the
+ * thread's TS_EV_DETACHED then goes to ts_physics_detached, which adds it
+ * to the other. Returns 1 when a move began, 0 when there is none to make
+ * (already there or on its way, ending, no slow thread). */
+int ts_physics_move(ts_physics *p, ts_session *se, int to_slow);
+
+/* Loop thread, on TS_EV_DETACHED: adds se where ts_physics_move sends it,
+ * unless it was removed meanwhile. */
+void ts_physics_detached(ts_physics *p, ts_session *se);
 
 /* Frame flag bits (Frame.flags) set by the physics threads. */
 #define TS_FRAME_BEHIND 1u  /* fell behind real time since the last frame */

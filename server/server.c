@@ -202,6 +202,28 @@ static void drain_events(ts_server *s, ts_event *e) {
     case TS_EV_REFINED:
       ts_refine_on_event(s, se, e->payload); /* frees it */
       break;
+    case TS_EV_LANE: { /* its steps ask for the other kind of thread (lane.h) */
+      const double load = *(const double *)e->payload;
+      if (!s->shutting_down && ts_physics_move(s->physics, se, e->arg)) {
+        s->lane_moves[e->arg ? 1 : 0]++;
+        if (e->arg)
+          ts_log_warn("session %u: its steps take %.3g times the CPU time they simulate "
+                      "(dt %.3g ms): it cannot keep real time, and moves to the slow thread, "
+                      "where it runs slower than real time without holding back other "
+                      "sessions (--slow-lane-load %.3g)",
+                      se->id, load, se->sim.dt * 1e3, s->cfg.slow_lane_load);
+        else
+          ts_log_info("session %u: its steps take %.3g times the CPU time they simulate: "
+                      "back to a real-time thread",
+                      se->id, load);
+      }
+      free(e->payload);
+      e->payload = NULL;
+      break;
+    }
+    case TS_EV_DETACHED:
+      if (!s->shutting_down) ts_physics_detached(s->physics, se);
+      break;
     case TS_EV_REMOVED:
       ts_refine_session_ended(s, se); /* a refinement it had not installed yet */
       unlink_session(s, se);
@@ -398,9 +420,9 @@ int ts_server_start(ts_server *s, uv_loop_t *loop, const ts_config *cfg) {
     ts_log_error("cannot write ports file '%s': %s", cfg->ports_file, strerror(errno));
     return TS_EIO;
   }
-  ts_log_info("tcp: listening on %s:%d; http on %s:%d; %d physics thread(s); dt %g s",
+  ts_log_info("tcp: listening on %s:%d; http on %s:%d; %d physics thread(s)%s; dt %g s",
               cfg->host, s->tcp_port, cfg->host, s->http_port, ts_physics_threads(s->physics),
-              cfg->dt);
+              ts_physics_slow_lane(s->physics) ? " and a slow one" : "", cfg->dt);
   return 0;
 }
 
@@ -452,7 +474,7 @@ void ts_server_shutdown(ts_server *s, const char *why) {
     if (e->kind == TS_EV_FRAME) ts_frame_release(e->frame);
     if (e->kind == TS_EV_SAMPLES) ts_learn_set_free(e->payload);
     if (e->kind == TS_EV_REFINED) ts_refine_event_free(e->payload);
-    if (e->kind == TS_EV_DIVERGED) free(e->payload);
+    if (e->kind == TS_EV_DIVERGED || e->kind == TS_EV_LANE) free(e->payload);
     free(e);
     e = next;
   }

@@ -637,6 +637,8 @@ ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
   if (sim->shortcut && ts_shortcut_learned(sim->shortcut)) f->flags |= 4u; /* TS_FRAME_LEARNED */
   sim->behind = 0;
   f->step_seconds = sim->step_ns_ewma * 1e-9;
+  f->step_load = sim->lane.load;
+  f->slow_lane = sim->slow_lane;
   f->steps = sim->steps;
   f->late_events = sim->late_events;
   f->substeps = sim->substeps;

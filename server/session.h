@@ -21,6 +21,7 @@
 #include "core/ts_tool_contact.h"
 #include "core/ts_xpbd.h"
 #include "frame.h"
+#include "lane.h"
 #include "session_sleep.h"
 #include "topology.h"
 
@@ -104,6 +105,9 @@ typedef struct ts_session_sim {
   uint64_t steps;
   uint64_t late_events;
   double step_ns_ewma;
+  ts_lane_meter lane;        /* CPU time against simulated time (lane.h; physics.c) */
+  int slow_lane;             /* stepped by the slow thread (physics.c) */
+  int lane_asked;            /* asked the loop for the other lane; cleared when moved */
   uint32_t substeps;
   uint32_t contacts;
   uint32_t tool_contacts;    /* contacts between two tools in the last step */
@@ -189,6 +193,9 @@ typedef struct ts_session {
   int refine_pending;        /* a RefineRegion is with the physics thread (refine.c) */
 
   int physics_thread;        /* index of the owning thread */
+  int moving;                /* between two physics threads (physics.c: detached from
+                                one, not yet added to the other) */
+  int move_to_slow;          /* where it goes: 1 the slow thread, 0 a real-time one */
   ts_mailbox mbox;
   ts_session_sim sim;
 } ts_session;

@@ -41,6 +41,15 @@ export function restTitle(s) {
     'until a tool comes near' : '';
 }
 
+/** The session list's note on a session the daemon's slow thread steps
+ *  (SessionInfo.slowLane, server/lane.h): '' when it is not. */
+export function laneTitle(s) {
+  if (!s.slowLane) return '';
+  const load = Number(s.stepLoad) > 0 ? ` (${Number(s.stepLoad).toPrecision(3)}x)` : '';
+  return 'slower than real time: its steps take more CPU time than they simulate' + load +
+    ', so the daemon steps it on a thread of its own kind, without holding back other sessions';
+}
+
 // CreateProgress.Stage, in the words of the panel's status line
 const CREATE_STAGES = {
   1: 'reading the mesh',
@@ -150,7 +159,9 @@ export class SessionsPanel {
       r.cells.clients.textContent = String(s.clients || 0);
       // at rest: marked by the row's style (a note after the solver's name)
       r.tr.classList.toggle('at-rest', !!s.asleep);
-      r.cells.solver.title = restTitle(s);
+      // slower than real time: the row's style too (after the solver's name)
+      r.tr.classList.toggle('slow-lane', !!s.slowLane);
+      r.cells.solver.title = [restTitle(s), laneTitle(s)].filter(Boolean).join('; ');
       this._mark(s.sessionId, r);
     }
     for (const [id, r] of this.rows) {

@@ -28,16 +28,10 @@
 #include "../integration/grid_obj.h"
 #include "bench_daemon.h"
 #include "bench_report.h"
-#include "tissueclient.h"
+#include "bench_sessions.h"
 
 #define BENCH_KEY "bench-server-key-5e2d9a71"
 #define MAX_SESSIONS 16
-
-static double steps_now(const ts_bench_daemon *d) {
-  static char page[1 << 20];
-  if (!ts_bench_daemon_get(d, "/metrics", page, sizeof page)) return NAN;
-  return ts_bench_metric_sum(page, "tissued_session_steps_total");
-}
 
 typedef struct result {
   double quiet_share;  /* the sessions' steps over n x 1 kHz, nothing else going on */
@@ -51,70 +45,32 @@ static int measure(int n, int nice, const char *obj, size_t len, double window, 
   char nice_s[16];
   snprintf(nice_s, sizeof nice_s, "%d", nice);
   const char *extra[] = {"--sleep-speed", "0", "--builder-nice", nice_s, NULL};
-  ts_bench_daemon d;
-  if (ts_bench_daemon_start(&d, TS_TISSUED_BIN, BENCH_KEY, extra)) {
-    fprintf(stderr, "build: the daemon did not start\n");
-    return -1;
-  }
+  ts_bench_sessions b;
+  if (ts_bench_sessions_start(&b, "bench-build", BENCH_KEY, extra, n)) return -1;
   int rc = -1;
-  char err[256];
-  tc_client *c = tc_connect_key("127.0.0.1", d.tcp, "bench-build", BENCH_KEY, 0, err, sizeof err);
-  if (!c) {
-    fprintf(stderr, "build: connect: %s\n", err);
-    goto out;
-  }
-  tc_set_timeout(c, 600000);
-  for (int i = 0; i < n; i++) {
-    uint32_t sid;
-    if (tc_create_session(c, "stomach-patch", &sid, NULL, NULL)) {
-      fprintf(stderr, "build: session %d not created: %s\n", i + 1, tc_last_error(c));
-      goto out;
-    }
-  }
-  ts_bench_sleep_ms(2000); /* the sessions under way */
-  double s0 = steps_now(&d), t0 = ts_bench_wall_s();
-  ts_bench_sleep_ms((int)(window * 1000));
-  double s1 = steps_now(&d), t1 = ts_bench_wall_s();
-  r->quiet_share = (s1 - s0) / ((t1 - t0) * 1000.0 * n);
+  r->quiet_share = ts_bench_sessions_share(&b, window);
   uint32_t big;
-  s0 = steps_now(&d);
-  t0 = ts_bench_wall_s();
-  if (tc_create_session_mesh(c, TC_MESH_OBJ, obj, len, 1.0, NULL, 0, NULL, &big, NULL, NULL)) {
-    fprintf(stderr, "build: the upload failed: %s\n", tc_last_error(c));
+  double s0 = ts_bench_sessions_metric(&b, "tissued_session_steps_total");
+  double t0 = ts_bench_wall_s();
+  if (tc_create_session_mesh(b.c, TC_MESH_OBJ, obj, len, 1.0, NULL, 0, NULL, &big, NULL, NULL)) {
+    fprintf(stderr, "build: the upload failed: %s\n", tc_last_error(b.c));
     goto out;
   }
-  t1 = ts_bench_wall_s();
-  s1 = steps_now(&d);
+  double t1 = ts_bench_wall_s();
+  double s1 = ts_bench_sessions_metric(&b, "tissued_session_steps_total");
   r->build_share = (s1 - s0) / ((t1 - t0) * 1000.0 * n);
   r->build_s = t1 - t0;
   rc = isfinite(r->quiet_share) && isfinite(r->build_share) ? 0 : -1;
 out:
-  if (c) tc_close(c);
-  ts_bench_daemon_stop(&d); /* the upload's session (which steps far slower than real time) with it */
+  ts_bench_sessions_stop(&b); /* the upload's session (far slower than real time) with it */
   return rc;
 }
 
 int main(int argc, char **argv) {
-  int quick = 0, full = 0;
-  int counts[8], n_counts = 0;
-  for (int i = 1; i < argc; i++) {
-    int k = 0;
-    if (strcmp(argv[i], "--quick") == 0) {
-      quick = 1;
-    } else if (strcmp(argv[i], "--full") == 0) {
-      full = 1;
-    } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-      printf("usage: bench_build [--quick | --full] [sessions-N ...] (N: 1..%d)\n", MAX_SESSIONS);
-      return 0;
-    } else if (sscanf(argv[i], "sessions-%d", &k) == 1 && k >= 1 && k <= MAX_SESSIONS &&
-               n_counts < 8) {
-      counts[n_counts++] = k;
-    } else {
-      fprintf(stderr, "bench_build: unknown argument '%s' (sessions-N, N 1..%d)\n", argv[i],
-              MAX_SESSIONS);
-      return 2;
-    }
-  }
+  int quick, full, counts[8], n_counts;
+  const int args = ts_bench_sessions_args(argc, argv, "bench_build", MAX_SESSIONS, &quick,
+                                          &full, counts, &n_counts);
+  if (args) return args == 1 ? 0 : 2;
   if (!n_counts) {
     if (full) counts[n_counts++] = 2;
     counts[n_counts++] = 4;
@@ -146,7 +102,8 @@ int main(int argc, char **argv) {
       ts_bench_line_num(l, "sessions", counts[s]);
       ts_bench_line_num(l, "grid_triangles", 2.0 * (grid - 1) * (grid - 1));
       ts_bench_line_num(l, "window_s", window);
-      ts_bench_line_str(l, "sessions_tissue", "the built-in patch at 1 kHz, no client, never asleep");
+      ts_bench_line_str(l, "sessions_tissue",
+                        "the built-in patch at 1 kHz, no client, never asleep");
       ts_bench_line_emit(l);
     }
   }

@@ -133,3 +133,25 @@ double ts_bench_metric_sum(const char *page, const char *name) {
   }
   return seen ? sum : -1;
 }
+
+int ts_bench_sessions_args(int argc, char **argv, const char *name, int max, int *quick,
+                           int *full, int counts[8], int *n) {
+  *quick = *full = *n = 0;
+  for (int i = 1; i < argc; i++) {
+    int k = 0;
+    if (strcmp(argv[i], "--quick") == 0) {
+      *quick = 1;
+    } else if (strcmp(argv[i], "--full") == 0) {
+      *full = 1;
+    } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+      printf("usage: %s [--quick | --full] [sessions-N ...] (N: 1..%d)\n", name, max);
+      return 1;
+    } else if (sscanf(argv[i], "sessions-%d", &k) == 1 && k >= 1 && k <= max && *n < 8) {
+      counts[(*n)++] = k;
+    } else {
+      fprintf(stderr, "%s: unknown argument '%s' (sessions-N, N 1..%d)\n", name, argv[i], max);
+      return 2;
+    }
+  }
+  return 0;
+}

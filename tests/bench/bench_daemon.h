@@ -37,6 +37,14 @@ size_t ts_bench_daemon_get(const ts_bench_daemon *d, const char *path, char *pag
  * Prometheus text page; -1 when there is none. */
 double ts_bench_metric_sum(const char *page, const char *name);
 
+/* The command line of the benchmarks whose scenarios are sessions-N
+ * (bench_build, bench_lanes): --quick, --full, -h/--help and sessions-N with
+ * N in 1..max, at most 8 of them, into counts[] (*n of them). Returns 0; 1
+ * after printing the usage line for --help (exit 0); 2 after a message for
+ * a bad argument (exit 2). */
+int ts_bench_sessions_args(int argc, char **argv, const char *name, int max, int *quick,
+                           int *full, int counts[8], int *n);
+
 /* Sleeps ms milliseconds. */
 void ts_bench_sleep_ms(int ms);
 

@@ -368,6 +368,14 @@ test('a large upload shows what the daemon is doing in the panel until it joins'
   assert.ok(progress.length >= 1, 'no progress shown: ' + JSON.stringify(texts));
   assert.equal(texts[0], 'creating…');
   assert.match(texts[texts.length - 1], /^created session \d+ \(grid-upload\)/);
+  // its steps take about a hundred times their dt: the daemon moves it to
+  // the slow thread (server/lane.h), and the list says "slow motion" with
+  // the reason in the solver cell's title (the list refreshes every 3 s)
+  await waitHook(page, () => {
+    const solver = document.querySelector('#ss-rows tr.current.slow-lane .ss-solver');
+    return solver && getComputedStyle(solver, '::after').content.includes('slow motion') &&
+      /^slower than real time: /.test(solver.title);
+  }, null, 'the uploaded session listed in slow motion');
   assert.deepEqual((await hook(page)).errors, [], 'errors shown by the uploader page');
   assert.deepEqual(problems, [], 'console errors');
 });

@@ -11,7 +11,6 @@
  * report comes once a second from the first second on.
  */
 #include <check.h>
-#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +21,7 @@
 #include "../../server/core/ts_error.h"
 #include "daemon_proc.h"
 #include "grid_obj.h"
+#include "proc_threads.h"
 #include "rawclient.h"
 #include "tissueclient.h"
 
@@ -274,44 +274,12 @@ START_TEST(test_client_wait) {
 }
 END_TEST
 
-/* The daemon's threads by name (/proc/PID/task/TID/comm): the builder
- * runs at nice --builder-nice (10 by default: server/config.c), the physics threads, the
- * storage worker and the refiner at the process's. *nice gets the niceness of the first
- * thread named name; 0 when there is none. */
+/* The builder runs at nice --builder-nice (10 by default: server/config.c),
+ * the physics threads, the storage worker and the refiner at the process's
+ * (proc_threads.h reads them). */
 static int thread_nice(pid_t pid, const char *name, long *nice) {
-  char dirpath[64];
-  snprintf(dirpath, sizeof dirpath, "/proc/%d/task", (int)pid);
-  DIR *d = opendir(dirpath);
-  ck_assert_ptr_nonnull(d);
-  struct dirent *e;
-  int found = 0;
-  while (!found && (e = readdir(d))) {
-    if (e->d_name[0] == '.') continue;
-    char path[600], comm[64] = "", stat[1024] = "";
-    snprintf(path, sizeof path, "%s/%s/comm", dirpath, e->d_name);
-    FILE *f = fopen(path, "r");
-    if (!f) continue;
-    if (fgets(comm, sizeof comm, f)) comm[strcspn(comm, "\n")] = 0;
-    fclose(f);
-    if (strcmp(comm, name) != 0) continue;
-    snprintf(path, sizeof path, "%s/%s/stat", dirpath, e->d_name);
-    f = fopen(path, "r");
-    ck_assert_ptr_nonnull(f);
-    ck_assert_ptr_nonnull(fgets(stat, sizeof stat, f));
-    fclose(f);
-    /* after "(comm)": state is field 3, nice field 19 */
-    const char *p = strrchr(stat, ')');
-    ck_assert_ptr_nonnull(p);
-    p += 2;
-    for (int field = 3; field < 19; field++) {
-      p = strchr(p, ' ');
-      ck_assert_ptr_nonnull(p);
-      p++;
-    }
-    *nice = strtol(p, NULL, 10);
-    found = 1;
-  }
-  closedir(d);
+  const int found = ts_thread_nice(pid, name, nice);
+  ck_assert_msg(found >= 0, "cannot read /proc/%d/task", (int)pid);
   return found;
 }
 

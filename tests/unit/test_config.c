@@ -25,6 +25,8 @@ START_TEST(test_defaults) {
   ck_assert_double_eq(c.qs_refine_edge, -1); /* auto: refined quasi-static solves */
   ck_assert_double_eq(c.sleep_speed, 1e-6);   /* sessions at rest sleep */
   ck_assert_int_eq(c.builder_nice, 10);        /* builds take what the physics leaves */
+  ck_assert_double_eq(c.slow_lane_load, 1);    /* what cannot keep real time moves */
+  ck_assert_int_eq(c.slow_lane_nice, 10);
 }
 END_TEST
 
@@ -81,6 +83,9 @@ START_TEST(test_bad_flags) {
       {{"tissued", "--sleep-speed", "-1e-6", NULL}, "sleep-speed"},
       {{"tissued", "--builder-nice", "20", NULL}, "builder-nice: '20' is not a whole number in [0, 19]"},
       {{"tissued", "--builder-nice", "-1", NULL}, "builder-nice"},
+      {{"tissued", "--slow-lane-load", "-1", NULL}, "slow-lane-load: '-1' is not a number in [0, 1000]"},
+      {{"tissued", "--slow-lane-load", "nan", NULL}, "slow-lane-load"},
+      {{"tissued", "--slow-lane-nice", "20", NULL}, "slow-lane-nice: '20' is not a whole number in [0, 19]"},
       {{"tissued", "--qs-refine-edge", "automatic", NULL}, "or auto"},
       /* an entry no browser's Origin can equal: the pages it was meant for
        * were refused at the upgrade, with nothing said at the start */

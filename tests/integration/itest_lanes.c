@@ -1,0 +1,214 @@
+/*
+ * itest_lanes.c: the slow physics thread against a real daemon (server/
+ * lane.h, physics.c). With one real-time thread, a session of the built-in
+ * patch (made small, --patch-resolution 5, so that it keeps real time under
+ * the sanitizers too: a load of 0.25 under TSan, where 9 nodes an edge made
+ * 1.0) and a session of an uploaded grid whose steps take
+ * several times their dt: the grid's session moves to the slow thread
+ * (metrics, SessionInfo, the log line) and the patch's stays; the slow
+ * thread runs at --slow-lane-nice; the patch keeps stepping; the grid's
+ * session can be joined, driven and ended there, and the daemon stops
+ * cleanly with it there (the ASan build checks for leaks at exit). With
+ * --slow-lane-load 0 there is no slow thread and the grid's session stays.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "daemon_proc.h"
+#include "grid_obj.h"
+#include "proc_threads.h"
+#include "tissueclient.h"
+
+/* 3,600 vertices, 7,000 triangles, 10,800 nodes in three layers: steps of
+ * 3-4 ms in the normal build (a load of 3 to 4 at dt 1 ms). The sanitizers
+ * make every step 3 (ASan) to 10 (TSan) times as costly, and the build too:
+ * there a third of the nodes (a load of about 4 under ASan, 12 under TSan) */
+#ifdef TS_TEST_SANITIZED
+#define GRID 35
+#else
+#define GRID 60
+#endif
+#define WAIT_MS 120000
+#define MOVES "tissued_slow_lane_moves_total"
+
+static long long now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void pause_ms(int ms) {
+  struct timespec p = {ms / 1000, (long)(ms % 1000) * 1000000};
+  nanosleep(&p, NULL);
+}
+
+static double session_metric(const ts_dproc *d, const char *name, uint32_t id) {
+  char m[128];
+  snprintf(m, sizeof m, "%s{session=\"%u\"}", name, id);
+  return ts_dproc_metric(d->http_port, m);
+}
+
+/* Waits (WAIT_MS at most) until session id's metric name reads value
+ * (-1: the session is gone from /metrics); asserts it does. */
+static void wait_session_metric(const ts_dproc *d, const char *name, uint32_t id, double value) {
+  long long end = now_ms() + WAIT_MS;
+  while (session_metric(d, name, id) != value && now_ms() < end) pause_ms(50);
+  ck_assert_double_eq(session_metric(d, name, id), value);
+}
+
+/* Starts a daemon with one real-time physics thread, no sleeping and the
+ * small patch, at --slow-lane-load lane_load (NULL: the default), creates
+ * the patch's session and the grid's. Returns the client. */
+static tc_client *two_sessions(ts_dproc *d, const char *lane_load, uint32_t *patch,
+                               uint32_t *grid) {
+  const char *args[] = {"--physics-threads", "1", "--sleep-speed", "0", "--patch-resolution",
+                        "5", lane_load ? "--slow-lane-load" : NULL, lane_load, NULL};
+  char err[256];
+  ck_assert_msg(ts_dproc_start(d, args, err, sizeof err) == 0, "%s", err);
+  tc_client *c = tc_connect_key("127.0.0.1", d->tcp_port, "itest-lanes", TS_DPROC_KEY, 0, err,
+                                sizeof err);
+  ck_assert_msg(c, "%s", err);
+  tc_set_timeout(c, WAIT_MS);
+  ck_assert_int_eq(tc_create_session(c, "stomach-patch", patch, NULL, NULL), 0);
+  size_t len = 0;
+  char *obj = ts_grid_obj(GRID, &len);
+  ck_assert_ptr_nonnull(obj);
+  ck_assert_msg(tc_create_session_mesh(c, TC_MESH_OBJ, obj, len, 1.0, NULL, 0, "grid", grid,
+                                       NULL, NULL) == 0,
+                "%s", tc_last_error(c));
+  free(obj);
+  return c;
+}
+
+/* Closes c and stops the daemon, which must exit 0 (the ASan build: with
+ * nothing leaked). */
+static void close_and_stop(ts_dproc *d, tc_client *c) {
+  tc_close(c);
+  char why[256];
+  int st = ts_dproc_stop(d, 30000, why, sizeof why);
+  ck_assert_msg(st == 0, "daemon exit %d %s", st, why);
+}
+
+static int log_has(const ts_dproc *d, const char *text) {
+  FILE *f = fopen(d->log, "r");
+  if (!f) return 0;
+  char line[2048];
+  int found = 0;
+  while (!found && fgets(line, sizeof line, f)) found = strstr(line, text) != NULL;
+  fclose(f);
+  return found;
+}
+
+START_TEST(test_heavy_session_moves) {
+  ts_dproc d;
+  uint32_t patch = 0, grid = 0;
+  tc_client *c = two_sessions(&d, NULL, &patch, &grid);
+
+  /* the grid's session moves once two windows (0.2 s of CPU time or of
+   * simulated time each) have read over 1 */
+  wait_session_metric(&d, "tissued_session_slow_lane", grid, 1);
+  ck_assert_double_eq(session_metric(&d, "tissued_session_slow_lane", patch), 0);
+  ck_assert_double_eq(ts_dproc_metric(d.http_port, MOVES "{to=\"slow\"}"), 1);
+  ck_assert_double_eq(ts_dproc_metric(d.http_port, MOVES "{to=\"realtime\"}"), 0);
+  ck_assert_msg(log_has(&d, "moves to the slow thread"), "no log line for the move");
+  ck_assert_msg(log_has(&d, "1 physics thread(s) and a slow one"), "no slow thread at start");
+
+  /* the slow thread at --slow-lane-nice (10 by default) above the process's */
+  long own = getpriority(PRIO_PROCESS, 0), slow = -100, phys = -100;
+  ck_assert_int_eq(ts_thread_nice(d.pid, "tissued-slow", &slow), 1);
+  ck_assert_int_eq(ts_thread_nice(d.pid, "tissued-phys0", &phys), 1);
+  ck_assert_int_eq(slow, own + 10 > 19 ? 19 : own + 10);
+  ck_assert_int_eq(phys, own);
+
+  /* the session list says where each runs; the grid's load is over 1 */
+  tc_session_info *v = NULL;
+  size_t n = 0;
+  long long end = now_ms() + WAIT_MS; /* its load comes with its frames: one after the move */
+  for (;;) {
+    ck_assert_int_eq(tc_list_sessions(c, &v, &n), 0);
+    ck_assert_uint_eq(n, 2);
+    const tc_session_info *g = v[0].session_id == grid ? &v[0] : &v[1];
+    if (g->step_load > 1 || now_ms() > end) break;
+    free(v);
+    pause_ms(100);
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (v[i].session_id == grid) {
+      ck_assert_int_eq(v[i].slow_lane, 1);
+      ck_assert_double_gt(v[i].step_load, 1);
+    } else {
+      ck_assert_uint_eq(v[i].session_id, patch);
+      ck_assert_int_eq(v[i].slow_lane, 0);
+      ck_assert_double_lt(v[i].step_load, 1);
+    }
+  }
+  free(v);
+
+  /* both keep stepping where they are (their step counts come with their
+   * frames, one per 1/60 s of simulated time: 17 steps, which the grid's
+   * session takes seconds for under the sanitizers) */
+  const double p0 = session_metric(&d, "tissued_session_steps_total", patch);
+  const double g0 = session_metric(&d, "tissued_session_steps_total", grid);
+  end = now_ms() + WAIT_MS;
+  while (!(session_metric(&d, "tissued_session_steps_total", patch) > p0 &&
+           session_metric(&d, "tissued_session_steps_total", grid) > g0) &&
+         now_ms() < end)
+    pause_ms(100);
+  ck_assert_double_gt(session_metric(&d, "tissued_session_steps_total", patch), p0);
+  ck_assert_double_gt(session_metric(&d, "tissued_session_steps_total", grid), g0);
+
+  /* a controller drives the grid's session on the slow thread and ends it */
+  ck_assert_int_eq(tc_join(c, grid, TC_ROLE_CONTROLLER, 0, 0.004, NULL), 0);
+  const double pos[3] = {0, 0.01, 0}, quat[4] = {1, 0, 0, 0};
+  ck_assert_int_eq(tc_send_pose(c, 0, pos, quat, 0), 0);
+  ck_assert_int_eq(tc_end_session(c, grid), 0);
+  wait_session_metric(&d, "tissued_session_slow_lane", grid, -1); /* gone */
+  ck_assert_double_eq(session_metric(&d, "tissued_session_slow_lane", patch), 0);
+  close_and_stop(&d, c);
+}
+END_TEST
+
+/* SIGTERM with a session on the slow thread: a clean exit, nothing leaked. */
+START_TEST(test_stop_with_slow_session) {
+  ts_dproc d;
+  uint32_t patch = 0, grid = 0;
+  tc_client *c = two_sessions(&d, NULL, &patch, &grid);
+  wait_session_metric(&d, "tissued_session_slow_lane", grid, 1);
+  close_and_stop(&d, c);
+}
+END_TEST
+
+/* --slow-lane-load 0: no slow thread; the grid's session stays where it was
+ * placed, measured all the same. */
+START_TEST(test_slow_lane_off) {
+  ts_dproc d;
+  uint32_t patch = 0, grid = 0;
+  tc_client *c = two_sessions(&d, "0", &patch, &grid);
+  long long end = now_ms() + WAIT_MS;
+  while (!(session_metric(&d, "tissued_session_step_load", grid) > 1) && now_ms() < end)
+    pause_ms(50);
+  ck_assert_double_gt(session_metric(&d, "tissued_session_step_load", grid), 1);
+  pause_ms(1000);
+  ck_assert_double_eq(session_metric(&d, "tissued_session_slow_lane", grid), 0);
+  ck_assert_double_eq(ts_dproc_metric(d.http_port, MOVES "{to=\"slow\"}"), 0);
+  long nice = 0;
+  ck_assert_int_eq(ts_thread_nice(d.pid, "tissued-slow", &nice), 0);
+  ck_assert_msg(!log_has(&d, "and a slow one"), "a slow thread with --slow-lane-load 0");
+  close_and_stop(&d, c);
+}
+END_TEST
+
+int main(void) {
+  Suite *su = suite_create("lanes");
+  TCase *tc = tcase_create("lanes");
+  tcase_set_timeout(tc, 600);
+  tcase_add_test(tc, test_heavy_session_moves);
+  tcase_add_test(tc, test_stop_with_slow_session);
+  tcase_add_test(tc, test_slow_lane_off);
+  suite_add_tcase(su, tc);
+  return ts_dproc_run_suite(su);
+}
