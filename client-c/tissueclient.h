@@ -120,7 +120,7 @@ typedef struct tc_session_info {
   int self_contact_off;   /* why self_contact is 0 though asked for: TC_SELF_OFF_* */
   uint32_t self_contact_surface_nodes; /* the tissue's contact-surface nodes (its limit's size) */
   int asleep;             /* the tissue is at rest, its steps not computed (--sleep-speed) */
-  int slow_lane;          /* the daemon's slow thread steps it: slower than real time
+  int slow_lane;          /* a slow thread of the daemon steps it: slower than real time
                              (--slow-lane-load) */
   double step_load;       /* CPU time of its steps over the time they simulate (1: a whole
                              core for real time; -1 not measured yet) */

@@ -127,12 +127,17 @@ static const setting settings[] = {
     {"slow-lane-load", T_DBL, OFF(slow_lane_load), 0, 0, 1000,
      "a session whose steps take more CPU time than this many times the time they simulate "
      "(1: it cannot keep real time on a whole core; a large upload, a tiny dt) moves to a "
-     "physics thread of its own kind, tissued-slow, so that it does not hold back the "
-     "sessions sharing its thread; it comes back under half of this. 0: no slow thread, "
+     "physics thread of its own kind (tissued-slow0, ..., one per real-time thread), so that "
+     "it does not hold back the sessions sharing its thread; it comes back under half of "
+     "this. 0: no slow threads, "
      "every session stays where it was placed"},
     {"slow-lane-nice", T_INT, OFF(slow_lane_nice), 0, 0, 19,
-     "niceness added to the slow thread (--slow-lane-load), so that the real-time sessions "
+     "niceness added to the slow physics threads (--slow-lane-load), so that the real-time sessions "
      "keep their steps; 0: their priority"},
+    {"rebalance", T_INT, OFF(rebalance), 0, 0, 1,
+     "1: once a second, a session moves from the busiest real-time physics thread (over 0.8 "
+     "of a core, by the sessions' measured loads) to the least busy one when that evens them "
+     "out; 0: every session stays on the thread it was placed on"},
     {"sleep-speed", T_DBL, OFF(sleep_speed), 0, 0, 0.01,
      "m/s: a mass-spring or XPBD session's tissue whose every node stays slower than this "
      "for half a second of simulated time, with no tool touching or near it, sleeps: its "
@@ -208,6 +213,7 @@ void ts_config_defaults(ts_config *c) {
   c->builder_nice = 10;
   c->slow_lane_load = 1.0;
   c->slow_lane_nice = 10;
+  c->rebalance = 1;
   c->tool_stiffness = TS_TOOL_CONTACT_STIFFNESS_DEFAULT;
   c->qs_interval = 0.005;
   c->train_after_samples = 20000;

@@ -61,9 +61,11 @@ typedef struct ts_config {
   int builder_nice;           /* niceness added to the session builder's thread (create.c)
                                  (10); 0: none */
   double slow_lane_load;      /* a session whose steps take more CPU time than this times
-                                 the time they simulate moves to the slow thread (lane.h)
-                                 (1); 0: no slow thread */
-  int slow_lane_nice;         /* niceness of the slow thread (10); 0: none */
+                                 the time they simulate moves to a slow thread (lane.h)
+                                 (1); 0: no slow threads */
+  int slow_lane_nice;         /* niceness of the slow threads (10); 0: none */
+  int rebalance;              /* 1: sessions move between real-time threads to even their
+                                 loads (ts_physics_balance) (1); 0: they stay */
   double tool_stiffness;      /* N/m: tool against tool penalty of sessions that do not
                                  choose one (CreateSession.tool_stiffness) (1000) */
   /* quasi-static sessions (issue 6) */

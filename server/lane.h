@@ -4,7 +4,7 @@
  * take more CPU time than they simulate (a large upload, a tiny dt) cannot,
  * and on a real-time thread every step of it holds back the sessions that
  * share the thread (one 0.7 s step of a 187,000-node tissue is 700 missed
- * steps of each). Such a session moves to the slow thread (physics.c), which
+ * steps of each). Such a session moves to a slow thread (physics.c), which
  * runs at a lower priority (--slow-lane-nice) and steps it as fast as the
  * cores left over allow; it comes back once it is cheap again (a refinement
  * undone, contact gone).
@@ -23,7 +23,7 @@
 /* A window closes once its CPU time or its simulated time reaches this:
  * 200 steps of a 1 kHz session, or one step of a heavy one */
 #define TS_LANE_WINDOW_NS 200000000ull
-/* Windows in a row over the threshold before a move to the slow thread (a
+/* Windows in a row over the threshold before a move to a slow thread (a
  * single slow step, e.g. a refinement's first, is not a heavy session), and
  * under TS_LANE_BACK times it before the move back (no moving to and fro
  * around the threshold) */
@@ -49,7 +49,7 @@ void ts_lane_meter_init(ts_lane_meter *m);
 void ts_lane_meter_moved(ts_lane_meter *m);
 
 /* Adds one computed step. Returns the lane the session should be on after
- * it: 1 the slow thread, 0 a real-time one, given slow_now (where it is)
+ * it: 1 a slow thread, 0 a real-time one, given slow_now (where it is)
  * and threshold (--slow-lane-load; 0 or less: always 0). The answer differs
  * from slow_now only when a window closes and ends a run of TS_LANE_WINDOWS. */
 int ts_lane_meter_add(ts_lane_meter *m, uint64_t cpu_ns, uint64_t sim_ns, int slow_now,

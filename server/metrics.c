@@ -119,6 +119,10 @@ char *ts_metrics_text(ts_server *s, size_t *len) {
       (unsigned long long)s->lane_moves[1]);
   put(&b, "tissued_slow_lane_moves_total{to=\"realtime\"} %llu\n",
       (unsigned long long)s->lane_moves[0]);
+  family(&b, "tissued_physics_rebalances_total", "counter",
+         "Sessions moved from the busiest real-time physics thread to the least busy one "
+         "(measured loads; once a second at most).");
+  put(&b, "tissued_physics_rebalances_total %llu\n", (unsigned long long)s->balance_moves);
   uv_mutex_lock(&s->outbox.lock);
   unsigned long long depth = s->outbox.depth, max_depth = s->outbox.max_depth;
   uv_mutex_unlock(&s->outbox.lock);
@@ -188,7 +192,7 @@ char *ts_metrics_text(ts_server *s, size_t *len) {
        "the last 0.2 s of either (1: one whole core keeps it at real time; -1 not measured "
        "yet)."},
       {"tissued_session_slow_lane", "gauge",
-       "1 while the slow thread steps the session: its step load went over --slow-lane-load, "
+       "1 while a slow physics thread steps the session: its step load went over --slow-lane-load, "
        "and it runs slower than real time without holding back other sessions."},
   };
   for (size_t k = 0; k < sizeof per / sizeof per[0]; k++) {

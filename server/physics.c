@@ -18,8 +18,10 @@
  * A step that never returns is not caught here; the frames then stop, which
  * clients see as silence.
  *
- * The slow lane (lane.h): besides the real-time threads there is one more,
- * tissued-slow, at --slow-lane-nice, unless --slow-lane-load is 0. Every
+ * The slow lane (lane.h): besides the real-time threads there are as many
+ * slow ones, tissued-slow0, ..., at --slow-lane-nice, unless
+ * --slow-lane-load is 0 (one per core, as the real-time ones: two heavy
+ * sessions alone on two cores take a core each). Every
  * computed step's CPU time goes to its session's meter; when the meter says
  * the session belongs on the other kind of thread, the thread asks the loop
  * (TS_EV_LANE), the loop detaches the session from it (a remove that ends in
@@ -78,7 +80,7 @@ struct ts_physics {
   ts_server *server;
   int n;                         /* threads started, the slow one included */
   int n_rt;                      /* real-time threads: threads[0 .. n_rt-1] */
-  int slow;                      /* the slow thread's index (n_rt), -1 none */
+  int n_slow;                    /* slow threads: threads[n_rt .. n_rt+n_slow-1]; 0 none */
   double slow_load;              /* --slow-lane-load */
   int slow_nice;                 /* --slow-lane-nice */
   pthread_ctx *threads;
@@ -116,7 +118,7 @@ static uint64_t thread_cpu_ns(void) {
 static void lane_meter(ts_physics *p, ts_session *se, uint64_t cpu_ns, int *woke) {
   ts_session_sim *sim = &se->sim;
   const int want = ts_lane_meter_add(&sim->lane, cpu_ns, sim->dt_ns, sim->slow_lane,
-                                     p->slow >= 0 ? p->slow_load : 0);
+                                     p->n_slow ? p->slow_load : 0);
   if (want == sim->slow_lane || sim->lane_asked) return;
   double *load = malloc(sizeof *load); /* for the loop's log line */
   if (!load) return;                   /* asked again at the next window's end */
@@ -174,7 +176,7 @@ static void apply_commands(pthread_ctx *t, int *woke) {
     ts_session *se = t->adds[i];
     ts_session_sim *sim = &se->sim;
     sim->next_step_ns = uv_hrtime();
-    sim->slow_lane = t->index == t->pool->slow;
+    sim->slow_lane = t->index >= t->pool->n_rt;
     sim->lane_asked = 0;
     if (sim->lane.load >= 0) ts_lane_meter_moved(&sim->lane); /* measured before: a move */
     if (push_ptr(&t->sessions, &t->n_sessions, &t->cap_sessions, se)) {
@@ -200,15 +202,16 @@ static void apply_commands(pthread_ctx *t, int *woke) {
 static void thread_main(void *arg) {
   pthread_ctx *t = arg;
   ts_physics *p = t->pool;
-  char name[16]; /* what top -H shows: tissued-phys0, ..., tissued-slow */
-  if (t->index == p->slow)
-    snprintf(name, sizeof name, "tissued-slow");
+  char name[16]; /* what top -H shows: tissued-phys0, ..., tissued-slow0, ... */
+  const int slow = t->index >= p->n_rt;
+  if (slow)
+    snprintf(name, sizeof name, "tissued-slow%d", (t->index - p->n_rt) % 100);
   else
     snprintf(name, sizeof name, "tissued-phys%d", t->index % 100);
   prctl(PR_SET_NAME, name, 0, 0, 0);
   /* the slow thread yields to the real-time ones (Linux: a thread's own
    * niceness, as worker.c's) */
-  if (t->index == p->slow && p->slow_nice &&
+  if (slow && p->slow_nice &&
       setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), p->slow_nice) != 0)
     ts_log_warn("physics: cannot lower the slow thread's priority (nice %d)", p->slow_nice);
   for (;;) {
@@ -325,8 +328,8 @@ int ts_physics_start(ts_server *s, int n_threads, ts_physics **out) {
   p->n_rt = n_threads;
   p->slow_load = s->cfg.slow_lane_load;
   p->slow_nice = s->cfg.slow_lane_nice;
-  p->slow = p->slow_load > 0 ? n_threads : -1;
-  if (p->slow >= 0) n_threads++;
+  p->n_slow = p->slow_load > 0 ? n_threads : 0;
+  n_threads += p->n_slow;
   p->threads = calloc((size_t)n_threads, sizeof *p->threads);
   if (!p->threads) {
     free(p);
@@ -370,17 +373,18 @@ static void add_to(pthread_ctx *t, ts_session *se) {
   uv_mutex_unlock(&t->lock);
 }
 
-/* The least loaded real-time thread. */
-static pthread_ctx *least_loaded(ts_physics *p) {
-  pthread_ctx *best = &p->threads[0];
-  for (int i = 1; i < p->n_rt; i++)
+/* The least loaded real-time thread (slow 0) or slow one (1). */
+static pthread_ctx *least_loaded(ts_physics *p, int slow) {
+  const int first = slow ? p->n_rt : 0, end = slow ? p->n_rt + p->n_slow : p->n_rt;
+  pthread_ctx *best = &p->threads[first];
+  for (int i = first + 1; i < end; i++)
     if (p->threads[i].load < best->load) best = &p->threads[i];
   return best;
 }
 
 void ts_physics_add(ts_physics *p, ts_session *se) {
   ts_lane_meter_init(&se->sim.lane);
-  add_to(least_loaded(p), se);
+  add_to(least_loaded(p, 0), se);
 }
 
 /* Queues a removal or a detachment of se on its thread (loop thread). */
@@ -406,26 +410,86 @@ void ts_physics_remove(ts_physics *p, ts_session *se) {
   remove_from(p, se, 0, counted);
 }
 
-int ts_physics_move(ts_physics *p, ts_session *se, int to_slow) {
-  if (se->moving || se->ending || (to_slow && p->slow < 0)) return 0;
-  if (to_slow == (se->physics_thread == p->slow)) return 0;
+/* Detaches se for a move to thread target (-1: the least loaded of the
+ * kind to_slow says, chosen once it is detached). */
+static void detach_for(ts_physics *p, ts_session *se, int to_slow, int target) {
   se->moving = 1;
   se->move_to_slow = to_slow;
+  se->move_target = target;
   remove_from(p, se, 1, 1);
+}
+
+int ts_physics_move(ts_physics *p, ts_session *se, int to_slow) {
+  if (se->moving || se->ending || (to_slow && !p->n_slow)) return 0;
+  if (to_slow == (se->physics_thread >= p->n_rt)) return 0;
+  detach_for(p, se, to_slow, -1);
   return 1;
 }
 
 void ts_physics_detached(ts_physics *p, ts_session *se) {
   if (!se->moving) return; /* removed meanwhile: TS_EV_REMOVED follows */
   se->moving = 0;
-  add_to(se->move_to_slow ? &p->threads[p->slow] : least_loaded(p), se);
+  add_to(se->move_target >= 0 ? &p->threads[se->move_target] : least_loaded(p, se->move_to_slow),
+         se);
 }
 
-int ts_physics_slow_lane(const ts_physics *p) { return p->slow >= 0; }
+/* A session's share of a core as the loop last heard it: its newest
+ * frame's step load, 0 while it sleeps (its steps cost next to nothing
+ * then), -1 when not measured yet. */
+static double session_load(const ts_session *se) {
+  const ts_frame_ref *f = se->latest;
+  if (!f || f->step_load < 0) return -1;
+  return f->asleep ? 0 : f->step_load;
+}
+
+int ts_physics_balance(ts_physics *p, uint64_t now_ms, ts_physics_balance_move *out) {
+  if (p->n_rt < 2) return 0;
+  double sum[TS_BALANCE_MAX_THREADS] = {0};
+  const int n = p->n_rt < TS_BALANCE_MAX_THREADS ? p->n_rt : TS_BALANCE_MAX_THREADS;
+  for (const ts_session *se = p->server->sessions; se; se = se->next) {
+    if (se->ending || se->moving || se->physics_thread >= n) continue;
+    const double l = session_load(se);
+    if (l > 0) sum[se->physics_thread] += l;
+  }
+  int hi = 0, lo = 0;
+  for (int i = 1; i < n; i++) {
+    if (sum[i] > sum[hi]) hi = i;
+    if (sum[i] < sum[lo]) lo = i;
+  }
+  if (!(sum[hi] > TS_BALANCE_BUSY)) return 0;
+  /* the session whose move leaves the two threads' larger sum smallest,
+   * when that is at least TS_BALANCE_GAIN under the busiest's now */
+  ts_session *best = NULL;
+  double best_max = sum[hi] - TS_BALANCE_GAIN, best_load = 0;
+  for (ts_session *se = p->server->sessions; se; se = se->next) {
+    if (se->ending || se->moving || se->physics_thread != hi) continue;
+    if (se->balanced_ms && now_ms - se->balanced_ms < TS_BALANCE_GAP_MS) continue;
+    const double l = session_load(se);
+    if (!(l > 0)) continue;
+    const double a = sum[hi] - l, b = sum[lo] + l, m = a > b ? a : b;
+    if (m < best_max) {
+      best = se;
+      best_max = m;
+      best_load = l;
+    }
+  }
+  if (!best) return 0;
+  best->balanced_ms = now_ms ? now_ms : 1;
+  out->session_id = best->id;
+  out->from = hi;
+  out->to = lo;
+  out->load = best_load;
+  out->from_sum = sum[hi];
+  out->to_sum = sum[lo];
+  detach_for(p, best, 0, lo);
+  return 1;
+}
+
+int ts_physics_slow_lane(const ts_physics *p) { return p->n_slow > 0; }
 
 int ts_physics_on_slow(const ts_physics *p, const ts_session *se) {
-  if (p->slow < 0) return 0;
-  return se->moving ? se->move_to_slow : se->physics_thread == p->slow;
+  if (!p->n_slow) return 0;
+  return se->moving ? se->move_to_slow : se->physics_thread >= p->n_rt;
 }
 
 void ts_physics_stop(ts_physics *p) {

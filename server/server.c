@@ -208,7 +208,7 @@ static void drain_events(ts_server *s, ts_event *e) {
         s->lane_moves[e->arg ? 1 : 0]++;
         if (e->arg)
           ts_log_warn("session %u: its steps take %.3g times the CPU time they simulate "
-                      "(dt %.3g ms): it cannot keep real time, and moves to the slow thread, "
+                      "(dt %.3g ms): it cannot keep real time, and moves to a slow thread, "
                       "where it runs slower than real time without holding back other "
                       "sessions (--slow-lane-load %.3g)",
                       se->id, load, se->sim.dt * 1e3, s->cfg.slow_lane_load);
@@ -249,6 +249,14 @@ static void on_cron(uv_timer_t *t) {
     if (!se->ending && se->n_clients == 0 && se->idle_since_ms &&
         now - se->idle_since_ms > (uint64_t)(s->cfg.session_idle_timeout * 1000))
       ts_server_end_session(s, se, "idle with no clients");
+  }
+  ts_physics_balance_move m;
+  if (s->cfg.rebalance && s->physics && !s->shutting_down &&
+      ts_physics_balance(s->physics, now, &m)) {
+    s->balance_moves++;
+    ts_log_info("physics: session %u (%.2f of a core) moves from thread %d to thread %d, "
+                "which step %.2f and %.2f of a core",
+                m.session_id, m.load, m.from, m.to, m.from_sum, m.to_sum);
   }
 }
 
@@ -422,7 +430,7 @@ int ts_server_start(ts_server *s, uv_loop_t *loop, const ts_config *cfg) {
   }
   ts_log_info("tcp: listening on %s:%d; http on %s:%d; %d physics thread(s)%s; dt %g s",
               cfg->host, s->tcp_port, cfg->host, s->http_port, ts_physics_threads(s->physics),
-              ts_physics_slow_lane(s->physics) ? " and a slow one" : "", cfg->dt);
+              ts_physics_slow_lane(s->physics) ? " and as many slow ones" : "", cfg->dt);
   return 0;
 }
 

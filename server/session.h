@@ -106,7 +106,7 @@ typedef struct ts_session_sim {
   uint64_t late_events;
   double step_ns_ewma;
   ts_lane_meter lane;        /* CPU time against simulated time (lane.h; physics.c) */
-  int slow_lane;             /* stepped by the slow thread (physics.c) */
+  int slow_lane;             /* stepped by a slow thread (physics.c) */
   int lane_asked;            /* asked the loop for the other lane; cleared when moved */
   uint32_t substeps;
   uint32_t contacts;
@@ -195,7 +195,9 @@ typedef struct ts_session {
   int physics_thread;        /* index of the owning thread */
   int moving;                /* between two physics threads (physics.c: detached from
                                 one, not yet added to the other) */
-  int move_to_slow;          /* where it goes: 1 the slow thread, 0 a real-time one */
+  int move_to_slow;          /* where it goes: 1 a slow thread, 0 a real-time one */
+  int move_target;           /* the thread's index; -1 the least loaded of the kind */
+  uint64_t balanced_ms;      /* when ts_physics_balance last moved it (loop ms; 0 never) */
   ts_mailbox mbox;
   ts_session_sim sim;
 } ts_session;

@@ -41,7 +41,7 @@ export function restTitle(s) {
     'until a tool comes near' : '';
 }
 
-/** The session list's note on a session the daemon's slow thread steps
+/** The session list's note on a session a slow physics thread of the daemon steps
  *  (SessionInfo.slowLane, server/lane.h): '' when it is not. */
 export function laneTitle(s) {
   if (!s.slowLane) return '';

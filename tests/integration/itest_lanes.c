@@ -7,8 +7,9 @@
  * several times their dt: the grid's session moves to the slow thread
  * (metrics, SessionInfo, the log line) and the patch's stays; the slow
  * thread runs at --slow-lane-nice; the patch keeps stepping; the grid's
- * session can be joined, driven and ended there, and the daemon stops
- * cleanly with it there (the ASan build checks for leaks at exit). With
+ * session can be joined, driven and ended there; two such sessions on two
+ * cores go to two slow threads; and the daemon stops cleanly with one
+ * there. Besides, the real-time threads evened out when sessions end. (the ASan build checks for leaks at exit). With
  * --slow-lane-load 0 there is no slow thread and the grid's session stays.
  */
 #include <check.h>
@@ -60,6 +61,34 @@ static void wait_session_metric(const ts_dproc *d, const char *name, uint32_t id
   ck_assert_double_eq(session_metric(d, name, id), value);
 }
 
+/* Starts a daemon with args and connects a client with the server key. */
+static tc_client *start(ts_dproc *d, const char *const *args) {
+  char err[256];
+  ck_assert_msg(ts_dproc_start(d, args, err, sizeof err) == 0, "%s", err);
+  tc_client *c = tc_connect_key("127.0.0.1", d->tcp_port, "itest-lanes", TS_DPROC_KEY, 0, err,
+                                sizeof err);
+  ck_assert_msg(c, "%s", err);
+  tc_set_timeout(c, WAIT_MS);
+  return c;
+}
+
+/* Waits (WAIT_MS at most) until the daemon's threads a and b have both
+ * used more than min_ticks of CPU time (clock ticks) from now on; asserts
+ * they have. */
+static void wait_both_step(const ts_dproc *d, const char *a, const char *b, long min_ticks) {
+  long t0[2], t[2];
+  ck_assert_int_eq(ts_thread_ticks(d->pid, a, &t0[0]), 1);
+  ck_assert_int_eq(ts_thread_ticks(d->pid, b, &t0[1]), 1);
+  long long end = now_ms() + WAIT_MS;
+  do {
+    pause_ms(200);
+    ck_assert_int_eq(ts_thread_ticks(d->pid, a, &t[0]), 1);
+    ck_assert_int_eq(ts_thread_ticks(d->pid, b, &t[1]), 1);
+  } while (!(t[0] > t0[0] + min_ticks && t[1] > t0[1] + min_ticks) && now_ms() < end);
+  ck_assert_msg(t[0] > t0[0] + min_ticks && t[1] > t0[1] + min_ticks,
+                "CPU ticks of %s %ld -> %ld, of %s %ld -> %ld", a, t0[0], t[0], b, t0[1], t[1]);
+}
+
 /* Starts a daemon with one real-time physics thread, no sleeping and the
  * small patch, at --slow-lane-load lane_load (NULL: the default), creates
  * the patch's session and the grid's. Returns the client. */
@@ -67,12 +96,7 @@ static tc_client *two_sessions(ts_dproc *d, const char *lane_load, uint32_t *pat
                                uint32_t *grid) {
   const char *args[] = {"--physics-threads", "1", "--sleep-speed", "0", "--patch-resolution",
                         "5", lane_load ? "--slow-lane-load" : NULL, lane_load, NULL};
-  char err[256];
-  ck_assert_msg(ts_dproc_start(d, args, err, sizeof err) == 0, "%s", err);
-  tc_client *c = tc_connect_key("127.0.0.1", d->tcp_port, "itest-lanes", TS_DPROC_KEY, 0, err,
-                                sizeof err);
-  ck_assert_msg(c, "%s", err);
-  tc_set_timeout(c, WAIT_MS);
+  tc_client *c = start(d, args);
   ck_assert_int_eq(tc_create_session(c, "stomach-patch", patch, NULL, NULL), 0);
   size_t len = 0;
   char *obj = ts_grid_obj(GRID, &len);
@@ -114,12 +138,12 @@ START_TEST(test_heavy_session_moves) {
   ck_assert_double_eq(session_metric(&d, "tissued_session_slow_lane", patch), 0);
   ck_assert_double_eq(ts_dproc_metric(d.http_port, MOVES "{to=\"slow\"}"), 1);
   ck_assert_double_eq(ts_dproc_metric(d.http_port, MOVES "{to=\"realtime\"}"), 0);
-  ck_assert_msg(log_has(&d, "moves to the slow thread"), "no log line for the move");
-  ck_assert_msg(log_has(&d, "1 physics thread(s) and a slow one"), "no slow thread at start");
+  ck_assert_msg(log_has(&d, "moves to a slow thread"), "no log line for the move");
+  ck_assert_msg(log_has(&d, "1 physics thread(s) and as many slow ones"), "no slow thread at start");
 
   /* the slow thread at --slow-lane-nice (10 by default) above the process's */
   long own = getpriority(PRIO_PROCESS, 0), slow = -100, phys = -100;
-  ck_assert_int_eq(ts_thread_nice(d.pid, "tissued-slow", &slow), 1);
+  ck_assert_int_eq(ts_thread_nice(d.pid, "tissued-slow0", &slow), 1);
   ck_assert_int_eq(ts_thread_nice(d.pid, "tissued-phys0", &phys), 1);
   ck_assert_int_eq(slow, own + 10 > 19 ? 19 : own + 10);
   ck_assert_int_eq(phys, own);
@@ -172,6 +196,63 @@ START_TEST(test_heavy_session_moves) {
 }
 END_TEST
 
+/* Two such sessions on two cores: each on a slow thread of its own, so that
+ * both slow threads step (their CPU time grows), as the real-time threads
+ * share the sessions out. */
+START_TEST(test_two_heavy_sessions_two_threads) {
+  const char *args[] = {"--physics-threads", "2", "--sleep-speed", "0", NULL};
+  ts_dproc d;
+  tc_client *c = start(&d, args);
+  size_t len = 0;
+  char *obj = ts_grid_obj(GRID, &len);
+  ck_assert_ptr_nonnull(obj);
+  uint32_t id[2];
+  for (int k = 0; k < 2; k++)
+    ck_assert_msg(tc_create_session_mesh(c, TC_MESH_OBJ, obj, len, 1.0, NULL, 0, NULL, &id[k],
+                                         NULL, NULL) == 0,
+                  "%s", tc_last_error(c));
+  free(obj);
+  for (int k = 0; k < 2; k++) wait_session_metric(&d, "tissued_session_slow_lane", id[k], 1);
+  ck_assert_double_eq(ts_dproc_metric(d.http_port, MOVES "{to=\"slow\"}"), 2);
+  wait_both_step(&d, "tissued-slow0", "tissued-slow1", 0);
+  close_and_stop(&d, c);
+}
+END_TEST
+
+/* Evening out the real-time threads (ts_physics_balance): four sessions of
+ * a larger patch on two threads, two each; the two of one thread end, and
+ * the other thread steps two sessions while this one idles. Within seconds
+ * one of them moves over (counted, logged), both threads step from then on
+ * (their CPU time grows), and nothing moves again. (The move may come before
+ * the ends too, and leave the two survivors apart already: a session's
+ * first windows, cold, can read more than its later ones.) The slow threads are off, so that the sessions' loads (about
+ * 0.6 each in the normal build, several times that under the sanitizers)
+ * cannot take them there. */
+START_TEST(test_balance_after_sessions_end) {
+  const char *args[] = {"--physics-threads", "2", "--sleep-speed", "0", "--patch-resolution",
+                        "25", "--slow-lane-load", "0", NULL};
+  ts_dproc d;
+  tc_client *c = start(&d, args);
+  uint32_t id[4];
+  for (int k = 0; k < 4; k++)
+    ck_assert_int_eq(tc_create_session(c, "stomach-patch", &id[k], NULL, NULL), 0);
+  /* placed on the thread with fewer sessions: 1 and 3 on one, 2 and 4 on
+   * the other; the second and fourth end */
+  for (int k = 1; k < 4; k += 2) {
+    ck_assert_int_eq(tc_join(c, id[k], TC_ROLE_CONTROLLER, 0, 0, NULL), 0);
+    ck_assert_int_eq(tc_end_session(c, id[k]), 0);
+  }
+  wait_both_step(&d, "tissued-phys0", "tissued-phys1", 5);
+  ck_assert_double_ge(ts_dproc_metric(d.http_port, "tissued_physics_rebalances_total"), 1);
+  ck_assert_msg(log_has(&d, "which step "), "no log line for the move");
+  /* one session each: the cron's next looks find nothing to gain */
+  const double moves = ts_dproc_metric(d.http_port, "tissued_physics_rebalances_total");
+  pause_ms(2500);
+  ck_assert_double_eq(ts_dproc_metric(d.http_port, "tissued_physics_rebalances_total"), moves);
+  close_and_stop(&d, c);
+}
+END_TEST
+
 /* SIGTERM with a session on the slow thread: a clean exit, nothing leaked. */
 START_TEST(test_stop_with_slow_session) {
   ts_dproc d;
@@ -196,8 +277,8 @@ START_TEST(test_slow_lane_off) {
   ck_assert_double_eq(session_metric(&d, "tissued_session_slow_lane", grid), 0);
   ck_assert_double_eq(ts_dproc_metric(d.http_port, MOVES "{to=\"slow\"}"), 0);
   long nice = 0;
-  ck_assert_int_eq(ts_thread_nice(d.pid, "tissued-slow", &nice), 0);
-  ck_assert_msg(!log_has(&d, "and a slow one"), "a slow thread with --slow-lane-load 0");
+  ck_assert_int_eq(ts_thread_nice(d.pid, "tissued-slow0", &nice), 0);
+  ck_assert_msg(!log_has(&d, "slow ones"), "a slow thread with --slow-lane-load 0");
   close_and_stop(&d, c);
 }
 END_TEST
@@ -207,6 +288,8 @@ int main(void) {
   TCase *tc = tcase_create("lanes");
   tcase_set_timeout(tc, 600);
   tcase_add_test(tc, test_heavy_session_moves);
+  tcase_add_test(tc, test_two_heavy_sessions_two_threads);
+  tcase_add_test(tc, test_balance_after_sessions_end);
   tcase_add_test(tc, test_stop_with_slow_session);
   tcase_add_test(tc, test_slow_lane_off);
   suite_add_tcase(su, tc);

@@ -15,9 +15,11 @@
 #include <string.h>
 #include <sys/types.h>
 
-/* The niceness of pid's first thread named name in *nice. Returns 1 when
- * there is one, 0 when there is none, -1 when /proc could not be read. */
-static inline int ts_thread_nice(pid_t pid, const char *name, long *nice) {
+/* Field `field` (1-based, proc(5): 14 utime, 15 stime, 19 nice) of the
+ * stat line of pid's first thread named name, in *value. Returns 1 when
+ * there is such a thread, 0 when there is none, -1 when /proc could not be
+ * read. */
+static inline int ts_thread_stat(pid_t pid, const char *name, int field, long *value) {
   char dirpath[64];
   snprintf(dirpath, sizeof dirpath, "/proc/%d/task", (int)pid);
   DIR *d = opendir(dirpath);
@@ -38,20 +40,34 @@ static inline int ts_thread_nice(pid_t pid, const char *name, long *nice) {
     const int ok = f && fgets(stat, sizeof stat, f);
     if (f) fclose(f);
     if (!ok) continue;
-    /* after "(comm)": state is field 3, nice field 19 */
+    /* after "(comm)" comes field 3 */
     const char *p = strrchr(stat, ')');
     if (!p) continue;
     p += 2;
-    for (int field = 3; p && field < 19; field++) {
+    for (int k = 3; p && k < field; k++) {
       p = strchr(p, ' ');
       if (p) p++;
     }
     if (!p) continue;
-    *nice = strtol(p, NULL, 10);
+    *value = strtol(p, NULL, 10);
     found = 1;
   }
   closedir(d);
   return found;
+}
+
+/* The niceness of pid's first thread named name (ts_thread_stat). */
+static inline int ts_thread_nice(pid_t pid, const char *name, long *nice) {
+  return ts_thread_stat(pid, name, 19, nice);
+}
+
+/* Its CPU time so far, in clock ticks (utime + stime). */
+static inline int ts_thread_ticks(pid_t pid, const char *name, long *ticks) {
+  long u = 0, st = 0;
+  int rc = ts_thread_stat(pid, name, 14, &u);
+  if (rc == 1) rc = ts_thread_stat(pid, name, 15, &st);
+  *ticks = u + st;
+  return rc;
 }
 
 #endif
