@@ -129,8 +129,7 @@ static const setting settings[] = {
      "(1: it cannot keep real time on a whole core; a large upload, a tiny dt) moves to a "
      "physics thread of its own kind (tissued-slow0, ..., one per real-time thread), so that "
      "it does not hold back the sessions sharing its thread; it comes back under half of "
-     "this. 0: no slow threads, "
-     "every session stays where it was placed"},
+     "this. 0: no slow threads (such a session stays on a real-time thread)"},
     {"slow-lane-nice", T_INT, OFF(slow_lane_nice), 0, 0, 19,
      "niceness added to the slow physics threads (--slow-lane-load), so that the real-time sessions "
      "keep their steps; 0: their priority"},
