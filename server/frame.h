@@ -59,7 +59,6 @@ typedef struct ts_frame_ref {
    * loop thread never reads physics state) */
   double step_seconds;       /* smoothed wall time of one step */
   double step_load;          /* CPU time over simulated time, last window (lane.h); -1 none */
-  int slow_lane;             /* stepped by a slow thread (physics.c) */
   uint64_t steps;
   uint64_t late_events;      /* times the session fell behind real time */
   uint32_t substeps;

@@ -38,16 +38,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "core/ts_error.h"
 #include "force.h"
 #include "log.h"
 #include "server.h"
+#include "thread_self.h"
 
 #define TS_MAX_CATCHUP 20
 #define TS_CATCHUP_BUDGET 5 /* wall time for catching up, in the session's dt */
@@ -208,12 +205,7 @@ static void thread_main(void *arg) {
     snprintf(name, sizeof name, "tissued-slow%d", (t->index - p->n_rt) % 100);
   else
     snprintf(name, sizeof name, "tissued-phys%d", t->index % 100);
-  prctl(PR_SET_NAME, name, 0, 0, 0);
-  /* the slow thread yields to the real-time ones (Linux: a thread's own
-   * niceness, as worker.c's) */
-  if (slow && p->slow_nice &&
-      setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), p->slow_nice) != 0)
-    ts_log_warn("physics: cannot lower the slow thread's priority (nice %d)", p->slow_nice);
+  ts_thread_self_setup(name, slow ? p->slow_nice : 0); /* the slow ones yield */
   for (;;) {
     int woke = 0;
     apply_commands(t, &woke);

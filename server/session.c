@@ -638,7 +638,6 @@ ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
   sim->behind = 0;
   f->step_seconds = sim->step_ns_ewma * 1e-9;
   f->step_load = sim->lane.load;
-  f->slow_lane = sim->slow_lane;
   f->steps = sim->steps;
   f->late_events = sim->late_events;
   f->substeps = sim->substeps;

@@ -3,14 +3,9 @@
  */
 #include "worker.h"
 
-#include <errno.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
-#include "log.h"
+#include "thread_self.h"
 
 static void push(ts_job **head, ts_job **tail, ts_job *j) {
   j->next = NULL;
@@ -23,12 +18,7 @@ static void push(ts_job **head, ts_job **tail, ts_job *j) {
 
 static void worker_main(void *arg) {
   ts_worker *w = arg;
-  prctl(PR_SET_NAME, w->name, 0, 0, 0); /* what top -H and /proc/PID/task/TID/comm show */
-  /* this thread only (Linux: a thread id names one thread); lowering its
-   * own priority needs no privilege */
-  if (w->nice && setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), w->nice) != 0)
-    ts_log_warn("the %s thread keeps the normal priority: setpriority: %s", w->name,
-                strerror(errno));
+  ts_thread_self_setup(w->name, w->nice);
   uv_mutex_lock(&w->lock);
   for (;;) {
     while (!w->todo_head && !w->stop) uv_cond_wait(&w->cond, &w->lock);
