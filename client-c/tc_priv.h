@@ -37,6 +37,7 @@ struct tc_client {
   tc_tokens tokens;           /* of the last session created */
   int have_tokens;
   tc_mesh_adjust adjust;      /* of the last session created (have_tokens) */
+  double step_load;           /* and its SessionCreated.step_load */
 
   tc_force_cb force_cb;
   void *force_ud;

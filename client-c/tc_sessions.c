@@ -42,6 +42,7 @@ static int create_session(tc_client *c, Tissued__V1__CreateSession *m, uint32_t 
   c->adjust.thinned_vertices = sc->thinned_vertices;
   c->adjust.min_depth_fraction = sc->min_depth_fraction;
   snprintf(c->adjust.warning, sizeof c->adjust.warning, "%s", sc->warning ? sc->warning : "");
+  c->step_load = sc->step_load > 0 && isfinite(sc->step_load) ? sc->step_load : 0;
   c->have_tokens = 1;
   tissued__v1__envelope__free_unpacked(r, NULL);
   return 0;
@@ -52,6 +53,8 @@ int tc_session_adjust(const tc_client *c, tc_mesh_adjust *out) {
   *out = c->adjust;
   return 1;
 }
+
+double tc_session_step_load(const tc_client *c) { return c->have_tokens ? c->step_load : 0; }
 
 int tc_session_tokens(const tc_client *c, tc_tokens *out) {
   if (!c->have_tokens) return 0;

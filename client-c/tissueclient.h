@@ -248,18 +248,27 @@ int tc_create_session_ex(tc_client *c, const tc_create_params *p, uint32_t *sess
  * built-in patch): surface vertices of small pleats moved (the largest move
  * in metres, at most 1 mm), vertices offset less than the full depth and the
  * least fraction of it kept (0.1 to 1; 0 when none was thinned), and the same
- * in words. */
+ * in words; the words also say when the session will run in slow motion
+ * (tc_session_step_load over 1), for any tissue. */
 typedef struct tc_mesh_adjust {
   uint32_t moved_vertices;
   double max_move;
   uint32_t thinned_vertices;
   double min_depth_fraction;
-  char warning[400];
+  char warning[800]; /* the server's, which may also say the session runs in slow motion
+                       (tc_session_step_load) */
 } tc_mesh_adjust;
 
 /* The mesh adjustments of the last session this client created: 1 and
  * *out filled, or 0 when it created none. */
 int tc_session_adjust(const tc_client *c, tc_mesh_adjust *out);
+
+/* What the last session this client created costs on the server, measured
+ * at its creation (SessionCreated.step_load): CPU time over simulated time
+ * of a few steps with no tool touching it; over 1 the session runs in slow
+ * motion (its warning, tc_session_adjust, says so). 0 when not measured (a
+ * quasi-static session) or before any creation. */
+double tc_session_step_load(const tc_client *c);
 
 /* The tokens of the last session this client created: 1 and *out filled, or
  * 0 before any. */

@@ -200,6 +200,12 @@ static void print_adjust(tc_client *c) {
   json_str(stdout, a.warning);
 }
 
+/* ,"step_load":.. of the session just created, when the daemon measured it */
+static void print_step_load(tc_client *c) {
+  const double l = tc_session_step_load(c);
+  if (l > 0) printf(",\"step_load\":%.4g", l);
+}
+
 /* A creation's progress reports (about once a second after the first
  * second), on stderr: stdout keeps the one JSON line of the result. */
 static void on_create_progress(void *ud, const tc_create_progress *p) {
@@ -221,6 +227,7 @@ static int cmd_create(tc_client *c, const char *tissue, int solver, uint32_t sub
     return die("creating a session: %s%s", tc_last_error(c), "");
   printf("{\"session_id\":%u,\"vertex_count\":%u,\"triangle_count\":%u", id, nv, nt);
   print_adjust(c);
+  print_step_load(c);
   print_tokens(c);
   printf("}\n");
   return 0;
@@ -283,6 +290,7 @@ static int cmd_create_mesh(tc_client *c, const ctl_args *o, const char *bytes, s
   printf("{\"session_id\":%u,\"vertex_count\":%u,\"triangle_count\":%u,\"bytes\":%zu", id, nv,
          nt, len);
   print_adjust(c);
+  print_step_load(c);
   print_tokens(c);
   printf("}\n");
   return 0;

@@ -133,6 +133,12 @@ static const setting settings[] = {
     {"slow-lane-nice", T_INT, OFF(slow_lane_nice), 0, 0, 19,
      "niceness added to the slow physics threads (--slow-lane-load), so that the real-time sessions "
      "keep their steps; 0: their priority"},
+    {"session-trial", T_INT, OFF(session_trial), 0, 0, 1,
+     "1: a new mass-spring or XPBD session takes a few steps from rest on the builder before "
+     "it starts (20 ms of CPU time, or one step of a tissue whose step takes longer), which "
+     "measure what it costs: over --slow-lane-load it starts on a slow physics thread, and its "
+     "client hears the figure (SessionCreated.step_load) and, when it will run in slow "
+     "motion, a warning; 0: no trial (the sessions' steps are measured once they run)"},
     {"rebalance", T_INT, OFF(rebalance), 0, 0, 1,
      "1: once a second, a session moves from the busiest real-time physics thread (over 0.8 "
      "of a core, by the sessions' measured loads) to the least busy one when that evens them "
@@ -213,6 +219,7 @@ void ts_config_defaults(ts_config *c) {
   c->slow_lane_load = 1.0;
   c->slow_lane_nice = 10;
   c->rebalance = 1;
+  c->session_trial = 1;
   c->tool_stiffness = TS_TOOL_CONTACT_STIFFNESS_DEFAULT;
   c->qs_interval = 0.005;
   c->train_after_samples = 20000;

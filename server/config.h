@@ -64,6 +64,7 @@ typedef struct ts_config {
                                  the time they simulate moves to a slow thread (lane.h)
                                  (1); 0: no slow threads */
   int slow_lane_nice;         /* niceness of the slow threads (10); 0: none */
+  int session_trial;          /* 1: a new session's trial steps (session_trial.h) (1); 0: none */
   int rebalance;              /* 1: sessions move between real-time threads to even their
                                  loads (ts_physics_balance) (1); 0: they stay */
   double tool_stiffness;      /* N/m: tool against tool penalty of sessions that do not

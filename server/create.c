@@ -21,11 +21,13 @@
 #include "auth.h"
 #include "create_progress.h"
 #include "session_self.h"
+#include "session_trial.h"
 #include "core/ts_error.h"
 #include "core/ts_mesh_io.h"
 #include "core/ts_mesh_tissue.h"
 #include "core/ts_refine.h"
 #include "log.h"
+#include "physics.h"
 #include "server.h"
 #include "shortcut.h"
 #include "tissue.pb-c.h"
@@ -70,6 +72,7 @@ typedef struct create_job {
   double max_relaxed, min_depth_kept;
   char warning[400];
   int self_refused;          /* refused by --self-contact-max-nodes */
+  ts_trial trial;            /* the session's trial steps (session_trial.h) */
   char hash[65];             /* an upload's SHA-256 (hex) */
   uint32_t nv, nt;           /* an upload's imported surface */
   ts_create_track track;     /* its stage, for progress reports (loop: the list) */
@@ -326,6 +329,13 @@ static void build_work(ts_job *jb, ts_storage *st) {
       snprintf(j->err, sizeof j->err, "cannot set up self-contact: %s", ts_strerror(j->rc));
     }
   }
+  /* what it will cost (session_trial.h): where the physics starts it, and
+   * its client hears it */
+  j->trial.load = -1;
+  if (!j->rc && j->server->cfg.session_trial) {
+    ts_session_trial(j->session, &j->trial);
+    j->session->trial_load = j->trial.load;
+  }
 }
 
 /* The storage worker, last: an upload stored (only now that it has made a
@@ -435,8 +445,15 @@ static void create_done(ts_job *jb) {
     return;
   }
   ts_server_add_session(s, se);
-  ts_log_info("session %u '%s' created: %u nodes, %u triangles, dt %g s", se->id, se->name,
-              se->topo->vertex_count, se->topo->n_tris, se->sim.dt);
+  char load[32] = "not measured";
+  if (j->trial.load >= 0) snprintf(load, sizeof load, "%.3g", j->trial.load);
+  ts_log_info("session %u '%s' created: %u nodes, %u triangles, dt %g s, step load %s", se->id,
+              se->name, se->topo->vertex_count, se->topo->n_tris, se->sim.dt, load);
+  /* the mesh's warning, then the trial's (session_trial.h) */
+  const double over = ts_physics_slow_lane(s->physics) ? s->cfg.slow_lane_load : 1.0;
+  char slow[400], warning[sizeof j->warning + sizeof slow + 2];
+  ts_session_trial_warning(&j->trial, over, slow, sizeof slow);
+  snprintf(warning, sizeof warning, "%s%s%s", j->warning, j->warning[0] && slow[0] ? " " : "", slow);
   Tissued__V1__SessionCreated r = TISSUED__V1__SESSION_CREATED__INIT;
   r.session_id = se->id;
   r.name = se->name;
@@ -452,7 +469,8 @@ static void create_done(ts_job *jb) {
   r.max_move = (float)j->max_relaxed;
   r.thinned_vertices = j->n_thinned;
   r.min_depth_fraction = j->n_thinned ? (float)j->min_depth_kept : 0.0f;
-  r.warning = j->warning;
+  r.warning = warning;
+  r.step_load = j->trial.load > 0 ? (float)j->trial.load : 0.0f;
   Envelope env = TISSUED__V1__ENVELOPE__INIT;
   env.request_id = j->rid;
   env.body_case = TISSUED__V1__ENVELOPE__BODY_SESSION_CREATED;
@@ -477,6 +495,7 @@ static create_job *new_create_job(ts_conn *c, uint64_t rid, const char *name, do
   j->dt = dt;
   j->sv = *sv;
   j->scale = 1;
+  j->trial.load = -1; /* none until build_work's trial */
   return j;
 }
 

@@ -119,6 +119,10 @@ char *ts_metrics_text(ts_server *s, size_t *len) {
       (unsigned long long)s->lane_moves[1]);
   put(&b, "tissued_slow_lane_moves_total{to=\"realtime\"} %llu\n",
       (unsigned long long)s->lane_moves[0]);
+  family(&b, "tissued_slow_lane_starts_total", "counter",
+         "Sessions that started on a slow physics thread: the trial steps of their creation "
+         "took more CPU time than they simulate, over --slow-lane-load.");
+  put(&b, "tissued_slow_lane_starts_total %llu\n", (unsigned long long)s->slow_starts);
   family(&b, "tissued_physics_rebalances_total", "counter",
          "Sessions moved from the busiest real-time physics thread to the least busy one "
          "(measured loads; once a second at most).");
@@ -192,7 +196,8 @@ char *ts_metrics_text(ts_server *s, size_t *len) {
        "the last 0.2 s of either (1: one whole core keeps it at real time; -1 not measured "
        "yet)."},
       {"tissued_session_slow_lane", "gauge",
-       "1 while a slow physics thread steps the session: its step load went over --slow-lane-load, "
+       "1 while a slow physics thread steps the session: its step load (or its creation's trial "
+       "steps) went over --slow-lane-load, "
        "and it runs slower than real time without holding back other sessions."},
   };
   for (size_t k = 0; k < sizeof per / sizeof per[0]; k++) {

@@ -374,9 +374,20 @@ static pthread_ctx *least_loaded(ts_physics *p, int slow) {
   return best;
 }
 
-void ts_physics_add(ts_physics *p, ts_session *se) {
+int ts_physics_add(ts_physics *p, ts_session *se) {
   ts_lane_meter_init(&se->sim.lane);
-  add_to(least_loaded(p, 0), se);
+  /* a creation's trial over the threshold (session_trial.h): a slow thread
+   * from the start, as if moved there (the meter's load is the trial's, and
+   * it settles before it may ask to come back) */
+  const int slow = p->n_slow > 0 && p->slow_load > 0 && se->trial_load > p->slow_load;
+  if (slow) {
+    se->sim.lane.load = se->trial_load;
+    ts_log_info("session %u starts on a slow physics thread: its trial steps took %.3g times the "
+                "time they simulate (--slow-lane-load %g)",
+                se->id, se->trial_load, p->slow_load);
+  }
+  add_to(least_loaded(p, slow), se);
+  return slow;
 }
 
 /* Queues a removal or a detachment of se on its thread (loop thread). */

@@ -46,7 +46,7 @@ void ts_server_add_session(ts_server *s, ts_session *se) {
   se->next = s->sessions;
   s->sessions = se;
   s->n_sessions++;
-  ts_physics_add(s->physics, se);
+  if (ts_physics_add(s->physics, se)) s->slow_starts++;
 }
 
 void ts_conn_drop_full(ts_conn *c) {

@@ -70,6 +70,7 @@ struct ts_server {
   uint64_t closes[5];       /* closed connections by enum ts_close_reason (metrics.h) */
   uint64_t clients_dropped; /* closed for output over the hard limit (ts_conn_drop_full) */
   uint64_t balance_moves;   /* sessions moved between real-time threads (ts_physics_balance) */
+  uint64_t slow_starts;     /* sessions started on a slow thread (session_trial.h) */
   uint64_t lane_moves[2];   /* sessions moved back to a real-time thread [0], to the slow one [1] */
 
   /* main.c: called once when an orderly shutdown begins (may be NULL) */

@@ -59,6 +59,7 @@ int ts_session_create_with_tissue(ts_server *s, const char *name, const char *ti
     return TS_ENOMEM;
   }
   se->server = s;
+  se->trial_load = -1; /* none until create.c's trial (session_trial.h) */
   snprintf(se->name, sizeof se->name, "%s", name);
   snprintf(se->tissue_name, sizeof se->tissue_name, "%s", tissue_name);
   se->sim.dt = dt;

@@ -192,6 +192,9 @@ typedef struct ts_session {
 
   int refine_pending;        /* a RefineRegion is with the physics thread (refine.c) */
 
+  double trial_load;         /* the creation's trial (session_trial.h): its load, < 0 none;
+                                the physics starts it on a slow thread when over
+                                --slow-lane-load */
   int physics_thread;        /* index of the owning thread */
   int moving;                /* between two physics threads (physics.c: detached from
                                 one, not yet added to the other) */

@@ -368,8 +368,10 @@ test('a large upload shows what the daemon is doing in the panel until it joins'
   assert.ok(progress.length >= 1, 'no progress shown: ' + JSON.stringify(texts));
   assert.equal(texts[0], 'creating…');
   assert.match(texts[texts.length - 1], /^created session \d+ \(grid-upload\)/);
-  // its steps take about a hundred times their dt: the daemon moves it to
-  // the slow thread (server/lane.h), and the list says "slow motion" with
+  // its steps take about a hundred times their dt, which its creation's
+  // trial steps measured (server/session_trial.h): the status line says so
+  assert.match(texts[texts.length - 1], /each step of this tissue takes about [0-9.e+]+ times the time it simulates.*slow motion/);
+  // and the daemon starts it on the slow thread (server/lane.h), and the list says "slow motion" with
   // the reason in the solver cell's title (the list refreshes every 3 s)
   await waitHook(page, () => {
     const solver = document.querySelector('#ss-rows tr.current.slow-lane .ss-solver');

@@ -215,18 +215,19 @@ int ts_dproc_start(ts_dproc *d, const char *const *extra_args, char *err, size_t
   argv[k++] = ports;
   argv[k++] = "--server-key";
   argv[k++] = TS_DPROC_KEY;
-#ifdef TS_TEST_SANITIZED
-  /* The sanitizers make every step 3 (ASan) to 10 (TSan) times as costly,
-   * which takes the tests' sessions over --slow-lane-load to the slow
-   * physics threads (server/lane.h). At their default niceness (10) those
-   * threads got a few per cent of a core beside the other tests' daemons
-   * that CI runs at the same time, and a session there answered nothing for
-   * a minute (itest_refine_async under TSan). The moves are kept (TSan
-   * watches them); the slow threads run at the daemon's priority. A test
-   * that checks the niceness passes its own (a later flag wins). */
+  /* Tests' sessions over --slow-lane-load go to the slow physics threads
+   * (server/lane.h): an XPBD session of the built-in patch at dt 1 ms in
+   * every build (a step load of 1.1), and many more under the sanitizers,
+   * which make every step 3 (ASan) to 10 (TSan) times as costly. At their
+   * default niceness (10) those threads got a few per cent of a core beside
+   * the other tests' daemons that CI runs at the same time, and a session
+   * there answered nothing for a minute (itest_refine_async under TSan, and
+   * in the normal build once its creation's trial started it there at once,
+   * server/session_trial.h). The moves are kept (TSan watches them); the
+   * slow threads run at the daemon's priority. A test that checks the
+   * niceness passes its own (a later flag wins). */
   argv[k++] = "--slow-lane-nice";
   argv[k++] = "0";
-#endif
   for (int i = 0; extra_args && extra_args[i] && k < 63; i++) argv[k++] = extra_args[i];
   argv[k] = NULL;
 

@@ -187,8 +187,12 @@ export async function startDaemon({ name = 'tissued', timeoutMs = 20000, extraAr
   const dataDir = path.join(dir, 'data');
   fs.mkdirSync(dataDir);
   const portsFile = path.join(dir, 'ports.json');
+  // the slow physics threads at the daemon's priority, as daemon_proc.c's
+  // (a session there would otherwise get a few per cent of a core beside
+  // the other tests CI runs at the same time)
   const args = ['--host', '127.0.0.1', '--tcp-port', '0', '--http-port', '0',
-    '--data-dir', dataDir, '--ports-file', portsFile, '--server-key', SERVER_KEY, ...extraArgs];
+    '--data-dir', dataDir, '--ports-file', portsFile, '--server-key', SERVER_KEY,
+    '--slow-lane-nice', '0', ...extraArgs];
   const proc = spawn(daemonBin(), args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   const keep = (chunk) => {

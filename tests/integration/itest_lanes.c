@@ -4,8 +4,12 @@
  * patch (made small, --patch-resolution 5, so that it keeps real time under
  * the sanitizers too: a load of 0.25 under TSan, where 9 nodes an edge made
  * 1.0) and a session of an uploaded grid whose steps take
- * several times their dt: the grid's session moves to the slow thread
- * (metrics, SessionInfo, the log line) and the patch's stays; the slow
+ * several times their dt: the grid's session starts on the slow thread,
+ * placed there by its creation's trial steps (server/session_trial.h:
+ * SessionCreated.step_load and its warning, the metric, the log line), and
+ * the patch's on the real-time one; without the trial (--session-trial 0)
+ * the grid's session moves there once its steps are measured (metrics,
+ * SessionInfo, the log line) and the patch's stays; the slow
  * thread runs at --slow-lane-nice; the patch keeps stepping; the grid's
  * session can be joined, driven and ended there; two such sessions on two
  * cores go to two slow threads; and the daemon stops cleanly with one
@@ -90,15 +94,18 @@ static void wait_both_step(const ts_dproc *d, const char *a, const char *b, long
 }
 
 /* Starts a daemon with one real-time physics thread, no sleeping and the
- * small patch, at --slow-lane-load lane_load (NULL: the default), creates
- * the patch's session and the grid's. Returns the client. */
-static tc_client *two_sessions(ts_dproc *d, const char *lane_load, uint32_t *patch,
-                               uint32_t *grid) {
+ * small patch, at --session-trial trial and --slow-lane-load lane_load
+ * (NULL: the default), creates the patch's session and the grid's.
+ * Returns the client; *patch_load gets the patch's SessionCreated.step_load
+ * (NULL: not asked for). */
+static tc_client *two_sessions(ts_dproc *d, const char *trial, const char *lane_load,
+                               uint32_t *patch, uint32_t *grid, double *patch_load) {
   const char *args[] = {"--physics-threads", "1", "--sleep-speed", "0", "--patch-resolution",
-                        "5", "--slow-lane-nice", "10",
+                        "5", "--slow-lane-nice", "10", "--session-trial", trial,
                         lane_load ? "--slow-lane-load" : NULL, lane_load, NULL};
   tc_client *c = start(d, args);
   ck_assert_int_eq(tc_create_session(c, "stomach-patch", patch, NULL, NULL), 0);
+  if (patch_load) *patch_load = tc_session_step_load(c);
   size_t len = 0;
   char *obj = ts_grid_obj(GRID, &len);
   ck_assert_ptr_nonnull(obj);
@@ -128,10 +135,53 @@ static int log_has(const ts_dproc *d, const char *text) {
   return found;
 }
 
+/* The creation's trial (the default): the grid's session starts on the
+ * slow thread, no move; its client heard the load and the warning; the
+ * patch's session starts on the real-time thread, its load under 1. */
+START_TEST(test_heavy_session_starts_slow) {
+  ts_dproc d;
+  uint32_t patch = 0, grid = 0;
+  double patch_load = 0;
+  tc_client *c = two_sessions(&d, "1", NULL, &patch, &grid, &patch_load);
+  const double grid_load = tc_session_step_load(c);
+  tc_mesh_adjust adj;
+  ck_assert_int_eq(tc_session_adjust(c, &adj), 1);
+  printf("trial step loads: patch %.3g, grid %.3g; the grid's warning: %s\n", patch_load,
+         grid_load, adj.warning);
+  ck_assert_double_gt(patch_load, 0);
+  ck_assert_double_lt(patch_load, 1);
+  ck_assert_double_gt(grid_load, 1);
+  ck_assert_msg(strstr(adj.warning, "slow motion"), "no slow-motion warning: '%s'", adj.warning);
+  /* the figure in the warning is the one in step_load (3 digits there) */
+  const char *about = strstr(adj.warning, "about ");
+  ck_assert_msg(about, "no figure in '%s'", adj.warning);
+  ck_assert_double_eq_tol(strtod(about + 6, NULL), grid_load, 0.006 * grid_load);
+  /* placed at once: both metrics are there before any frame (no waiting) */
+  ck_assert_double_eq(ts_dproc_metric(d.http_port, "tissued_slow_lane_starts_total"), 1);
+  wait_session_metric(&d, "tissued_session_slow_lane", grid, 1);
+  ck_assert_double_eq(session_metric(&d, "tissued_session_slow_lane", patch), 0);
+  ck_assert_double_eq(ts_dproc_metric(d.http_port, MOVES "{to=\"slow\"}"), 0);
+  ck_assert_msg(log_has(&d, "starts on a slow physics thread"), "no log line for the start");
+  /* it steps there, and stays: a second later nothing has moved */
+  const double g0 = session_metric(&d, "tissued_session_steps_total", grid);
+  long long end = now_ms() + WAIT_MS;
+  while (!(session_metric(&d, "tissued_session_steps_total", grid) > g0) && now_ms() < end)
+    pause_ms(100);
+  ck_assert_double_gt(session_metric(&d, "tissued_session_steps_total", grid), g0);
+  pause_ms(1000);
+  ck_assert_double_eq(session_metric(&d, "tissued_session_slow_lane", grid), 1);
+  ck_assert_double_eq(ts_dproc_metric(d.http_port, MOVES "{to=\"realtime\"}"), 0);
+  close_and_stop(&d, c);
+}
+END_TEST
+
+/* Without the trial (--session-trial 0) both start on the real-time thread
+ * and the meter moves the grid's session. */
 START_TEST(test_heavy_session_moves) {
   ts_dproc d;
   uint32_t patch = 0, grid = 0;
-  tc_client *c = two_sessions(&d, NULL, &patch, &grid);
+  tc_client *c = two_sessions(&d, "0", NULL, &patch, &grid, NULL);
+  ck_assert_double_eq(tc_session_step_load(c), 0); /* not measured */
 
   /* the grid's session moves once two windows (0.2 s of CPU time or of
    * simulated time each) have read over 1 */
@@ -139,6 +189,7 @@ START_TEST(test_heavy_session_moves) {
   ck_assert_double_eq(session_metric(&d, "tissued_session_slow_lane", patch), 0);
   ck_assert_double_eq(ts_dproc_metric(d.http_port, MOVES "{to=\"slow\"}"), 1);
   ck_assert_double_eq(ts_dproc_metric(d.http_port, MOVES "{to=\"realtime\"}"), 0);
+  ck_assert_double_eq(ts_dproc_metric(d.http_port, "tissued_slow_lane_starts_total"), 0);
   ck_assert_msg(log_has(&d, "moves to a slow thread"), "no log line for the move");
   ck_assert_msg(log_has(&d, "1 physics thread(s) and as many slow ones"), "no slow thread at start");
 
@@ -215,7 +266,7 @@ START_TEST(test_two_heavy_sessions_two_threads) {
                   "%s", tc_last_error(c));
   free(obj);
   for (int k = 0; k < 2; k++) wait_session_metric(&d, "tissued_session_slow_lane", id[k], 1);
-  ck_assert_double_eq(ts_dproc_metric(d.http_port, MOVES "{to=\"slow\"}"), 2);
+  ck_assert_double_eq(ts_dproc_metric(d.http_port, "tissued_slow_lane_starts_total"), 2);
   wait_both_step(&d, "tissued-slow0", "tissued-slow1", 0);
   close_and_stop(&d, c);
 }
@@ -263,18 +314,23 @@ END_TEST
 START_TEST(test_stop_with_slow_session) {
   ts_dproc d;
   uint32_t patch = 0, grid = 0;
-  tc_client *c = two_sessions(&d, NULL, &patch, &grid);
+  tc_client *c = two_sessions(&d, "1", NULL, &patch, &grid, NULL);
   wait_session_metric(&d, "tissued_session_slow_lane", grid, 1);
   close_and_stop(&d, c);
 }
 END_TEST
 
 /* --slow-lane-load 0: no slow thread; the grid's session stays where it was
- * placed, measured all the same. */
+ * placed, measured all the same; its client is still told that it will run
+ * in slow motion (its load over 1). */
 START_TEST(test_slow_lane_off) {
   ts_dproc d;
   uint32_t patch = 0, grid = 0;
-  tc_client *c = two_sessions(&d, "0", &patch, &grid);
+  tc_client *c = two_sessions(&d, "1", "0", &patch, &grid, NULL);
+  tc_mesh_adjust adj;
+  ck_assert_int_eq(tc_session_adjust(c, &adj), 1);
+  ck_assert_double_gt(tc_session_step_load(c), 1);
+  ck_assert_msg(strstr(adj.warning, "slow motion"), "no slow-motion warning: '%s'", adj.warning);
   long long end = now_ms() + WAIT_MS;
   while (!(session_metric(&d, "tissued_session_step_load", grid) > 1) && now_ms() < end)
     pause_ms(50);
@@ -282,6 +338,7 @@ START_TEST(test_slow_lane_off) {
   pause_ms(1000);
   ck_assert_double_eq(session_metric(&d, "tissued_session_slow_lane", grid), 0);
   ck_assert_double_eq(ts_dproc_metric(d.http_port, MOVES "{to=\"slow\"}"), 0);
+  ck_assert_double_eq(ts_dproc_metric(d.http_port, "tissued_slow_lane_starts_total"), 0);
   long nice = 0;
   ck_assert_int_eq(ts_thread_nice(d.pid, "tissued-slow0", &nice), 0);
   ck_assert_msg(!log_has(&d, "slow ones"), "a slow thread with --slow-lane-load 0");
@@ -293,6 +350,7 @@ int main(void) {
   Suite *su = suite_create("lanes");
   TCase *tc = tcase_create("lanes");
   tcase_set_timeout(tc, 600);
+  tcase_add_test(tc, test_heavy_session_starts_slow);
   tcase_add_test(tc, test_heavy_session_moves);
   tcase_add_test(tc, test_two_heavy_sessions_two_threads);
   tcase_add_test(tc, test_balance_after_sessions_end);

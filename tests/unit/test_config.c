@@ -28,6 +28,7 @@ START_TEST(test_defaults) {
   ck_assert_double_eq(c.slow_lane_load, 1);    /* what cannot keep real time moves */
   ck_assert_int_eq(c.slow_lane_nice, 10);
   ck_assert_int_eq(c.rebalance, 1);
+  ck_assert_int_eq(c.session_trial, 1);
 }
 END_TEST
 
@@ -88,6 +89,8 @@ START_TEST(test_bad_flags) {
       {{"tissued", "--slow-lane-load", "nan", NULL}, "slow-lane-load"},
       {{"tissued", "--slow-lane-nice", "20", NULL}, "slow-lane-nice: '20' is not a whole number in [0, 19]"},
       {{"tissued", "--rebalance", "2", NULL}, "rebalance: '2' is not a whole number in [0, 1]"},
+      {{"tissued", "--session-trial", "-1", NULL},
+       "session-trial: '-1' is not a whole number in [0, 1]"},
       {{"tissued", "--qs-refine-edge", "automatic", NULL}, "or auto"},
       /* an entry no browser's Origin can equal: the pages it was meant for
        * were refused at the upgrade, with nothing said at the start */
