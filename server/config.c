@@ -139,6 +139,11 @@ static const setting settings[] = {
      "measure what it costs: over --slow-lane-load it starts on a slow physics thread, and its "
      "client hears the figure (SessionCreated.step_load) and, when it will run in slow "
      "motion, a warning; 0: no trial (the sessions' steps are measured once they run)"},
+    {"max-step-load", T_DBL, OFF(max_step_load), 0, 0, 1e6,
+     "a new session whose trial steps (--session-trial) take more CPU time than this many "
+     "times the time they simulate is refused (TS_ETOOBIG, saying its load), so that nobody "
+     "starts a tissue that would run at a thousandth of real time and hold a core for it; "
+     "0: no limit"},
     {"rebalance", T_INT, OFF(rebalance), 0, 0, 1,
      "1: once a second, a session moves from the busiest real-time physics thread (over 0.8 "
      "of a core, by the sessions' measured loads) to the least busy one when that evens them "
@@ -560,6 +565,10 @@ int ts_config_parse_args(ts_config *c, int argc, char **argv, char *err, size_t 
   }
   if (c->soft_output_limit > c->hard_output_limit) {
     snprintf(err, errcap, "soft-output-limit must not exceed hard-output-limit");
+    return -1;
+  }
+  if (c->max_step_load > 0 && !c->session_trial) {
+    snprintf(err, errcap, "max-step-load needs session-trial 1 (the trial steps measure the load)");
     return -1;
   }
   return 0;

@@ -65,6 +65,8 @@ typedef struct ts_config {
                                  (1); 0: no slow threads */
   int slow_lane_nice;         /* niceness of the slow threads (10); 0: none */
   int session_trial;          /* 1: a new session's trial steps (session_trial.h) (1); 0: none */
+  double max_step_load;       /* a new session whose trial load is over this is refused (0: no
+                                 limit) */
   int rebalance;              /* 1: sessions move between real-time threads to even their
                                  loads (ts_physics_balance) (1); 0: they stay */
   double tool_stiffness;      /* N/m: tool against tool penalty of sessions that do not

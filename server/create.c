@@ -72,6 +72,7 @@ typedef struct create_job {
   double max_relaxed, min_depth_kept;
   char warning[400];
   int self_refused;          /* refused by --self-contact-max-nodes */
+  int load_refused;          /* refused by --max-step-load */
   ts_trial trial;            /* the session's trial steps (session_trial.h) */
   char hash[65];             /* an upload's SHA-256 (hex) */
   uint32_t nv, nt;           /* an upload's imported surface */
@@ -335,6 +336,17 @@ static void build_work(ts_job *jb, ts_storage *st) {
   if (!j->rc && j->server->cfg.session_trial) {
     ts_session_trial(j->session, &j->trial);
     j->session->trial_load = j->trial.load;
+    const double max = j->server->cfg.max_step_load;
+    if (max > 0 && j->trial.load > max) {
+      j->rc = TS_ETOOBIG;
+      j->load_refused = 1;
+      snprintf(j->err, sizeof j->err,
+               "the tissue is too costly for this server: each of its steps takes about %.3g "
+               "times the time it simulates (measured at creation, with no tool touching it), over "
+               "its limit of %g (--max-step-load); a coarser mesh, fewer layers or a larger dt "
+               "steps faster",
+               j->trial.load, max);
+    }
   }
 }
 
@@ -420,7 +432,9 @@ static void create_done(ts_job *jb) {
     }
   }
   if (j->rc == TS_ETOOBIG)
-    s->limit_refused[j->self_refused ? TS_LIMIT_SELF_CONTACT : TS_LIMIT_MESH]++;
+    s->limit_refused[j->self_refused   ? TS_LIMIT_SELF_CONTACT
+                     : j->load_refused ? TS_LIMIT_STEP_LOAD
+                                       : TS_LIMIT_MESH]++;
   if (j->rc || s->shutting_down) {
     if (c) ts_send_error(c, j->rid, j->rc ? j->rc : TS_ESHUTDOWN, "%s",
                          j->rc ? j->err : "server is shutting down");

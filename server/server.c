@@ -305,7 +305,7 @@ static int write_ports_file(ts_server *s) {
 const char *const ts_limit_names[TS_LIMIT_COUNT] = {
     "max-message", "max-mesh", "max-sessions", "max-sessions-per-key",
     "max-clients-per-session", "max-pose-rate", "max-tools", "max-training-samples",
-    "self-contact-max-nodes"};
+    "self-contact-max-nodes", "max-step-load"};
 
 uint32_t ts_server_sessions_of_key(const ts_server *s, int k) {
   if (k < 0 || k >= TS_MAX_KEYS) return 0;

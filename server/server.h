@@ -89,6 +89,7 @@ enum {
   TS_LIMIT_TOOLS,        /* max-tools */
   TS_LIMIT_TRAINING_SAMPLES, /* max-training-samples */
   TS_LIMIT_SELF_CONTACT, /* self-contact-max-nodes */
+  TS_LIMIT_STEP_LOAD,    /* max-step-load */
   TS_LIMIT_COUNT
 };
 extern const char *const ts_limit_names[TS_LIMIT_COUNT];

@@ -15,6 +15,8 @@
  * cores go to two slow threads; and the daemon stops cleanly with one
  * there. Besides, the real-time threads evened out when sessions end. (the ASan build checks for leaks at exit). With
  * --slow-lane-load 0 there is no slow thread and the grid's session stays.
+ * With --max-step-load 2 the grid's upload is refused at creation, saying
+ * its load, and nothing of it is stored; the patch's session is made.
  */
 #include <check.h>
 #include <stdio.h>
@@ -23,6 +25,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "../../server/core/ts_error.h"
 #include "daemon_proc.h"
 #include "grid_obj.h"
 #include "proc_threads.h"
@@ -346,6 +349,35 @@ START_TEST(test_slow_lane_off) {
 }
 END_TEST
 
+/* --max-step-load 2: the patch (a load far under 1) is made, the grid's
+ * upload (over 2 in every build) refused with TS_ETOOBIG, counted, and not
+ * stored (creating a session of it by name finds no such tissue). */
+START_TEST(test_max_step_load) {
+  const char *args[] = {"--physics-threads", "1", "--patch-resolution", "5", "--max-step-load",
+                        "2", NULL};
+  ts_dproc d;
+  tc_client *c = start(&d, args);
+  uint32_t patch = 0, grid = 0;
+  ck_assert_int_eq(tc_create_session(c, "stomach-patch", &patch, NULL, NULL), 0);
+  size_t len = 0;
+  char *obj = ts_grid_obj(GRID, &len);
+  ck_assert_ptr_nonnull(obj);
+  const int rc = tc_create_session_mesh(c, TC_MESH_OBJ, obj, len, 1.0, NULL, 0, "grid", &grid,
+                                        NULL, NULL);
+  free(obj);
+  printf("refused: %s\n", tc_last_error(c));
+  ck_assert_int_eq(rc, TS_ETOOBIG);
+  ck_assert_msg(strstr(tc_last_error(c), "--max-step-load") &&
+                    strstr(tc_last_error(c), "times the time it simulates"),
+                "%s", tc_last_error(c));
+  ck_assert_double_eq(
+      ts_dproc_metric(d.http_port, "tissued_limit_refused_total{limit=\"max-step-load\"}"), 1);
+  ck_assert_int_eq(tc_create_session(c, "grid", &grid, NULL, NULL), TS_ENOTISSUE);
+  ck_assert_double_eq(session_metric(&d, "tissued_session_slow_lane", patch), 0);
+  close_and_stop(&d, c);
+}
+END_TEST
+
 int main(void) {
   Suite *su = suite_create("lanes");
   TCase *tc = tcase_create("lanes");
@@ -356,6 +388,7 @@ int main(void) {
   tcase_add_test(tc, test_balance_after_sessions_end);
   tcase_add_test(tc, test_stop_with_slow_session);
   tcase_add_test(tc, test_slow_lane_off);
+  tcase_add_test(tc, test_max_step_load);
   suite_add_tcase(su, tc);
   return ts_dproc_run_suite(su);
 }

@@ -29,6 +29,7 @@ START_TEST(test_defaults) {
   ck_assert_int_eq(c.slow_lane_nice, 10);
   ck_assert_int_eq(c.rebalance, 1);
   ck_assert_int_eq(c.session_trial, 1);
+  ck_assert(c.max_step_load == 0);
 }
 END_TEST
 
@@ -91,6 +92,8 @@ START_TEST(test_bad_flags) {
       {{"tissued", "--rebalance", "2", NULL}, "rebalance: '2' is not a whole number in [0, 1]"},
       {{"tissued", "--session-trial", "-1", NULL},
        "session-trial: '-1' is not a whole number in [0, 1]"},
+      {{"tissued", "--max-step-load", "-1", NULL},
+       "max-step-load: '-1' is not a number in [0, 1e+06]"},
       {{"tissued", "--qs-refine-edge", "automatic", NULL}, "or auto"},
       /* an entry no browser's Origin can equal: the pages it was meant for
        * were refused at the upgrade, with nothing said at the start */
@@ -109,6 +112,19 @@ START_TEST(test_bad_flags) {
     ck_assert_int_eq(ts_config_parse_args(&c, argc, (char **)cases[i].argv, err, sizeof err), -1);
     ck_assert_msg(strstr(err, cases[i].needle) != NULL, "case %zu: '%s' lacks '%s'", i, err,
                   cases[i].needle);
+  }
+  /* a limit on the trial's load needs the trial */
+  {
+    ts_config c;
+    ts_config_defaults(&c);
+    char err[256] = "";
+    char *argv[] = {"tissued", "--max-step-load", "100", "--session-trial", "0", NULL};
+    ck_assert_int_eq(ts_config_parse_args(&c, 5, argv, err, sizeof err), -1);
+    ck_assert_str_eq(err, "max-step-load needs session-trial 1 (the trial steps measure the load)");
+    ts_config_defaults(&c);
+    char *ok[] = {"tissued", "--max-step-load", "100", NULL};
+    ck_assert_int_eq(ts_config_parse_args(&c, 3, ok, err, sizeof err), 0);
+    ck_assert(c.max_step_load == 100);
   }
   /* and what a browser sends is taken: scheme://host[:port], or * */
   static const char *const good[] = {"https://sim.example.org, http://room2:8080", "*",
