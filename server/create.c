@@ -332,10 +332,8 @@ static void build_work(ts_job *jb, ts_storage *st) {
   }
   /* what it will cost (session_trial.h): where the physics starts it, and
    * its client hears it */
-  j->trial.load = -1;
   if (!j->rc && j->server->cfg.session_trial) {
     ts_session_trial(j->session, &j->trial);
-    j->session->trial_load = j->trial.load;
     const double max = j->server->cfg.max_step_load;
     if (max > 0 && j->trial.load > max) {
       j->rc = TS_ETOOBIG;
@@ -458,7 +456,7 @@ static void create_done(ts_job *jb) {
     free(j);
     return;
   }
-  ts_server_add_session(s, se);
+  ts_server_add_session(s, se, j->trial.load);
   char load[32] = "not measured";
   if (j->trial.load >= 0) snprintf(load, sizeof load, "%.3g", j->trial.load);
   ts_log_info("session %u '%s' created: %u nodes, %u triangles, dt %g s, step load %s", se->id,

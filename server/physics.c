@@ -38,7 +38,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "core/ts_error.h"
 #include "force.h"
@@ -101,13 +100,6 @@ static void check_stall(ts_physics *p, ts_session *se, uint64_t took_ns) {
     sim->stalling = 0;
     ts_log_info("physics: session %u steps within stall-threshold again", se->id);
   }
-}
-
-/* CPU time of the calling thread, ns */
-static uint64_t thread_cpu_ns(void) {
-  struct timespec ts;
-  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)) return 0;
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* Meters one computed step of se (physics thread; lane.h) and asks the loop
@@ -222,12 +214,12 @@ static void thread_main(void *arg) {
       while (sim->next_step_ns <= now && done < TS_MAX_CATCHUP) {
         int diverged = 0;
         const uint64_t slept = sim->sleep.slept_steps;
-        const uint64_t c0 = thread_cpu_ns();
+        const uint64_t c0 = ts_thread_self_cpu_ns();
         uint64_t t0 = uv_hrtime();
         ts_frame_ref *f = ts_session_step(se, &diverged);
         check_stall(p, se, uv_hrtime() - t0);
         if (sim->sleep.slept_steps == slept) /* computed, not slept (lane.h) */
-          lane_meter(p, se, thread_cpu_ns() - c0, &woke);
+          lane_meter(p, se, ts_thread_self_cpu_ns() - c0, &woke);
         if (f && sim->stall_flag) {
           f->flags |= TS_FRAME_STALLED;
           sim->stall_flag = 0;
@@ -374,17 +366,17 @@ static pthread_ctx *least_loaded(ts_physics *p, int slow) {
   return best;
 }
 
-int ts_physics_add(ts_physics *p, ts_session *se) {
+int ts_physics_add(ts_physics *p, ts_session *se, double trial_load) {
   ts_lane_meter_init(&se->sim.lane);
   /* a creation's trial over the threshold (session_trial.h): a slow thread
    * from the start, as if moved there (the meter's load is the trial's, and
    * it settles before it may ask to come back) */
-  const int slow = p->n_slow > 0 && p->slow_load > 0 && se->trial_load > p->slow_load;
+  const int slow = p->n_slow > 0 && p->slow_load > 0 && trial_load > p->slow_load;
   if (slow) {
-    se->sim.lane.load = se->trial_load;
+    se->sim.lane.load = trial_load;
     ts_log_info("session %u starts on a slow physics thread: its trial steps took %.3g times the "
                 "time they simulate (--slow-lane-load %g)",
-                se->id, se->trial_load, p->slow_load);
+                se->id, trial_load, p->slow_load);
   }
   add_to(least_loaded(p, slow), se);
   return slow;

@@ -15,10 +15,10 @@ typedef struct ts_physics ts_physics;
 int ts_physics_start(ts_server *s, int n_threads, ts_physics **out);
 
 /* Hands a session to the least loaded real-time thread, or to the least
- * loaded slow one when its creation's trial (se->trial_load,
+ * loaded slow one when its creation's trial load (trial_load, < 0: none;
  * session_trial.h) is over --slow-lane-load (loop thread). Returns 1 when
  * it went to a slow thread, 0 otherwise. */
-int ts_physics_add(ts_physics *p, ts_session *se); /* 1: a slow thread */
+int ts_physics_add(ts_physics *p, ts_session *se, double trial_load);
 
 /* Asks the owning thread to drop a session; an outbox event
  * TS_EV_REMOVED follows, after which the loop may free it. */

@@ -40,13 +40,13 @@ ts_conn *ts_server_find_conn(ts_server *s, uint64_t id) {
   return NULL;
 }
 
-void ts_server_add_session(ts_server *s, ts_session *se) {
+void ts_server_add_session(ts_server *s, ts_session *se, double trial_load) {
   se->id = s->next_session_id++;
   se->idle_since_ms = ts_now_ms(s);
   se->next = s->sessions;
   s->sessions = se;
   s->n_sessions++;
-  if (ts_physics_add(s->physics, se)) s->slow_starts++;
+  if (ts_physics_add(s->physics, se, trial_load)) s->slow_starts++;
 }
 
 void ts_conn_drop_full(ts_conn *c) {

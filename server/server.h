@@ -115,8 +115,10 @@ ts_session *ts_server_find_session(ts_server *s, uint32_t id);
 /* The open connection with this id, or NULL (it left). */
 ts_conn *ts_server_find_conn(ts_server *s, uint64_t id);
 
-/* Registers a session built off the loop and hands it to physics. */
-void ts_server_add_session(ts_server *s, ts_session *se);
+/* Registers a session built off the loop and hands it to physics, on a
+ * slow thread when its creation's trial load (< 0: none; session_trial.h)
+ * is over --slow-lane-load. */
+void ts_server_add_session(ts_server *s, ts_session *se, double trial_load);
 
 /* Ends a session: clients are told and detached, physics drops it, and it is
  * freed when physics confirms. */

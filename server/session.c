@@ -59,7 +59,6 @@ int ts_session_create_with_tissue(ts_server *s, const char *name, const char *ti
     return TS_ENOMEM;
   }
   se->server = s;
-  se->trial_load = -1; /* none until create.c's trial (session_trial.h) */
   snprintf(se->name, sizeof se->name, "%s", name);
   snprintf(se->tissue_name, sizeof se->tissue_name, "%s", tissue_name);
   se->sim.dt = dt;
@@ -499,6 +498,15 @@ static void filter_forces(ts_session_sim *sim) {
   }
 }
 
+int ts_session_solver_step(ts_session_sim *sim, ts_step_stats *st, ts_xpbd_stats *xs) {
+  if (sim->xpbd)
+    return sim->contact ? ts_session_contact_step(sim->contact, sim->xpbd, sim->tissue, sim->dt,
+                                                  sim->tools, xs)
+                        : ts_xpbd_step(sim->xpbd, sim->tissue, sim->dt, sim->tools, TS_MAX_TOOLS,
+                                       xs);
+  return ts_massspring_step(sim->tissue, sim->dt, sim->tools, TS_MAX_TOOLS, st);
+}
+
 ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
   ts_session_sim *sim = &se->sim;
   *diverged = 0;
@@ -549,9 +557,7 @@ ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
   } else if (sim->xpbd) {
     ts_xpbd_stats xs;
     memset(&xs, 0, sizeof xs);
-    rc = sim->contact ? ts_session_contact_step(sim->contact, sim->xpbd, sim->tissue, sim->dt,
-                                                sim->tools, &xs)
-                      : ts_xpbd_step(sim->xpbd, sim->tissue, sim->dt, sim->tools, TS_MAX_TOOLS, &xs);
+    rc = ts_session_solver_step(sim, &st, &xs);
     st.substeps = xs.substeps;
     st.contacts = xs.contacts;
     self_pairs = (int)xs.self_contacts;
@@ -571,7 +577,7 @@ ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
     for (int i = 0; i < TS_MAX_TOOLS; i++)
       if (sim->tools[i].active) st.contacts += sim->tools[i].contacts;
   } else {
-    rc = ts_massspring_step(sim->tissue, sim->dt, sim->tools, TS_MAX_TOOLS, &st);
+    rc = ts_session_solver_step(sim, &st, NULL);
     if (rc == TS_EDIVERGED) /* which test, by how much, which node (core/ts_ms_diverge.c) */
       ts_massspring_diverged_text(&st, sim->diverged_why, sizeof sim->diverged_why);
   }

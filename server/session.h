@@ -192,9 +192,6 @@ typedef struct ts_session {
 
   int refine_pending;        /* a RefineRegion is with the physics thread (refine.c) */
 
-  double trial_load;         /* the creation's trial (session_trial.h): its load, < 0 none;
-                                the physics starts it on a slow thread when over
-                                --slow-lane-load */
   int physics_thread;        /* index of the owning thread */
   int moving;                /* between two physics threads (physics.c: detached from
                                 one, not yet added to the other) */
@@ -290,5 +287,12 @@ void ts_session_request_reset(ts_session *se);
  * tools parked as after a reset, and keeps stepping; no such state is ever
  * published. */
 ts_frame_ref *ts_session_step(ts_session *se, int *diverged);
+
+/* One step of sim's moving solver alone (XPBD, through the tree-based tool
+ * contact when it has one, or mass-spring; not a quasi-static session's):
+ * the tools as they are, no frame, no statistics kept. xs gets XPBD's
+ * figures, st mass-spring's. Returns the solver's 0 or ts_errno. Used by
+ * ts_session_step and by a new session's trial (session_trial.h). */
+int ts_session_solver_step(ts_session_sim *sim, ts_step_stats *st, ts_xpbd_stats *xs);
 
 #endif

@@ -5,33 +5,9 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
-#include "core/ts_massspring.h"
 #include "session_contact.h"
-
-static uint64_t thread_cpu_ns(void) {
-  struct timespec ts;
-  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)) return 0;
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* One step of se's solver as the physics thread takes it (session.c's
- * ts_session_step), without the tools' poses, the frames and the
- * statistics: no tool is active yet. */
-static int solver_step(ts_session_sim *sim) {
-  if (sim->xpbd) {
-    ts_xpbd_stats xs;
-    memset(&xs, 0, sizeof xs);
-    return sim->contact ? ts_session_contact_step(sim->contact, sim->xpbd, sim->tissue, sim->dt,
-                                                  sim->tools, &xs)
-                        : ts_xpbd_step(sim->xpbd, sim->tissue, sim->dt, sim->tools, TS_MAX_TOOLS,
-                                       &xs);
-  }
-  ts_step_stats st;
-  memset(&st, 0, sizeof st);
-  return ts_massspring_step(sim->tissue, sim->dt, sim->tools, TS_MAX_TOOLS, &st);
-}
+#include "thread_self.h"
 
 void ts_session_trial(ts_session *se, ts_trial *out) {
   ts_session_sim *sim = &se->sim;
@@ -46,9 +22,13 @@ void ts_session_trial(ts_session *se, ts_trial *out) {
   uint32_t timed = 0;
   int rc = 0;
   for (;;) {
-    const uint64_t c0 = thread_cpu_ns();
-    rc = solver_step(sim);
-    const uint64_t ns = thread_cpu_ns() - c0;
+    ts_step_stats st; /* no tool is active yet */
+    ts_xpbd_stats xs;
+    memset(&st, 0, sizeof st);
+    memset(&xs, 0, sizeof xs);
+    const uint64_t c0 = ts_thread_self_cpu_ns();
+    rc = ts_session_solver_step(sim, &st, &xs);
+    const uint64_t ns = ts_thread_self_cpu_ns() - c0;
     if (rc) break;
     if (out->steps++ == 0) {
       first_ns = ns;

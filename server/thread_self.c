@@ -8,6 +8,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -18,4 +19,10 @@ void ts_thread_self_setup(const char *name, int nice) {
   if (nice && setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice) != 0)
     ts_log_warn("the %s thread keeps the normal priority: setpriority: %s", name,
                 strerror(errno));
+}
+
+uint64_t ts_thread_self_cpu_ns(void) {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)) return 0;
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
