@@ -61,8 +61,8 @@ const hook = (page) => page.evaluate(() => {
   };
 });
 
-const waitHook = (page, fn, arg, what) =>
-  page.waitForFunction(fn, arg, { timeout: WAIT_MS }).catch(async (err) => {
+const waitHook = (page, fn, arg, what, timeout = WAIT_MS) =>
+  page.waitForFunction(fn, arg, { timeout }).catch(async (err) => {
     throw new Error(`waiting for ${what}: ${err.message}\nhook: ${JSON.stringify(await hook(page))}`);
   });
 
@@ -360,8 +360,14 @@ test('a large upload shows what the daemon is doing in the panel until it joins'
   await page.fill('#ss-name', 'grid-upload');
   await page.focus('#ss-create');
   await page.keyboard.press('Enter');
+  // its first frame after the join comes a frame interval (17 steps) of
+  // simulated time later: 17 steps of 0.2-0.35 s of CPU time each on a slow
+  // thread at nice 10 beside Chromium's software rendering; in a fresh-clone
+  // CI run a 20 s wait from the press (a 5 s build included) ran out with
+  // the page joined, its newest frame 16 s late
   await waitHook(page, () => window.tissued.role === 'controller' && window.tissued.frames > 0 &&
-    /^created session /.test(document.getElementById('ss-status').textContent), null, 'the grid session joined');
+    /^created session /.test(document.getElementById('ss-status').textContent), null, 'the grid session joined',
+  3 * WAIT_MS);
   const texts = await page.evaluate(() => window.statusTexts);
   fs.writeFileSync(path.join(artifactsDir(), 'classroom-large-upload.json'), JSON.stringify({ texts }, null, 2));
   const progress = texts.filter((t) => /^creating: .+, \d+ s$/.test(t));
