@@ -476,8 +476,31 @@ static void poll_all(tc_client **c, int n, int ms) {
  * more frames costs when the physics runs behind on a busy machine (the
  * limiter caps bursts at two; measured 0-1 % with the physics at real time,
  * 10-13 % with a 9 x 9 patch under TSan at 0.8 times real time); the old
- * limiter is 30 % short (measured). The 20 Hz client's upper bound fails
- * without a limit (the session publishes three times its rate). */
+ * limiter is 30 % short (measured). The lower bound is to hold in one of
+ * ATTEMPTS windows in a row (the ASan build beside other tests in CI once
+ * gave the 1000 Hz client 87.5 % of a window; the old limiter is short in
+ * every window); the upper bound in every window. The 20 Hz client's upper
+ * bound fails without a limit (the session publishes three times its rate). */
+#define ATTEMPTS 3
+
+/* One client's window (attempt: its number, for the log): asserts the upper
+ * bound; returns -1 when it got under 90 % of what it should, 0 otherwise. */
+static int window_check(const rate_watch *w, uint32_t rate, int attempt) {
+  ck_assert_uint_ge(w->frames, 2);
+  double win = (double)(w->last_us - w->first_us) * 1e-6, T = 1.0 / rate;
+  double published = (double)(w->last_seq - w->first_seq + 1);
+  double by_rate = win / T + 1, want = fmin(published, by_rate);
+  fprintf(stderr,
+          "itest_stream: window %d: %4u Hz client: %llu frames in %.2f s, session published %.0f "
+          "(%.1f/s): %.1f%% of min(published, rate)\n",
+          attempt, rate, (unsigned long long)w->frames, win, published, published / win,
+          100.0 * (double)w->frames / want);
+  ck_assert_msg((double)w->frames <= (win + 0.05) / T + 2,
+                "%u Hz client: %llu frames in %.2f s, over its rate", rate,
+                (unsigned long long)w->frames, win);
+  return (double)w->frames >= 0.9 * want ? 0 : -1;
+}
+
 START_TEST(test_rates_follow_the_session) {
   ts_dproc d;
   char err[256];
@@ -505,26 +528,16 @@ START_TEST(test_rates_follow_the_session) {
     ck_assert_uint_eq(jd.frame_rate, rate[i]);
   }
   poll_all(c, N, 200); /* past the keyframes */
-  for (int i = 0; i < N; i++) w[i].counting = 1;
-  poll_all(c, N, 2000);
-  for (int i = 0; i < N; i++) {
-    ck_assert_uint_ge(w[i].frames, 2);
-    double win = (double)(w[i].last_us - w[i].first_us) * 1e-6, T = 1.0 / rate[i];
-    double published = (double)(w[i].last_seq - w[i].first_seq + 1);
-    double by_rate = win / T + 1, want = fmin(published, by_rate);
-    fprintf(stderr,
-            "itest_stream: %4u Hz client: %llu frames in %.2f s, session published %.0f "
-            "(%.1f/s): %.1f%% of min(published, rate)\n",
-            rate[i], (unsigned long long)w[i].frames, win, published, published / win,
-            100.0 * (double)w[i].frames / want);
-    ck_assert_msg((double)w[i].frames >= 0.9 * want,
-                  "%u Hz client: %llu frames in %.2f s; the session published %.0f", rate[i],
-                  (unsigned long long)w[i].frames, win, published);
-    ck_assert_msg((double)w[i].frames <= (win + 0.05) / T + 2,
-                  "%u Hz client: %llu frames in %.2f s, over its rate", rate[i],
-                  (unsigned long long)w[i].frames, win);
-    tc_close(c[i]);
+  int short_of = 1;
+  for (int attempt = 1; attempt <= ATTEMPTS && short_of; attempt++) {
+    short_of = 0;
+    memset(w, 0, sizeof w);
+    for (int i = 0; i < N; i++) w[i].counting = 1;
+    poll_all(c, N, 2000);
+    for (int i = 0; i < N; i++) short_of |= window_check(&w[i], rate[i], attempt) < 0;
   }
+  ck_assert_msg(!short_of, "a client was short of its frames in %d windows in a row", ATTEMPTS);
+  for (int i = 0; i < N; i++) tc_close(c[i]);
   tc_close(ctl);
   char why[256] = "";
   ck_assert_msg(ts_dproc_stop(&d, 10000, why, sizeof why) == 0, "stop: %s", why);
