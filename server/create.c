@@ -105,13 +105,27 @@ static void sha256_hex(const uint8_t *data, size_t len, char hex[65]) {
   for (unsigned i = 0; i < 32; i++) snprintf(hex + 2 * i, 3, "%02x", md[i]);
 }
 
-/* The mesh build's stages as the creation's (create_progress.h). */
-static void on_mesh_stage(void *ud, int stage) {
+/* Builder thread: TS_ESHUTDOWN (with j->err saying so) once the daemon is
+ * stopping, 0 otherwise. A build checks it as it enters each stage: a
+ * large upload builds for seconds (a 250,000-node one 10 s), and the
+ * builder's queue is drained at shutdown (worker.h), so without it a stop
+ * waited for every build asked for, past --shutdown-timeout, for sessions
+ * that would never start. */
+static int stop_asked(create_job *j) {
+  if (!atomic_load(&j->server->stopping)) return 0;
+  snprintf(j->err, sizeof j->err, "server is shutting down");
+  return TS_ESHUTDOWN;
+}
+
+/* The mesh build's stages as the creation's (create_progress.h); a
+ * negative code stops the build (ts_mesh_io.h). */
+static int on_mesh_stage(void *ud, int stage) {
   create_job *j = ud;
   int p = TISSUED__V1__CREATE_PROGRESS__STAGE__SPRINGS;
   if (stage == TS_MESH_STAGE_READING) p = TISSUED__V1__CREATE_PROGRESS__STAGE__READING;
   if (stage == TS_MESH_STAGE_LAYERS) p = TISSUED__V1__CREATE_PROGRESS__STAGE__LAYERS;
   ts_create_track_set(&j->track, p);
+  return atomic_load(&j->server->stopping) ? TS_ESHUTDOWN : 0;
 }
 
 /* Imports the file and builds the tissue of j's layers. *nv and *nt get the
@@ -271,6 +285,7 @@ static void read_work(ts_job *jb, ts_storage *st) {
 static void build_work(ts_job *jb, ts_storage *st) {
   (void)st; /* the builder has none */
   create_job *j = (create_job *)jb;
+  if ((j->rc = stop_asked(j))) return; /* queued behind a build when the stop came */
   if (j->source == SRC_BUILTIN) {
     ts_create_track_set(&j->track, TISSUED__V1__CREATE_PROGRESS__STAGE__SPRINGS);
     j->rc = ts_session_create(j->server, j->name, &j->def, j->dt, j->server->cfg.frame_rate,
@@ -278,8 +293,14 @@ static void build_work(ts_job *jb, ts_storage *st) {
   } else {
     ts_tissue *t = NULL;
     j->rc = build_mesh_tissue(j, &t, &j->nv, &j->nt);
+    if (!j->rc && (j->rc = stop_asked(j))) {
+      ts_tissue_destroy(t);
+      ts_refine_src_free(j->refine_src);
+      j->refine_src = NULL;
+    }
     if (!j->rc) j->rc = session_with_tissue(j, t, j->tissue_name);
   }
+  if (!j->rc) j->rc = stop_asked(j);
   if (j->rc) return;
   ts_create_track_set(&j->track, TISSUED__V1__CREATE_PROGRESS__STAGE__SOLVER);
   j->session->solver = j->sv.solver;
@@ -332,6 +353,7 @@ static void build_work(ts_job *jb, ts_storage *st) {
   }
   /* what it will cost (session_trial.h): where the physics starts it, and
    * its client hears it */
+  if (!j->rc) j->rc = stop_asked(j);
   if (!j->rc && j->server->cfg.session_trial) {
     ts_session_trial(j->session, &j->trial);
     const double max = j->server->cfg.max_step_load;
@@ -433,6 +455,9 @@ static void create_done(ts_job *jb) {
     s->limit_refused[j->self_refused   ? TS_LIMIT_SELF_CONTACT
                      : j->load_refused ? TS_LIMIT_STEP_LOAD
                                        : TS_LIMIT_MESH]++;
+  if (j->rc == TS_ESHUTDOWN || (s->shutting_down && !j->rc))
+    ts_log_info("session '%s' not created: the server is shutting down%s", j->name,
+                j->rc ? " (its build stopped)" : "");
   if (j->rc || s->shutting_down) {
     if (c) ts_send_error(c, j->rid, j->rc ? j->rc : TS_ESHUTDOWN, "%s",
                          j->rc ? j->err : "server is shutting down");

@@ -437,6 +437,7 @@ int ts_server_start(ts_server *s, uv_loop_t *loop, const ts_config *cfg) {
 void ts_server_shutdown(ts_server *s, const char *why) {
   if (s->shutting_down) return;
   s->shutting_down = 1;
+  atomic_store(&s->stopping, 1);
   ts_log_info("shutting down (%s)", why);
   if (s->on_shutdown_begin) s->on_shutdown_begin(s);
 
@@ -466,8 +467,9 @@ void ts_server_shutdown(ts_server *s, const char *why) {
   /* the worker finishes what it was given (SQLite writes complete); the
    * replies of those jobs find the server shutting down */
   ts_worker_stop(&s->worker);
-  /* a build under way finishes, and is then dropped with an Error to the
-   * client that asked (create.c: nothing goes back to the stopped worker) */
+  /* a build under way stops at its next stage, the queued ones before they
+   * start (create.c, s->stopping); they are dropped, as is a build that
+   * finished meanwhile (nothing goes back to the stopped worker) */
   ts_worker_stop(&s->builder);
   /* a refinement under way finishes; its result goes to its session's
    * mailbox (freed with the session below) or is dropped */

@@ -7,6 +7,7 @@
 #ifndef TS_SERVER_H
 #define TS_SERVER_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <uv.h>
 
@@ -51,6 +52,8 @@ struct ts_server {
   uint64_t next_conn_id;
   uint64_t n_conns;
   int shutting_down;
+  atomic_int stopping;       /* the same, for the builder's jobs to read (create.c: a build
+                                under way stops at its next stage, a queued one at once) */
   int exit_code;
   uint64_t start_ms;
 

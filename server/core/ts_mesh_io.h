@@ -62,8 +62,10 @@ typedef struct ts_mesh_import_opts {
   /* optional (NULL: none): told, on the calling thread, as a tissue's build
    * from this mesh enters each of its stages (ts_mesh_tissue.h's
    * TS_MESH_STAGE_*), so that a long one can be reported; the import alone
-   * does not call it */
-  void (*on_stage)(void *ud, int stage);
+   * does not call it. It returns 0 to go on, or a negative ts_errno to
+   * stop the build there, which then fails with that code (a daemon that
+   * is stopping does not finish a build nobody will use) */
+  int (*on_stage)(void *ud, int stage);
   void *stage_ud;
 } ts_mesh_import_opts;
 

@@ -44,6 +44,16 @@ static const char *format_name(int f) {
   return f == TS_MESH_STL ? "stl" : f == TS_MESH_PLY ? "ply" : "obj";
 }
 
+/* Tells o's on_stage (if any) that the build enters stage; returns 0 to go
+ * on, or the negative code it returned to stop (err says so). */
+static int enter_stage(const ts_mesh_import_opts *o, int stage, char *err, size_t errcap) {
+  if (!o || !o->on_stage) return 0;
+  int rc = o->on_stage(o->stage_ud, stage);
+  if (rc >= 0) return 0;
+  snprintf(err, errcap, "the build was stopped: %s", ts_strerror(rc));
+  return rc;
+}
+
 int ts_mesh_tissue_extrude(const uint8_t *data, size_t len, int format,
                            const ts_mesh_import_opts *o, const double *thickness,
                            uint32_t n_layers, ts_extrusion **out, uint32_t *nv, uint32_t *nt,
@@ -57,10 +67,11 @@ int ts_mesh_tissue_extrude(const uint8_t *data, size_t len, int format,
     return TS_EINVAL;
   }
   ts_mesh_import_opts opts = o ? *o : ts_mesh_import_opts_default();
-  if (opts.on_stage) opts.on_stage(opts.stage_ud, TS_MESH_STAGE_READING);
+  int rc = enter_stage(&opts, TS_MESH_STAGE_READING, err, errcap);
+  if (rc) return rc;
   ts_mesh *m = NULL;
   char msg[400] = "";
-  int rc = ts_mesh_import(data, len, format, &opts, &m, NULL, NULL, msg, sizeof msg);
+  rc = ts_mesh_import(data, len, format, &opts, &m, NULL, NULL, msg, sizeof msg);
   if (rc) {
     snprintf(err, errcap, "the %s mesh is refused: %s", format_name(format),
              msg[0] ? msg : ts_strerror(rc));
@@ -94,7 +105,10 @@ int ts_mesh_tissue_extrude(const uint8_t *data, size_t len, int format,
     return TS_ERANGE;
   }
   ts_mesh_tissue_place(m);
-  if (opts.on_stage) opts.on_stage(opts.stage_ud, TS_MESH_STAGE_LAYERS);
+  if ((rc = enter_stage(&opts, TS_MESH_STAGE_LAYERS, err, errcap))) {
+    ts_mesh_free(m);
+    return rc;
+  }
   rc = ts_extrude(m, &d, out, msg, sizeof msg);
   ts_mesh_free(m);
   if (rc == TS_EMESH) {
@@ -189,7 +203,10 @@ int ts_mesh_tissue_build(const uint8_t *data, size_t len, int format,
     return TS_ENOMEM;
   }
   ts_patch_def pd = ts_default_patch_def();
-  if (o && o->on_stage) o->on_stage(o->stage_ud, TS_MESH_STAGE_SPRINGS);
+  if ((rc = enter_stage(o, TS_MESH_STAGE_SPRINGS, err, errcap))) {
+    ts_mesh_tissue_free(out);
+    return rc;
+  }
   rc = ts_tissue_build(out->e, layers, out->anchors, pd.gravity, &out->t);
   if (rc == TS_EMESH) {
     char msg[200];

@@ -66,7 +66,7 @@ typedef struct ts_mesh_tissue {
  * imported surface's counts and warning (may be NULL) what the extrusion
  * changed ("" when nothing). Returns 0, or a ts_errno with the reason in
  * err (the mesh refused, TS_ERANGE for its size, TS_EMESH for layers that
- * fold, ...). */
+ * fold, ..., or the code o's on_stage returned to stop the build). */
 int ts_mesh_tissue_extrude(const uint8_t *data, size_t len, int format,
                            const ts_mesh_import_opts *o, const double *thickness,
                            uint32_t n_layers, ts_extrusion **out, uint32_t *nv, uint32_t *nt,
@@ -77,7 +77,8 @@ int ts_mesh_tissue_extrude(const uint8_t *data, size_t len, int format,
  * patch's gravity and drag and its stable step. On success *out holds all
  * three (free with ts_mesh_tissue_free); on failure it is empty. Returns 0
  * or a ts_errno with the reason in err (TS_EMESH naming the first inverted
- * prism when the builder refuses one). */
+ * prism when the builder refuses one; the code o's on_stage returned to
+ * stop the build). */
 int ts_mesh_tissue_build(const uint8_t *data, size_t len, int format,
                          const ts_mesh_import_opts *o, const ts_layer *layers, uint32_t n_layers,
                          ts_mesh_tissue *out, char *err, size_t errcap);

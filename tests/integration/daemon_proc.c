@@ -111,6 +111,17 @@ static void track(ts_dproc *d) {
   }
 }
 
+int ts_dproc_log_count(const ts_dproc *d, const char *needle) {
+  FILE *f = fopen(d->log, "r");
+  if (!f) return -1;
+  char line[2048];
+  int n = 0;
+  while (fgets(line, sizeof line, f))
+    if (strstr(line, needle)) n++;
+  fclose(f);
+  return n;
+}
+
 void ts_dproc_dump_log(const ts_dproc *d) {
   FILE *f = fopen(d->log, "r");
   if (!f) return;

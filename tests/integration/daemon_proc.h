@@ -60,6 +60,10 @@ int ts_dproc_stop(ts_dproc *d, int timeout_ms, char *why, size_t whycap);
  * and last 40 lines. */
 void ts_dproc_dump_log(const ts_dproc *d);
 
+/* The lines of the daemon's log that contain needle (-1: the log cannot
+ * be read; it is gone once ts_dproc_stop returns). */
+int ts_dproc_log_count(const ts_dproc *d, const char *needle);
+
 /* The path of one of the shared meshes (../shared/data/meshes/NAME beside
  * the repository, or $TS_SHARED_DIR/data/meshes/NAME). */
 void ts_dproc_shared_mesh(const char *name, char *out, size_t cap);

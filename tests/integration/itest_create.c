@@ -3,7 +3,8 @@
  * create.c, create_progress.c): progress reports to the client that asked
  * for them and to no other, the queue position of a creation behind a long
  * build, SQLite requests answered while a build runs (the builder thread),
- * libtissueclient's wait renewed by the reports, a SIGTERM during a build,
+ * libtissueclient's wait renewed by the reports, a SIGTERM during a build
+ * with another queued (both stop),
  * and the builder thread's lower priority.
  *
  * The long build is a flat OBJ grid made here, GRID x GRID vertices (about
@@ -299,40 +300,66 @@ START_TEST(test_thread_priorities) {
 }
 END_TEST
 
-/* SIGTERM while a build runs: the daemon finishes the build (it cannot
- * stop one half way: --shutdown-timeout must cover the longest, README),
- * drops its session, tells the client it is shutting down and exits 0 with
- * nothing leaked (the ASan build checks). */
+/* SIGTERM while a build runs and another waits behind it: the running build
+ * stops as it enters its next stage and the queued one before it starts
+ * (create.c: the builder's queue is drained at shutdown, so before, the stop
+ * waited for both, past --shutdown-timeout); both are dropped, both clients
+ * are told the server is shutting down, and the daemon exits 0 with nothing
+ * leaked (the ASan build checks) within its default --shutdown-timeout of
+ * 5 s, counted from the signal, where the two builds alone take 5 s or
+ * more (2-3 s each in the normal build, three times that or more under the
+ * sanitizers). */
 START_TEST(test_shutdown_during_build) {
   ts_dproc d;
   char err[256];
-  const char *args[] = {"--shutdown-timeout", "600", NULL};
-  ck_assert_msg(ts_dproc_start(&d, args, err, sizeof err) == 0, "%s", err);
+  ck_assert_msg(ts_dproc_start(&d, NULL, err, sizeof err) == 0, "%s", err);
   size_t len;
   char *obj = grid_obj(&len);
-  rc_conn c;
+  rc_conn c, q;
   ck_assert_int_eq(rc_tcp(&c, d.tcp_port), 0);
   ck_assert_int_eq(rc_hello(&c, 30000), 0);
+  ck_assert_int_eq(rc_tcp(&q, d.tcp_port), 0);
+  ck_assert_int_eq(rc_hello(&q, 30000), 0);
   send_create(&c, 21, "grid-stop", obj, len, 1);
-  /* the first report: the build is under way */
+  send_create(&q, 22, "grid-queued", obj, len, 1); /* behind it */
+  /* the first report: the build is under way (and the second waits: the
+   * builder takes one at a time) */
   Envelope *e = rc_recv(&c, WAIT_MS);
   ck_assert_ptr_nonnull(e);
   ck_assert_int_eq(e->body_case, TISSUED__V1__ENVELOPE__BODY_CREATE_PROGRESS);
+  ck_assert_int_ne(e->create_progress->stage, TISSUED__V1__CREATE_PROGRESS__STAGE__QUEUED);
   tissued__v1__envelope__free_unpacked(e, NULL);
   char why[256];
   int errors = 0;
+  const long long t0 = now_ms();
   kill(d.pid, SIGTERM); /* once: a second one would end it at once */
   ck_assert_msg(rc_wait_closed(&c, WAIT_MS, TS_ESHUTDOWN, &errors),
                 "the connection stayed open");
+  ck_assert_int_ge(errors, 1);
+  errors = 0;
+  ck_assert_msg(rc_wait_closed(&q, WAIT_MS, TS_ESHUTDOWN, &errors),
+                "the queued creation's connection stayed open");
   ck_assert_int_ge(errors, 1);
   long long end = now_ms() + WAIT_MS;
   while (ts_dproc_alive(&d) && now_ms() < end) {
     struct timespec pause = {0, 20 * 1000000};
     nanosleep(&pause, NULL);
   }
+  const long long took = now_ms() - t0;
+  /* the log, before ts_dproc_stop removes the daemon's directory */
+  const int queued_stopped = ts_dproc_log_count(&d, "session 'grid-queued' not created: the "
+                                                   "server is shutting down (its build stopped)") == 1;
+  const int running_dropped = ts_dproc_log_count(&d, "session 'grid-stop' not created: the server "
+                                                    "is shutting down") == 1;
+  if (!queued_stopped || !running_dropped) ts_dproc_dump_log(&d);
   int st = ts_dproc_stop(&d, 1000, why, sizeof why); /* reaped already: its status */
+  fprintf(stderr, "itest_create: stopped %.2f s after SIGTERM with a build under way and one "
+                  "queued (status %d)\n", (double)took / 1000, st);
   ck_assert_msg(st == 0, "daemon exit %d %s", st, why);
+  ck_assert_msg(queued_stopped, "the queued build was not stopped");
+  ck_assert_msg(running_dropped, "the running build was not dropped");
   rc_close(&c);
+  rc_close(&q);
   free(obj);
 }
 END_TEST

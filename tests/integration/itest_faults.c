@@ -69,18 +69,6 @@ static double closed_metric(int port, const char *reason) {
   return ts_dproc_metric(port, name);
 }
 
-/* Counts lines of the daemon's log containing needle. */
-static int log_count(const ts_dproc *d, const char *needle) {
-  FILE *f = fopen(d->log, "r");
-  if (!f) return -1;
-  char line[2048];
-  int n = 0;
-  while (fgets(line, sizeof line, f))
-    if (strstr(line, needle)) n++;
-  fclose(f);
-  return n;
-}
-
 /* ---- silent connections ------------------------------------------------- */
 
 START_TEST(test_silent_connections_closed) {
@@ -382,7 +370,7 @@ START_TEST(test_stall_reported) {
   double episodes = ts_dproc_metric(d.http_port, "tissued_physics_stalls_total");
   ck_assert_double_ge(episodes, 1);
   /* one log line per episode, not per step (there were hundreds of steps) */
-  ck_assert_int_eq(log_count(&d, "stalled: one step took"), (int)episodes);
+  ck_assert_int_eq(ts_dproc_log_count(&d, "stalled: one step took"), (int)episodes);
   ck_assert_double_le(episodes, 3);
   rc_close(&c);
   stop_clean(&d);
@@ -655,7 +643,7 @@ START_TEST(test_divergence_isolated) {
   /* reported once a second at most (the sphere left in the sheet threw A
    * again every step until the lift arrived: hundreds a second, each a log
    * line and an Error to every client before), every one counted */
-  const int reports = log_count(&d, "; the tissue was put back at rest and goes on");
+  const int reports = ts_dproc_log_count(&d, "; the tissue was put back at rest and goes on");
   const double alive_s = (now_ms() - t_created) * 1e-3;
   fprintf(stderr, "faults: session A diverged %.0f times in %.1f s, %d reports\n", diverged_a, alive_s,
           reports);
@@ -664,8 +652,8 @@ START_TEST(test_divergence_isolated) {
   ck_assert_double_ge(diverged_a, reports);
   /* the log line names the reason too (A is an XPBD session): the node,
    * its speed or its non-finite state, the substep */
-  ck_assert_int_ge(log_count(&d, "diverged: node "), 1);
-  ck_assert_int_ge(log_count(&d, " in substep "), 1);
+  ck_assert_int_ge(ts_dproc_log_count(&d, "diverged: node "), 1);
+  ck_assert_int_ge(ts_dproc_log_count(&d, " in substep "), 1);
 
   free(da.q);
   free(dca.q);

@@ -133,15 +133,7 @@ static void close_and_stop(ts_dproc *d, tc_client *c) {
   ck_assert_msg(st == 0, "daemon exit %d %s", st, why);
 }
 
-static int log_has(const ts_dproc *d, const char *text) {
-  FILE *f = fopen(d->log, "r");
-  if (!f) return 0;
-  char line[2048];
-  int found = 0;
-  while (!found && fgets(line, sizeof line, f)) found = strstr(line, text) != NULL;
-  fclose(f);
-  return found;
-}
+static int log_has(const ts_dproc *d, const char *text) { return ts_dproc_log_count(d, text) > 0; }
 
 /* The creation's trial (the default): the grid's session starts on the
  * slow thread, no move; its client heard the load and the warning; the

@@ -19,6 +19,10 @@
  * - Malformed files give the intended error, with the exact message where
  *   the message is part of the contract (it names the line).
  * - Size limits are enforced.
+ * - A tissue's build from a mesh (ts_mesh_tissue.h) tells its stages in
+ *   order, and stops at any of them when on_stage returns an error: that
+ *   code, "stopped" in the message, nothing built (the ASan build checks
+ *   that nothing leaks).
  */
 #include "ts_check.h"
 #include <dirent.h>
@@ -34,6 +38,9 @@
 #include "ts_mesh.h"
 #include "ts_mesh_check.h"
 #include "ts_mesh_io.h"
+#include "ts_mesh_tissue.h"
+#include "ts_material.h"
+#include "../integration/grid_obj.h"
 
 #define MESHES TS_SHARED_DIR "/data/meshes/"
 
@@ -1035,6 +1042,52 @@ START_TEST(size_limits) {
 }
 END_TEST
 
+/* on_stage's record: the stages told, and the one to stop at (0 none). */
+typedef struct stage_log {
+  int seen[8], n, stop_at;
+} stage_log;
+
+static int on_stage(void *ud, int stage) {
+  stage_log *l = ud;
+  if (l->n < 8) l->seen[l->n++] = stage;
+  return stage == l->stop_at ? TS_ESHUTDOWN : 0;
+}
+
+START_TEST(build_stops_at_a_stage) {
+  size_t len = 0;
+  char *obj = ts_grid_obj(12, &len);
+  ck_assert_ptr_nonnull(obj);
+  ts_layer layers[TS_MAX_LAYERS];
+  uint32_t nl = ts_material_default_layers(layers);
+  const int stages[3] = {TS_MESH_STAGE_READING, TS_MESH_STAGE_LAYERS, TS_MESH_STAGE_SPRINGS};
+  for (int stop = 0; stop <= 3; stop++) { /* 0: none, then each stage */
+    stage_log l = {.n = 0, .stop_at = stop ? stages[stop - 1] : 0};
+    ts_mesh_import_opts o = ts_mesh_import_opts_default();
+    o.on_stage = on_stage;
+    o.stage_ud = &l;
+    ts_mesh_tissue mt;
+    char err[300] = "";
+    int rc = ts_mesh_tissue_build((const uint8_t *)obj, len, TS_MESH_OBJ, &o, layers, nl, &mt,
+                                  err, sizeof err);
+    ck_assert_int_eq(l.n, stop ? stop : 3);
+    for (int k = 0; k < l.n; k++) ck_assert_int_eq(l.seen[k], stages[k]);
+    if (!stop) {
+      ck_assert_msg(rc == 0, "%s", err);
+      ck_assert_ptr_nonnull(mt.t);
+      ck_assert_uint_eq(mt.n_verts, 144);
+      ts_mesh_tissue_free(&mt);
+    } else {
+      ck_assert_int_eq(rc, TS_ESHUTDOWN);
+      ck_assert_msg(strstr(err, "stopped"), "'%s'", err);
+      ck_assert_ptr_null(mt.t);
+      ck_assert_ptr_null(mt.e);
+      ck_assert_ptr_null(mt.anchors);
+    }
+  }
+  free(obj);
+}
+END_TEST
+
 static Suite *mesh_io_suite(void) {
   Suite *s = suite_create("mesh_io");
   TCase *tc = tcase_create("import");
@@ -1055,6 +1108,7 @@ static Suite *mesh_io_suite(void) {
   tcase_add_test(tc, detect_format);
   tcase_add_test(tc, size_limits);
   tcase_add_test(tc, tiny_mesh_refused);
+  tcase_add_test(tc, build_stops_at_a_stage);
   suite_add_tcase(s, tc);
   return s;
 }
