@@ -303,16 +303,21 @@ END_TEST
 /* SIGTERM while a build runs and another waits behind it: the running build
  * stops as it enters its next stage and the queued one before it starts
  * (create.c: the builder's queue is drained at shutdown, so before, the stop
- * waited for both, past --shutdown-timeout); both are dropped, both clients
- * are told the server is shutting down, and the daemon exits 0 with nothing
- * leaked (the ASan build checks) within its default --shutdown-timeout of
- * 5 s, counted from the signal, where the two builds alone take 5 s or
- * more (2-3 s each in the normal build, three times that or more under the
- * sanitizers). */
+ * waited for both builds, 2-3 s each in the normal build and three times
+ * that or more under the sanitizers, past the default --shutdown-timeout
+ * of 5 s); the log says both builds stopped, both clients are told the
+ * server is shutting down, and the daemon exits 0 with nothing leaked (the
+ * ASan build checks). The signal comes with the first progress report, a
+ * second into a build of several: the running build is in its layers or
+ * springs then, well before its last stage (the trial steps, which no stop
+ * interrupts). Measured: 0.3-1.4 s from the signal to the exit in the
+ * normal build, 1.6-2.8 s under ASan; --shutdown-timeout 60 here, as the
+ * builder (at --builder-nice 10) may have little of a loaded machine. */
 START_TEST(test_shutdown_during_build) {
   ts_dproc d;
   char err[256];
-  ck_assert_msg(ts_dproc_start(&d, NULL, err, sizeof err) == 0, "%s", err);
+  const char *args[] = {"--shutdown-timeout", "60", NULL};
+  ck_assert_msg(ts_dproc_start(&d, args, err, sizeof err) == 0, "%s", err);
   size_t len;
   char *obj = grid_obj(&len);
   rc_conn c, q;
@@ -349,15 +354,15 @@ START_TEST(test_shutdown_during_build) {
   /* the log, before ts_dproc_stop removes the daemon's directory */
   const int queued_stopped = ts_dproc_log_count(&d, "session 'grid-queued' not created: the "
                                                    "server is shutting down (its build stopped)") == 1;
-  const int running_dropped = ts_dproc_log_count(&d, "session 'grid-stop' not created: the server "
-                                                    "is shutting down") == 1;
-  if (!queued_stopped || !running_dropped) ts_dproc_dump_log(&d);
+  const int running_stopped = ts_dproc_log_count(&d, "session 'grid-stop' not created: the server "
+                                                    "is shutting down (its build stopped)") == 1;
+  if (!queued_stopped || !running_stopped) ts_dproc_dump_log(&d);
   int st = ts_dproc_stop(&d, 1000, why, sizeof why); /* reaped already: its status */
   fprintf(stderr, "itest_create: stopped %.2f s after SIGTERM with a build under way and one "
                   "queued (status %d)\n", (double)took / 1000, st);
   ck_assert_msg(st == 0, "daemon exit %d %s", st, why);
   ck_assert_msg(queued_stopped, "the queued build was not stopped");
-  ck_assert_msg(running_dropped, "the running build was not dropped");
+  ck_assert_msg(running_stopped, "the running build was not stopped");
   rc_close(&c);
   rc_close(&q);
   free(obj);
