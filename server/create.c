@@ -117,8 +117,9 @@ static int stop_asked(create_job *j) {
   return TS_ESHUTDOWN;
 }
 
-/* The mesh build's stages as the creation's (create_progress.h); a
- * negative code stops the build (ts_mesh_io.h). */
+/* The mesh build's stages as the creation's (create_progress.h: the
+ * springs' report covers the stability bounds too); a negative code stops
+ * the build (ts_mesh_io.h). */
 static int on_mesh_stage(void *ud, int stage) {
   create_job *j = ud;
   int p = TISSUED__V1__CREATE_PROGRESS__STAGE__SPRINGS;

@@ -207,8 +207,16 @@ int ts_mesh_tissue_build(const uint8_t *data, size_t len, int format,
     ts_mesh_tissue_free(out);
     return rc;
   }
-  rc = ts_tissue_build(out->e, layers, out->anchors, pd.gravity, &out->t);
-  if (rc == TS_EMESH) {
+  /* the springs, then (a stage of its own, so that a stop need not wait
+   * for both) the step's preparation with its stability bounds, as
+   * ts_tissue_build makes them: before the drag is set */
+  rc = ts_tissue_build_unprepared(out->e, layers, out->anchors, pd.gravity, &out->t);
+  int stopped = 0;
+  if (!rc && (rc = enter_stage(o, TS_MESH_STAGE_BOUNDS, err, errcap))) stopped = 1;
+  if (!rc) rc = ts_massspring_prepare(out->t);
+  if (stopped) {
+    /* err says so (enter_stage) */
+  } else if (rc == TS_EMESH) {
     char msg[200];
     name_twisted(out->e, msg, sizeof msg);
     snprintf(err, errcap,
@@ -219,8 +227,7 @@ int ts_mesh_tissue_build(const uint8_t *data, size_t len, int format,
     snprintf(err, errcap, "cannot build the tissue: %s", ts_strerror(rc));
   }
   if (rc) {
-    out->t = NULL;
-    ts_mesh_tissue_free(out);
+    ts_mesh_tissue_free(out); /* the tissue too, when the springs were built */
     return rc;
   }
   out->t->drag = pd.drag;

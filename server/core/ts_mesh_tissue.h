@@ -45,9 +45,15 @@
 
 /* The stages of a build, as told to ts_mesh_import_opts.on_stage: the
  * import (parse, repair), the extrusion into layers (with its fold and
- * crossing checks), the tissue's springs and masses (with the stable
- * step's bounds, the longest part of a large tissue's build) */
-enum { TS_MESH_STAGE_READING = 1, TS_MESH_STAGE_LAYERS = 2, TS_MESH_STAGE_SPRINGS = 3 };
+ * crossing checks), the tissue's springs and masses, and the step's
+ * preparation with its stability bounds (ts_massspring_prepare: the longest
+ * part of a large tissue's build) */
+enum {
+  TS_MESH_STAGE_READING = 1,
+  TS_MESH_STAGE_LAYERS = 2,
+  TS_MESH_STAGE_SPRINGS = 3,
+  TS_MESH_STAGE_BOUNDS = 4
+};
 
 /* A built mesh tissue and what it was built from. */
 typedef struct ts_mesh_tissue {

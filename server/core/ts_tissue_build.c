@@ -465,8 +465,10 @@ static int check_extrusion(const ts_extrusion *e) {
 
 /* ---- builder ---- */
 
-int ts_tissue_build(const ts_extrusion *e, const ts_layer *layers, const uint8_t *anchored,
-                    const double gravity[3], ts_tissue **out) {
+/* The builder; prepare: ts_massspring_prepare the tissue before returning
+ * it (ts_tissue_build) or not (ts_tissue_build_unprepared). */
+static int tissue_build(const ts_extrusion *e, const ts_layer *layers, const uint8_t *anchored,
+                        const double gravity[3], int prepare, ts_tissue **out) {
   if (!out) return TS_EINVAL;
   *out = NULL;
   if (!e || !layers) return TS_EINVAL;
@@ -627,7 +629,7 @@ int ts_tissue_build(const ts_extrusion *e, const ts_layer *layers, const uint8_t
   t->mass_scaling = 1;
   t->local_mass_scaling = 1;
   rc = ts_tissue_set_columns(t, nv, NULL); /* column j: extrusion node j's line, the identity */
-  if (!rc) rc = ts_massspring_prepare(t);
+  if (!rc && prepare) rc = ts_massspring_prepare(t);
 
 done:
   free(keys);
@@ -645,4 +647,14 @@ done:
   }
   *out = t;
   return 0;
+}
+
+int ts_tissue_build(const ts_extrusion *e, const ts_layer *layers, const uint8_t *anchored,
+                    const double gravity[3], ts_tissue **out) {
+  return tissue_build(e, layers, anchored, gravity, 1, out);
+}
+
+int ts_tissue_build_unprepared(const ts_extrusion *e, const ts_layer *layers,
+                               const uint8_t *anchored, const double gravity[3], ts_tissue **out) {
+  return tissue_build(e, layers, anchored, gravity, 0, out);
 }

@@ -22,7 +22,8 @@
  * - A tissue's build from a mesh (ts_mesh_tissue.h) tells its stages in
  *   order, and stops at any of them when on_stage returns an error: that
  *   code, "stopped" in the message, nothing built (the ASan build checks
- *   that nothing leaks).
+ *   that nothing leaks). Unstopped, its tissue has the stable step of
+ *   ts_tissue_build's, bit for bit (it prepares the step apart).
  */
 #include "ts_check.h"
 #include <dirent.h>
@@ -38,8 +39,10 @@
 #include "ts_mesh.h"
 #include "ts_mesh_check.h"
 #include "ts_mesh_io.h"
-#include "ts_mesh_tissue.h"
+#include "ts_massspring.h"
 #include "ts_material.h"
+#include "ts_mesh_tissue.h"
+#include "ts_tissue.h"
 #include "../integration/grid_obj.h"
 
 #define MESHES TS_SHARED_DIR "/data/meshes/"
@@ -1059,8 +1062,9 @@ START_TEST(build_stops_at_a_stage) {
   ck_assert_ptr_nonnull(obj);
   ts_layer layers[TS_MAX_LAYERS];
   uint32_t nl = ts_material_default_layers(layers);
-  const int stages[3] = {TS_MESH_STAGE_READING, TS_MESH_STAGE_LAYERS, TS_MESH_STAGE_SPRINGS};
-  for (int stop = 0; stop <= 3; stop++) { /* 0: none, then each stage */
+  const int stages[4] = {TS_MESH_STAGE_READING, TS_MESH_STAGE_LAYERS, TS_MESH_STAGE_SPRINGS,
+                         TS_MESH_STAGE_BOUNDS};
+  for (int stop = 0; stop <= 4; stop++) { /* 0: none, then each stage */
     stage_log l = {.n = 0, .stop_at = stop ? stages[stop - 1] : 0};
     ts_mesh_import_opts o = ts_mesh_import_opts_default();
     o.on_stage = on_stage;
@@ -1069,12 +1073,22 @@ START_TEST(build_stops_at_a_stage) {
     char err[300] = "";
     int rc = ts_mesh_tissue_build((const uint8_t *)obj, len, TS_MESH_OBJ, &o, layers, nl, &mt,
                                   err, sizeof err);
-    ck_assert_int_eq(l.n, stop ? stop : 3);
+    ck_assert_int_eq(l.n, stop ? stop : 4);
     for (int k = 0; k < l.n; k++) ck_assert_int_eq(l.seen[k], stages[k]);
     if (!stop) {
       ck_assert_msg(rc == 0, "%s", err);
       ck_assert_ptr_nonnull(mt.t);
       ck_assert_uint_eq(mt.n_verts, 144);
+      /* prepared apart from the springs, as ts_tissue_build prepares: the
+       * same stable step, bit for bit */
+      ts_tissue *t2 = NULL;
+      ts_patch_def pd = ts_default_patch_def();
+      ck_assert_int_eq(ts_tissue_build(mt.e, layers, mt.anchors, pd.gravity, &t2), 0);
+      t2->drag = mt.t->drag;
+      ck_assert_uint_eq(t2->n_springs, mt.t->n_springs);
+      ck_assert_double_gt(mt.t->stable_dt, 0);
+      ck_assert_double_eq(ts_massspring_stable_dt(t2), mt.t->stable_dt);
+      ts_tissue_destroy(t2);
       ts_mesh_tissue_free(&mt);
     } else {
       ck_assert_int_eq(rc, TS_ESHUTDOWN);
