@@ -126,7 +126,7 @@ static int on_mesh_stage(void *ud, int stage) {
   if (stage == TS_MESH_STAGE_READING) p = TISSUED__V1__CREATE_PROGRESS__STAGE__READING;
   if (stage == TS_MESH_STAGE_LAYERS) p = TISSUED__V1__CREATE_PROGRESS__STAGE__LAYERS;
   ts_create_track_set(&j->track, p);
-  return atomic_load(&j->server->stopping) ? TS_ESHUTDOWN : 0;
+  return stop_asked(j);
 }
 
 /* Imports the file and builds the tissue of j's layers. *nv and *nt get the

@@ -211,12 +211,12 @@ int ts_mesh_tissue_build(const uint8_t *data, size_t len, int format,
    * for both) the step's preparation with its stability bounds, as
    * ts_tissue_build makes them: before the drag is set */
   rc = ts_tissue_build_unprepared(out->e, layers, out->anchors, pd.gravity, &out->t);
-  int stopped = 0;
-  if (!rc && (rc = enter_stage(o, TS_MESH_STAGE_BOUNDS, err, errcap))) stopped = 1;
+  if (!rc && (rc = enter_stage(o, TS_MESH_STAGE_BOUNDS, err, errcap))) {
+    ts_mesh_tissue_free(out); /* the springs' tissue too; err says why */
+    return rc;
+  }
   if (!rc) rc = ts_massspring_prepare(out->t);
-  if (stopped) {
-    /* err says so (enter_stage) */
-  } else if (rc == TS_EMESH) {
+  if (rc == TS_EMESH) {
     char msg[200];
     name_twisted(out->e, msg, sizeof msg);
     snprintf(err, errcap,
