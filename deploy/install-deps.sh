@@ -2,7 +2,8 @@
 # deploy/install-deps.sh: installs what tissued needs on Debian 12 and is not
 # there yet: the Debian packages for building (and, with --test, for testing;
 # with --bench, for the benchmarks under tests/bench/: Bullet as the reference
-# peer and a C++ compiler for its glue), then the web client's npm packages
+# peer and a C++ compiler for its glue; with --docker, for
+# deploy/docker-check.sh), then the web client's npm packages
 # from its lock file. Safe to run again:
 # it runs apt-get only when a package is missing and npm ci only when the lock
 # file changed since the last install.
@@ -19,13 +20,18 @@ BUILD_PKGS=(build-essential cmake pkg-config libuv1-dev libprotobuf-c-dev protob
 # virtual display: headless it has no WebGL)
 TEST_PKGS=(chromium firefox-esr xvfb xauth clang libclang-rt-14-dev libopenmesh-dev haproxy openssl systemd python3-yaml)
 BENCH_PKGS=(g++ libbullet-dev)
+# docker.io (the engine and client), debootstrap (a Debian 12 base image made
+# from Debian's archive where no registry is reachable), curl: the container
+# check, deploy/docker-check.sh
+DOCKER_PKGS=(docker.io debootstrap curl)
 
 want=("${BUILD_PKGS[@]}")
 for arg in "$@"; do
   case "$arg" in
   --test) want+=("${TEST_PKGS[@]}") ;;
   --bench) want+=("${BENCH_PKGS[@]}") ;;
-  *) echo "install-deps: unknown option $arg (use --test and/or --bench)" >&2; exit 2 ;;
+  --docker) want+=("${DOCKER_PKGS[@]}") ;;
+  *) echo "install-deps: unknown option $arg (use --test, --bench and/or --docker)" >&2; exit 2 ;;
   esac
 done
 command -v node >/dev/null 2>&1 || want+=(nodejs)

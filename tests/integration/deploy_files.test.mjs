@@ -3,7 +3,7 @@
 //   data directory overridden by later flags, as the file says they can be),
 //   answers /healthz, applies the file's dt, frame rate and clients-per-session
 //   limit, and refuses the same file with one unknown key (exit status 2).
-// - deploy/Dockerfile (not built here: no Docker daemon in CI): every
+// - deploy/Dockerfile (built and run by deploy/docker-check.sh, outside CI): every
 //   instruction known, every COPY source present in the repository, every
 //   COPY --from an earlier stage, JSON forms valid, the build stage installing
 //   deploy/install-deps.sh's build packages, no -dev package at runtime, a
