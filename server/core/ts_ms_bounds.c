@@ -146,43 +146,77 @@
 #include "ts_material.h"
 #include "ts_ms_internal.h"
 
-/* y = B d, where B = |M^-1/2 A M^-1/2| (entrywise absolute value) over the
- * free degrees of freedom, A the small-strain stiffness (damping = 0) or the
- * damping matrix of the springs linearised at rest: a spring with unit
- * direction n adds kc n n^T to the diagonal blocks of its ends and -kc n n^T
- * off the diagonal. d == NULL means d = 1 on every free DOF. */
-static void abs_product(const ts_tissue *t, const double *im, const ts__hs *hs, uint32_t ns,
-                        int damping, const double (*d)[3], double (*y)[3]) {
-  memset(y, 0, sizeof *y * t->n_nodes);
+/* B = |M^-1/2 A M^-1/2| (entrywise absolute value) over the free degrees
+ * of freedom, A the small-strain stiffness or the damping matrix of the
+ * springs linearised at rest: a spring with unit direction n adds
+ * kc n n^T to the diagonal blocks of its ends and -kc n n^T off the
+ * diagonal. A spring's part as the products read it: its ends, |n|, its
+ * ends' inverse masses (0 when anchored) and sqrt(ia ib), and kc for the
+ * stiffness (k1 + k2) and the dampers (c). */
+typedef struct ts__asp {
+  uint32_t a, b;
+  double n[3];
+  double ia, ib, cross;
+  double kc[2];
+} ts__asp;
+
+/* Fills o from spring sp over the inverse masses im; returns 0 when both
+ * ends are anchored (no part in B). */
+static inline int abs_spring(const ts_tissue *t, const double *im, const ts__hs *sp, ts__asp *o) {
+  const double ia = im[sp->a] > 0 ? im[sp->a] : 0, ib = im[sp->b] > 0 ? im[sp->b] : 0;
+  if (ia == 0 && ib == 0) return 0;
+  double l2 = 0;
+  for (int r = 0; r < 3; r++) {
+    o->n[r] = t->rest[sp->b][r] - t->rest[sp->a][r];
+    l2 += o->n[r] * o->n[r];
+  }
+  if (l2 > 0) {
+    double il = 1.0 / sqrt(l2);
+    for (int r = 0; r < 3; r++) o->n[r] = fabs(o->n[r]) * il;
+  } else {
+    o->n[0] = o->n[1] = o->n[2] = 1.0; /* no direction: an entrywise upper bound */
+  }
+  o->a = sp->a, o->b = sp->b;
+  o->ia = ia, o->ib = ib, o->cross = sqrt(ia * ib);
+  o->kc[0] = sp->k1 + sp->k2, o->kc[1] = sp->c;
+  return 1;
+}
+
+/* Adds spring o's part of y = B d (m = 0: the stiffness, 1: the dampers). */
+static inline void abs_add(const ts__asp *o, int m, const double (*d)[3], double (*y)[3]) {
+  const uint32_t a = o->a, b = o->b;
+  double pa = 0, pb = 0; /* n . (own d), n . (other end's d) */
+  for (int c = 0; c < 3; c++) {
+    pa += o->n[c] * (o->ia * d[a][c] + o->cross * d[b][c]);
+    pb += o->n[c] * (o->ib * d[b][c] + o->cross * d[a][c]);
+  }
+  for (int r = 0; r < 3; r++) {
+    if (o->ia > 0) y[a][r] += o->kc[m] * o->n[r] * pa;
+    if (o->ib > 0) y[b][r] += o->kc[m] * o->n[r] * pb;
+  }
+}
+
+/* y0 = B_K d0 (the stiffness) and y1 = B_C d1 (the dampers) in one pass
+ * over the springs as[0..na) (a pair with y NULL is skipped), or (as NULL)
+ * the same over hs[0..ns) made on the fly. Each product's sums are the same,
+ * in the same order, whichever way and whether alone or with the other. */
+static void abs_products(const ts_tissue *t, const ts__asp *as, uint32_t na, const double *im,
+                         const ts__hs *hs, uint32_t ns, const double (*d0)[3], double (*y0)[3],
+                         const double (*d1)[3], double (*y1)[3]) {
+  if (y0) memset(y0, 0, sizeof *y0 * t->n_nodes);
+  if (y1) memset(y1, 0, sizeof *y1 * t->n_nodes);
+  if (as) {
+    for (uint32_t s = 0; s < na; s++) {
+      if (y0) abs_add(&as[s], 0, d0, y0);
+      if (y1) abs_add(&as[s], 1, d1, y1);
+    }
+    return;
+  }
   for (uint32_t s = 0; s < ns; s++) {
-    const ts__hs *sp = &hs[s];
-    double ia = im[sp->a] > 0 ? im[sp->a] : 0, ib = im[sp->b] > 0 ? im[sp->b] : 0;
-    if (ia == 0 && ib == 0) continue;
-    double kc = damping ? sp->c : sp->k1 + sp->k2;
-    double n[3], l2 = 0;
-    for (int r = 0; r < 3; r++) {
-      n[r] = t->rest[sp->b][r] - t->rest[sp->a][r];
-      l2 += n[r] * n[r];
-    }
-    if (l2 > 0) {
-      double il = 1.0 / sqrt(l2);
-      for (int r = 0; r < 3; r++) n[r] = fabs(n[r]) * il;
-    } else {
-      n[0] = n[1] = n[2] = 1.0; /* no direction: an entrywise upper bound */
-    }
-    double cross = sqrt(ia * ib);
-    double da[3] = {1, 1, 1}, db[3] = {1, 1, 1};
-    if (d)
-      for (int c = 0; c < 3; c++) da[c] = d[sp->a][c], db[c] = d[sp->b][c];
-    double pa = 0, pb = 0; /* n . (own d), n . (other end's d) */
-    for (int c = 0; c < 3; c++) {
-      pa += n[c] * (ia * da[c] + cross * db[c]);
-      pb += n[c] * (ib * db[c] + cross * da[c]);
-    }
-    for (int r = 0; r < 3; r++) {
-      if (ia > 0) y[sp->a][r] += kc * n[r] * pa;
-      if (ib > 0) y[sp->b][r] += kc * n[r] * pb;
-    }
+    ts__asp o;
+    if (!abs_spring(t, im, &hs[s], &o)) continue;
+    if (y0) abs_add(&o, 0, d0, y0);
+    if (y1) abs_add(&o, 1, d1, y1);
   }
 }
 
@@ -203,27 +237,68 @@ static double max_ratio(const ts_tissue *t, const double (*d)[3], const double (
  * the spectral radius of B by max_i (B d)_i / d_i (Collatz-Wielandt), and
  * rho(B) bounds the eigenvalues of M^-1 A. d = 1 gives the row sums; a few
  * power iterations on B tighten the bound towards rho(B). Every iterate is a
- * valid bound; the smallest is kept. */
+ * valid bound; the smallest is kept. The stiffness's (d0, best[0]) and the
+ * dampers' (d1, best[1]) at once, or one of them (the other's d NULL):
+ * each iteration's products are one pass over the springs (abs_products:
+ * over as when given, else hs), each iterate the same as alone. */
+static void scaled_iterate(const ts_tissue *t, const ts__asp *as, uint32_t na, const double *iw,
+                           const ts__hs *hs, uint32_t ns, double (*d0)[3], double (*y0)[3],
+                           double (*d1)[3], double (*y1)[3], double best[2]) {
+  double (*d[2])[3] = {d0, d1}, (*y[2])[3] = {y0, y1};
+  for (int m = 0; m < 2; m++) {
+    best[m] = INFINITY;
+    if (!d[m]) continue;
+    for (uint32_t i = 0; i < t->n_nodes; i++)
+      for (int r = 0; r < 3; r++) d[m][i][r] = t->inv_mass[i] > 0 ? 1.0 : 0.0;
+  }
+  for (int it = 0; it < 20 && (d[0] || d[1]); it++) {
+    abs_products(t, as, na, iw, hs, ns, (const double (*)[3])d[0], d[0] ? y[0] : NULL,
+                 (const double (*)[3])d[1], d[1] ? y[1] : NULL);
+    for (int m = 0; m < 2; m++) {
+      if (!d[m]) continue;
+      double b = max_ratio(t, (const double (*)[3])d[m], (const double (*)[3])y[m]);
+      if (b < best[m]) best[m] = b;
+      double ymax = 0;
+      for (uint32_t i = 0; i < t->n_nodes; i++)
+        for (int r = 0; r < 3; r++)
+          if (y[m][i][r] > ymax) ymax = y[m][i][r];
+      if (!(ymax > 0)) { /* this one is done; d[m] stays as it is */
+        d[m] = NULL;
+        continue;
+      }
+      /* the small shift keeps every free d_i positive */
+      for (uint32_t i = 0; i < t->n_nodes; i++)
+        for (int r = 0; r < 3; r++)
+          d[m][i][r] = t->inv_mass[i] > 0 ? y[m][i][r] / ymax + 1e-9 : 0.0;
+    }
+  }
+}
+
 double ts__ms_scaled_bound(const ts_tissue *t, const double *iw, const ts__hs *hs, uint32_t ns,
                            int damping, double (*d)[3], double (*y)[3]) {
-  for (uint32_t i = 0; i < t->n_nodes; i++)
-    for (int r = 0; r < 3; r++) d[i][r] = t->inv_mass[i] > 0 ? 1.0 : 0.0;
-  double best = INFINITY;
-  for (int it = 0; it < 20; it++) {
-    abs_product(t, iw, hs, ns, damping, (const double (*)[3])d, y);
-    double b = max_ratio(t, (const double (*)[3])d, (const double (*)[3])y);
-    if (b < best) best = b;
-    double ymax = 0;
-    for (uint32_t i = 0; i < t->n_nodes; i++)
-      for (int r = 0; r < 3; r++)
-        if (y[i][r] > ymax) ymax = y[i][r];
-    if (!(ymax > 0)) break;
-    /* the small shift keeps every free d_i positive */
-    for (uint32_t i = 0; i < t->n_nodes; i++)
-      for (int r = 0; r < 3; r++)
-        d[i][r] = t->inv_mass[i] > 0 ? y[i][r] / ymax + 1e-9 : 0.0;
-  }
-  return best;
+  double best[2];
+  if (damping)
+    scaled_iterate(t, NULL, 0, iw, hs, ns, NULL, NULL, d, y, best);
+  else
+    scaled_iterate(t, NULL, 0, iw, hs, ns, d, y, NULL, NULL, best);
+  return best[damping != 0];
+}
+
+int ts__ms_scaled_bounds(const ts_tissue *t, const double *iw, const ts__hs *hs, uint32_t ns,
+                         double (*d0)[3], double (*y0)[3], double (*d1)[3], double (*y1)[3],
+                         double *w2, double *g) {
+  /* the springs' parts made once for the 20 iterations (the rest
+   * positions, the masses, the square roots and the division were most of
+   * an iteration's work) */
+  ts__asp *as = malloc(sizeof *as * (ns ? ns : 1));
+  if (!as) return -1;
+  uint32_t na = 0;
+  for (uint32_t s = 0; s < ns; s++) na += (uint32_t)abs_spring(t, iw, &hs[s], &as[na]);
+  double best[2];
+  scaled_iterate(t, as, na, iw, hs, ns, d0, y0, d1, y1, best);
+  free(as);
+  *w2 = best[0], *g = best[1];
+  return 0;
 }
 
 /* Largest stable substep for the bounds w2 (on w^2), g (damping rate) and
@@ -252,65 +327,115 @@ int ts__ms_rest_bounds(const ts_tissue *t, const ts__hs *hs, double *w2, double 
 }
 
 
-/* y = K x (damping = 0: the small-strain stiffness at rest) or C x (the
- * dampers), free rows only. */
-static void spring_product(const ts_tissue *t, const struct ts__ms *ms, int damping,
-                           const double (*x)[3], double (*y)[3]) {
-  memset(y, 0, sizeof *y * t->n_nodes);
+/* A spring as the power iterations read it: its ends, its rest vector
+ * n = rest[b] - rest[a] and the stiffness's and the damper's constants over
+ * |n|^2, made once for the 80 iterations (the rest positions and the
+ * divisions were most of an iteration's work). */
+typedef struct ts__bsp {
+  uint32_t a, b;
+  double n[3];
+  double w[2]; /* (k1 + k2) / |n|^2, c / |n|^2 */
+} ts__bsp;
+
+/* y0 = K x0 (the small-strain stiffness at rest) and y1 = C x1 (the
+ * dampers), free rows only, in one pass over the springs bs[0..nb); a pair
+ * with y NULL is skipped. Each product the same sums in the same order as
+ * alone (q = n . (x_b - x_a), then q times (k1 + k2) / |n|^2 or
+ * c / |n|^2: the quotient the product formed per spring before). */
+static void spring_products(const ts_tissue *t, const ts__bsp *bs, uint32_t nb,
+                            const double (*x0)[3], double (*y0)[3], const double (*x1)[3],
+                            double (*y1)[3]) {
+  if (y0) memset(y0, 0, sizeof *y0 * t->n_nodes);
+  if (y1) memset(y1, 0, sizeof *y1 * t->n_nodes);
+  for (uint32_t s = 0; s < nb; s++) {
+    const ts__bsp *h = &bs[s];
+    for (int m = 0; m < 2; m++) {
+      const double (*x)[3] = m ? x1 : x0;
+      double (*y)[3] = m ? y1 : y0;
+      if (!y) continue;
+      double q = 0;
+      for (int c = 0; c < 3; c++) q += h->n[c] * (x[h->b][c] - x[h->a][c]);
+      q *= h->w[m];
+      for (int c = 0; c < 3; c++) {
+        y[h->a][c] -= q * h->n[c];
+        y[h->b][c] += q * h->n[c];
+      }
+    }
+  }
+  for (int m = 0; m < 2; m++) {
+    double (*y)[3] = m ? y1 : y0;
+    if (!y) continue;
+    for (uint32_t i = 0; i < t->n_nodes; i++)
+      if (!(t->inv_mass[i] > 0)) y[i][0] = y[i][1] = y[i][2] = 0;
+  }
+}
+
+/* Largest eigenvalues of M~^-1 K (*w2, from x0) and of M~^-1 C (*g, from
+ * x1) by power iteration (Rayleigh quotients of the iterates; the largest
+ * seen is kept), one pass over the springs an iteration for both. Each
+ * approaches from below, so the caller adds a margin. */
+int ts__ms_power_bounds(const ts_tissue *t, const struct ts__ms *ms, double (*x0)[3],
+                        double (*y0)[3], double (*x1)[3], double (*y1)[3], double *w2,
+                        double *g) {
+  ts__bsp *bs = malloc(sizeof *bs * (ms->n_springs ? ms->n_springs : 1));
+  if (!bs) return -1;
+  uint32_t nb = 0;
   for (uint32_t s = 0; s < ms->n_springs; s++) {
     const ts__hs *h = &ms->hs[s];
-    double n[3], l2 = 0;
+    ts__bsp *o = &bs[nb];
+    double l2 = 0;
     for (int c = 0; c < 3; c++) {
-      n[c] = t->rest[h->b][c] - t->rest[h->a][c];
-      l2 += n[c] * n[c];
+      o->n[c] = t->rest[h->b][c] - t->rest[h->a][c];
+      l2 += o->n[c] * o->n[c];
     }
-    if (!(l2 > 0)) continue;
-    double q = 0;
-    for (int c = 0; c < 3; c++) q += n[c] * (x[h->b][c] - x[h->a][c]);
-    q *= (damping ? h->c : h->k1 + h->k2) / l2;
-    for (int c = 0; c < 3; c++) {
-      y[h->a][c] -= q * n[c];
-      y[h->b][c] += q * n[c];
+    if (!(l2 > 0)) continue; /* no direction: no part in K or C */
+    o->a = h->a, o->b = h->b;
+    o->w[0] = (h->k1 + h->k2) / l2;
+    o->w[1] = h->c / l2;
+    nb++;
+  }
+  double (*x[2])[3] = {x0, x1}, (*y[2])[3] = {y0, y1}, best[2] = {0, 0};
+  for (int m = 0; m < 2; m++) {
+    uint32_t h = 2463534242u;
+    for (uint32_t i = 0; i < t->n_nodes; i++)
+      for (int c = 0; c < 3; c++) {
+        h ^= h << 13, h ^= h >> 17, h ^= h << 5; /* xorshift: a start with every mode in it */
+        x[m][i][c] = t->inv_mass[i] > 0 ? (double)(h >> 8) / 16777216.0 - 0.5 : 0.0;
+      }
+  }
+  for (int it = 0; it < 80 && (x[0] || x[1]); it++) {
+    spring_products(t, bs, nb, (const double (*)[3])x[0], x[0] ? y[0] : NULL,
+                    (const double (*)[3])x[1], x[1] ? y[1] : NULL);
+    for (int m = 0; m < 2; m++) {
+      if (!x[m]) continue;
+      double num = 0;
+      for (uint32_t i = 0; i < t->n_nodes; i++)
+        num += x[m][i][0] * y[m][i][0] + x[m][i][1] * y[m][i][1] + x[m][i][2] * y[m][i][2];
+      double den = ts__ms_sms_mass_dot(t, ms, (const double (*)[3])x[m]);
+      if (!(den > 0)) { /* this one is done */
+        x[m] = NULL;
+        continue;
+      }
+      if (num / den > best[m]) best[m] = num / den;
+      ts__ms_sms_solve(t, ms, y[m]);
+      double nrm = ts__ms_sms_mass_dot(t, ms, (const double (*)[3])y[m]);
+      if (!(nrm > 0)) {
+        x[m] = NULL;
+        continue;
+      }
+      nrm = 1.0 / sqrt(nrm);
+      for (uint32_t i = 0; i < t->n_nodes; i++)
+        for (int c = 0; c < 3; c++) x[m][i][c] = y[m][i][c] * nrm;
     }
   }
-  for (uint32_t i = 0; i < t->n_nodes; i++)
-    if (!(t->inv_mass[i] > 0)) y[i][0] = y[i][1] = y[i][2] = 0;
+  free(bs);
+  *w2 = best[0], *g = best[1];
+  return 0;
 }
-
-/* Largest eigenvalue of M~^-1 K (or of M~^-1 C) by power iteration
- * (Rayleigh quotients of the iterates; the largest seen is kept). It
- * approaches from below, so the caller adds a margin. x, y: scratch. */
-double ts__ms_power_bound(const ts_tissue *t, const struct ts__ms *ms, int damping,
-                          double (*x)[3], double (*y)[3]) {
-  uint32_t h = 2463534242u;
-  for (uint32_t i = 0; i < t->n_nodes; i++)
-    for (int c = 0; c < 3; c++) {
-      h ^= h << 13, h ^= h >> 17, h ^= h << 5; /* xorshift: a start with every mode in it */
-      x[i][c] = t->inv_mass[i] > 0 ? (double)(h >> 8) / 16777216.0 - 0.5 : 0.0;
-    }
-  double best = 0;
-  for (int it = 0; it < 80; it++) {
-    spring_product(t, ms, damping, (const double (*)[3])x, y);
-    double num = 0;
-    for (uint32_t i = 0; i < t->n_nodes; i++)
-      num += x[i][0] * y[i][0] + x[i][1] * y[i][1] + x[i][2] * y[i][2];
-    double den = ts__ms_sms_mass_dot(t, ms, (const double (*)[3])x);
-    if (!(den > 0)) break;
-    if (num / den > best) best = num / den;
-    ts__ms_sms_solve(t, ms, y);
-    double nrm = ts__ms_sms_mass_dot(t, ms, (const double (*)[3])y);
-    if (!(nrm > 0)) break;
-    nrm = 1.0 / sqrt(nrm);
-    for (uint32_t i = 0; i < t->n_nodes; i++)
-      for (int c = 0; c < 3; c++) x[i][c] = y[i][c] * nrm;
-  }
-  return best;
-}
-
 
 /* The lumped masses' bound at the current strains: max_i (B' d)_i / d_i
  * over the free degrees of freedom, B' the rest bound's matrix
- * (abs_product, over the inertia ms->iw) with each spring's stiffness
+ * (abs_products, over the inertia ms->iw) with each spring's stiffness
  * times its own stiffening at the current state, phi_s = e^x (1 + x)
  * (1 + 2 eps), eps = max(0, l / L0 - 1) against the rest length the step
  * integrates (a hand-over's blended one, ts_ms_handover.c), x = b (eps +

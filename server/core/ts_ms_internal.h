@@ -301,6 +301,14 @@ void ts__ms_spring_rows(ts_tissue *t, struct ts__ms *ms);
 double ts__ms_scaled_bound(const ts_tissue *t, const double *iw, const ts__hs *hs, uint32_t ns,
                            int damping, double (*d)[3], double (*y)[3]);
 
+/* Both of ts__ms_scaled_bound's bounds at once, bit for bit the same, in
+ * one pass over the springs an iteration: *w2 (damping = 0, d0 ends as its
+ * weights) and *g (damping = 1). d0, y0, d1, y1: scratch of n_nodes rows.
+ * Returns 0 or -1 when out of memory. */
+int ts__ms_scaled_bounds(const ts_tissue *t, const double *iw, const ts__hs *hs, uint32_t ns,
+                         double (*d0)[3], double (*y0)[3], double (*d1)[3], double (*y1)[3],
+                         double *w2, double *g);
+
 /* Largest stable substep (s) for the bounds w2 (1/s^2), g (1/s) and the
  * stiffening factor phi (>= 1). */
 double ts__ms_step_bound(double w2, double g, double phi);
@@ -309,10 +317,13 @@ double ts__ms_step_bound(double w2, double g, double phi);
  * allocated here). Returns 0 or -1 when out of memory. */
 int ts__ms_rest_bounds(const ts_tissue *t, const ts__hs *hs, double *w2, double *g);
 
-/* Largest eigenvalue of M~^-1 K (damping = 0) or M~^-1 C (damping = 1) by
- * power iteration, from below. x, y: scratch of n_nodes rows. */
-double ts__ms_power_bound(const ts_tissue *t, const struct ts__ms *ms, int damping,
-                          double (*x)[3], double (*y)[3]);
+/* Largest eigenvalues of M~^-1 K (*w2) and of M~^-1 C (*g) by power
+ * iteration, from below, both in one pass over the springs an iteration.
+ * x0, y0, x1, y1: scratch of n_nodes rows. Returns 0 or -1 when out of
+ * memory. */
+int ts__ms_power_bounds(const ts_tissue *t, const struct ts__ms *ms, double (*x0)[3],
+                        double (*y0)[3], double (*x1)[3], double (*y1)[3], double *w2,
+                        double *g);
 
 /* The substep count for a step of dt seconds (a double so that a huge count
  * can be refused; NaN possible); *phi_out gets the stiffening factor and
