@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # deploy/docker-check.sh: builds the container image of deploy/Dockerfile and
 # checks it the way an operator runs it (README, "Running as a service"):
-#   - the image runs as the non-root user 10001;
+#   - the image runs as the non-root user 10001, and runs under the
+#     restrictions deploy/k8s/statefulset.yaml puts on its pod (read-only
+#     root file system, no capabilities; see start below);
 #   - a container from it serves /healthz, the web client and /metrics, and
 #     Docker's HEALTHCHECK calls it healthy;
 #   - tissuectl, over the published TCP port and the server key given by
@@ -133,8 +135,14 @@ user="$(docker image inspect -f '{{.Config.User}}' "$IMAGE")"
 [[ "$user" == 10001:10001 ]] || fail "the image's user is '$user', not 10001:10001"
 
 # --- a container -----------------------------------------------------------
-start() { # NAME: runs the image on the volume, ports on loopback, ephemeral
+# NAME: runs the image on the volume, its ports on loopback (ephemeral), as
+# deploy/k8s/statefulset.yaml runs the pod: a read-only root file system
+# with /tmp writable, no capabilities, no privilege escalation, a 2 GiB
+# memory limit, the example config mounted read-only over the image's
+start() {
   docker run -d --name "$1" -p 127.0.0.1::8080 -p 127.0.0.1::7070 -v "$vol:/var/lib/tissued" \
+    --read-only --tmpfs /tmp --cap-drop ALL --security-opt no-new-privileges --memory 2g \
+    -v "$root/deploy/tissued.conf.example:/etc/tissued/tissued.conf:ro" \
     -e TISSUED_SERVER_KEY="$key" "$IMAGE" >/dev/null
   http="$(docker port "$1" 8080/tcp | head -1 | sed 's/.*://')"
   tcp="$(docker port "$1" 7070/tcp | head -1 | sed 's/.*://')"
@@ -147,6 +155,9 @@ start() { # NAME: runs the image on the volume, ports on loopback, ephemeral
 
 start "$name"
 log "serving: http 127.0.0.1:$http, tcp 127.0.0.1:$tcp"
+if docker exec "$name" sh -c 'echo x > /opt/tissued/probe' 2>/dev/null; then
+  fail "the root file system is writable (docker run --read-only not in force)"
+fi
 uid="$(docker exec "$name" id -u)"
 [[ "$uid" == 10001 ]] || fail "the container's user is $uid"
 [[ "$(docker top "$name" -o pid,user,args | awk 'NR > 1 && /tissued/ {print $2; exit}')" =~ ^(10001|tissued)$ ]] ||
