@@ -105,6 +105,10 @@ if [[ -z "$base" ]]; then
       log "no debian:12 from a registry: making $base with debootstrap from $MIRROR"
       debootstrap --variant=minbase bookworm "$work/rootfs" "$MIRROR" >"$work/debootstrap.log" 2>&1 ||
         { tail -20 "$work/debootstrap.log" >&2; fail "debootstrap"; }
+      # the suites debian:12 has: the point release, its updates and the
+      # security updates, which the image's apt-get then installs from
+      printf 'deb %s bookworm main\ndeb %s bookworm-updates main\ndeb %s-security bookworm-security main\n' \
+        "$MIRROR" "$MIRROR" "$MIRROR" >"$work/rootfs/etc/apt/sources.list"
       tar -C "$work/rootfs" -c . | docker import - "$base" >/dev/null
       rm -rf "$work/rootfs"
     fi
