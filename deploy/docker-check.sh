@@ -120,12 +120,17 @@ log "base image: $base"
 ca_pem=""
 read -r -a ca_files <<<"${TS_DOCKER_EXTRA_CA:-$(echo /usr/local/share/ca-certificates/*.crt)}"
 for f in "${ca_files[@]}"; do
-  [[ -f "$f" ]] || continue
+  if [[ ! -f "$f" ]]; then
+    # named by hand and missing: an error; the default glob matching nothing: none
+    [[ -z "${TS_DOCKER_EXTRA_CA:-}" ]] || fail "TS_DOCKER_EXTRA_CA: no file $f"
+    continue
+  fi
   ca_pem+="$(cat "$f")"$'\n'
   log "the build stage trusts $f"
 done
 mkdir "$work/ctx"
-git ls-files -z | tar --null -T - -c | tar -x -C "$work/ctx"
+git ls-files -z | tar --null -T - -c | tar -x -C "$work/ctx" ||
+  fail "could not copy the files git tracks into the build context (a clone with deleted files?)"
 # the engine's own builder where the client has no BuildKit component
 if docker buildx version >/dev/null 2>&1; then export DOCKER_BUILDKIT=1; else export DOCKER_BUILDKIT=0; fi
 log "building $IMAGE (the log: docker build's output, shown on failure)"
