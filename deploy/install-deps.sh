@@ -16,9 +16,10 @@ BUILD_PKGS=(build-essential cmake pkg-config libuv1-dev libprotobuf-c-dev protob
   sqlite3)
 # haproxy, openssl: the proxy test (tests/integration/proxy.test.mjs); systemd
 # (systemd-analyze) and python3-yaml: the checks of deploy/'s files
+# the lint of the shell scripts (tests/CMakeLists.txt) needs shellcheck;
 # firefox-esr, xvfb, xauth: tests/e2e/firefox.test.mjs (headed Firefox on a
 # virtual display: headless it has no WebGL)
-TEST_PKGS=(chromium firefox-esr xvfb xauth clang libclang-rt-14-dev libopenmesh-dev haproxy openssl systemd python3-yaml)
+TEST_PKGS=(chromium firefox-esr xvfb xauth clang libclang-rt-14-dev libopenmesh-dev haproxy openssl systemd python3-yaml shellcheck)
 BENCH_PKGS=(g++ libbullet-dev)
 # docker.io (the engine and client), debootstrap (a Debian 12 base image made
 # from Debian's archive where no registry is reachable), curl: the container

@@ -82,8 +82,8 @@ run_suite "asan+ubsan" build-asan "." -DTS_SANITIZE=ON
 # other work keeps busy, an idle-priority build would hardly move), parents
 # before children, twice for the processes forked in between
 bg_raise() {
-  local round p
-  for round in 1 2; do
+  local p
+  for _ in 1 2; do
     for p in $(bg_tree "$bg_pid"); do
       if [[ "${idle[0]}" == chrt ]]; then chrt --other -p 0 "$p" 2>/dev/null || true
       else renice -n 0 -p "$p" >/dev/null 2>&1 || true; fi
@@ -135,6 +135,7 @@ else
 fi
 phase_done "fuzz build and run"
 
-echo "phases: $(IFS=,; echo "${phase_times[*]}" | sed 's/,/, /g'); total ${SECONDS} s"
+phases=$(printf '%s, ' "${phase_times[@]}")
+echo "phases: ${phases%, }; total ${SECONDS} s"
 echo "tests: ${total_pass} passed, ${total_fail} failed"
 exit $status
