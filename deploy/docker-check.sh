@@ -21,29 +21,25 @@
 # (built into build/ by deploy/build.sh). A Docker engine that is not running
 # is started for the check and stopped after it.
 #
-# The base image: $TS_DOCKER_BASE when set; else debian:12 when the engine
-# has it or can pull it; else one made here with debootstrap from Debian's
-# archive ($TS_DEBIAN_MIRROR, default http://deb.debian.org/debian) and
-# imported as tissued-base/debian:12 (kept for the next run), for machines
-# that reach Debian's archive but no image registry.
-# Certificate authorities: the build stage fetches the web client's npm
-# packages over HTTPS; where a proxy re-signs TLS, its authority must be
-# trusted there. The files in $TS_DOCKER_EXTRA_CA (space-separated), by
-# default the machine's own additions in /usr/local/share/ca-certificates,
-# go to the build stage as EXTRA_CA_PEM (never into the runtime image).
+# The base image ($TS_DOCKER_BASE, debian:12, or one debootstrapped from
+# Debian's archive) and the extra certificate authorities
+# ($TS_DOCKER_EXTRA_CA) as deploy/docker-lib.sh says. The build stage fetches
+# the web client's npm packages over HTTPS; where a proxy re-signs TLS, its
+# authority must be trusted there: the authorities go to the build stage as
+# EXTRA_CA_PEM (never into the runtime image).
 # The image is built from the files git tracks (as they are in the working
 # tree), tagged tissued:check and removed after unless TS_DOCKER_KEEP=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
+# shellcheck source=SCRIPTDIR/docker-lib.sh
+source deploy/docker-lib.sh
 
 IMAGE=tissued:check
-MIRROR="${TS_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 work="$(mktemp -d)"
 name="tissued-check-$$"
 vol="tissued-check-$$"
 key="check-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
-engine_pid=""
 
 log() { echo "docker-check: $*" >&2; }
 fail() {
@@ -63,15 +59,14 @@ cleanup() {
     docker image rm "$IMAGE" >/dev/null 2>&1 || true
     docker image prune -f --filter label=org.tissued.stage=build >/dev/null 2>&1 || true
   fi
-  if [[ -n "$engine_pid" ]]; then
-    log "stopping the Docker engine it started"
-    kill "$engine_pid" 2>/dev/null || true
-    wait "$engine_pid" 2>/dev/null || true
-  fi
+  ts_engine_stop
   rm -rf "$work"
   exit $rc
 }
 trap cleanup EXIT
+# a signal ends it through the same cleanup (containers, the engine it started)
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 # --- what it needs ---------------------------------------------------------
 deploy/install-deps.sh --docker >&2
@@ -81,62 +76,22 @@ if [[ ! -x build/client-c/tissuectl ]]; then
 fi
 ctl="$root/build/client-c/tissuectl"
 
-if ! docker info >/dev/null 2>&1; then
-  [[ $(id -u) -eq 0 ]] || fail "no Docker engine answers, and only root can start one here"
-  log "starting a Docker engine (dockerd) for the check"
-  dockerd >"$work/dockerd.log" 2>&1 &
-  engine_pid=$!
-  for _ in $(seq 60); do
-    docker info >/dev/null 2>&1 && break
-    kill -0 "$engine_pid" 2>/dev/null || { tail -20 "$work/dockerd.log" >&2; fail "dockerd exited"; }
-    sleep 0.5
-  done
-  docker info >/dev/null 2>&1 || { tail -20 "$work/dockerd.log" >&2; fail "dockerd did not answer within 30 s"; }
-fi
+ts_engine_start
 
 # --- the base image --------------------------------------------------------
-base="${TS_DOCKER_BASE:-}"
-if [[ -z "$base" ]]; then
-  if docker image inspect debian:12 >/dev/null 2>&1 || timeout 120 docker pull -q debian:12 >/dev/null 2>&1; then
-    base=debian:12
-  else
-    base=tissued-base/debian:12
-    if ! docker image inspect "$base" >/dev/null 2>&1; then
-      log "no debian:12 from a registry: making $base with debootstrap from $MIRROR"
-      debootstrap --variant=minbase bookworm "$work/rootfs" "$MIRROR" >"$work/debootstrap.log" 2>&1 ||
-        { tail -20 "$work/debootstrap.log" >&2; fail "debootstrap"; }
-      # the suites debian:12 has: the point release, its updates and the
-      # security updates, which the image's apt-get then installs from
-      printf 'deb %s bookworm main\ndeb %s bookworm-updates main\ndeb %s-security bookworm-security main\n' \
-        "$MIRROR" "$MIRROR" "$MIRROR" >"$work/rootfs/etc/apt/sources.list"
-      tar -C "$work/rootfs" -c . | docker import - "$base" >/dev/null
-      rm -rf "$work/rootfs"
-    fi
-  fi
-fi
-log "base image: $base"
+ts_base_image
+base="$ts_base"
 
 # --- the build -------------------------------------------------------------
-ca_pem=""
-read -r -a ca_files <<<"${TS_DOCKER_EXTRA_CA:-$(echo /usr/local/share/ca-certificates/*.crt)}"
-for f in "${ca_files[@]}"; do
-  if [[ ! -f "$f" ]]; then
-    # named by hand and missing: an error; the default glob matching nothing: none
-    [[ -z "${TS_DOCKER_EXTRA_CA:-}" ]] || fail "TS_DOCKER_EXTRA_CA: no file $f"
-    continue
-  fi
-  ca_pem+="$(cat "$f")"$'\n'
-  log "the build stage trusts $f"
-done
-mkdir "$work/ctx"
-git ls-files -z | tar --null -T - -c | tar -x -C "$work/ctx" ||
-  fail "could not copy the files git tracks into the build context (a clone with deleted files?)"
+ts_extra_ca
+for f in "${ts_ca_files[@]}"; do log "the build stage trusts $f"; done
+ts_copy_tracked "$work/ctx"
 # the engine's own builder where the client has no BuildKit component
 if docker buildx version >/dev/null 2>&1; then export DOCKER_BUILDKIT=1; else export DOCKER_BUILDKIT=0; fi
 log "building $IMAGE (the log: docker build's output, shown on failure)"
 t0=$(date +%s)
 docker build -f "$work/ctx/deploy/Dockerfile" --build-arg DEBIAN_IMAGE="$base" \
-  --build-arg EXTRA_CA_PEM="$ca_pem" -t "$IMAGE" "$work/ctx" >"$work/build.log" 2>&1 ||
+  --build-arg EXTRA_CA_PEM="$ts_ca_pem" -t "$IMAGE" "$work/ctx" >"$work/build.log" 2>&1 ||
   { tail -40 "$work/build.log" >&2; fail "docker build"; }
 log "built in $(($(date +%s) - t0)) s, $(docker image inspect -f '{{.Size}}' "$IMAGE") bytes"
 
