@@ -7,6 +7,17 @@
 # time (deploy/fuzz.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The real meshes that over twenty suites read (the liver, the dental
+# instrument, the cow: ../shared/data/meshes beside the clone, or
+# $TS_SHARED_DIR): said before the half hour of installs and builds, not
+# as those suites' failures after it
+shared="${TS_SHARED_DIR:-$PWD/../shared}"
+if [[ ! -d "$shared/data/meshes" ]]; then
+  echo "deploy/test.sh: no $shared/data/meshes: the tests read the project's real meshes" \
+    "from the shared folder beside this clone (or TS_SHARED_DIR=/path/to/shared)" >&2
+  exit 1
+fi
+shared="$(cd "$shared" && pwd)"
 deploy/install-deps.sh --test
 
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:halt_on_error=1"
@@ -31,7 +42,7 @@ run_suite() { # name build-dir ctest-regex cmake-options...
   local name=$1 dir=$2 regex=$3
   shift 3
   echo "== $name: build ($dir)"
-  deploy/build.sh "$dir" "$@"
+  deploy/build.sh "$dir" -DTS_SHARED_DIR="$shared" "$@"
   phase_done "$name build"
   echo "== $name: test"
   local log="$dir/ctest.log"
@@ -68,7 +79,7 @@ idle=(chrt --idle 0)
 "${idle[@]}" true 2>/dev/null || idle=(nice -n 19)
 mkdir -p build-tsan
 # (the phase's TSAN_OPTIONS only matter when its tests run)
-("${idle[@]}" env TS_BUILD_TARGETS="$tsan_targets" deploy/build.sh build-tsan -DTS_TSAN=ON &&
+("${idle[@]}" env TS_BUILD_TARGETS="$tsan_targets" deploy/build.sh build-tsan -DTS_SHARED_DIR="$shared" -DTS_TSAN=ON &&
   echo "background: tsan built at $((SECONDS - bg_start)) s" &&
   "${idle[@]}" deploy/fuzz.sh --build-only &&
   echo "background: fuzz targets built at $((SECONDS - bg_start)) s") >build-tsan/build-bg.log 2>&1 &
