@@ -99,6 +99,14 @@ user="$(docker image inspect -f '{{.Config.User}}' "$IMAGE")"
 [[ "$user" == 10001:10001 ]] || fail "the image's user is '$user', not 10001:10001"
 
 # --- a container -----------------------------------------------------------
+# URL PATTERN MESSAGE: fails with MESSAGE unless the GET's body matches (the
+# body taken whole, then searched: `curl | grep -q` could close the pipe
+# early, and under pipefail curl's write error would fail a body that matched)
+expect() {
+  local body
+  body="$(curl -fsS "$1")" || fail "$3"
+  grep -qi -- "$2" <<<"$body" || fail "$3"
+}
 # NAME: runs the image on the volume, its ports on loopback (ephemeral), as
 # deploy/k8s/statefulset.yaml runs the pod: a read-only root file system
 # with /tmp writable, no capabilities, no privilege escalation, a 2 GiB
@@ -110,8 +118,9 @@ start() {
     -e TISSUED_SERVER_KEY="$key" "$IMAGE" >/dev/null
   http="$(docker port "$1" 8080/tcp | head -1 | sed 's/.*://')"
   tcp="$(docker port "$1" 7070/tcp | head -1 | sed 's/.*://')"
+  local body
   for _ in $(seq 100); do
-    curl -fsS "http://127.0.0.1:$http/healthz" 2>/dev/null | grep -q '"status":"ok"' && return 0
+    body="$(curl -fsS "http://127.0.0.1:$http/healthz" 2>/dev/null)" && grep -q '"status":"ok"' <<<"$body" && return 0
     sleep 0.2
   done
   fail "$1: /healthz did not answer ok within 20 s"
@@ -126,8 +135,8 @@ uid="$(docker exec "$name" id -u)"
 [[ "$uid" == 10001 ]] || fail "the container's user is $uid"
 [[ "$(docker top "$name" -o pid,user,args | awk 'NR > 1 && /tissued/ {print $2; exit}')" =~ ^(10001|tissued)$ ]] ||
   fail "tissued does not run as the tissued user: $(docker top "$name" -o pid,user,args)"
-curl -fsS "http://127.0.0.1:$http/" | grep -qi "<html" || fail "/ does not serve the web client"
-curl -fsS "http://127.0.0.1:$http/metrics" | grep -q "^tissued_" || fail "/metrics has no tissued_ series"
+expect "http://127.0.0.1:$http/" "<html" "/ does not serve the web client"
+expect "http://127.0.0.1:$http/metrics" "^tissued_" "/metrics has no tissued_ series"
 
 # a small flat mesh (a 12 x 12 grid of 4 cm), uploaded: the server keeps it
 awk 'BEGIN { n = 12; for (j = 0; j <= n; j++) for (i = 0; i <= n; i++)
@@ -165,7 +174,8 @@ ms=$((($(date +%s%N) - t0) / 1000000))
 code="$(docker inspect -f '{{.State.ExitCode}}' "$name")"
 log "docker stop: exit status $code after $ms ms"
 [[ "$code" == 0 ]] || fail "exit status $code after SIGTERM"
-if docker logs "$name" 2>&1 | grep -qF "$key"; then fail "the server key is in the log"; fi
+docker logs "$name" >"$work/container.log" 2>&1
+if grep -qF "$key" "$work/container.log"; then fail "the server key is in the log"; fi
 log "the server key is not in the container's log"
 
 # the volume keeps the database: a second container finds the upload

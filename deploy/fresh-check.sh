@@ -160,6 +160,14 @@ get() {
       if (!r.ok) { console.error(r.status); process.exit(1); }
       process.stdout.write(await r.text()); }).catch(e => { console.error(String(e)); process.exit(1); })' "$1"
 }
+# URL PATTERN MESSAGE: fails with MESSAGE unless the GET's body matches (the
+# body taken whole, then searched: `get | grep -q` could close the pipe early,
+# and under pipefail the writer's error would fail a body that matched)
+expect() {
+  local body
+  body="$(get "$1")" || fail "$3"
+  grep -qi -- "$2" <<<"$body" || fail "$3"
+}
 
 log "deploy/run.sh in $ts_base (up to ${TS_FRESH_RUN_SECONDS:-1200} s; its output in $out)"
 wait_url
@@ -169,9 +177,9 @@ log "the URL after $took s: ${url_line//#key=*/#key=...}"
 key="${BASH_REMATCH[1]}"
 [[ "$(docker exec "$name" cat data/server.key)" == "$key" ]] || fail "the printed key is not data/server.key's"
 
-get http://127.0.0.1:8080/healthz | grep -q '"status":"ok"' || fail "/healthz"
-get http://127.0.0.1:8080/ | grep -qi "<html" || fail "/ does not serve the web client"
-get http://127.0.0.1:8080/metrics | grep -q "^tissued_" || fail "/metrics has no tissued_ series"
+expect http://127.0.0.1:8080/healthz '"status":"ok"' "/healthz"
+expect http://127.0.0.1:8080/ "<html" "/ does not serve the web client"
+expect http://127.0.0.1:8080/metrics "^tissued_" "/metrics has no tissued_ series"
 log "/healthz, / and /metrics answer"
 
 C=(build/client-c/tissuectl --port 7070 --key "$key" --timeout 120000)
@@ -206,7 +214,7 @@ wait_url
 log "the URL after $took s: $url_line"
 [[ "$url_line" == *"http://127.0.0.1:8080/ "* ]] || fail "the second start printed: $url_line"
 if grep -qF "$key" "$work/start.log"; then fail "the second start printed the key"; fi
-get http://127.0.0.1:8080/healthz | grep -q '"status":"ok"' || fail "/healthz after the second start"
+expect http://127.0.0.1:8080/healthz '"status":"ok"' "/healthz after the second start"
 docker exec "$name" "${C[@]}" sessions >/dev/null || fail "the kept key is refused after the second start"
 stop
 log "all checks passed"
