@@ -34,6 +34,7 @@ cd "$(dirname "$0")/.."
 root="$PWD"
 # shellcheck source=SCRIPTDIR/docker-lib.sh
 source deploy/docker-lib.sh
+ts_check=docker-check
 
 IMAGE=tissued:check
 work="$(mktemp -d)"
@@ -41,11 +42,6 @@ name="tissued-check-$$"
 vol="tissued-check-$$"
 key="check-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
 
-log() { echo "docker-check: $*" >&2; }
-fail() {
-  log "FAILED: $*"
-  exit 1
-}
 
 cleanup() {
   local rc=$?
@@ -63,10 +59,7 @@ cleanup() {
   rm -rf "$work"
   exit $rc
 }
-trap cleanup EXIT
-# a signal ends it through the same cleanup (containers, the engine it started)
-trap 'exit 130' INT
-trap 'exit 143' TERM
+ts_on_exit cleanup
 
 # --- what it needs ---------------------------------------------------------
 deploy/install-deps.sh --docker >&2

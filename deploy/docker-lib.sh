@@ -3,8 +3,23 @@
 # deploy/docker-check.sh (the image of deploy/Dockerfile) and
 # deploy/fresh-check.sh (the README's commands on a fresh Debian 12): a Docker
 # engine, a Debian 12 base image, the certificate authorities a TLS-re-signing
-# proxy needs trusted, and a copy of the files git tracks. The caller sets
-# `work` (a scratch directory it removes) and defines log and fail.
+# proxy needs trusted, and a copy of the files git tracks; and their messages
+# and exit. The caller sets ts_check (its name, the messages' prefix) and
+# `work` (a scratch directory its cleanup removes).
+
+log() { echo "${ts_check:?}: $*" >&2; }
+fail() {
+  log "FAILED: $*"
+  exit 1
+}
+# FUNCTION: runs at exit, and a signal ends the script through it too
+# (containers, the engine it started)
+ts_on_exit() {
+  # shellcheck disable=SC2064 # the function's name, fixed now
+  trap "$1" EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+}
 
 # An engine that answers, started here (root only) when none does; its pid in
 # ts_engine_pid for ts_engine_stop, empty when it was already running.

@@ -38,6 +38,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=SCRIPTDIR/docker-lib.sh
 source deploy/docker-lib.sh
+ts_check=fresh-check
 
 usage() { sed -n '/^#   deploy/,/^# Exit/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 mode="${1:-run}"
@@ -59,11 +60,6 @@ esac
 work="$(mktemp -d)"
 name="tissued-fresh-$$"
 out="${TS_FRESH_LOG:-/tmp/fresh-check-$mode.log}"
-log() { echo "fresh-check: $*" >&2; }
-fail() {
-  log "FAILED: $*"
-  exit 1
-}
 cleanup() {
   local rc=$?
   if [[ $rc -ne 0 ]] && docker inspect "$name" >/dev/null 2>&1; then
@@ -76,10 +72,7 @@ cleanup() {
   rm -rf "$work"
   exit $rc
 }
-trap cleanup EXIT
-# a signal ends it through the same cleanup (containers, the engine it started)
-trap 'exit 130' INT
-trap 'exit 143' TERM
+ts_on_exit cleanup
 
 deploy/install-deps.sh --docker >&2
 ts_engine_start
@@ -127,6 +120,9 @@ if [[ "$mode" == test ]]; then
     fi
     sleep 5
   done
+  # (docker logs -f ends with the container; a container past the limit
+  # still runs, and the cleanup removes it)
+  [[ -n "$code" ]] || kill "$follow" 2>/dev/null || true
   wait "$follow" 2>/dev/null || true
   grep -E "^== |^phases:|^tests:" "$out" >&2 || true
   [[ -n "$code" ]] || fail "deploy/test.sh still running after $limit s"
