@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 
 BUILD_PKGS=(build-essential cmake pkg-config libuv1-dev libprotobuf-c-dev protobuf-c-compiler
   libcglm-dev libsqlite3-dev libwslay-dev libhttp-parser-dev libssl-dev libinih-dev check libzstd-dev
-  libcjson-dev libmeshoptimizer-dev
+  libcjson-dev libmeshoptimizer-dev zlib1g-dev
   sqlite3)
 # haproxy, openssl: the proxy test (tests/integration/proxy.test.mjs); systemd
 # (systemd-analyze) and python3-yaml: the checks of deploy/'s files

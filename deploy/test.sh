@@ -73,7 +73,7 @@ run_suite() { # name build-dir ctest-regex cmake-options...
 # below build their trees again, which finds them up to date (or completes
 # them when the background build failed: its log is build-tsan/build-bg.log).
 tsan_tests=(auth badinput control faults lanes poke refine_async shutdown)
-tsan_targets="tissued ${tsan_tests[*]/#/itest_}"
+tsan_targets="tissued ${tsan_tests[*]/#/itest_} test_net"
 bg_start=$SECONDS
 idle=(chrt --idle 0)
 "${idle[@]}" true 2>/dev/null || idle=(nice -n 19)
@@ -120,10 +120,13 @@ phase_done "background builds' wait"
 # its force messages take the same outbox to the loop as every frame here;
 # itest_refine_async: a live refinement's snapshot, refinement thread and
 # install, with a reset and a session's end while it runs; itest_lanes: a
-# session handed from a physics thread to the slow one through the loop).
-# Only the daemon and these eight tests are built there, not the unit
-# suites, tools and fuzz replays that build never runs (tsan_tests, above).
-tsan_regex="^integration\\.itest_($(IFS='|'; echo "${tsan_tests[*]}"))$"
+# session handed from a physics thread to the slow one through the loop);
+# and unit.test_net: the HTTP and WebSocket listener on its loop thread
+# beside the client threads, and the static files' gzip compression handed
+# to libuv's thread pool and back. Only the daemon and these nine tests are
+# built there, not the other unit suites, tools and fuzz replays that build
+# never runs (tsan_tests, above).
+tsan_regex="^(integration\\.itest_($(IFS='|'; echo "${tsan_tests[*]}"))|unit\\.test_net)$"
 TSAN_OPTIONS="halt_on_error=1" TS_BUILD_TARGETS="$tsan_targets" \
   run_suite "tsan" build-tsan "$tsan_regex" -DTS_TSAN=ON
 

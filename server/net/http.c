@@ -31,6 +31,8 @@
 #include "../core/ts_error.h"
 #include "../log.h"
 #include "../metrics.h"
+#include "http_cond.h"
+#include "http_gzip.h"
 #include "net_internal.h"
 #include "static_files.h"
 #include "ws.h"
@@ -82,16 +84,25 @@ static void respond(ts__net_conn *c, int status, const char *ctype,
     ts__conn_close_now(c);
     return;
   }
-  int n = snprintf(hdr, 1024,
-                   "HTTP/1.1 %d %s\r\n"
-                   "Content-Type: %s\r\n"
-                   "Content-Length: %zu\r\n"
-                   "Cache-Control: no-cache\r\n"
-                   "X-Content-Type-Options: nosniff\r\n"
-                   "Connection: %s\r\n"
-                   "%s\r\n",
-                   status, http_status_str((enum http_status)status), ctype, blen,
-                   keep ? "keep-alive" : "close", extra ? extra : "");
+  int n;
+  if (status == 304) /* no body, so no Content-Type or Content-Length (RFC 9110 15.4.5) */
+    n = snprintf(hdr, 1024,
+                 "HTTP/1.1 304 Not Modified\r\n"
+                 "Cache-Control: no-cache\r\n"
+                 "Connection: %s\r\n"
+                 "%s\r\n",
+                 keep ? "keep-alive" : "close", extra ? extra : "");
+  else
+    n = snprintf(hdr, 1024,
+                 "HTTP/1.1 %d %s\r\n"
+                 "Content-Type: %s\r\n"
+                 "Content-Length: %zu\r\n"
+                 "Cache-Control: no-cache\r\n"
+                 "X-Content-Type-Options: nosniff\r\n"
+                 "Connection: %s\r\n"
+                 "%s\r\n",
+                 status, http_status_str((enum http_status)status), ctype, blen,
+                 keep ? "keep-alive" : "close", extra ? extra : "");
   if (n < 0 || n >= 1024) n = 0; /* cannot happen with our fixed headers */
   uv_buf_t bufs[2] = {uv_buf_init(hdr, (unsigned)n), uv_buf_init(b, (unsigned)blen)};
   unsigned nb = (head_only || blen == 0) ? 1 : 2;
@@ -123,16 +134,38 @@ static void respond_error(ts__net_conn *c, int status, const char *reason, int h
           extra);
 }
 
-static void serve_file(ts__net_conn *c, const char *root, const char *rel, int head_only,
-                       int keep) {
-  char real[PATH_MAX];
-  if (!root || ts_static_resolve(root, rel, real, sizeof real) != 0) {
-    respond_error(c, 404, NULL, head_only, keep);
-    return;
+static const char *header(const ts__http_req *r, const char *name, char *buf, size_t cap);
+
+/* A file's bytes, or its gzip encoding when the client accepts it and the
+ * cache holds it (http_gzip.h), each with its entity tag; 304 when the
+ * client's If-None-Match names the version on disk (either encoding's tag:
+ * both decode to the same bytes). Cache-Control stays no-cache: browsers
+ * ask again each time, and a page reloaded costs a 304 per file. */
+static void serve_static(ts__net_conn *c, const char *path, const char *ctype, int head_only,
+                         int keep) {
+  const ts__http_req *r = c->req;
+  char ae[512], inm[1024], extra[256], etag[TS_HTTP_ETAG_MAX], etag_gz[TS_HTTP_ETAG_MAX];
+  const char *accept = header(r, "Accept-Encoding", ae, sizeof ae);
+  const char *none_match = header(r, "If-None-Match", inm, sizeof inm);
+  int compressible = ts_http_gz_type_ok(ctype);
+  int want_gz = compressible && ts_http_accepts_gzip(accept);
+  const char *vary = compressible ? "Vary: Accept-Encoding\r\n" : "";
+  ts_file_tag tag;
+  if (none_match && ts_static_tag(path, &tag) == 0) {
+    ts_http_etag(&tag, 0, etag);
+    ts_http_etag(&tag, 1, etag_gz);
+    int plain = ts_http_etag_listed(none_match, etag);
+    int gz = ts_http_etag_listed(none_match, etag_gz);
+    if (plain || gz) {
+      snprintf(extra, sizeof extra, "ETag: %s\r\n%s", gz && (want_gz || !plain) ? etag_gz : etag,
+               vary);
+      respond(c, 304, NULL, NULL, 0, 0, 1, keep, extra);
+      return;
+    }
   }
   uint8_t *data = NULL;
   size_t len = 0;
-  int rc = ts_static_read(real, TS__HTTP_FILE_MAX, &data, &len);
+  int rc = ts_static_read_tag(path, TS__HTTP_FILE_MAX, &data, &len, &tag);
   if (rc == TS_ETOOBIG || rc == TS_ENOMEM) {
     respond_error(c, 500, rc == TS_ETOOBIG ? "file too large" : "out of memory", head_only,
                   keep);
@@ -142,17 +175,37 @@ static void serve_file(ts__net_conn *c, const char *root, const char *rel, int h
     respond_error(c, 404, NULL, head_only, keep);
     return;
   }
-  respond(c, 200, ts_static_content_type(real), data, len, 1, head_only, keep, NULL);
+  const uint8_t *gz = NULL;
+  size_t gz_len = 0;
+  int use_gz = want_gz && len >= TS_HTTP_GZ_MIN_BYTES &&
+               ts_http_gz_get(c->h->gz, path, &tag, &gz, &gz_len);
+  ts_http_etag(&tag, use_gz, etag);
+  snprintf(extra, sizeof extra, "ETag: %s\r\n%s%s", etag, vary,
+           use_gz ? "Content-Encoding: gzip\r\n" : "");
+  if (use_gz) {
+    free(data);
+    respond(c, 200, ctype, gz, gz_len, 0, head_only, keep, extra); /* copied */
+  } else {
+    respond(c, 200, ctype, data, len, 1, head_only, keep, extra);
+  }
 }
 
-static void serve_proto(ts__net_conn *c, int head_only, int keep) {
-  uint8_t *data = NULL;
-  size_t len = 0;
-  if (!c->h->proto_file || ts_static_read(c->h->proto_file, TS__HTTP_FILE_MAX, &data, &len)) {
+static void serve_file(ts__net_conn *c, const char *root, const char *rel, int head_only,
+                       int keep) {
+  char real[PATH_MAX];
+  if (!root || ts_static_resolve(root, rel, real, sizeof real) != 0) {
     respond_error(c, 404, NULL, head_only, keep);
     return;
   }
-  respond(c, 200, "text/plain; charset=utf-8", data, len, 1, head_only, keep, NULL);
+  serve_static(c, real, ts_static_content_type(real), head_only, keep);
+}
+
+static void serve_proto(ts__net_conn *c, int head_only, int keep) {
+  if (!c->h->proto_file) {
+    respond_error(c, 404, NULL, head_only, keep);
+    return;
+  }
+  serve_static(c, c->h->proto_file, "text/plain; charset=utf-8", head_only, keep);
 }
 
 static void serve_healthz(ts__net_conn *c, int head_only, int keep) {
@@ -519,6 +572,7 @@ void ts__http_conn_free(ts__net_conn *c) {
 /* ---- listener ----------------------------------------------------------- */
 
 static void free_http(ts_http *h) {
+  ts_http_gz_release(h->gz);
   free(h->host);
   free(h->web_root);
   free(h->proto_file);
@@ -585,6 +639,8 @@ int ts_http_start(uv_loop_t *loop, ts_server *server, const ts_http_config *cfg,
     free_http(h);
     return TS_ENOMEM;
   }
+  /* without it (no memory) every file is sent as it is */
+  h->gz = ts_http_gz_new(loop, TS__HTTP_GZ_ENTRIES, TS__HTTP_GZ_BYTES);
   h->cfg.host = h->host;
   h->cfg.web_root = h->web_root;
   h->cfg.proto_file = h->proto_file;

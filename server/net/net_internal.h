@@ -27,6 +27,8 @@
 #define TS__HTTP_MAX_HEADERS 100       /* more header lines: 431 */
 #define TS__HTTP_BODY_MAX (16 * 1024)  /* request bodies are discarded; over: 413 */
 #define TS__HTTP_FILE_MAX (64u << 20)  /* largest static file served */
+#define TS__HTTP_GZ_ENTRIES 256        /* files the gzip cache holds (http_gzip.h) */
+#define TS__HTTP_GZ_BYTES (32u << 20)  /* and their compressed bytes */
 #define TS__HTTP_IDLE_MS 60000         /* keep-alive connection idle timeout */
 #define TS__HTTP_LINGER_MS 10000       /* time to finish writing before a close */
 #define TS__CLOSE_WAIT_MS 1000         /* wait for the peer's EOF / a WS flush */
@@ -104,6 +106,7 @@ struct ts_http {
   ts_http_config cfg; /* string fields point at the copies below */
   char *host, *web_root, *proto_file;
   size_t (*healthz)(ts_server *s, char *buf, size_t cap);
+  struct ts_http_gz *gz; /* compressed static files (http_gzip.h); may be NULL */
   uv_tcp_t listener;
   int listener_open;
   int stopping;

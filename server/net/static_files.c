@@ -105,7 +105,26 @@ int ts_static_resolve(const char *root, const char *rel, char *out, size_t cap) 
   return 0;
 }
 
+static void tag_of(const struct stat *st, ts_file_tag *tag) {
+  tag->dev = (uint64_t)st->st_dev;
+  tag->ino = (uint64_t)st->st_ino;
+  tag->size = (uint64_t)st->st_size;
+  tag->mtime_ns = (uint64_t)st->st_mtim.tv_sec * 1000000000u + (uint64_t)st->st_mtim.tv_nsec;
+}
+
+int ts_static_tag(const char *path, ts_file_tag *tag) {
+  struct stat st;
+  if (!path || !tag || stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return TS_EIO;
+  tag_of(&st, tag);
+  return 0;
+}
+
 int ts_static_read(const char *path, size_t max, uint8_t **data, size_t *len) {
+  return ts_static_read_tag(path, max, data, len, NULL);
+}
+
+int ts_static_read_tag(const char *path, size_t max, uint8_t **data, size_t *len,
+                       ts_file_tag *tag) {
   if (!path || !data || !len) return TS_EINVAL;
   *data = NULL;
   *len = 0;
@@ -140,6 +159,7 @@ int ts_static_read(const char *path, size_t max, uint8_t **data, size_t *len) {
   }
   *data = buf;
   *len = size;
+  if (tag) tag_of(&st, tag);
   return 0;
 }
 

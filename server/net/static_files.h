@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "http_cond.h"
+
 /* Percent-decodes the path part of a request target (it must start with
  * '/'), drops empty segments and writes the segments joined by '/' into out
  * ("" for the root). Rejected with TS_EINVAL: a bad %XX escape, NUL, a
@@ -30,6 +32,15 @@ int ts_static_resolve(const char *root, const char *rel, char *out, size_t cap);
  * malloc()ed (non-NULL even when empty). Returns 0, TS_EIO, TS_ETOOBIG or
  * TS_ENOMEM. */
 int ts_static_read(const char *path, size_t max, uint8_t **data, size_t *len);
+
+/* ts_static_read that also gives the version of the file it read (from the
+ * open file, so that the tag names the bytes read); tag may be NULL. */
+int ts_static_read_tag(const char *path, size_t max, uint8_t **data, size_t *len,
+                       ts_file_tag *tag);
+
+/* The version of the regular file at path, without reading it: 0 or
+ * TS_EIO. */
+int ts_static_tag(const char *path, ts_file_tag *tag);
 
 /* Content-Type for a file name by extension; application/octet-stream for
  * anything unknown. */

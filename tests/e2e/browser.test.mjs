@@ -272,6 +272,35 @@ test('without the server key the page creates no session and says why', async ()
   await page.context().close();
 });
 
+// The page's modules are some 2.5 MB, three.js most of it: the daemon sends
+// them gzip-compressed (server/net/http_gzip.h; the earlier tests' loads
+// had them compressed), and a reload costs a 304 a file.
+test('the page\'s scripts come gzip-compressed, and a reload revalidates them', async () => {
+  const context = await browser.newContext({ viewport: VIEWPORT });
+  const page = await context.newPage();
+  page.setDefaultTimeout(WAIT_MS);
+  page.on('pageerror', (e) => problems.push(`gzip page error: ${e.message}`));
+  const seen = [];
+  page.on('response', async (r) => {
+    if (!r.url().includes('/vendor/three/build/three.core.js')) return;
+    seen.push({ status: r.status(), encoding: (await r.allHeaders())['content-encoding'] ?? null });
+  });
+  await page.goto(base + '/', { waitUntil: 'load', timeout: WAIT_MS });
+  await page.waitForFunction(() => window.tissued !== undefined, null, { timeout: WAIT_MS });
+  const sizes = await page.evaluate(() => performance.getEntriesByType('resource')
+    .filter((e) => e.name.includes('/vendor/three/build/three.core.js'))
+    .map((e) => ({ encoded: e.encodedBodySize, decoded: e.decodedBodySize })));
+  assert.deepEqual(seen, [{ status: 200, encoding: 'gzip' }], 'three.core.js on a fresh load');
+  assert.equal(sizes.length, 1);
+  assert.ok(sizes[0].encoded * 3 < sizes[0].decoded, `compressed ${JSON.stringify(sizes[0])}`);
+  seen.length = 0;
+  await page.reload({ waitUntil: 'load', timeout: WAIT_MS });
+  await page.waitForFunction(() => window.tissued !== undefined, null, { timeout: WAIT_MS });
+  assert.deepEqual(seen.map((x) => x.status), [304], 'three.core.js on a reload');
+  await context.close();
+  assert.deepEqual(problems, [], 'console errors');
+});
+
 test('SIGTERM stops the daemon with exit code 0', async () => {
   await browser.close();
   browser = null;

@@ -4,7 +4,11 @@
  * (http-parser callbacks, header collection and limits, routing, keep-alive
  * and pipelining, pausing under output backpressure and resuming) and
  * server/net/ws_handshake.c (ts_ws_check_upgrade, the key check and the
- * Sec-WebSocket-Accept computation), fed raw bytes as a socket would.
+ * Sec-WebSocket-Accept computation), and the static files' conditional
+ * and encoding headers (server/net/http_cond.c: If-None-Match against the
+ * file's tag, Accept-Encoding), fed raw bytes as a socket would. The
+ * listener has no gzip cache here (its compression runs on libuv's thread
+ * pool; tests/unit/test_net.c covers it), so files go uncompressed.
  *
  * http.c is compiled into this target (tests/fuzz/CMakeLists.txt) with a
  * fake of the socket plumbing it calls (net_conn.c: ts__conn_write and

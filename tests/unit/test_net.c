@@ -29,9 +29,12 @@
 #include <time.h>
 #include <unistd.h>
 #include <uv.h>
+#include <zlib.h>
 
 #include "core/ts_error.h"
 #include "net/http.h"
+#include "net/http_cond.h"
+#include "net/http_gzip.h"
 #include "net/static_files.h"
 #include "net/ws.h"
 #include "sbuf.h"
@@ -207,6 +210,90 @@ START_TEST(test_resolve_and_read) {
   ck_assert_int_eq(ts_static_read(want, 10, &data, &len), TS_ETOOBIG);
   ck_assert_ptr_null(data);
   ck_assert_int_eq(ts_static_read(g_www, 1 << 20, &data, &len), TS_EIO); /* a directory */
+}
+END_TEST
+
+START_TEST(test_accept_encoding_table) {
+  static const struct {
+    const char *value;
+    int gzip;
+  } cases[] = {
+      {"gzip", 1},
+      {"GZIP", 1},
+      {"x-gzip", 1},
+      {"gzip, deflate, br, zstd", 1}, /* what Chromium sends */
+      {"deflate, br", 0},
+      {"", 0},
+      {"identity", 0},
+      {"*", 1},
+      {"*;q=0", 0},
+      {"gzip;q=0", 0},
+      {"gzip; q=0.000", 0},
+      {"gzip;q=0.001", 1},
+      {"gzip;Q=1.0", 1},
+      {"gzip;q=1.000", 1},
+      {"gzip;q=1.5", 0},   /* malformed: over 1 */
+      {"gzip;q=0.0001", 0}, /* malformed: four decimals */
+      {"gzip;q=", 0},
+      {"gzip;q", 0},
+      {"gzip;level=9", 1}, /* other parameters do not count */
+      {"*, gzip;q=0", 0},  /* the explicit element wins over * */
+      {"gzip;q=0, *", 0},
+      {"br;q=1, *;q=0.5", 1},
+      {"gzip;q=0, x-gzip", 1},
+      {" , ,gzip ,", 1},
+      {"gzipx", 0},
+      {"gzip x", 0},
+      {"\"gzip\"", 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    ck_assert_msg(ts_http_accepts_gzip(cases[i].value) == cases[i].gzip, "Accept-Encoding: %s",
+                  cases[i].value);
+  ck_assert_int_eq(ts_http_accepts_gzip(NULL), 0);
+}
+END_TEST
+
+START_TEST(test_etags) {
+  ts_file_tag t = {.dev = 0xfe00, .ino = 42, .size = 1000, .mtime_ns = 1234567890123456789ull};
+  char e[TS_HTTP_ETAG_MAX], g[TS_HTTP_ETAG_MAX];
+  ts_http_etag(&t, 0, e);
+  ts_http_etag(&t, 1, g);
+  ck_assert_str_eq(e, "\"fe00-2a-3e8-112210f47de98115\"");
+  ck_assert_str_eq(g, "\"fe00-2a-3e8-112210f47de98115-gz\"");
+  ts_file_tag big = {UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX};
+  ts_http_etag(&big, 1, g);
+  ck_assert_uint_lt(strlen(g), TS_HTTP_ETAG_MAX);
+  ck_assert_uint_eq(g[strlen(g) - 1], '"');
+  const char *tag = "\"a-1\"";
+  static const struct {
+    const char *value;
+    int listed;
+  } cases[] = {
+      {"\"a-1\"", 1},
+      {"W/\"a-1\"", 1},
+      {"\"b\", \"a-1\"", 1},
+      {"\"b\",W/\"a-1\" ,\"c\"", 1},
+      {"*", 1},
+      {" * ", 1},
+      {"\"a-1-gz\"", 0},
+      {"\"a-\"", 0},
+      {"a-1", 0},          /* unquoted: malformed */
+      {"\"a-1", 0},        /* unterminated */
+      {"\"a-1\"x", 0},     /* junk after the tag */
+      {"w/\"a-1\"", 0},    /* the weak prefix is case-sensitive */
+      {"\"x\" \"a-1\"", 0}, /* no comma: one malformed element */
+      {"", 0},
+      {",,", 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    ck_assert_msg(ts_http_etag_listed(cases[i].value, tag) == cases[i].listed,
+                  "If-None-Match: %s", cases[i].value);
+  ck_assert_int_eq(ts_http_etag_listed(NULL, tag), 0);
+  ck_assert_int_eq(ts_http_gz_type_ok("text/javascript; charset=utf-8"), 1);
+  ck_assert_int_eq(ts_http_gz_type_ok("application/json"), 1);
+  ck_assert_int_eq(ts_http_gz_type_ok("image/svg+xml"), 1);
+  ck_assert_int_eq(ts_http_gz_type_ok("image/png"), 0);
+  ck_assert_int_eq(ts_http_gz_type_ok("application/octet-stream"), 0);
 }
 END_TEST
 
@@ -689,6 +776,194 @@ START_TEST(test_http_routes) {
 
   harness_stop(&H);
   ck_assert_int_eq(H.opened, 0);
+}
+END_TEST
+
+/* The value of header `name` in a response head ("" when absent). */
+static const char *head_value(const response *r, const char *name, char *out, size_t cap) {
+  char key[64];
+  snprintf(key, sizeof key, "\r\n%s: ", name);
+  const char *p = strcasestr(r->head, key);
+  out[0] = '\0';
+  if (!p) return out;
+  p += strlen(key);
+  size_t n = strcspn(p, "\r");
+  if (n >= cap) n = cap - 1;
+  memcpy(out, p, n);
+  out[n] = '\0';
+  return out;
+}
+
+/* gunzips a gzip body into out; its length, or -1. */
+static long gunzip(const char *in, size_t len, char *out, size_t cap) {
+  z_stream zs;
+  memset(&zs, 0, sizeof zs);
+  if (inflateInit2(&zs, 15 + 16) != Z_OK) return -1;
+  zs.next_in = (Bytef *)in;
+  zs.avail_in = (uInt)len;
+  zs.next_out = (Bytef *)out;
+  zs.avail_out = (uInt)cap;
+  int rc = inflate(&zs, Z_FINISH);
+  long n = rc == Z_STREAM_END && zs.avail_in == 0 ? (long)zs.total_out : -1;
+  inflateEnd(&zs);
+  return n;
+}
+
+/* A 40 kB script (compresses well) whose lines carry the word `mark`. */
+static void write_script(const char *rel, const char *mark, char *text, size_t cap) {
+  size_t o = 0;
+  for (int i = 0; o + 64 < cap && o < 40000; i++)
+    o += (size_t)snprintf(text + o, cap - o, "export const %s%d = %d;\n", mark, i, i * 7);
+  write_file(rel, text);
+}
+
+/* GETs path with the given extra header lines until a response comes back
+ * gzip-encoded (its compression runs on the thread pool), at most 5 s. */
+static void get_until_gzip(harness *H, const char *path, response *r) {
+  char req[512];
+  snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n", path);
+  for (int i = 0; i < 500; i++) {
+    ck_assert_int_eq(http_get(H->port, req, r), 0);
+    ck_assert_int_eq(r->status, 200);
+    if (strcasestr(r->head, "\r\nContent-Encoding: gzip\r\n")) return;
+    usleep(10000);
+  }
+  ck_abort_msg("%s was not sent gzip-compressed within 5 s", path);
+}
+
+START_TEST(test_http_gzip_and_etags) {
+  static char text[48000], text2[48000], plain[70000];
+  write_script("www/big.js", "alpha", text, sizeof text);
+  harness H;
+  harness_start(&H, 0, 0);
+  response r;
+  char etag[128], etag_gz[128], v[128], req[512];
+
+  /* the first request is answered at once with the file's own bytes */
+  ck_assert_int_eq(http_get(H.port, "GET /big.js HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n", &r), 0);
+  ck_assert_int_eq(r.status, 200);
+  ck_assert_uint_eq(r.body_len, strlen(text));
+  ck_assert_str_eq(head_value(&r, "Vary", v, sizeof v), "Accept-Encoding");
+  head_value(&r, "ETag", etag, sizeof etag);
+  ck_assert_uint_gt(strlen(etag), 2);
+  ck_assert_int_eq(etag[0], '"');
+  ck_assert_ptr_null(strstr(etag, "-gz"));
+
+  /* then with its compressed copy, which decodes to the same bytes */
+  get_until_gzip(&H, "/big.js", &r);
+  ck_assert_uint_lt(r.body_len * 5, strlen(text)); /* repetitive: over 5x smaller */
+  long n = gunzip(r.body, r.body_len, plain, sizeof plain);
+  ck_assert_int_eq(n, (long)strlen(text));
+  ck_assert_int_eq(memcmp(plain, text, (size_t)n), 0);
+  head_value(&r, "ETag", etag_gz, sizeof etag_gz);
+  ck_assert_uint_eq(strlen(etag_gz), strlen(etag) + 3);
+  ck_assert_int_eq(strncmp(etag_gz, etag, strlen(etag) - 1), 0);
+  ck_assert_str_eq(etag_gz + strlen(etag) - 1, "-gz\"");
+  size_t gz_len = r.body_len;
+
+  /* HEAD says what GET would send */
+  ck_assert_int_eq(http_get(H.port, "HEAD /big.js HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n", &r), 0);
+  ck_assert_int_eq(r.status, 200);
+  ck_assert_uint_eq(strtoul(head_value(&r, "Content-Length", v, sizeof v), NULL, 10), gz_len);
+  ck_assert_str_eq(head_value(&r, "Content-Encoding", v, sizeof v), "gzip");
+
+  /* clients that do not accept gzip get the bytes themselves */
+  static const char *refusing[] = {"", "Accept-Encoding: identity\r\n", "Accept-Encoding: gzip;q=0\r\n",
+                                   "Accept-Encoding: br, deflate\r\n"};
+  for (size_t i = 0; i < sizeof refusing / sizeof refusing[0]; i++) {
+    snprintf(req, sizeof req, "GET /big.js HTTP/1.1\r\nHost: x\r\n%s\r\n", refusing[i]);
+    ck_assert_int_eq(http_get(H.port, req, &r), 0);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_msg(!strcasestr(r.head, "Content-Encoding"), "%s", refusing[i]);
+    ck_assert_uint_eq(r.body_len, strlen(text));
+    ck_assert_str_eq(head_value(&r, "ETag", v, sizeof v), etag);
+  }
+
+  /* a browser holding this version gets 304, with no body and no length */
+  snprintf(req, sizeof req, "GET /big.js HTTP/1.1\r\nHost: x\r\nIf-None-Match: %s\r\n\r\n", etag);
+  ck_assert_int_eq(http_get(H.port, req, &r), 0);
+  ck_assert_int_eq(r.status, 304);
+  ck_assert_ptr_null(strcasestr(r.head, "Content-Length"));
+  ck_assert_str_eq(head_value(&r, "ETag", v, sizeof v), etag);
+  snprintf(req, sizeof req,
+           "GET /big.js HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\nIf-None-Match: \"zz\", W/%s\r\n\r\n",
+           etag_gz);
+  ck_assert_int_eq(http_get(H.port, req, &r), 0);
+  ck_assert_int_eq(r.status, 304);
+  ck_assert_str_eq(head_value(&r, "ETag", v, sizeof v), etag_gz);
+  /* pipelined behind a 304, the next response still parses */
+  snprintf(req, sizeof req,
+           "HEAD /big.js HTTP/1.1\r\nHost: x\r\nIf-None-Match: *\r\n\r\n"
+           "GET /app.js HTTP/1.1\r\nHost: x\r\n\r\n");
+  int fd = client_connect(H.port, 0);
+  send_all(fd, req, strlen(req));
+  ck_assert_int_eq(read_response(fd, &r, 1), 0);
+  ck_assert_int_eq(r.status, 304);
+  ck_assert_int_eq(read_response(fd, &r, 0), 0);
+  ck_assert_int_eq(r.status, 200);
+  ck_assert_str_eq(r.body, "export const answer = 42;\n");
+  close(fd);
+  ck_assert_int_eq(http_get(H.port, "GET /big.js HTTP/1.1\r\nHost: x\r\nIf-None-Match: \"other\"\r\n\r\n", &r), 0);
+  ck_assert_int_eq(r.status, 200);
+
+  /* a new version on disk: a new tag, the old one no longer matches, and the
+   * compressed copy of the old version is never sent for it */
+  write_script("www/big.js", "omegas", text2, sizeof text2); /* another size, too */
+  snprintf(req, sizeof req,
+           "GET /big.js HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\nIf-None-Match: %s, %s\r\n\r\n",
+           etag, etag_gz);
+  ck_assert_int_eq(http_get(H.port, req, &r), 0);
+  ck_assert_int_eq(r.status, 200);
+  ck_assert_str_ne(head_value(&r, "ETag", v, sizeof v), etag);
+  ck_assert_str_ne(v, etag_gz);
+  if (strcasestr(r.head, "\r\nContent-Encoding: gzip\r\n"))
+    ck_abort_msg("a compressed copy of big.js came back before its new version was compressed");
+  ck_assert_uint_eq(r.body_len, strlen(text2));
+  ck_assert_int_eq(memcmp(r.body, text2, r.body_len), 0);
+  get_until_gzip(&H, "/big.js", &r);
+  n = gunzip(r.body, r.body_len, plain, sizeof plain);
+  ck_assert_int_eq(n, (long)strlen(text2));
+  ck_assert_int_eq(memcmp(plain, text2, (size_t)n), 0);
+
+  /* small files and types not worth compressing go as they are */
+  for (int i = 0; i < 3; i++) {
+    ck_assert_int_eq(http_get(H.port, "GET /app.js HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n", &r), 0);
+    ck_assert_ptr_null(strcasestr(r.head, "Content-Encoding"));
+    ck_assert_str_eq(r.body, "export const answer = 42;\n");
+    usleep(20000);
+  }
+  ck_assert_ptr_nonnull(strcasestr(r.head, "\r\nETag: \""));
+  write_file("www/pic.png", text2);
+  for (int i = 0; i < 3; i++) {
+    ck_assert_int_eq(http_get(H.port, "GET /pic.png HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n", &r), 0);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_ptr_null(strcasestr(r.head, "Content-Encoding"));
+    ck_assert_ptr_null(strcasestr(r.head, "Vary"));
+    usleep(20000);
+  }
+  /* the proto file is served the same way */
+  ck_assert_int_eq(http_get(H.port, "GET /proto/tissue.proto HTTP/1.1\r\nHost: x\r\n\r\n", &r), 0);
+  head_value(&r, "ETag", etag, sizeof etag);
+  snprintf(req, sizeof req, "GET /proto/tissue.proto HTTP/1.1\r\nHost: x\r\nIf-None-Match: %s\r\n\r\n", etag);
+  ck_assert_int_eq(http_get(H.port, req, &r), 0);
+  ck_assert_int_eq(r.status, 304);
+
+  harness_stop(&H);
+}
+END_TEST
+
+/* The listener stops while a compression is under way: the loop ends once
+ * it has (no handle or request left behind, harness_stop checks), and the
+ * cache is freed by its callback (the sanitizer builds' leak check). */
+START_TEST(test_http_gzip_stop_midway) {
+  static char text[48000];
+  write_script("www/stop.js", "beta", text, sizeof text);
+  harness H;
+  harness_start(&H, 0, 0);
+  response r;
+  ck_assert_int_eq(http_get(H.port, "GET /stop.js HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n", &r), 0);
+  ck_assert_int_eq(r.status, 200);
+  harness_stop(&H);
 }
 END_TEST
 
@@ -1284,6 +1559,8 @@ static Suite *net_suite(void) {
   tcase_add_test(pure, test_clean_path_table);
   tcase_add_test(pure, test_resolve_and_read);
   tcase_add_test(pure, test_content_types);
+  tcase_add_test(pure, test_accept_encoding_table);
+  tcase_add_test(pure, test_etags);
   tcase_add_test(pure, test_sockq_policy);
   tcase_add_unchecked_fixture(pure, make_tree, remove_tree);
   suite_add_tcase(s, pure);
@@ -1292,6 +1569,8 @@ static Suite *net_suite(void) {
   tcase_add_unchecked_fixture(loop, make_tree, remove_tree);
   tcase_add_test(loop, test_http_routes);
   tcase_add_test(loop, test_http_keepalive_and_limits);
+  tcase_add_test(loop, test_http_gzip_and_etags);
+  tcase_add_test(loop, test_http_gzip_stop_midway);
   tcase_add_test(loop, test_ws_roundtrip);
   tcase_add_test(loop, test_ws_reply_then_close);
   tcase_add_test(loop, test_ws_upgrade_with_early_frame);
