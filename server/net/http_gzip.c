@@ -94,7 +94,9 @@ int ts_http_gz_type_ok(const char *ct) {
 
 static void compress_file(uv_work_t *req) {
   job *j = req->data;
-  /* it yields to the physics threads, as the session builder does */
+  /* it yields to the physics threads, as the session builder does (the
+   * daemon gives libuv's pool no other work, so its threads may take this
+   * name and niceness for good) */
   ts_thread_self_setup("tissued-gzip", 10);
   j->state = E_FAILED;
   uint8_t *data = NULL;
@@ -146,7 +148,8 @@ static void compressed(uv_work_t *req, int status) {
   job *j = req->data;
   ts_http_gz *z = j->z;
   z->in_flight--;
-  entry *e = (status == 0 && !z->released) ? find(z, j->path) : NULL;
+  if (status != 0) j->state = E_FAILED; /* cancelled: asked again by the next request */
+  entry *e = z->released ? NULL : find(z, j->path);
   if (e && e->state == E_PENDING && memcmp(&e->tag, &j->tag, sizeof e->tag) == 0) {
     e->state = j->state;
     if (j->state == E_READY) {
