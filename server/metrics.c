@@ -89,6 +89,20 @@ char *ts_metrics_text(ts_server *s, size_t *len) {
   family(&b, "tissued_origin_refused_total", "counter",
          "WebSocket upgrades refused for their Origin.");
   put(&b, "tissued_origin_refused_total %llu\n", (unsigned long long)s->origin_refused);
+  family(&b, "tissued_http_files_total", "counter",
+         "Static files (the web page) answered, by how: identity or gzip body, or 304 Not Modified.");
+  put(&b, "tissued_http_files_total{response=\"identity\"} %llu\n",
+      (unsigned long long)s->http_files.identity);
+  put(&b, "tissued_http_files_total{response=\"gzip\"} %llu\n",
+      (unsigned long long)s->http_files.gzip);
+  put(&b, "tissued_http_files_total{response=\"not_modified\"} %llu\n",
+      (unsigned long long)s->http_files.not_modified);
+  family(&b, "tissued_http_file_bytes_total", "counter",
+         "Body bytes of the static files sent, by encoding.");
+  put(&b, "tissued_http_file_bytes_total{encoding=\"identity\"} %llu\n",
+      (unsigned long long)s->http_files.identity_bytes);
+  put(&b, "tissued_http_file_bytes_total{encoding=\"gzip\"} %llu\n",
+      (unsigned long long)s->http_files.gzip_bytes);
   family(&b, "tissued_poses_dropped_total", "counter", "Tool poses dropped over max-pose-rate.");
   put(&b, "tissued_poses_dropped_total %llu\n", (unsigned long long)s->poses_dropped);
   family(&b, "tissued_limit_refused_total", "counter",

@@ -404,6 +404,7 @@ int ts_server_start(ts_server *s, uv_loop_t *loop, const ts_config *cfg) {
   hc.allowed_origins = s->cfg.allowed_origins;
   hc.origin_refused = &s->origin_refused;
   hc.message_too_big = &s->limit_refused[TS_LIMIT_MESSAGE];
+  hc.files = &s->http_files;
   hc.handshake_ms = (unsigned)(cfg->handshake_timeout * 1000);
   hc.ping_ms = (unsigned)(cfg->ws_ping_interval * 1000);
   hc.client_timeout_ms = (unsigned)(cfg->client_timeout * 1000);

@@ -14,6 +14,7 @@
 #include "auth.h"
 #include "config.h"
 #include "conn.h"
+#include "net/http.h"
 #include "outbox.h"
 #include "ts_codec.h"
 #include "session.h"
@@ -75,6 +76,7 @@ struct ts_server {
   uint64_t balance_moves;   /* sessions moved between real-time threads (ts_physics_balance) */
   uint64_t slow_starts;     /* sessions started on a slow thread (session_trial.h) */
   uint64_t lane_moves[2];   /* sessions moved back to a real-time thread [0], to the slow one [1] */
+  ts_http_file_counts http_files; /* the page's files sent (net/http.h) */
 
   /* main.c: called once when an orderly shutdown begins (may be NULL) */
   void (*on_shutdown_begin)(ts_server *s);

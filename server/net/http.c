@@ -147,6 +147,7 @@ static void serve_static(ts__net_conn *c, const char *path, const char *ctype, i
   char ae[512], inm[1024], extra[256], etag[TS_HTTP_ETAG_MAX], etag_gz[TS_HTTP_ETAG_MAX];
   const char *accept = header(r, "Accept-Encoding", ae, sizeof ae);
   const char *none_match = header(r, "If-None-Match", inm, sizeof inm);
+  ts_http_file_counts *files = c->h->cfg.files;
   int compressible = ts_http_gz_type_ok(ctype);
   int want_gz = compressible && ts_http_accepts_gzip(accept);
   const char *vary = compressible ? "Vary: Accept-Encoding\r\n" : "";
@@ -159,6 +160,7 @@ static void serve_static(ts__net_conn *c, const char *path, const char *ctype, i
     if (plain || gz) {
       snprintf(extra, sizeof extra, "ETag: %s\r\n%s", gz && (want_gz || !plain) ? etag_gz : etag,
                vary);
+      if (files) files->not_modified++;
       respond(c, 304, NULL, NULL, 0, 0, 1, keep, extra);
       return;
     }
@@ -182,6 +184,15 @@ static void serve_static(ts__net_conn *c, const char *path, const char *ctype, i
   ts_http_etag(&tag, use_gz, etag);
   snprintf(extra, sizeof extra, "ETag: %s\r\n%s%s", etag, vary,
            use_gz ? "Content-Encoding: gzip\r\n" : "");
+  if (files) {
+    if (use_gz) {
+      files->gzip++;
+      files->gzip_bytes += head_only ? 0 : gz_len;
+    } else {
+      files->identity++;
+      files->identity_bytes += head_only ? 0 : len;
+    }
+  }
   if (use_gz) {
     free(data);
     respond(c, 200, ctype, gz, gz_len, 0, head_only, keep, extra); /* copied */

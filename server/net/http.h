@@ -13,6 +13,13 @@
 
 #include "../conn.h"
 
+/* The static files the listener sent (loop thread): responses by how the
+ * body went, and the body bytes of GET responses (HEAD sends none). */
+typedef struct ts_http_file_counts {
+  uint64_t identity, gzip, not_modified;
+  uint64_t identity_bytes, gzip_bytes;
+} ts_http_file_counts;
+
 typedef struct ts_http_config {
   const char *host;           /* "127.0.0.1" */
   int port;                   /* 0 = ephemeral */
@@ -27,6 +34,8 @@ typedef struct ts_http_config {
   uint64_t *origin_refused;
   /* counts WebSocket messages over max_message (closed with 1009); may be NULL */
   uint64_t *message_too_big;
+  /* counts the static files sent (/metrics); may be NULL; not copied */
+  ts_http_file_counts *files;
   /* Timeouts, milliseconds; 0 turns each off. handshake_ms bounds the
    * first HTTP request (then each request, from its first byte) and, on a
    * WebSocket, the time until the dispatcher has seen Hello (ts_conn
