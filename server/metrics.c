@@ -89,20 +89,24 @@ char *ts_metrics_text(ts_server *s, size_t *len) {
   family(&b, "tissued_origin_refused_total", "counter",
          "WebSocket upgrades refused for their Origin.");
   put(&b, "tissued_origin_refused_total %llu\n", (unsigned long long)s->origin_refused);
+  const ts_http_file_counts *hf = &s->http_files;
+  const struct {
+    const char *line;
+    uint64_t n;
+  } files[] = {
+      {"tissued_http_files_total{response=\"identity\"}", hf->identity},
+      {"tissued_http_files_total{response=\"gzip\"}", hf->gzip},
+      {"tissued_http_files_total{response=\"not_modified\"}", hf->not_modified},
+      {"tissued_http_file_bytes_total{encoding=\"identity\"}", hf->identity_bytes},
+      {"tissued_http_file_bytes_total{encoding=\"gzip\"}", hf->gzip_bytes},
+  };
   family(&b, "tissued_http_files_total", "counter",
-         "Static files (the web page) answered, by how: identity or gzip body, or 304 Not Modified.");
-  put(&b, "tissued_http_files_total{response=\"identity\"} %llu\n",
-      (unsigned long long)s->http_files.identity);
-  put(&b, "tissued_http_files_total{response=\"gzip\"} %llu\n",
-      (unsigned long long)s->http_files.gzip);
-  put(&b, "tissued_http_files_total{response=\"not_modified\"} %llu\n",
-      (unsigned long long)s->http_files.not_modified);
+         "Static files (the web page) answered, by how: identity or gzip body, or 304 Not "
+         "Modified.");
+  for (int i = 0; i < 3; i++) put(&b, "%s %llu\n", files[i].line, (unsigned long long)files[i].n);
   family(&b, "tissued_http_file_bytes_total", "counter",
          "Body bytes of the static files sent, by encoding.");
-  put(&b, "tissued_http_file_bytes_total{encoding=\"identity\"} %llu\n",
-      (unsigned long long)s->http_files.identity_bytes);
-  put(&b, "tissued_http_file_bytes_total{encoding=\"gzip\"} %llu\n",
-      (unsigned long long)s->http_files.gzip_bytes);
+  for (int i = 3; i < 5; i++) put(&b, "%s %llu\n", files[i].line, (unsigned long long)files[i].n);
   family(&b, "tissued_poses_dropped_total", "counter", "Tool poses dropped over max-pose-rate.");
   put(&b, "tissued_poses_dropped_total %llu\n", (unsigned long long)s->poses_dropped);
   family(&b, "tissued_limit_refused_total", "counter",

@@ -151,8 +151,11 @@ static void serve_static(ts__net_conn *c, const char *path, const char *ctype, i
   int compressible = ts_http_gz_type_ok(ctype);
   int want_gz = compressible && ts_http_accepts_gzip(accept);
   const char *vary = compressible ? "Vary: Accept-Encoding\r\n" : "";
+  /* the version on disk: answers If-None-Match, and finds a compressed copy
+   * without reading the file (the copy was made from this very version) */
   ts_file_tag tag;
-  if (none_match && ts_static_tag(path, &tag) == 0) {
+  int have_tag = ts_static_tag(path, &tag) == 0;
+  if (have_tag && none_match) {
     ts_http_etag(&tag, 0, etag);
     ts_http_etag(&tag, 1, etag_gz);
     int plain = ts_http_etag_listed(none_match, etag);
@@ -164,6 +167,19 @@ static void serve_static(ts__net_conn *c, const char *path, const char *ctype, i
       respond(c, 304, NULL, NULL, 0, 0, 1, keep, extra);
       return;
     }
+  }
+  const uint8_t *gz = NULL;
+  size_t gz_len = 0;
+  if (have_tag && want_gz && tag.size >= TS_HTTP_GZ_MIN_BYTES && tag.size <= TS__HTTP_FILE_MAX &&
+      ts_http_gz_get(c->h->gz, path, &tag, &gz, &gz_len)) {
+    ts_http_etag(&tag, 1, etag);
+    snprintf(extra, sizeof extra, "ETag: %s\r\n%sContent-Encoding: gzip\r\n", etag, vary);
+    if (files) {
+      files->gzip++;
+      files->gzip_bytes += head_only ? 0 : gz_len;
+    }
+    respond(c, 200, ctype, gz, gz_len, 0, head_only, keep, extra); /* copied */
+    return;
   }
   uint8_t *data = NULL;
   size_t len = 0;
@@ -177,28 +193,13 @@ static void serve_static(ts__net_conn *c, const char *path, const char *ctype, i
     respond_error(c, 404, NULL, head_only, keep);
     return;
   }
-  const uint8_t *gz = NULL;
-  size_t gz_len = 0;
-  int use_gz = want_gz && len >= TS_HTTP_GZ_MIN_BYTES &&
-               ts_http_gz_get(c->h->gz, path, &tag, &gz, &gz_len);
-  ts_http_etag(&tag, use_gz, etag);
-  snprintf(extra, sizeof extra, "ETag: %s\r\n%s%s", etag, vary,
-           use_gz ? "Content-Encoding: gzip\r\n" : "");
+  ts_http_etag(&tag, 0, etag); /* of the bytes read, should the file have changed since */
+  snprintf(extra, sizeof extra, "ETag: %s\r\n%s", etag, vary);
   if (files) {
-    if (use_gz) {
-      files->gzip++;
-      files->gzip_bytes += head_only ? 0 : gz_len;
-    } else {
-      files->identity++;
-      files->identity_bytes += head_only ? 0 : len;
-    }
+    files->identity++;
+    files->identity_bytes += head_only ? 0 : len;
   }
-  if (use_gz) {
-    free(data);
-    respond(c, 200, ctype, gz, gz_len, 0, head_only, keep, extra); /* copied */
-  } else {
-    respond(c, 200, ctype, data, len, 1, head_only, keep, extra);
-  }
+  respond(c, 200, ctype, data, len, 1, head_only, keep, extra);
 }
 
 static void serve_file(ts__net_conn *c, const char *root, const char *rel, int head_only,

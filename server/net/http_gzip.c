@@ -148,7 +148,7 @@ static void compressed(uv_work_t *req, int status) {
   job *j = req->data;
   ts_http_gz *z = j->z;
   z->in_flight--;
-  if (status != 0) j->state = E_FAILED; /* cancelled: asked again by the next request */
+  if (status != 0) j->state = E_FAILED; /* cancelled (never, here) */
   entry *e = z->released ? NULL : find(z, j->path);
   if (e && e->state == E_PENDING && memcmp(&e->tag, &j->tag, sizeof e->tag) == 0) {
     e->state = j->state;
@@ -203,7 +203,7 @@ int ts_http_gz_get(ts_http_gz *z, const char *path, const ts_file_tag *tag, cons
       *len = e->len;
       return 1;
     }
-    if (e->state != E_FAILED) return 0; /* under way, or not worth it */
+    return 0; /* under way, not worth it, or failed: sent as it is */
   } else if (e) {
     if (e->state == E_PENDING) return 0; /* the older version's, under way */
     free(e->gz);

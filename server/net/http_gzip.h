@@ -40,7 +40,9 @@ void ts_http_gz_release(ts_http_gz *z);
  * callback: copy it before returning to the loop); 0 when there is none
  * yet, after starting its compression unless one is under way, the cache
  * is full, or this version compressed too poorly to be worth sending (under
- * a tenth smaller). */
+ * a tenth smaller) or could not be compressed (it changed under the
+ * compression, which a request for its new version tries again; no memory):
+ * each version is tried once. */
 int ts_http_gz_get(ts_http_gz *z, const char *path, const ts_file_tag *tag, const uint8_t **gz,
                    size_t *len);
 
