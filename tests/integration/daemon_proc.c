@@ -31,10 +31,17 @@
 
 /* Daemons to clean up at exit if a test ends early (an assertion exits the
  * test process). Test-harness state; each entry remembers which process
- * started it so a forked test runner does not clean up its parent's. */
+ * started it so a forked test runner does not clean up its parent's. An
+ * entry keeps its own copy of the daemon's pid, directory and log: a test
+ * run without fork (CK_NOFORK) that fails leaves its ts_dproc, a local of
+ * the failed test's frame, to be overwritten by the next, and the exit
+ * would then read (and kill, and remove) whatever is there. */
 #define MAX_TRACKED 8
-static ts_dproc *tracked[MAX_TRACKED];
-static pid_t tracked_owner[MAX_TRACKED];
+static struct {
+  const ts_dproc *d; /* the key: entries are looked up by it while it lives */
+  pid_t owner;
+  ts_dproc copy; /* pid, dir, log; reaped as ts_dproc_alive saw it */
+} tracked[MAX_TRACKED];
 static int atexit_done;
 
 static long long now_ms(void) {
@@ -74,38 +81,60 @@ int ts_dproc_scratch_begin(void) {
   return 0;
 }
 
+/* A daemon's log left in the scratch directory: its test failed before
+ * stopping it (a forked test that fails exits at once, without its exit
+ * handlers; its daemon dies with it). The log is the only account of what
+ * the daemon did, and the directory goes next. */
+static int dump_left_log(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+  (void)sb;
+  if (flag == FTW_F && strcmp(path + ftw->base, "tissued.log") == 0) {
+    ts_dproc d;
+    memset(&d, 0, sizeof d);
+    snprintf(d.log, sizeof d.log, "%s", path);
+    fprintf(stderr, "(a test ended before stopping its daemon)\n");
+    ts_dproc_dump_log(&d);
+  }
+  return 0;
+}
+
 void ts_dproc_scratch_end(void) {
+  if (scratch[0]) nftw(scratch, dump_left_log, 16, FTW_PHYS);
   if (scratch[0]) nftw(scratch, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
   scratch[0] = '\0';
 }
 
-static void untrack(ts_dproc *d) {
+static void untrack(const ts_dproc *d) {
   for (int i = 0; i < MAX_TRACKED; i++)
-    if (tracked[i] == d) tracked[i] = NULL;
+    if (tracked[i].d == d) tracked[i].d = NULL;
 }
 
 static void cleanup_at_exit(void) {
   for (int i = 0; i < MAX_TRACKED; i++) {
-    ts_dproc *d = tracked[i];
-    if (!d || tracked_owner[i] != getpid()) continue;
+    ts_dproc *d = &tracked[i].copy;
+    if (!tracked[i].d || tracked[i].owner != getpid()) continue;
     if (d->pid > 0 && !d->reaped) {
       kill(d->pid, SIGKILL);
       waitpid(d->pid, NULL, 0);
     }
     remove_dir(d);
-    tracked[i] = NULL;
+    tracked[i].d = NULL;
   }
 }
 
-static void track(ts_dproc *d) {
+static void track(const ts_dproc *d) {
   if (!atexit_done) {
     atexit(cleanup_at_exit);
     atexit_done = 1;
   }
+  /* an entry with this key already is a failed test's, whose ts_dproc this
+   * one now occupies: it keeps its copy under a key nothing else has */
+  for (int i = 0; i < MAX_TRACKED; i++)
+    if (tracked[i].d == d) tracked[i].d = (const ts_dproc *)&tracked[i];
   for (int i = 0; i < MAX_TRACKED; i++) {
-    if (!tracked[i]) {
-      tracked[i] = d;
-      tracked_owner[i] = getpid();
+    if (!tracked[i].d) {
+      tracked[i].d = d;
+      tracked[i].owner = getpid();
+      tracked[i].copy = *d;
       return;
     }
   }
@@ -184,6 +213,8 @@ int ts_dproc_alive(ts_dproc *d) {
   if (r == d->pid) {
     d->reaped = 1;
     d->status = st;
+    for (int i = 0; i < MAX_TRACKED; i++) /* its pid may be another's from now on */
+      if (tracked[i].d == d) tracked[i].copy.reaped = 1;
     return 0;
   }
   return 1;
