@@ -365,12 +365,12 @@ START_TEST(test_shutdown_during_build) {
     nanosleep(&pause, NULL);
   }
   const long long took = now_ms() - t0;
-  /* the log, before ts_dproc_stop removes the daemon's directory */
-  /* the queued one: taken a moment before the signal, it may still be in
-   * its first stage (the storage worker hashes the upload; create.c's
+  /* the log, before ts_dproc_stop removes the daemon's directory. The
+   * queued one: taken a moment before the signal, it may still be in its
+   * first stage (the storage worker hashes the upload; create.c's
    * read_done then goes no further) or in the builder's queue (its build
    * stops as it enters its first stage: "(its build stopped)"); either
-   * way it is not built (a CI run had the first) */
+   * way it is not built (a fresh-clone run of the suite had the first) */
   const int queued_stopped = ts_dproc_log_count(&d, "session 'grid-queued' not created: the "
                                                    "server is shutting down") == 1 &&
                              ts_dproc_log_count(&d, "'grid-queued' created") == 0;

@@ -120,86 +120,66 @@ typedef struct seen {
   uint64_t last_seq;
 } seen;
 
-/* Answers that came while a wait was for a frame: a refinement can be
- * answered before the physics thread's next frame (a loaded machine
+/* Answers that came while a wait was for something else: a refinement can
+ * be answered before the physics thread's next frame (a loaded machine
  * descheduled the physics thread for 200 ms while the refinement thread
  * finished), and the answer, dropped, was then waited for in vain. */
 #define STASH_MAX 8
 static Tissued__V1__Envelope *stash[STASH_MAX];
 
-static int stash_count(void) {
-  int n = 0;
-  for (int i = 0; i < STASH_MAX; i++) n += stash[i] != NULL;
-  return n;
-}
-
-/* The next envelope: a stashed answer first, then the connection's; NULL
- * when the connection ended or nothing came within timeout_ms. */
-static Tissued__V1__Envelope *next_env(rc_conn *c, int timeout_ms) {
+/* A kept answer to request rid (any, with rid 0), taken out; NULL if none. */
+static Tissued__V1__Envelope *take_kept(uint64_t rid) {
   for (int i = 0; i < STASH_MAX; i++) {
-    if (stash[i]) {
-      Tissued__V1__Envelope *e = stash[i];
+    Tissued__V1__Envelope *e = stash[i];
+    if (e && (!rid || e->request_id == rid)) {
       stash[i] = NULL;
       return e;
     }
   }
-  return rc_recv(c, timeout_ms);
+  return NULL;
 }
 
-/* Keeps an answer for a later wait (an answer to nobody's request, such as
- * a session's error, is dropped). */
-static void keep(Tissued__V1__Envelope *e) {
-  if (e->request_id) {
-    for (int i = 0; i < STASH_MAX; i++) {
-      if (!stash[i]) {
-        stash[i] = e;
-        return;
-      }
-    }
-    ck_abort_msg("more than %d answers waiting", STASH_MAX);
-  }
-  tissued__v1__envelope__free_unpacked(e, NULL);
+/* The next envelope: a kept answer first, then the connection's; NULL when
+ * the connection ended or nothing came within timeout_ms. */
+static Tissued__V1__Envelope *next_env(rc_conn *c, int timeout_ms) {
+  Tissued__V1__Envelope *e = take_kept(0);
+  return e ? e : rc_recv(c, timeout_ms);
 }
 
 /* Reads envelopes until one with request id rid (returned; the caller
- * frees it) or, with rid 0, until the next frame (NULL returned; answers
- * that come before it are kept for the next waits). Frames are counted
- * into *s. */
+ * frees it) or, with rid 0, until the next frame (NULL returned). Answers
+ * to other requests are kept for the waits that ask for them. Frames are
+ * counted into *s. */
 static Tissued__V1__Envelope *wait_for(rc_conn *c, uint64_t rid, seen *s) {
+  Tissued__V1__Envelope *e = rid ? take_kept(rid) : NULL;
+  if (e) return e;
   long long end = now_ms() + WAIT_MS;
-  /* a kept answer goes back after the wait (stashing it again at once
-   * would have next_env hand it back forever) */
-  Tissued__V1__Envelope *later[STASH_MAX];
-  int n_later = 0;
-  Tissued__V1__Envelope *found = NULL;
   for (;;) {
     long long left = end - now_ms();
     ck_assert_msg(left > 0, "no %s within %d ms", rid ? "answer" : "frame", WAIT_MS);
-    const int stashed = stash_count();
-    Tissued__V1__Envelope *e = next_env(c, (int)left);
+    e = rc_recv(c, (int)left);
     ck_assert_msg(e != NULL, "connection ended or timed out waiting for %s", rid ? "an answer" : "a frame");
     if (e->body_case == TISSUED__V1__ENVELOPE__BODY_FRAME) {
       s->frames++;
       s->last_count = e->frame->vertex_count;
       s->last_seq = e->frame->seq;
       tissued__v1__envelope__free_unpacked(e, NULL);
-      if (!rid) break;
+      if (!rid) return NULL;
       continue;
     }
-    if (rid && e->request_id == rid) {
-      found = e;
-      break;
-    }
-    if (e->request_id && n_later < STASH_MAX) {
-      later[n_later++] = e;
-      if (!stashed && !rid)
-        printf("the answer to request %llu came before the frame waited for\n",
-               (unsigned long long)e->request_id);
-    } else
+    if (rid && e->request_id == rid) return e;
+    if (!e->request_id) { /* an answer to no request (a session's error) */
       tissued__v1__envelope__free_unpacked(e, NULL);
+      continue;
+    }
+    if (!rid)
+      printf("the answer to request %llu came before the frame waited for\n",
+             (unsigned long long)e->request_id);
+    int i = 0;
+    while (i < STASH_MAX && stash[i]) i++;
+    ck_assert_msg(i < STASH_MAX, "more than %d answers waiting", STASH_MAX);
+    stash[i] = e;
   }
-  for (int i = 0; i < n_later; i++) keep(later[i]);
-  return found;
 }
 
 /* An XPBD session with the controller's 5 mm sphere pressed 2 mm in over
