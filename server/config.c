@@ -267,7 +267,7 @@ int ts_config_set(ts_config *c, const char *key, const char *value, char *err, s
   case T_INT: {
     long v = strtol(value, &end, 10);
     if (errno || end == value || *end || v < s->lo || v > s->hi) {
-      snprintf(err, errcap, "%s: '%s' is not a whole number in [%g, %g]", s->name, value, s->lo,
+      snprintf(err, errcap, "%s: '%s' is not a whole number in [%.0f, %.0f]", s->name, value, s->lo,
                s->hi);
       return -1;
     }
@@ -296,7 +296,7 @@ int ts_config_set(ts_config *c, const char *key, const char *value, char *err, s
      * 2^64, so " -18446744073709550592" would read as 1024 */
     if (errno || end == value || *end || strchr(value, '-') || (double)v < s->lo ||
         (double)v > s->hi) {
-      snprintf(err, errcap, "%s: '%s' is not a size in [%g, %g] bytes", s->name, value, s->lo,
+      snprintf(err, errcap, "%s: '%s' is not a size in [%.0f, %.0f] bytes", s->name, value, s->lo,
                s->hi);
       return -1;
     }

@@ -78,6 +78,11 @@ START_TEST(test_bad_flags) {
        * came out 1024 and was accepted (found by fuzz_config) */
       {{"tissued", "--max-message", " -18446744073709550592", NULL}, "not a size"},
       {{"tissued", "--hard-output-limit", "\t-18446744073709543424", NULL}, "not a size"},
+      /* bounds of whole numbers and sizes as digits, not as 1.07374e+09 */
+      {{"tissued", "--max-message", "0", NULL},
+       "max-message: '0' is not a size in [1024, 1073741824] bytes"},
+      {{"tissued", "--max-training-samples", "0", NULL},
+       "max-training-samples: '0' is not a whole number in [1, 100000000]"},
       {{"tissued", "--frame-rate", NULL, NULL}, "needs a value"},
       {{"tissued", "stray", NULL, NULL}, "unexpected argument"},
       {{"tissued", "--qs-refine-edge", "-1", NULL}, "[0, 0.1] or auto"},
