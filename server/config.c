@@ -163,7 +163,8 @@ static const setting settings[] = {
     {"train-after-samples", T_INT, OFF(train_after_samples), 0, 0, 100000000,
      "quasi-static sessions train their shortcut by themselves after this many samples; 0 never"},
     {"max-training-samples", T_INT, OFF(max_training_samples), 0, 1, 100000000,
-     "samples one quasi-static session records at most (488 bytes each)"},
+     "samples one quasi-static session records at most (488 bytes each, allocated as they "
+     "arrive)"},
     {"qs-refine-edge", T_DBL_AUTO, OFF(qs_refine_edge), 0, 0, 0.1,
      "quasi-static sessions: each press is solved on its region copied and refined by "
      "longest-edge bisection to edges of at most this many metres (samples stay on the "

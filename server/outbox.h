@@ -18,7 +18,8 @@ enum {
   TS_EV_DIVERGED = 3,
   TS_EV_FORCE = 4,
   TS_EV_SAMPLES = 5,      /* payload: a ts_learn_set copy to train on (learn.c) */
-  TS_EV_SAMPLES_FULL = 6, /* the session's sample set reached max-training-samples */
+  TS_EV_SAMPLES_FULL = 6, /* recording stopped: arg 1 the sample set reached
+                             max-training-samples, 2 it could not grow (out of memory) */
   TS_EV_REFINED = 7,      /* payload: a refinement's result and topology (refine.c) */
   TS_EV_LANE = 8,         /* arg: the lane the session's steps ask for, 1 slow (physics.c) */
   TS_EV_DETACHED = 9      /* the session left its thread to move to another (physics.c) */

@@ -246,7 +246,10 @@ static void thread_main(void *arg) {
           sim->samples_out = NULL;
         }
         if (sim->samples_full_out) {
-          publish(p, TS_EV_SAMPLES_FULL, se, NULL, &woke);
+          while (ts_outbox_push_payload(&p->server->outbox, TS_EV_SAMPLES_FULL, se, NULL,
+                                        sim->samples_full_out))
+            uv_sleep(1); /* out of memory: as publish() */
+          woke = 1;
           sim->samples_full_out = 0;
         }
         sim->next_step_ns += sim->dt_ns;

@@ -190,6 +190,18 @@ static void drain_events(ts_server *s, ts_event *e) {
         ts_learn_set_free(e->payload);
       break;
     case TS_EV_SAMPLES_FULL:
+      if (e->arg == 2) { /* the set could not grow (core/ts_learn.h) */
+        ts_log_error("session %u: out of memory for more training samples; recording stops "
+                     "(the samples so far are kept)",
+                     se->id);
+        for (ts_conn *c = se->clients; c; c = c->next_in_session)
+          if (c->role == TISSUED__V1__ROLE__ROLE_CONTROLLER)
+            ts_send_error(c, 0, TS_ENOMEM,
+                          "session %u: the daemon is out of memory for more training "
+                          "samples; recording stops; train (TrainShortcut) on those it has",
+                          se->id);
+        break;
+      }
       s->limit_refused[TS_LIMIT_TRAINING_SAMPLES]++;
       ts_log_info("session %u: max-training-samples reached; recording stops", se->id);
       for (ts_conn *c = se->clients; c; c = c->next_in_session)

@@ -572,7 +572,7 @@ ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
     if (rc == TS_EDIVERGED)
       snprintf(sim->diverged_why, sizeof sim->diverged_why,
                "the quasi-static solve reached a non-finite state");
-    if (ss.recorded_full) sim->samples_full_out = 1;
+    if (ss.recorded_full) sim->samples_full_out = ss.recorded_full;
     st.substeps = ss.iterations; /* relaxation sweeps stand in for substeps */
     for (int i = 0; i < TS_MAX_TOOLS; i++)
       if (sim->tools[i].active) st.contacts += sim->tools[i].contacts;

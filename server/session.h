@@ -77,7 +77,8 @@ typedef struct ts_session_sim {
   int auto_trained;          /* that happened */
   ts_learn_set *samples_out; /* a copy of the samples for physics.c to hand to the loop */
   int samples_out_auto;      /* ... because of train_after */
-  int samples_full_out;      /* the set just became full: physics.c tells the loop */
+  int samples_full_out;      /* recording just stopped (1 full, 2 out of memory:
+                                ts_shortcut_stats): physics.c tells the loop */
   ts_tool tools[TS_MAX_TOOLS];  /* the proxies the solver steps with (ts_tool_proxy.h) */
   ts_tool_contact tool_contact; /* tool against tool (core/ts_tool_contact.h), every solver */
   ts_session_sleep sleep;    /* a tissue at rest is not stepped (session_sleep.h) */

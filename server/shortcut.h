@@ -35,7 +35,8 @@
 typedef struct ts_shortcut_stats {
   uint32_t presses;     /* presses this step */
   uint32_t iterations;  /* relaxation sweeps of them */
-  int recorded_full;    /* the sample set became full this step */
+  int recorded_full;    /* recording stopped this step: 1 the sample set is full
+                         * (max-training-samples), 2 it could not grow (out of memory) */
 } ts_shortcut_stats;
 
 typedef struct ts_shortcut {

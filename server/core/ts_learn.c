@@ -6,6 +6,7 @@
 #include "ts_learn.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,20 +75,39 @@ int ts_learn_set_create(uint32_t cap, uint32_t n_sheets, ts_learn_set **out) {
   if (cap == 0 || n_sheets == 0 || n_sheets > TS_MAX_LAYERS + 1) return TS_EINVAL;
   ts_learn_set *s = calloc(1, sizeof *s);
   if (!s) return TS_ENOMEM;
-  s->s = malloc(sizeof *s->s * cap);
-  if (!s->s) {
+  s->cap = cap;
+  s->n_sheets = n_sheets;
+  if (ts_learn_set_reserve(s, cap < TS_LEARN_SET_FIRST_ROOM ? cap : TS_LEARN_SET_FIRST_ROOM)) {
     free(s);
     return TS_ENOMEM;
   }
-  s->cap = cap;
-  s->n_sheets = n_sheets;
   *out = s;
+  return 0;
+}
+
+int ts_learn_set_reserve(ts_learn_set *s, uint32_t n) {
+  if (!s) return TS_EINVAL;
+  if (n > s->cap) return TS_EFULL;
+  if (n <= s->room && s->s) return 0;
+  uint64_t room = (uint64_t)s->room * 2;
+  if (room < n) room = n;
+  if (room > s->cap) room = s->cap;
+  if (room == 0) room = 1;
+  if (room > SIZE_MAX / sizeof *s->s) return TS_ENOMEM;
+  ts_learn_sample *p = realloc(s->s, sizeof *s->s * (size_t)room);
+  if (!p) return TS_ENOMEM;
+  s->s = p;
+  s->room = (uint32_t)room;
   return 0;
 }
 
 int ts_learn_set_copy(const ts_learn_set *src, ts_learn_set **out) {
   if (!src || !out) return TS_EINVAL;
   int rc = ts_learn_set_create(src->n ? src->n : 1, src->n_sheets, out);
+  if (!rc && (rc = ts_learn_set_reserve(*out, (*out)->cap))) {
+    ts_learn_set_free(*out);
+    *out = NULL;
+  }
   if (rc) return rc;
   memcpy((*out)->s, src->s, sizeof *src->s * src->n);
   (*out)->n = src->n;

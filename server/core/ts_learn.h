@@ -194,7 +194,11 @@ typedef struct ts_learn_sample {
 } ts_learn_sample;
 
 typedef struct ts_learn_set {
-  uint32_t n, cap;
+  uint32_t n;    /* samples held */
+  uint32_t cap;  /* the most it may hold (--max-training-samples) */
+  uint32_t room; /* allocated for: it grows by doubling up to cap as samples
+                  * arrive (ts_learn_set_reserve), so that a session's
+                  * limit is not reserved whole at its creation */
   uint32_t n_sheets;
   ts_learn_sample *s;
   /* the recorded intervals behind the samples: how many, how many of their
@@ -204,10 +208,17 @@ typedef struct ts_learn_set {
   double worst_residual;
 } ts_learn_set;
 
-/* A set with room for cap samples. Returns 0, TS_EINVAL (cap or n_sheets
- * 0, n_sheets over TS_MAX_LAYERS + 1) or TS_ENOMEM. */
+/* An empty set that may hold up to cap samples; it allocates room for
+ * min(cap, TS_LEARN_SET_FIRST_ROOM) at once and the rest as samples arrive.
+ * Returns 0, TS_EINVAL (cap or n_sheets 0, n_sheets over TS_MAX_LAYERS + 1)
+ * or TS_ENOMEM. */
+#define TS_LEARN_SET_FIRST_ROOM 256u
 int ts_learn_set_create(uint32_t cap, uint32_t n_sheets, ts_learn_set **out);
-/* A copy holding the same samples (capacity = count). */
+/* Makes room for n samples in all: the room doubles (or grows to n, if
+ * more), never past cap. Returns 0, TS_EFULL (n over cap; nothing changes)
+ * or TS_ENOMEM (the set keeps its samples and room). */
+int ts_learn_set_reserve(ts_learn_set *s, uint32_t n);
+/* A copy holding the same samples (cap = room = count). */
 int ts_learn_set_copy(const ts_learn_set *src, ts_learn_set **out);
 void ts_learn_set_free(ts_learn_set *s);
 
@@ -377,9 +388,12 @@ int ts_learner_set_model(ts_learner *l, const ts_learn_model *m);
 /* One interval: the control points of the press are moved, then the
  * non-control points (of the region when local) go to the quasi-static
  * equilibrium (record != 0: and the samples are recorded; a full set is
- * TS_EFULL, with x already advanced) or, when learned, to the model's
+ * TS_EFULL, with x already advanced and the samples that fit recorded; a
+ * set that could not grow is TS_ENOMEM, with x advanced and none of this
+ * interval's samples recorded) or, when learned, to the model's
  * prediction. x: n_nodes positions, m, updated. Returns 0, TS_EINVAL,
- * TS_ENAN, TS_ERANGE (the press holds no node), TS_EDIVERGED or TS_EFULL. */
+ * TS_ENAN, TS_ERANGE (the press holds no node), TS_EDIVERGED, TS_EFULL or
+ * TS_ENOMEM. */
 int ts_learner_step(ts_learner *l, double (*x)[3], const ts_learn_press *p, int record,
                     ts_learn_step_stats *stats);
 

@@ -408,9 +408,18 @@ static int run(ts_learner *l, double (*x)[3], const double point[3], uint32_t nc
       l->set->intervals++;
       if (!st.qs.converged) l->set->unconverged++;
       if (st.qs.residual > l->set->worst_residual) l->set->worst_residual = st.qs.residual;
-      if (l->set->n + nf > l->set->cap) rc = TS_EFULL;
-      for (uint32_t k = 0; k < nf && l->set->n < l->set->cap; k++) {
-        ts_learn_sample *s = &l->set->s[l->set->n++];
+      ts_learn_set *set = l->set;
+      uint32_t take = nf;
+      if (set->n + (uint64_t)nf > set->cap) {
+        rc = TS_EFULL;
+        take = set->cap - set->n;
+      }
+      if (ts_learn_set_reserve(set, set->n + take)) { /* out of memory: none recorded */
+        rc = TS_ENOMEM;
+        take = 0;
+      }
+      for (uint32_t k = 0; k < take; k++) {
+        ts_learn_sample *s = &set->s[set->n++];
         *s = l->feat[k];
         memcpy(s->x1, x[q->free_nodes[k]], sizeof s->x1);
       }

@@ -12,7 +12,9 @@
  *     dent the tissue; UseShortcut switches back to the solve and again;
  *   - after a restart on the same data directory, a new session of that
  *     tissue starts learned (the model came from SQLite);
- *   - a daemon with train-after-samples trains by itself; one with
+ *   - a daemon with train-after-samples (and the largest
+ *     max-training-samples: the sample store grows as it fills) trains by
+ *     itself; one with
  *     max-training-samples stops recording, says so (TS_EFULL) and counts
  *     it; a mass-spring session refuses TrainShortcut.
  * The presses follow the frames' simulated time, so a slow machine runs
@@ -384,8 +386,11 @@ START_TEST(test_automatic_and_limits) {
   char data[300];
   snprintf(data, sizeof data, "%s/data", dir);
 
-  /* trains by itself after 300 samples */
-  const char *autotrain[] = {"--train-after-samples", "300", NULL};
+  /* trains by itself after 300 samples; the sample cap at its largest
+   * (10^8 samples, 49 GB if reserved whole, as it was: the session could
+   * not be made) */
+  const char *autotrain[] = {"--train-after-samples", "300", "--max-training-samples", "100000000",
+                             NULL};
   rig r;
   rig_start(&r, data, autotrain);
   presses(&r.c, NULL, &r.s, r.tool, 3, -0.003);

@@ -11,7 +11,8 @@
  *     the solve are printed as a table and asserted (the held-out presses
  *     are solved once for all kinds), and the spread model is asserted to
  *     be far better than the method's and spread2 far better than
- *     spread (bench_learn measures the liver's worst case).
+ *     spread (bench_learn measures the liver's worst case);
+ *   - the sample store grows by doubling up to its cap.
  * These run on the plain solve (--qs-refine-edge 0); test_learn_refined.c
  * does the same on the refined solve a daemon session runs by default. The
  * presses and checks are learn_fixture.h's.
@@ -182,6 +183,92 @@ START_TEST(unconverged_counted) {
 }
 END_TEST
 
+/* The sample store grows as samples arrive and stops at its cap. A set
+ * may hold the largest --max-training-samples (10^8 samples, 49 GB) and
+ * is created with room for TS_LEARN_SET_FIRST_ROOM only (before, it was
+ * allocated whole, and that allocation failed: no quasi-static session
+ * could be made). Presses on a small patch then fill a set of cap 1,000
+ * through several doublings: the first interval's samples survive every
+ * move, the last interval that does not fit is recorded up to the cap and
+ * answered TS_EFULL, and so is the next. Reserving past the cap is
+ * refused without a change. */
+START_TEST(sample_store_grows) {
+  ts_learn_set *big = NULL;
+  ck_assert_int_eq(ts_learn_set_create(100000000u, 4, &big), 0);
+  ck_assert_uint_eq(big->cap, 100000000u);
+  ck_assert_uint_eq(big->room, TS_LEARN_SET_FIRST_ROOM);
+  ck_assert_int_eq(ts_learn_set_reserve(big, 100000001u), TS_EFULL);
+  ck_assert_uint_eq(big->room, TS_LEARN_SET_FIRST_ROOM);
+  ck_assert_int_eq(ts_learn_set_reserve(big, 300), 0);
+  ck_assert_uint_eq(big->room, 2 * TS_LEARN_SET_FIRST_ROOM);
+  ck_assert_int_eq(ts_learn_set_reserve(big, 5000), 0); /* more than double: to the need */
+  ck_assert_uint_eq(big->room, 5000);
+  ts_learn_set_free(big);
+
+  ts_patch_def d = ts_default_patch_def();
+  d.resolution = 16;
+  ts_tissue *t = NULL;
+  ck_assert_int_eq(ts_patch_create(&d, &t), 0);
+  ts_qstatic_params p = ts_qstatic_default_params(t);
+  p.max_iter = 3; /* the store is under test, not the solve */
+  ts_qstatic *q = NULL;
+  ck_assert_int_eq(ts_qstatic_create(t, &p, &q), 0);
+  const uint32_t cap = 1000;
+  ts_learner *l = NULL;
+  ck_assert_int_eq(ts_learner_create(q, REGION_RANGE, cap, &l), 0);
+  ck_assert_uint_eq(l->set->room, TS_LEARN_SET_FIRST_ROOM);
+  double(*x)[3] = malloc(sizeof *x * t->n_nodes);
+  ck_assert_ptr_nonnull(x);
+  memcpy(x, t->rest, sizeof *x * t->n_nodes);
+  uint32_t mid = 0; /* the outer node nearest the middle, followed as it moves */
+  for (uint32_t i = 1; i < t->nodes_per_sheet; i++)
+    if (fabs(t->rest[i][0]) + fabs(t->rest[i][2]) < fabs(t->rest[mid][0]) + fabs(t->rest[mid][2]))
+      mid = i;
+  ts_learn_press pr = {{0, 0, 0}, {0, -1, 0}, PRESS_RADIUS, PRESS_STEP / 4};
+  memcpy(pr.point, x[mid], sizeof pr.point);
+  ck_assert_int_eq(ts_learner_step(l, x, &pr, 1, NULL), 0);
+  const uint32_t per = l->set->n;
+  ck_assert_uint_gt(per, 0);
+  ck_assert_uint_lt(per, cap / 4); /* several intervals, so several doublings */
+  ts_learn_sample first = l->set->s[0], last_of_first = l->set->s[per - 1];
+  int rc = 0, intervals = 1;
+  uint32_t rooms = 1, room = l->set->room;
+  while (rc == 0 && intervals < 100) {
+    uint32_t before = l->set->n;
+    memcpy(pr.point, x[mid], sizeof pr.point);
+    rc = ts_learner_step(l, x, &pr, 1, NULL);
+    intervals++;
+    if (l->set->room != room) {
+      rooms++;
+      room = l->set->room;
+    }
+    if (rc == 0) ck_assert_uint_eq(l->set->n, before + per);
+  }
+  printf("store: %u samples an interval, full after %d intervals, %u rooms\n", per, intervals,
+         rooms);
+  ck_assert_int_eq(rc, TS_EFULL);
+  ck_assert_uint_eq(l->set->n, cap);
+  ck_assert_uint_eq(l->set->room, cap);
+  ck_assert_uint_ge(rooms, 3); /* 256, 512, 1000 */
+  ck_assert_mem_eq(&l->set->s[0], &first, sizeof first);
+  ck_assert_mem_eq(&l->set->s[per - 1], &last_of_first, sizeof last_of_first);
+  memcpy(pr.point, x[mid], sizeof pr.point);
+  ck_assert_int_eq(ts_learner_step(l, x, &pr, 1, NULL), TS_EFULL);
+  ck_assert_uint_eq(l->set->n, cap);
+  /* a copy for training holds exactly the samples */
+  ts_learn_set *cp = NULL;
+  ck_assert_int_eq(ts_learn_set_copy(l->set, &cp), 0);
+  ck_assert_uint_eq(cp->n, cap);
+  ck_assert_uint_eq(cp->room, cap);
+  ck_assert_mem_eq(cp->s, l->set->s, sizeof *cp->s * cap);
+  ts_learn_set_free(cp);
+  free(x);
+  ts_learner_destroy(l);
+  ts_qstatic_destroy(q);
+  ts_tissue_destroy(t);
+}
+END_TEST
+
 /* ---- patch-S: training and held-out presses ----------------------------- */
 
 /* the spread model's held-out figures on patch-S, measured (heldout_error) */
@@ -260,6 +347,7 @@ static Suite *suite(void) {
   tcase_add_test(c, chain_static_deflection);
   tcase_add_test(c, bad_input);
   tcase_add_test(c, unconverged_counted);
+  tcase_add_test(c, sample_store_grows);
   suite_add_tcase(s, c);
   c = tcase_create("learn");
   tcase_set_timeout(c, 600);
