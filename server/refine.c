@@ -568,6 +568,7 @@ static void install(ts_session *se, struct ts_refine_req *q) {
    * (without it the tool's motion in that step arrives in its first
    * substep: 1.6 um more in test_refine_async's async case fitted again at the
    * install, measured) */
+  q->nt->stop = sim->tissue->stop;
   ts_tissue_destroy(sim->tissue);
   sim->tissue = q->nt;
   q->nt = NULL;

@@ -50,6 +50,7 @@ int ts_session_create_with_tissue(ts_server *s, const char *name, const char *ti
     return TS_ENOMEM;
   }
   se->sim.tissue = t;
+  t->stop = &s->stopping; /* a step under way when the daemon stops is left (ts_tissue.stop) */
   se->topo = ts_topology_from_tissue(se->sim.tissue);
   if (!se->topo || uv_mutex_init(&se->mbox.lock)) {
     ts_topology_free(se->topo);
@@ -565,7 +566,8 @@ ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
       ts_xpbd_diverged_text(&xs, sim->diverged_why, sizeof sim->diverged_why);
     else if (rc)
       snprintf(sim->diverged_why, sizeof sim->diverged_why, "the XPBD step failed (%s)", ts_strerror(rc));
-    if (rc && rc != TS_EDIVERGED) rc = TS_EDIVERGED; /* any failure stops the session */
+    if (rc && rc != TS_EDIVERGED && rc != TS_ESHUTDOWN)
+      rc = TS_EDIVERGED; /* any failure stops the session */
   } else if (sim->shortcut) {
     ts_shortcut_stats ss;
     rc = ts_shortcut_step(sim->shortcut, sim->tissue, sim->tools, TS_MAX_TOOLS, sim->dt, &ss);
@@ -581,6 +583,9 @@ ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
     if (rc == TS_EDIVERGED) /* which test, by how much, which node (core/ts_ms_diverge.c) */
       ts_massspring_diverged_text(&st, sim->diverged_why, sizeof sim->diverged_why);
   }
+  /* the daemon is stopping and the step was left mid-way (ts_tissue.stop):
+   * no frame, no divergence; the session is freed once physics stops */
+  if (rc == TS_ESHUTDOWN) return NULL;
   if (rc == 0 && self_ok) ts_session_self_after(sim->self, sim->tissue, self_pairs);
   sim->self_contacts = self_ok && rc == 0 ? sim->self->contacts : 0;
   if (rc == 0) {

@@ -458,6 +458,7 @@ int ts_massspring_step(ts_tissue *t, double dt, ts_tool *tools, int n_tools,
   uint32_t fixes = 0, guarded = 0;
   double xs_step = 0, es_step = -INFINITY; /* n >= 1: set in the first substep */
   for (uint32_t k = 0; k < n; k++) {
+    if (ts_tissue_stop_asked(t)) return TS_ESHUTDOWN; /* the daemon is stopping: mid-step */
     ts__ms_spring_rows(t, ms); /* f4 only: the integrators copy it to t->f */
     xs_step = TS__MAX(xs_step, ms->x_seen), es_step = TS__MAX(es_step, ms->eps_max);
     guarded += ts__ms_guard_forces(t, ms);

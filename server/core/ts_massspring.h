@@ -182,7 +182,8 @@ int ts_massspring_carry_tools(ts_tissue *to, const ts_tissue *from);
  * pair that ts_tool_friction_valid refuses, malformed
  * springs, a negative threshold, ...), TS_ENAN (a NaN or infinite dt, tool
  * coordinate or external force) or TS_ERANGE (dt needing over a million
- * substeps). Tools: up to 64; inactive ones are ignored, the force and
+ * substeps); TS_ESHUTDOWN when t->stop asked it to stop (ts_tissue.stop),
+ * the tissue then mid-step. Tools: up to 64; inactive ones are ignored, the force and
  * contacts of every one are overwritten (jaws: contacts = nodes held).
  * After the step t->f holds the spring and damper forces of the last
  * substep. No allocation, except the first step of a tissue that was never

@@ -27,6 +27,7 @@
 #ifndef TS_TISSUE_H
 #define TS_TISSUE_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -192,7 +193,17 @@ typedef struct ts_tissue {
   struct ts_handover *hand; /* owned; after a live refinement, the extra node
                          forces and contact allowances both steps fade out
                          (ts_handover.h); NULL: none */
+  const atomic_int *stop; /* not owned; when set and nonzero, a step under way
+                         (mass-spring, XPBD) stops before its next substep with
+                         TS_ESHUTDOWN, the tissue left mid-step: a daemon that is
+                         stopping does not wait out a step of a huge tissue
+                         (server.h's stopping); NULL: never */
 } ts_tissue;
+
+/* Whether t->stop asks a step under way to stop (ts_tissue.stop). */
+static inline int ts_tissue_stop_asked(const ts_tissue *t) {
+  return t->stop && atomic_load_explicit(t->stop, memory_order_relaxed);
+}
 
 enum { TS_BRANCH_TAYLOR = 0, TS_BRANCH_VERLET = 1, TS_BRANCH_BEEMAN = 2 };
 

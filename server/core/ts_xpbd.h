@@ -179,7 +179,8 @@ void ts_xpbd_destroy(ts_xpbd *s);
  * NaN inv_mass, dt <= 0 or over 1 s, n_tools < 0 or over 64, a tool of
  * unknown kind, radius <= 0 or over 1 m, capsule length < 0 or over 10 m),
  * TS_ENAN (dt, gravity or a tool coordinate NaN or infinite) or TS_ERANGE
- * (automatic substeps over 10000). Tools: inactive ones are ignored; force
+ * (automatic substeps over 10000); TS_ESHUTDOWN when t->stop asked it to
+ * stop (ts_tissue.stop), the tissue then mid-step. Tools: inactive ones are ignored; force
  * and contacts of every one are overwritten (force: the tissue's reaction
  * on the tool, N, mean over the substeps). A tool's pose moves linearly
  * from its pose at the previous step (same array index, active then too)

@@ -161,6 +161,7 @@ int ts_xpbd_step_posed(ts_xpbd *s, ts_tissue *t, double dt, ts_tool *tools, int 
   uint32_t dropped = 0;
   double residual = 0;
   for (uint32_t k = 0; k < nsub && !bad; k++) {
+    if (ts_tissue_stop_asked(t)) return TS_ESHUTDOWN; /* the daemon is stopping: mid-step */
     double vp2 = 0; /* the prediction's largest speed squared (the first substep's, watched) */
     if (k == 0 && slack > 0)
       vp2 = first_predict(x, v, xp, im, nn, h, gx, gy, gz);
