@@ -187,6 +187,7 @@ static int on_message(void *ud, const uint8_t *msg, size_t len) {
     int code = e->code > 0 ? -e->code : TS_EPROTOCOL;
     snprintf(c->err, sizeof c->err, "%s: %s", e->name && e->name[0] ? e->name : ts_err_name(code),
              e->message ? e->message : "");
+    if (env->request_id == 0) snprintf(c->said, sizeof c->said, "%s", c->err);
     if (c->error_cb)
       c->error_cb(c->error_ud, code, e->name && e->name[0] ? e->name : ts_err_name(code),
                   e->message ? e->message : "", env->request_id);
@@ -219,7 +220,10 @@ static int pump(tc_client *c, int timeout_ms) {
     if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
     if (r <= 0) {
       c->broken = 1;
-      rc = tc__fail(c, TS_EIO, "%s", r == 0 ? "connection closed by the server" : strerror(errno));
+      if (r == 0 && c->said[0]) /* why, when the server said (e.g. TS_ESHUTDOWN) */
+        rc = tc__fail(c, TS_EIO, "connection closed by the server after %s", c->said);
+      else
+        rc = tc__fail(c, TS_EIO, "%s", r == 0 ? "connection closed by the server" : strerror(errno));
       break;
     }
     reads++;

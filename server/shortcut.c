@@ -208,6 +208,7 @@ int ts_shortcut_step(ts_shortcut *sc, ts_tissue *t, ts_tool *tools, int n, doubl
         rc = ts_qstatic_relax(sc->q, t->x, (const double(*)[3])t->f_ext, &ls.qs);
       sc->fallbacks++;
     }
+    if (rc == TS_ESHUTDOWN) return rc; /* the daemon is stopping: the solve was left */
     if (rc) return TS_EDIVERGED; /* non-finite state or input: the session stops */
     if (learned && ls.qs.iterations == 0) sc->learned_presses++; /* not replaced */
     if (!learned || ls.qs.iterations > 0) { /* the solve answered */

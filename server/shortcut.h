@@ -88,8 +88,9 @@ int ts_shortcut_reset(ts_shortcut *sc, ts_tissue *t);
 
 /* One physics step of dt seconds with n tools (at most TS_MAX_TOOLS): time advances;
  * at an interval's end every active tool that moved makes a press, with its
- * reaction written to its force (torque zero). Returns 0 or TS_EDIVERGED
- * (the state is then the last good one). */
+ * reaction written to its force (torque zero). Returns 0, TS_EDIVERGED
+ * (the state is then the last good one) or TS_ESHUTDOWN (the tissue's stop
+ * flag, ts_tissue.stop: a solve under way was left, the daemon stopping). */
 int ts_shortcut_step(ts_shortcut *sc, ts_tissue *t, ts_tool *tools, int n, double dt,
                      ts_shortcut_stats *st);
 

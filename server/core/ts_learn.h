@@ -392,8 +392,8 @@ int ts_learner_set_model(ts_learner *l, const ts_learn_model *m);
  * set that could not grow is TS_ENOMEM, with x advanced and none of this
  * interval's samples recorded) or, when learned, to the model's
  * prediction. x: n_nodes positions, m, updated. Returns 0, TS_EINVAL,
- * TS_ENAN, TS_ERANGE (the press holds no node), TS_EDIVERGED, TS_EFULL or
- * TS_ENOMEM. */
+ * TS_ENAN, TS_ERANGE (the press holds no node), TS_EDIVERGED, TS_EFULL,
+ * TS_ENOMEM or TS_ESHUTDOWN (q->stop: the solve was left, nothing recorded). */
 int ts_learner_step(ts_learner *l, double (*x)[3], const ts_learn_press *p, int record,
                     ts_learn_step_stats *stats);
 

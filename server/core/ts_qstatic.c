@@ -101,6 +101,7 @@ int ts_qstatic_create(const ts_tissue *t, const ts_qstatic_params *p, ts_qstatic
   ts_qstatic *q = calloc(1, sizeof *q);
   if (!q) return TS_ENOMEM;
   q->p = *p;
+  q->stop = t->stop;
   q->n_nodes = n;
   q->n_springs = m;
   memcpy(q->gravity, t->gravity, sizeof q->gravity);
@@ -280,7 +281,9 @@ static int relax(ts_qstatic *q, double (*x)[3], const double (*f_ext)[3], ts_qst
   ts_qstatic_stats s = {0, 0, 0, q->n_free, q->n_active};
   double r = residual(q, (const double(*)[3])x, f_ext);
   double a = q->alpha;
-  while (isfinite(r) && r >= q->p.tol && s.iterations < q->p.max_iter) {
+  int stopped = 0;
+  while (isfinite(r) && r >= q->p.tol && s.iterations < q->p.max_iter &&
+         !(stopped = ts__qs_stop_asked(q, s.iterations))) {
     for (uint32_t k = 0; k < q->n_free; k++) {
       uint32_t i = q->free_nodes[k];
       x[i][0] += a * q->R[i][0];
@@ -293,6 +296,7 @@ static int relax(ts_qstatic *q, double (*x)[3], const double (*f_ext)[3], ts_qst
   s.residual = r;
   s.converged = isfinite(r) && r < q->p.tol;
   if (st) *st = s;
+  if (stopped) return TS_ESHUTDOWN;
   return isfinite(r) ? 0 : TS_EDIVERGED;
 }
 
@@ -302,7 +306,7 @@ int ts_qstatic_relax(ts_qstatic *q, double (*x)[3], const double (*f_ext)[3],
   for (uint32_t k = 0; k < q->n_free; k++)
     memcpy(q->x_start[k], x[q->free_nodes[k]], sizeof x[0]);
   int rc = relax(q, x, f_ext, stats);
-  if (rc) /* no NaN leaves the solve: back to the start */
+  if (rc) /* no NaN (nor a half-done solve) leaves it: back to the start */
     for (uint32_t k = 0; k < q->n_free; k++)
       memcpy(x[q->free_nodes[k]], q->x_start[k], sizeof x[0]);
   return rc;
@@ -381,7 +385,9 @@ int ts_qstatic_relax_accel(ts_qstatic *q, double (*x)[3], const double (*f_ext)[
   const double a = 0.5 * q->alpha;
   uint32_t since_restart = 0;
   double r = residual(q, (const double(*)[3])x, f_ext);
-  while (isfinite(r) && r >= q->p.tol && s.iterations < q->p.max_iter) {
+  int stopped = 0;
+  while (isfinite(r) && r >= q->p.tol && s.iterations < q->p.max_iter &&
+         !(stopped = ts__qs_stop_asked(q, s.iterations))) {
     double beta = (double)since_restart / (since_restart + 3.0);
     /* the step, and whether it goes with the force at the look-ahead point */
     double along = 0;
@@ -414,10 +420,10 @@ int ts_qstatic_relax_accel(ts_qstatic *q, double (*x)[3], const double (*f_ext)[
   s.residual = r;
   s.converged = isfinite(r) && r < q->p.tol;
   if (stats) *stats = s;
-  if (!isfinite(r)) { /* no NaN leaves the solve: back to the start */
+  if (stopped || !isfinite(r)) { /* no NaN (nor a half-done solve) leaves it: back to the start */
     for (uint32_t k = 0; k < q->n_free; k++)
       memcpy(x[q->free_nodes[k]], q->x_start[k], sizeof x[0]);
-    return TS_EDIVERGED;
+    return stopped ? TS_ESHUTDOWN : TS_EDIVERGED;
   }
   return 0;
 }

@@ -100,7 +100,15 @@ typedef struct ts_qstatic {
   uint32_t n_active;
   double (*R)[3];            /* residuals, N */
   double (*x_start)[3];      /* free nodes' start, restored on divergence */
+  const atomic_int *stop;    /* the tissue's (ts_tissue.stop) when created: when set
+                                and nonzero, a relaxation under way stops within 64
+                                sweeps with TS_ESHUTDOWN, x back at its start */
 } ts_qstatic;
+
+/* Whether q->stop asks the sweeps to stop, looked at every 64th sweep. */
+static inline int ts__qs_stop_asked(const ts_qstatic *q, uint32_t sweep) {
+  return (sweep & 63u) == 0 && q->stop && atomic_load_explicit(q->stop, memory_order_relaxed);
+}
 
 typedef struct ts_qstatic_stats {
   uint32_t iterations;  /* relaxation sweeps done */
@@ -126,8 +134,9 @@ void ts_qstatic_node_force(const ts_qstatic *q, const double (*x)[3], uint32_t i
  * the n_ctrl control nodes ctrl[] are set to ctrl_pos[] first. f_ext (N per
  * node) may be NULL. Returns 0 (also when the cap was reached: see
  * stats->converged), TS_EINVAL (NULL, a control index out of range or
- * repeated), TS_ENAN (non-finite input) or TS_EDIVERGED (the positions
- * became non-finite: x is then restored to its start). */
+ * repeated), TS_ENAN (non-finite input), TS_EDIVERGED (the positions
+ * became non-finite: x is then restored to its start) or TS_ESHUTDOWN
+ * (q->stop asked it to stop: x restored to its start as well). */
 int ts_qstatic_solve(ts_qstatic *q, double (*x)[3], const uint32_t *ctrl,
                      const double (*ctrl_pos)[3], uint32_t n_ctrl, const double (*f_ext)[3],
                      ts_qstatic_stats *stats);
@@ -164,8 +173,8 @@ int ts_qstatic_relax(ts_qstatic *q, double (*x)[3], const double (*f_ext)[3],
  * free nodes are many and far from it (a whole tissue settling under
  * gravity: 1,156 nodes, 615 sweeps instead of 38,093). Allocates its
  * momentum (n_free x 3 doubles) for the call: meant for one-off solves, not
- * per press. Returns 0, TS_EINVAL (NULL), TS_ENOMEM or TS_EDIVERGED (x then
- * restored to its start). */
+ * per press. Returns 0, TS_EINVAL (NULL), TS_ENOMEM, TS_EDIVERGED or
+ * TS_ESHUTDOWN (q->stop; x then restored to its start either way). */
 int ts_qstatic_relax_accel(ts_qstatic *q, double (*x)[3], const double (*f_ext)[3],
                            ts_qstatic_stats *stats);
 

@@ -635,7 +635,8 @@ void ts_qsrefine_block_steps(const ts_qsrefine *r, const double (*x)[3], double 
 static double relax_global(ts_qsrefine *r, double res, ts_qstatic_stats *s) {
   const double a = r->alpha, tol = r->q->p.tol;
   const uint32_t cap = r->q->p.max_iter;
-  while (isfinite(res) && res >= tol && s->iterations < cap) {
+  while (isfinite(res) && res >= tol && s->iterations < cap &&
+         !ts__qs_stop_asked(r->q, s->iterations)) {
     for (uint32_t k = 0; k < r->n_free; k++) {
       uint32_t i = r->free_nodes[k];
       r->x[i][0] += a * r->R[i][0];
@@ -662,7 +663,7 @@ static double relax_nodes(ts_qsrefine *r, double res, ts_qstatic_stats *s, int *
   const double reach = TS_QSREFINE_DRIFT * lmin;
   double drift = INFINITY;
   *blown = 0;
-  while (res >= tol && s->iterations < cap) {
+  while (res >= tol && s->iterations < cap && !ts__qs_stop_asked(r->q, s->iterations)) {
     if (!(drift <= reach)) {
       node_steps(r);
       drift = 0;
@@ -713,6 +714,8 @@ int ts_qsrefine_relax(ts_qsrefine *r, ts_qstatic_stats *stats) {
   s.residual = res;
   s.converged = isfinite(res) && res < tol;
   if (stats) *stats = s;
+  if (!s.converged && s.iterations < r->q->p.max_iter && isfinite(res) && ts__qs_stop_asked(r->q, 0))
+    return TS_ESHUTDOWN; /* the sweeps stopped for it (the tissue's x is not touched) */
   return isfinite(res) ? 0 : TS_EDIVERGED;
 }
 

@@ -221,8 +221,9 @@ int ts_qsrefine_solve(ts_qsrefine *r, double (*x)[3], const double point[3], dou
  * TS_EINVAL (NULL, no region selected, a control index out of range or
  * repeated, range < 0), TS_ENAN (non-finite input), TS_EFULL (the refined
  * copy would exceed max_verts surface vertices), TS_EMESH (the region is not
- * a manifold), TS_ENOMEM, or TS_EDIVERGED (the solve gave non-finite
- * positions; x is then left as it was with the controls placed). */
+ * a manifold), TS_ENOMEM, TS_EDIVERGED (the solve gave non-finite
+ * positions; x is then left as it was with the controls placed) or
+ * TS_ESHUTDOWN (q->stop asked the sweeps to stop: x as for TS_EDIVERGED). */
 int ts_qsrefine_solve_selected(ts_qsrefine *r, double (*x)[3], const double point[3], double range,
                                const uint32_t *ctrl, const double (*ctrl_pos)[3], uint32_t n_ctrl,
                                const double (*f_ext)[3], ts_qstatic_stats *stats);
@@ -236,7 +237,7 @@ int ts_qsrefine_build(ts_qsrefine *r, double (*x)[3], const double point[3], dou
                       const double (*f_ext)[3]);
 
 /* Relaxes the copy's free nodes from r->x (as the second half of the solve,
- * without writing back). Returns 0 or TS_EDIVERGED. */
+ * without writing back). Returns 0, TS_EDIVERGED or TS_ESHUTDOWN (q->stop). */
 int ts_qsrefine_relax(ts_qsrefine *r, ts_qstatic_stats *stats);
 
 /* The second half of ts_qsrefine_solve_selected after ts_qsrefine_build:

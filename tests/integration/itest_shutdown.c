@@ -3,7 +3,7 @@
  * (a controller pressing the patch and an observer) are receiving frames when
  * the daemon gets SIGTERM; it must exit with status 0 within 5 s, and both
  * clients must be told (Error TS_ESHUTDOWN) and see their connection end
- * rather than hang. A second case checks every kind of client with raw
+ * rather than hang, their last error naming it. A second case checks every kind of client with raw
  * sockets (rawclient.h): joined and not joined, TCP and WebSocket, each told
  * exactly once before the end (WebSocket: then close 1001). A third shows
  * the bound: with shutdown-timeout far below the time a WebSocket peer that
@@ -102,6 +102,11 @@ START_TEST(test_sigterm_with_clients) {
   }
   ck_assert_msg(a_closed && b_closed, "clients did not see the close (a %d, b %d)", a_closed,
                 b_closed);
+  /* and the client's message says why it ended (what tissuectl prints) */
+  ck_assert_msg(strstr(tc_last_error(a), "closed by the server after TS_ESHUTDOWN"), "a: '%s'",
+                tc_last_error(a));
+  ck_assert_msg(strstr(tc_last_error(b), "closed by the server after TS_ESHUTDOWN"), "b: '%s'",
+                tc_last_error(b));
   ck_assert_int_eq(ca.other_errors, 0);
   ck_assert_int_eq(cb.other_errors, 0);
   /* each was told once, before the end */
