@@ -29,6 +29,16 @@
 #include "ts_tissue.h"
 #include "ts_xpbd.h"
 
+/* The default patch at resolution 12 (576 nodes): enough for several
+ * substeps and sweeps, cheap under the sanitizers. */
+static ts_tissue *small_patch(void) {
+  ts_patch_def d = ts_default_patch_def();
+  d.resolution = 12;
+  ts_tissue *t = NULL;
+  ck_assert_int_eq(ts_patch_create(&d, &t), 0);
+  return t;
+}
+
 typedef int (*step_fn)(void *solver, ts_tissue *t);
 
 static int ms_step(void *solver, ts_tissue *t) {
@@ -73,20 +83,14 @@ static void check(const char *name, ts_tissue *t, void *solver, step_fn step) {
 }
 
 START_TEST(test_massspring_stops) {
-  ts_patch_def d = ts_default_patch_def();
-  d.resolution = 12;
-  ts_tissue *t = NULL;
-  ck_assert_int_eq(ts_patch_create(&d, &t), 0);
+  ts_tissue *t = small_patch();
   check("mass-spring", t, NULL, ms_step);
   ts_tissue_destroy(t);
 }
 END_TEST
 
 START_TEST(test_xpbd_stops) {
-  ts_patch_def d = ts_default_patch_def();
-  d.resolution = 12;
-  ts_tissue *t = NULL;
-  ck_assert_int_eq(ts_patch_create(&d, &t), 0);
+  ts_tissue *t = small_patch();
   ts_xpbd *s = ts_xpbd_create(t, NULL);
   ck_assert_ptr_nonnull(s);
   check("XPBD", t, s, xpbd_step);
@@ -132,10 +136,7 @@ static void qs_solves(ts_tissue *t, ts_qstatic *q, int stopped) {
 }
 
 START_TEST(test_qstatic_stops) {
-  ts_patch_def d = ts_default_patch_def();
-  d.resolution = 12;
-  ts_tissue *t = NULL;
-  ck_assert_int_eq(ts_patch_create(&d, &t), 0);
+  ts_tissue *t = small_patch();
   atomic_int stop;
   atomic_init(&stop, 0);
   t->stop = &stop; /* the solver takes the tissue's flag when made */
