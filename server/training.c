@@ -154,9 +154,9 @@ static void train_work(ts_job *jb, ts_storage *st) {
   /* the first four fifths train, the last fifth (the latest presses) is
    * held out: the error reported is on samples the model never saw */
   ts_learn_set train = *all, held = *all;
-  train.n = train.cap = all->n - all->n / 5;
+  train.n = train.cap = train.room = all->n - all->n / 5;
   held.s = all->s + train.n;
-  held.n = held.cap = all->n - train.n;
+  held.n = held.cap = held.room = all->n - train.n;
   ts_learn_train_opts o = ts_learn_train_defaults();
   o.progress = on_progress;
   o.progress_ud = j;
