@@ -190,9 +190,9 @@ int ts_shortcut_step(ts_shortcut *sc, ts_tissue *t, ts_tool *tools, int n, doubl
     memset(&ls, 0, sizeof ls);
     int rc = ts_learner_step_controls(sc->l, t->x, sc->ctrl, (const double(*)[3])sc->ctrl_pos,
                                       nc, cen, !learned && !sc->full, &ls);
-    if (rc == TS_EFULL || rc == TS_ENOMEM) { /* recording stops; the session goes on */
+    if (rc == TS_EFULL) { /* recording stops; the session goes on */
       sc->full = 1;
-      st->recorded_full = rc == TS_ENOMEM ? 2 : 1;
+      st->recorded_full = sc->l->set->grow_failed ? 2 : 1;
       rc = 0;
     }
     if (!rc && learned && !guard(sc, t->x, sqrt(dist))) {

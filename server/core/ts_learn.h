@@ -200,6 +200,8 @@ typedef struct ts_learn_set {
                   * arrive (ts_learn_set_reserve), so that a session's
                   * limit is not reserved whole at its creation */
   uint32_t n_sheets;
+  int grow_failed; /* recording stopped because the store could not grow
+                    * (out of memory: ts_learner_step's TS_EFULL) */
   ts_learn_sample *s;
   /* the recorded intervals behind the samples: how many, how many of their
    * solves stopped at the iteration cap (q->p.max_iter) before max |R| <
@@ -389,11 +391,12 @@ int ts_learner_set_model(ts_learner *l, const ts_learn_model *m);
  * non-control points (of the region when local) go to the quasi-static
  * equilibrium (record != 0: and the samples are recorded; a full set is
  * TS_EFULL, with x already advanced and the samples that fit recorded; a
- * set that could not grow is TS_ENOMEM, with x advanced and none of this
- * interval's samples recorded) or, when learned, to the model's
- * prediction. x: n_nodes positions, m, updated. Returns 0, TS_EINVAL,
- * TS_ENAN, TS_ERANGE (the press holds no node), TS_EDIVERGED, TS_EFULL,
- * TS_ENOMEM or TS_ESHUTDOWN (q->stop: the solve was left, nothing recorded). */
+ * set that could not grow is TS_EFULL too, with set->grow_failed set, x
+ * advanced and none of this interval's samples recorded) or, when learned,
+ * to the model's prediction. x: n_nodes positions, m, updated. Returns 0,
+ * TS_EINVAL, TS_ENAN, TS_ERANGE (the press holds no node), TS_EDIVERGED,
+ * TS_EFULL, TS_ENOMEM (the solve's own scratch) or TS_ESHUTDOWN (q->stop:
+ * the solve was left, nothing recorded). */
 int ts_learner_step(ts_learner *l, double (*x)[3], const ts_learn_press *p, int record,
                     ts_learn_step_stats *stats);
 

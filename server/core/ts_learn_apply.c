@@ -415,7 +415,8 @@ static int run(ts_learner *l, double (*x)[3], const double point[3], uint32_t nc
         take = set->cap - set->n;
       }
       if (ts_learn_set_reserve(set, set->n + take)) { /* out of memory: none recorded */
-        rc = TS_ENOMEM;
+        rc = TS_EFULL;
+        set->grow_failed = 1;
         take = 0;
       }
       for (uint32_t k = 0; k < take; k++) {

@@ -247,6 +247,7 @@ START_TEST(sample_store_grows) {
   printf("store: %u samples an interval, full after %d intervals, %u rooms\n", per, intervals,
          rooms);
   ck_assert_int_eq(rc, TS_EFULL);
+  ck_assert_int_eq(l->set->grow_failed, 0); /* full, not out of memory */
   ck_assert_uint_eq(l->set->n, cap);
   ck_assert_uint_eq(l->set->room, cap);
   ck_assert_uint_ge(rooms, 3); /* 256, 512, 1000 */
