@@ -13,7 +13,7 @@
  * the accelerated relaxation and the refined region solve return
  * TS_ESHUTDOWN with no node moved (the solve's start restored, the refined
  * copy not written back); with it clear each converges (a press's solve
- * on the patch at --patch-resolution 120, 57,600 nodes, took 4.9 s in a
+ * on the patch at --patch-resolution 120, 57,600 nodes, took 5.9 s in a
  * daemon).
  */
 #include "ts_check.h"
