@@ -34,8 +34,8 @@ struct tc_client {
   uint64_t pose_seq;
   uint64_t client_id;
   char err[512];
-  char said[512];             /* the last Error the server sent unasked (request id 0),
-                                 named when the connection then closes */
+  char said[512];             /* an Error the server sent unasked (request id 0) as its
+                                 last message: named when the connection then closes */
   tc_tokens tokens;           /* of the last session created */
   int have_tokens;
   tc_mesh_adjust adjust;      /* of the last session created (have_tokens) */

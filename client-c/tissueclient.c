@@ -158,6 +158,10 @@ static int on_message(void *ud, const uint8_t *msg, size_t len) {
     tc__report(c, TS_EDECODE, "a message of %zu bytes from the server does not decode", len);
     return 0;
   }
+  /* an unasked Error is named at a close only if nothing came after it (a
+   * samples-full notice an hour before a crash is not the close's reason) */
+  if (env->body_case != TISSUED__V1__ENVELOPE__BODY_ERROR || env->request_id != 0)
+    c->said[0] = '\0';
   if (c->wait_rid && env->request_id == c->wait_rid && !c->reply &&
       env->body_case != TISSUED__V1__ENVELOPE__BODY_FRAME &&
       env->body_case != TISSUED__V1__ENVELOPE__BODY_TRAINING_PROGRESS) {

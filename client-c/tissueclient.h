@@ -193,8 +193,8 @@ uint64_t tc_client_id(const tc_client *c);
 #define TC_MAX_TOOL_MESHES 16
 uint32_t tc_tool_meshes(const tc_client *c, const char **names, uint32_t cap);
 /* Message of the last failure ("" if none). A connection the server closed
- * after an Error of its own (request id 0, e.g. TS_ESHUTDOWN) names it:
- * "connection closed by the server after TS_ESHUTDOWN: ...". */
+ * right after an Error of its own (request id 0, e.g. TS_ESHUTDOWN; its last
+ * message) names it: "connection closed by the server after TS_ESHUTDOWN: ...". */
 const char *tc_last_error(const tc_client *c);
 /* Time a request waits for its reply (default 10000 ms). */
 void tc_set_timeout(tc_client *c, int timeout_ms);
