@@ -112,8 +112,8 @@ static const setting settings[] = {
      "10 s apart, before a dead peer is dropped)"},
     {"shutdown-timeout", T_DBL, OFF(shutdown_timeout), 0, 0.1, 3600,
      "seconds SIGTERM/SIGINT may take to finish (clients told, writes done, a session build "
-     "under way stopped at its next stage, a step under way at its next substep); after that "
-     "the daemon exits with status 3"},
+     "under way stopped at its next stage or pass, a step under way at its next substep); "
+     "after that the daemon exits with status 3"},
     {"stall-threshold", T_DBL, OFF(stall_threshold), 0, 1e-6, 60,
      "seconds: a physics step that takes longer is a stall (logged once per episode, counted "
      "in /metrics, flagged in frames)"},
@@ -513,9 +513,9 @@ void ts_config_print_help(const char *argv0) {
   }
   printf("\nSignals: SIGINT or SIGTERM shut down cleanly: listeners close, every client is\n"
          "told (Error TS_ESHUTDOWN; WebSocket close 1001), queued database writes finish,\n"
-         "a session build under way stops at its next stage and queued ones do not start,\n"
-         "a step under way at its next substep, exit 0; after shutdown-timeout seconds it\n"
-         "gives up and exits 3.\n"
+         "a session build under way stops at its next stage or pass and queued ones do not\n"
+         "start, a step under way at its next substep, exit 0; after shutdown-timeout\n"
+         "seconds it gives up and exits 3.\n"
          "Exit status: 0 stopped cleanly, 1 could not start (a setting the start refuses,\n"
          "a port in use, the database), 2 a bad command line or configuration file,\n"
          "3 the shutdown timed out.\n");

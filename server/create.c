@@ -110,7 +110,9 @@ static void sha256_hex(const uint8_t *data, size_t len, char hex[65]) {
  * large upload builds for seconds (a 250,000-node one 10 s), and the
  * builder's queue is drained at shutdown (worker.h), so without it a stop
  * waited for every build asked for, past --shutdown-timeout, for sessions
- * that would never start. */
+ * that would never start. Within the springs and the step's preparation
+ * the core looks at the same flag (ts_tissue.stop; ts_patch_create_stoppable,
+ * ts_mesh_import_opts.stop). */
 static int stop_asked(create_job *j) {
   if (!atomic_load(&j->server->stopping)) return 0;
   snprintf(j->err, sizeof j->err, "server is shutting down");
@@ -139,6 +141,7 @@ static int build_mesh_tissue(create_job *j, ts_tissue **out, uint32_t *nv, uint3
   o.max_verts = j->max_verts;
   o.on_stage = on_mesh_stage;
   o.stage_ud = j;
+  o.stop = &j->server->stopping; /* and within the stability bounds */
   ts_mesh_tissue mt;
   int rc = ts_mesh_tissue_build(j->data, j->len, j->format, &o, j->def.layers, j->def.n_layers,
                                 &mt, j->err, sizeof j->err);

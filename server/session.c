@@ -24,7 +24,12 @@
 int ts_session_create(ts_server *s, const char *name, const ts_patch_def *def, double dt,
                       int frame_rate, ts_session **out, char *err, size_t errcap) {
   ts_tissue *t = NULL;
-  int rc = ts_patch_create(def, &t);
+  /* the build's stability bounds stop when the daemon does (ts_tissue.stop) */
+  int rc = ts_patch_create_stoppable(def, &s->stopping, &t);
+  if (rc == TS_ESHUTDOWN) {
+    snprintf(err, errcap, "server is shutting down");
+    return rc;
+  }
   if (rc) {
     snprintf(err, errcap, "cannot build the tissue: %s", ts_strerror(rc));
     return rc;

@@ -118,7 +118,8 @@ static double contact_edge_bound(const ts_tissue *t) {
  * under 1.5): patch-L (79,524 nodes) 1.40-1.41 s against 1.63-1.68 s; a
  * 250,000-node patch 5.15 s against 5.80 s. What is left of it is the
  * iterations' gathers and scatters over the nodes.
- * d, y: scratch of n_nodes rows. Returns 0 or -1 when out of memory. */
+ * d, y: scratch of n_nodes rows. Returns 0, -1 when out of memory, or -2
+ * when t->stop asked to stop (ts_tissue.stop: the iterations check it). */
 static int prepare_bounds(ts_tissue *t, struct ts__ms *ms, uint32_t ns, double (*d)[3],
                           double (*y)[3]) {
   const uint32_t n = t->n_nodes;
@@ -130,11 +131,16 @@ static int prepare_bounds(ts_tissue *t, struct ts__ms *ms, uint32_t ns, double (
   if (ms->sms) {
     ts__ms_sms_factor(t, ms);
     double pw = 0, pg = 0;
-    if (ts__ms_power_bounds(t, ms, d, y, d2, y2, &pw, &pg)) goto done;
+    if ((rc = ts__ms_power_bounds(t, ms, d, y, d2, y2, &pw, &pg))) goto done;
+    rc = -1;
     ms->w2 = TS__SMS_MARGIN * pw;
     ms->g = TS__SMS_MARGIN * pg;
   }
   if (ts__ms_scaled_bounds(t, ms->iw, ms->hs, ns, d, y, d2, y2, &w2l, &gl)) goto done;
+  if (ts_tissue_stop_asked(t)) { /* its iterations broke off: the build is abandoned */
+    rc = -2;
+    goto done;
+  }
   memcpy(ms->wd, d, sizeof *d * n); /* the stiffness's weights: the stiffened bound's (ts_ms_bounds.c) */
   /* the scaling only where it lengthens the stable substep: where the
    * through-thickness modes are not the fastest (the in-sheet springs of a
@@ -155,9 +161,24 @@ done:
   return rc;
 }
 
+/* ts_massspring_prepare's way out of a failed or stopped preparation: frees
+ * what it had made and returns rc. */
+static int prepare_fail(struct ts__ms *ms, void *d, void *y, int rc) {
+  free(d);
+  free(y);
+  free(ms->hot_of);
+  free(ms);
+  return rc;
+}
+
 int ts_massspring_prepare(ts_tissue *t) {
   if (!t || t->n_nodes == 0 || !t->x || !t->inv_mass || !t->rest) return TS_EINVAL;
   if (t->n_springs > 0 && !t->springs) return TS_EINVAL;
+  /* The daemon stopping (ts_tissue.stop) is looked at between the stages
+   * below and within the stability bounds' iterations, the longest of
+   * them: on a 1,048,576-node patch the stages take up to 3 s each and the
+   * whole 28 s, which a stop would otherwise wait out. */
+  if (ts_tissue_stop_asked(t)) return TS_ESHUTDOWN;
   uint32_t ns = t->n_springs, nl = 0, n = t->n_nodes;
   for (uint32_t s = 0; s < ns; s++) {
     const ts_spring *sp = &t->springs[s];
@@ -233,21 +254,21 @@ int ts_massspring_prepare(ts_tissue *t) {
   ms->blk_n = ms->blk_first + nb;
   ms->hlim = ms->blk_n + nb;
   ms->cand = ms->hlim + ns;
-  memset(node, 0, total - off_node);
+  /* zeroed a chunk at a time, the stop looked at between them: on a
+   * 1,048,576-node patch this is 2 s, nearly all of it the new pages'
+   * first touch */
+  for (size_t o = 0, len = total - off_node, chunk = (size_t)64 << 20; o < len; o += chunk) {
+    if (ts_tissue_stop_asked(t)) return prepare_fail(ms, NULL, NULL, TS_ESHUTDOWN);
+    memset((unsigned char *)node + o, 0, len - o < chunk ? len - o : chunk);
+  }
   ms->n_nodes = n;
   ms->n_springs = ns;
   uint32_t cnt[3];
+  if (ts_tissue_stop_asked(t)) return prepare_fail(ms, NULL, NULL, TS_ESHUTDOWN);
   int rc = ts__ms_build_hot(t, ms->hs, cnt, ms->hlim); /* hlim: the original indices, for now */
-  if (rc) {
-    free(ms->hot_of);
-    free(blk);
-    return rc == -2 ? TS_ENOMEM : TS_EINVAL;
-  }
-  if (ts__ms_handover_index(t, ms, ms->hlim)) {
-    free(ms->hot_of);
-    free(blk);
-    return TS_ENOMEM;
-  }
+  if (rc) return prepare_fail(ms, NULL, NULL, rc == -2 ? TS_ENOMEM : rc == -3 ? TS_ESHUTDOWN : TS_EINVAL);
+  if (ts_tissue_stop_asked(t)) return prepare_fail(ms, NULL, NULL, TS_ESHUTDOWN);
+  if (ts__ms_handover_index(t, ms, ms->hlim)) return prepare_fail(ms, NULL, NULL, TS_ENOMEM);
   ms->n_lin = cnt[0], ms->n_one = cnt[1], ms->n_two = cnt[2];
   for (size_t s = 0; s < ns_pad; s++) {
     const ts__hs *h = &ms->hs[s < ns ? s : 0];
@@ -274,6 +295,7 @@ int ts_massspring_prepare(ts_tissue *t) {
                              sp->rest * (1 + sp->strain_max)};
   }
   ms->n_lim = k;
+  if (ts_tissue_stop_asked(t)) return prepare_fail(ms, NULL, NULL, TS_ESHUTDOWN);
   limit_blocks(t, ms);
   ms->lim_hi_min = INFINITY, ms->lim_lo_max = -INFINITY, ms->lim_il_max = 0;
   for (uint32_t s = 0; s < ns; s++) {
@@ -287,15 +309,12 @@ int ts_massspring_prepare(ts_tissue *t) {
   ms->edge_bound = contact_edge_bound(t);
   for (uint32_t i = 0; i < n; i++) ms->mass[i] = t->inv_mass[i] > 0 ? 1.0 / t->inv_mass[i] : 0.0;
 
+  if (ts_tissue_stop_asked(t)) return prepare_fail(ms, NULL, NULL, TS_ESHUTDOWN);
   double (*d)[3] = malloc(sizeof *d * n);
   double (*y)[3] = malloc(sizeof *y * n);
-  if (!d || !y || ts__ms_local_choose(t, ms, n_col, d, y)) { /* ms->dm, ms->iw */
-    free(d);
-    free(y);
-    free(ms->hot_of);
-    free(blk);
-    return TS_ENOMEM;
-  }
+  if (!d || !y || ts__ms_local_choose(t, ms, n_col, d, y)) /* ms->dm, ms->iw */
+    return prepare_fail(ms, d, y, TS_ENOMEM);
+  if (ts_tissue_stop_asked(t)) return prepare_fail(ms, d, y, TS_ESHUTDOWN);
   if (n_col) {
     ms->nv = n_col;
     ms->S = t->n_sheets;
@@ -304,26 +323,16 @@ int ts_massspring_prepare(ts_tissue *t) {
     ms->col_identity = 1;
     for (uint32_t q = 0; q < n && ms->col_identity; q++) ms->col_identity = ms->col[q] == q;
     rc = ts__ms_sms_choose(t, ms, d, y);
-    if (rc == -2) {
-      free(d);
-      free(y);
-      free(ms->hot_of);
-      free(blk);
-      return TS_ENOMEM;
-    }
+    if (rc == -2) return prepare_fail(ms, d, y, TS_ENOMEM);
     ms->sms = rc == 0;
+    if (ts_tissue_stop_asked(t)) return prepare_fail(ms, d, y, TS_ESHUTDOWN);
   }
   for (uint32_t q = 0; ms->sms && q < n; q++) { /* per slot */
     uint32_t below = q + ms->nv;
     ms->ob[q] = below < n && t->inv_mass[ms->col[below]] > 0 ? -ms->beta[q] : 0.0;
   }
-  if (prepare_bounds(t, ms, ns, d, y)) {
-    free(d);
-    free(y);
-    free(ms->hot_of);
-    free(blk);
-    return TS_ENOMEM;
-  }
+  rc = prepare_bounds(t, ms, ns, d, y);
+  if (rc) return prepare_fail(ms, d, y, rc == -2 ? TS_ESHUTDOWN : TS_ENOMEM);
   rc = ts__ms_local_reference(t, ms, d, y); /* the first prepare's bounds */
   free(d);
   free(y);

@@ -36,6 +36,7 @@
 #ifndef TS_MESH_IO_H
 #define TS_MESH_IO_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -67,6 +68,10 @@ typedef struct ts_mesh_import_opts {
    * is stopping does not finish a build nobody will use) */
   int (*on_stage)(void *ud, int stage);
   void *stage_ud;
+  /* optional (NULL: never): the built tissue's stop flag (ts_tissue.stop),
+   * set before its step's preparation, whose stability bounds then stop
+   * when *stop turns nonzero: the build fails with TS_ESHUTDOWN */
+  const atomic_int *stop;
 } ts_mesh_import_opts;
 
 /* What a reader saw, for tools and tests. */

@@ -210,13 +210,19 @@ int ts_mesh_tissue_build(const uint8_t *data, size_t len, int format,
   /* the springs, then (a stage of its own, so that a stop need not wait
    * for both) the step's preparation with its stability bounds, as
    * ts_tissue_build makes them: before the drag is set */
-  rc = ts_tissue_build_unprepared(out->e, layers, out->anchors, pd.gravity, &out->t);
+  rc = ts_tissue_build_unprepared(out->e, layers, out->anchors, pd.gravity, o ? o->stop : NULL,
+                                  &out->t);
   if (!rc && (rc = enter_stage(o, TS_MESH_STAGE_BOUNDS, err, errcap))) {
     ts_mesh_tissue_free(out); /* the springs' tissue too; err says why */
     return rc;
   }
-  if (!rc) rc = ts_massspring_prepare(out->t);
-  if (rc == TS_EMESH) {
+  if (!rc) {
+    out->t->stop = o ? o->stop : NULL;
+    rc = ts_massspring_prepare(out->t);
+  }
+  if (rc == TS_ESHUTDOWN) {
+    snprintf(err, errcap, "the build was stopped: %s", ts_strerror(rc));
+  } else if (rc == TS_EMESH) {
     char msg[200];
     name_twisted(out->e, msg, sizeof msg);
     snprintf(err, errcap,

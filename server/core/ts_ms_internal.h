@@ -250,7 +250,8 @@ int ts__ms_hot_spring(const ts_spring *s, ts__hs *o);
 /* Builds the hot springs of t into hs (n_springs records, sorted by class,
  * then node) and the class counts; orig (NULL: not wanted) gets each hot
  * record's index in t->springs. Returns 0, -1 for a malformed spring or
- * node, -2 when out of memory. */
+ * node, -2 when out of memory, -3 when t->stop asked to stop
+ * (ts_tissue.stop). */
 int ts__ms_build_hot(const ts_tissue *t, ts__hs *hs, uint32_t cnt[3], uint32_t *orig);
 
 /* ts_ms_handover.c */
@@ -319,8 +320,8 @@ int ts__ms_rest_bounds(const ts_tissue *t, const ts__hs *hs, double *w2, double 
 
 /* Largest eigenvalues of M~^-1 K (*w2) and of M~^-1 C (*g) by power
  * iteration, from below, both in one pass over the springs an iteration.
- * x0, y0, x1, y1: scratch of n_nodes rows. Returns 0 or -1 when out of
- * memory. */
+ * x0, y0, x1, y1: scratch of n_nodes rows. Returns 0, -1 when out of
+ * memory, or -2 when t->stop asked to stop (ts_tissue.stop). */
 int ts__ms_power_bounds(const ts_tissue *t, const struct ts__ms *ms, double (*x0)[3],
                         double (*y0)[3], double (*x1)[3], double (*y1)[3], double *w2,
                         double *g);

@@ -231,6 +231,10 @@ int ts_patch_extrusion(const ts_patch_def *def, ts_extrusion **out) {
 /* ---- builder ---- */
 
 int ts_patch_create(const ts_patch_def *def, ts_tissue **out) {
+  return ts_patch_create_stoppable(def, NULL, out);
+}
+
+int ts_patch_create_stoppable(const ts_patch_def *def, const atomic_int *stop, ts_tissue **out) {
   if (!out) return TS_EINVAL;
   *out = NULL;
   if (!def) return TS_EINVAL;
@@ -247,10 +251,16 @@ int ts_patch_create(const ts_patch_def *def, ts_tissue **out) {
   }
   for (uint32_t i = 0; i < n; i++) anchored[i] = e->boundary[i % e->nv];
   ts_tissue *t = NULL;
-  rc = ts_tissue_build(e, def->layers, anchored, def->gravity, &t);
+  rc = ts_tissue_build_unprepared(e, def->layers, anchored, def->gravity, stop, &t);
   free(anchored);
   free_extrusion(e);
   if (rc) return rc;
+  t->stop = stop;
+  rc = ts_massspring_prepare(t); /* as ts_tissue_build makes it: before the drag is set */
+  if (rc) {
+    ts_tissue_destroy(t);
+    return rc;
+  }
   t->drag = def->drag;
   t->stable_dt = ts_massspring_stable_dt(t); /* with the drag */
   *out = t;

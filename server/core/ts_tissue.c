@@ -60,6 +60,7 @@ void ts_tissue_copy_settings(ts_tissue *dst, const ts_tissue *src) {
   dst->lms_ref_sheet = src->lms_ref_sheet;
   dst->time = src->time;
   dst->steps = src->steps;
+  dst->stop = src->stop;
 }
 
 uint32_t ts_tissue_columns(const ts_tissue *t) {

@@ -195,9 +195,12 @@ typedef struct ts_tissue {
                          (ts_handover.h); NULL: none */
   const atomic_int *stop; /* not owned; when set and nonzero, a step under way
                          (mass-spring, XPBD) stops before its next substep with
-                         TS_ESHUTDOWN, the tissue left mid-step: a daemon that is
-                         stopping does not wait out a step of a huge tissue
-                         (server.h's stopping); NULL: never */
+                         TS_ESHUTDOWN, the tissue left mid-step, and so does
+                         ts_massspring_prepare's stability bounds (its tissue
+                         left unprepared): a daemon that is stopping does not
+                         wait out a step or a build of a huge tissue (server.h's
+                         stopping); kept by the tissues derived from this one
+                         (ts_tissue_copy_settings); NULL: never */
 } ts_tissue;
 
 /* Whether t->stop asks a step under way to stop (ts_tissue.stop). */
@@ -232,6 +235,12 @@ ts_patch_def ts_default_patch_def(void);
  * definition, TS_ETOOBIG over 4 Mi nodes, TS_ENOMEM). */
 int ts_patch_create(const ts_patch_def *def, ts_tissue **out);
 
+/* The same with the tissue's stop flag (ts_tissue.stop) set before the
+ * step's preparation, whose stability bounds are most of a fine patch's
+ * build (11 of 16 s at resolution 288): TS_ESHUTDOWN, and no tissue, when
+ * *stop turns nonzero during them. stop may be NULL (never). */
+int ts_patch_create_stoppable(const ts_patch_def *def, const atomic_int *stop, ts_tissue **out);
+
 struct ts_extrusion; /* ts_extrude.h */
 
 /* The patch's extrusion alone (what ts_patch_create builds the tissue from;
@@ -258,9 +267,12 @@ int ts_tissue_build(const struct ts_extrusion *e, const ts_layer *layers,
  * stability bounds are most of a large tissue's build: 5.3 s of CPU time
  * against 1.3 s for the springs, for a 250,000-node one), which the caller
  * then makes: a build that may be stopped between the two
- * (ts_mesh_tissue.h's stages). */
+ * (ts_mesh_tissue.h's stages). It looks at *stop (NULL: never) before each
+ * layer's prisms and each sheet's springs, and returns TS_ESHUTDOWN (and no
+ * tissue) when it is nonzero (ts_tissue.stop). */
 int ts_tissue_build_unprepared(const struct ts_extrusion *e, const ts_layer *layers,
-                               const uint8_t *anchored, const double gravity[3], ts_tissue **out);
+                               const uint8_t *anchored, const double gravity[3],
+                               const atomic_int *stop, ts_tissue **out);
 
 /* Allocates a zeroed tissue with room for n_nodes nodes, n_springs springs and
  * n_tris triangles (counts set, arrays zeroed, threshold and iteration
