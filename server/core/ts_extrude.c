@@ -299,6 +299,14 @@ static int cross_query(ts_extrusion *e, const double *phi, ts__cross_check **cc,
   return ts__cross_check_mark(*cc, e, mark, n_pairs, err, errcap);
 }
 
+/* Whether def->stop asks the extrusion to stop (ts_extrude_def.stop);
+ * err then says so. */
+static int stop_asked(const ts_extrude_def *def, char *err, size_t errcap) {
+  if (!def->stop || !atomic_load_explicit(def->stop, memory_order_relaxed)) return 0;
+  if (err && errcap) snprintf(err, errcap, "the extrusion was stopped");
+  return 1;
+}
+
 int ts_extrude(const ts_mesh *surface, const ts_extrude_def *def, ts_extrusion **out, char *err,
                size_t errcap) {
   if (err && errcap) err[0] = 0;
@@ -370,6 +378,10 @@ int ts_extrude(const ts_mesh *surface, const ts_extrude_def *def, ts_extrusion *
   }
 
   uint32_t nv = surface->n_verts;
+  if (stop_asked(def, err, errcap)) {
+    ts_meshtopo_free(topo);
+    return TS_ESHUTDOWN;
+  }
   ts_extrusion *e = NULL;
   double(*nrm)[3] = NULL, *phi = NULL, *phi_q = NULL;
   uint8_t *mark = NULL;
@@ -405,6 +417,10 @@ int ts_extrude(const ts_mesh *surface, const ts_extrude_def *def, ts_extrusion *
   } else {
     for (uint32_t j = 0; j < nv; j++) memcpy(nrm[j], dir, sizeof dir);
   }
+  if (stop_asked(def, err, errcap)) {
+    rc = TS_ESHUTDOWN;
+    goto fail;
+  }
 
   /* sheets at phi_j times the full depth, phi thinned where prisms fold */
   const double floor_f = def->min_depth_fraction;
@@ -420,6 +436,10 @@ int ts_extrude(const ts_mesh *surface, const ts_extrude_def *def, ts_extrusion *
           e->x[(size_t)s * nv + j][k] = e->x[j][k] + phi[j] * depth * nrm[j][k];
     }
     if (!(floor_f > 0) || round == TS__THIN_ROUNDS) break;
+    if (stop_asked(def, err, errcap)) {
+      rc = TS_ESHUTDOWN;
+      goto fail;
+    }
     thin_marks(e, mark);
     int changed = thin_step(mark, phi, nv, floor_f);
     if (!changed) {
@@ -455,6 +475,10 @@ int ts_extrude(const ts_mesh *surface, const ts_extrude_def *def, ts_extrusion *
 
   ts__cross_check_free(cc);
   cc = NULL;
+  if (stop_asked(def, err, errcap)) {
+    rc = TS_ESHUTDOWN;
+    goto fail;
+  }
   if (capped) {
     /* the render surface is built for a tool to show; the crossings stay as
      * the capped query left them (assembling leaves them alone) */
@@ -467,6 +491,10 @@ int ts_extrude(const ts_mesh *surface, const ts_extrude_def *def, ts_extrusion *
   rc = ts__extrusion_assemble(e, err, errcap);
   if (rc && (rc != TS_EMESH || e->n_inverted == 0)) /* topology refused: cannot happen after the check */
     goto fail;
+  if (rc == 0 && stop_asked(def, err, errcap)) {
+    rc = TS_ESHUTDOWN;
+    goto fail;
+  }
   if (rc == 0) {
     /* no column folds; do sheets cross elsewhere? */
     rc = ts__extrusion_count_crossings(e, err, errcap);

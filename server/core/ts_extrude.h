@@ -52,6 +52,14 @@ typedef struct ts_extrude_def {
                                         much, until they have one
                                         (ts_extrude_relax.c); sheet 0 is then
                                         the relaxed surface */
+  const atomic_int *stop;            /* NULL (the default): never. Else looked at
+                                        between the extrusion's passes (the
+                                        relaxation, each thinning round with its
+                                        crossing query, the assembly, the
+                                        crossing count): when nonzero it fails
+                                        with TS_ESHUTDOWN (ts_tissue.stop: a
+                                        stopping daemon does not wait out the
+                                        layers of a large upload) */
 } ts_extrude_def;
 
 typedef struct ts_extrusion {

@@ -90,6 +90,7 @@ int ts_mesh_tissue_extrude(const uint8_t *data, size_t len, int format,
    * reported); what still folds is refused */
   d.max_relax = TS_MESH_TISSUE_MAX_RELAX;
   d.min_depth_fraction = TS_MESH_TISSUE_MIN_DEPTH;
+  d.stop = opts.stop; /* a stopping daemon's (ts_mesh_import_opts.stop) */
   for (uint32_t l = 0; l < n_layers; l++) total += d.thickness[l] = thickness[l];
   double ext = extent(m);
   if (ext > TS_MESH_TISSUE_MAX_EXTENT || ext < TS_MESH_TISSUE_MIN_EXTENT_LAYERS * total) {
@@ -117,6 +118,8 @@ int ts_mesh_tissue_extrude(const uint8_t *data, size_t len, int format,
     const ts_extrusion *e = *out;
     snprintf(err, errcap, "layers of %.3g mm in all %s the surface (give thinner layers): %s",
              total * 1e3, e && e->n_crossings && !e->n_inverted ? "cross inside" : "fold", msg);
+  } else if (rc == TS_ESHUTDOWN) {
+    snprintf(err, errcap, "the build was stopped: %s", ts_strerror(rc));
   } else if (rc) {
     snprintf(err, errcap, "extrusion failed: %s", msg[0] ? msg : ts_strerror(rc));
   }

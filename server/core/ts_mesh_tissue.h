@@ -72,7 +72,8 @@ typedef struct ts_mesh_tissue {
  * imported surface's counts and warning (may be NULL) what the extrusion
  * changed ("" when nothing). Returns 0, or a ts_errno with the reason in
  * err (the mesh refused, TS_ERANGE for its size, TS_EMESH for layers that
- * fold, ..., or the code o's on_stage returned to stop the build). */
+ * fold, ..., the code o's on_stage returned to stop the build, or
+ * TS_ESHUTDOWN when o->stop turned nonzero during the extrusion). */
 int ts_mesh_tissue_extrude(const uint8_t *data, size_t len, int format,
                            const ts_mesh_import_opts *o, const double *thickness,
                            uint32_t n_layers, ts_extrusion **out, uint32_t *nv, uint32_t *nt,

@@ -260,9 +260,9 @@ START_TEST(test_build_passes_stop) {
 }
 END_TEST
 
-/* A small uploaded surface (a 6 x 6 grid, OBJ: grid_obj.h) built with the
- * flag set (TS_ESHUTDOWN, err says the build was stopped) and clear
- * (built). */
+/* A small uploaded surface (a 6 x 6 grid, OBJ: grid_obj.h) extruded and
+ * built with the flag set (TS_ESHUTDOWN, nothing made, err says the build
+ * was stopped) and clear (made). */
 START_TEST(test_mesh_build_stops) {
   const int g = 6;
   size_t n = 0;
@@ -273,8 +273,23 @@ START_TEST(test_mesh_build_stops) {
   atomic_int stop;
   atomic_init(&stop, 1);
   o.stop = &stop;
-  ts_mesh_tissue mt;
   char err[256] = "";
+  const double th[3] = {d.layers[0].thickness, d.layers[1].thickness, d.layers[2].thickness};
+  ts_extrusion *e = (ts_extrusion *)1;
+  ck_assert_int_eq(ts_mesh_tissue_extrude((const uint8_t *)obj, n, TS_MESH_OBJ, &o, th, 3, &e,
+                                          NULL, NULL, NULL, 0, err, sizeof err),
+                   TS_ESHUTDOWN);
+  ck_assert_ptr_null(e);
+  ck_assert_msg(strstr(err, "stopped") != NULL, "%s", err);
+  atomic_store(&stop, 0);
+  ck_assert_int_eq(ts_mesh_tissue_extrude((const uint8_t *)obj, n, TS_MESH_OBJ, &o, th, 3, &e,
+                                          NULL, NULL, NULL, 0, err, sizeof err),
+                   0);
+  ck_assert_uint_eq(e->nv, (uint32_t)(g * g));
+  ts_extrusion_free(e);
+
+  atomic_store(&stop, 1);
+  ts_mesh_tissue mt;
   ck_assert_int_eq(ts_mesh_tissue_build((const uint8_t *)obj, n, TS_MESH_OBJ, &o, d.layers,
                                         d.n_layers, &mt, err, sizeof err),
                    TS_ESHUTDOWN);
