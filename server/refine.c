@@ -666,6 +666,9 @@ static void answer(ts_server *s, ts_session *se, refine_res *r) {
                   "%.3g us as before the refinement",
                   se->id, r->lm.added * 1e3, r->lm.nodes, 100 * r->lm.added / r->lm.region_mass,
                   100 * r->lm.added / r->lm.tissue_mass, r->lm.target_dt * 1e6);
+  } else if (r->rc == TS_ESHUTDOWN) { /* its preparation stopped (ts_tissue.stop): not refused */
+    ts_log_info("session %u: refinement not finished: the server is shutting down (%s)",
+                r->session_id, r->err);
   } else {
     s->refinements_refused++;
     ts_log_info("session %u: refinement refused: %s", r->session_id, r->err);
