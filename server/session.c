@@ -569,7 +569,7 @@ ts_frame_ref *ts_session_step(ts_session *se, int *diverged) {
     self_pairs = (int)xs.self_contacts;
     if (rc == TS_EDIVERGED) /* which test, which node, in which substep (core/ts_xpbd_diverge.c) */
       ts_xpbd_diverged_text(&xs, sim->diverged_why, sizeof sim->diverged_why);
-    else if (rc)
+    else if (rc && rc != TS_ESHUTDOWN) /* a step left for the shutdown is not a failure */
       snprintf(sim->diverged_why, sizeof sim->diverged_why, "the XPBD step failed (%s)", ts_strerror(rc));
     if (rc && rc != TS_EDIVERGED && rc != TS_ESHUTDOWN)
       rc = TS_EDIVERGED; /* any failure stops the session */
