@@ -351,9 +351,10 @@ static int refined_springs(const ts_refine_src *s, const ts_tissue *t, const ts_
     }
     if (rc <= 0) return rc; /* 1: t's springs are not the builder's; build whole */
   }
-  /* the whole build */
+  /* the whole build: its springs only (not prepared: the stability bounds
+   * would be most of the work, for a tissue dropped below) */
   ts_tissue *nt = NULL;
-  rc = ts_tissue_build(e2, s->layers, anch2, s->gravity, &nt);
+  rc = ts_tissue_build_unprepared(e2, s->layers, anch2, s->gravity, t->stop, &nt);
   if (rc) return rc;
   *out = malloc(sizeof **out * (nt->n_springs ? nt->n_springs : 1));
   if (!*out) {
@@ -545,13 +546,16 @@ int ts_refine_run(const ts_refine_src *s, const ts_tissue *t, const uint32_t *se
     errf(err, errcap, "cannot build the refined tissue's springs: %s", ts_strerror(rc));
     goto done;
   }
-  rc = ts_tissue_alloc(N2, nsp, e2->n_tris, &ft);
+  rc = ts_tissue_alloc(N2, 0, e2->n_tris, &ft);
   if (rc) {
     free(sp);
     goto done;
   }
-  memcpy(ft->springs, sp, sizeof *sp * nsp);
-  free(sp);
+  /* handed over, not copied (as ts_tissue_build does: a copy into fresh
+   * pages is mostly their first touch) */
+  free(ft->springs);
+  ft->springs = sp;
+  ft->n_springs = nsp;
 
   /* triangles, rest positions, masses in the tissue's numbering */
   for (uint32_t i = 0; i < e2->n_tris; i++)
