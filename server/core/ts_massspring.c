@@ -177,7 +177,7 @@ int ts_massspring_prepare(ts_tissue *t) {
   /* The daemon stopping (ts_tissue.stop) is looked at between the stages
    * below and within the stability bounds' iterations, the longest of
    * them: on a 1,048,576-node patch the stages take up to 3 s each and the
-   * whole 28 s, which a stop would otherwise wait out. */
+   * whole about 30 s, which a stop would otherwise wait out. */
   if (ts_tissue_stop_asked(t)) return TS_ESHUTDOWN;
   uint32_t ns = t->n_springs, nl = 0, n = t->n_nodes;
   for (uint32_t s = 0; s < ns; s++) {

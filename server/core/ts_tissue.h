@@ -235,10 +235,11 @@ ts_patch_def ts_default_patch_def(void);
  * definition, TS_ETOOBIG over 4 Mi nodes, TS_ENOMEM). */
 int ts_patch_create(const ts_patch_def *def, ts_tissue **out);
 
-/* The same with the tissue's stop flag (ts_tissue.stop) set before the
- * step's preparation, whose stability bounds are most of a fine patch's
- * build (11 of 16 s at resolution 288): TS_ESHUTDOWN, and no tissue, when
- * *stop turns nonzero during them. stop may be NULL (never). */
+/* The same, looking at *stop (ts_tissue.stop, set on the tissue before
+ * the step's preparation, which is most of a fine patch's build: about 30
+ * of 40 s at resolution 512, 20 s of it the stability bounds) in the
+ * springs' build and the preparation: TS_ESHUTDOWN, and no tissue, when it
+ * turns nonzero. stop may be NULL (never). */
 int ts_patch_create_stoppable(const ts_patch_def *def, const atomic_int *stop, ts_tissue **out);
 
 struct ts_extrusion; /* ts_extrude.h */

@@ -400,7 +400,7 @@ END_TEST
 
 /* SIGTERM early in a fine built-in patch's build, at the default
  * --shutdown-timeout (5 s): at --patch-resolution 320 (409,600 nodes) the
- * build takes about 20 s in the normal build, most of it in the step's
+ * build takes about 13 s in the normal build, most of it in the step's
  * preparation (its stability bounds, core/ts_massspring.c), which now looks
  * at the stop between its stages and in its iterations (ts_tissue.stop),
  * as the springs' build does before each sheet. Before, the stop waited

@@ -16,7 +16,7 @@
  * on the patch at --patch-resolution 120, 57,600 nodes, took 5.9 s in a
  * daemon).
  * Builds look at the flag too (a 1,048,576-node patch's build took 40 s,
- * 28 s of it in the step's preparation, and a stop waited it out): the
+ * about 30 s of it in the step's preparation, and a stop waited it out): the
  * patch's springs (each layer's prisms, each sheet's springs), the step's
  * preparation (between its stages, and in the stability bounds' power
  * iterations and the hot springs' passes), and a mesh's build, each
