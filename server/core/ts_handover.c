@@ -107,20 +107,33 @@ static int changed_far(const ts_tissue *old, uint32_t k, const double *hrest, do
 }
 
 /* ts_handover_create with the topologies' map m (made for old and nt; not
- * taken: out->map is NULL); ms_rest: the mass-spring step's form
- * (TS_HANDOVER_MS_REST: 1). */
+ * taken: out->map is NULL, or reuse's map when reuse is given); ms_rest:
+ * the mass-spring step's form (TS_HANDOVER_MS_REST: 1). reuse (NULL: none)
+ * is a hand-over of nt, made over again in place: *out is reuse, its
+ * arrays written anew (nothing here reads them; unchanged on failure).
+ * Why: an install renews the hand-over on the physics thread
+ * (ts_handover_renew), and fresh arrays there are first touched by its
+ * passes: a resolution-50 patch's renew took 5 ms with fresh arrays, 0.9
+ * ms in reused ones, measured in the daemon.
+ * keep: reuse is plain (ts_handover.plain) on the map m; then, when no
+ * earlier hand-over is in effect either, the untouched entries already
+ * hold what they would be given, and only the touched nodes and springs
+ * are written. With that and the map's scratch (ts_handover_internal.h),
+ * patch-S's renewal took 1.0 ms instead of 2.6-3.0 ms (tests/bench/run
+ * --quick refine_hold, renew_s). */
 static int create_mapped(const ts_tissue *old, const ts_tissue *nt, const uint32_t (*parents)[2],
                          const ts_handover_map *m, const ts_tool *tools, int n_tools, double duration,
-                         int ms_rest, ts_handover **out) {
+                         int ms_rest, ts_handover *reuse, int keep, ts_handover **out) {
   *out = NULL;
   const uint32_t n0 = old->n_nodes, n = nt->n_nodes;
-  ts_handover *h = calloc(1, sizeof *h);
-  /* scratch per node, written and read at the touched nodes only */
-  double(*fo)[3] = malloc(sizeof *fo * n);
-  double(*acc)[3] = malloc(sizeof *acc * n);
-  double(*accx)[3] = malloc(sizeof *accx * n);
+  ts_handover *h = reuse ? reuse : calloc(1, sizeof *h);
+  /* scratch per node, written and read at the touched nodes only: the
+   * map's (ts_handover_internal.h), or made here */
+  double(*const own)[3] = m->scratch ? NULL : malloc(sizeof *own * 3 * ((size_t)n + 1));
+  double(*const scratch)[3] = m->scratch ? m->scratch : own;
+  double(*fo)[3] = scratch, (*acc)[3] = scratch ? scratch + n : NULL, (*accx)[3] = scratch ? scratch + 2 * (size_t)n : NULL;
   ts__placed_tool *placed = calloc((size_t)n_tools + 1, sizeof *placed);
-  if (h) {
+  if (h && !reuse) {
     h->f = malloc(sizeof *h->f * n);
     h->f_res = malloc(sizeof *h->f_res * n);
     h->rest = malloc(sizeof *h->rest * (nt->n_springs + 1));
@@ -129,10 +142,8 @@ static int create_mapped(const ts_tissue *old, const ts_tissue *nt, const uint32
   int rc = TS_ENOMEM;
   if (!h || !fo || !acc || !accx || !placed || !h->f || !h->f_res || !h->rest || !h->depth ||
       (rc = ts__handover_place_all(tools, n_tools, placed)) != 0) {
-    ts_handover_free(h);
-    free(fo);
-    free(acc);
-    free(accx);
+    if (h != reuse) ts_handover_free(h);
+    free(own);
     free(placed);
     return rc;
   }
@@ -145,6 +156,8 @@ static int create_mapped(const ts_tissue *old, const ts_tissue *nt, const uint32
   /* the mass-spring step's view: an earlier hand-over in rest lengths
    * blends its rest lengths there too (ts_ms_handover.c) */
   const double *ms_ohrest = oh && oh->ms_rest ? ohrest : NULL;
+  const int earlier = oh && w_old > 0; /* an earlier hand-over in effect */
+  const int local = reuse && keep && !earlier;
   carried_acc(old, m, parents, tools, n_tools, placed, ms_ohrest, oh ? (const double(*)[3])oh->f : NULL, w_old,
               fo, acc);
   carried_acc(old, m, parents, tools, n_tools, placed, ohrest, oh ? (const double(*)[3])oh->f_res : NULL, w_old,
@@ -185,7 +198,9 @@ static int create_mapped(const ts_tissue *old, const ts_tissue *nt, const uint32
    * first trial 41 um off against 2.3 um, a blend step 11 um over the
    * twin's). The mass-spring step's node term makes up the force either
    * way (its figures unchanged). */
-  for (uint32_t j = 0; j < nt->n_springs; j++) {
+  const uint32_t n_sp = local ? m->n_new_springs : nt->n_springs;
+  for (uint32_t q = 0; q < n_sp; q++) {
+    const uint32_t j = local ? m->new_springs[q] : q;
     const ts_spring *sp = &nt->springs[j];
     const uint32_t k = m->from[j];
     if (k != UINT32_MAX && m->same[j]) {
@@ -228,7 +243,9 @@ static int create_mapped(const ts_tissue *old, const ts_tissue *nt, const uint32
    * tool on the tissue (the step sums the forces exactly) */
   if (ms_rest)
     for (uint32_t q = 0; q < m->n_nodes; q++) memcpy(h->f[m->nodes[q]], fo[m->nodes[q]], sizeof fo[0]);
-  for (uint32_t i = 0; i < n; i++) {
+  const uint32_t n_nd = local ? m->n_nodes : n;
+  for (uint32_t q = 0; q < n_nd; q++) {
+    const uint32_t i = local ? m->nodes[q] : q;
     const double im = nt->inv_mass[i];
     if (im == 0) {
       memset(h->f[i], 0, sizeof h->f[i]);
@@ -304,12 +321,11 @@ static int create_mapped(const ts_tissue *old, const ts_tissue *nt, const uint32
   }
   for (int k = 0; k < n_tools; k++) ts__handover_placed_free(&placed[k]);
   free(placed);
-  free(fo);
-  free(acc);
-  free(accx);
+  free(own);
   h->start = nt->time;
   h->duration = duration;
   h->ms_rest = ms_rest;
+  h->plain = !earlier;
   *out = h;
   return 0;
 }
@@ -322,7 +338,7 @@ int ts_handover_create(const ts_tissue *old, const ts_tissue *nt, const uint32_t
   if (rc) return rc;
   ts_handover_map *m = NULL;
   rc = ts__handover_map_build(old, nt, parents, &m);
-  if (!rc) rc = create_mapped(old, nt, parents, m, tools, n_tools, duration, ms_mode != TS_HANDOVER_MS_FORCE, out);
+  if (!rc) rc = create_mapped(old, nt, parents, m, tools, n_tools, duration, ms_mode != TS_HANDOVER_MS_FORCE, NULL, 0, out);
   if (rc) {
     ts__handover_map_free(m);
     return rc;
@@ -331,28 +347,52 @@ int ts_handover_create(const ts_tissue *old, const ts_tissue *nt, const uint32_t
   return 0;
 }
 
+int ts_handover_alloc(uint32_t n, uint32_t ns, ts_handover **out) {
+  if (!out) return TS_EINVAL;
+  *out = NULL;
+  ts_handover *c = calloc(1, sizeof *c);
+  if (c) {
+    c->f = malloc(sizeof *c->f * ((size_t)n + 1));
+    c->f_res = malloc(sizeof *c->f_res * ((size_t)n + 1));
+    c->rest = malloc(sizeof *c->rest * ((size_t)ns + 1));
+    c->depth = malloc(sizeof *c->depth * ((size_t)n + 1));
+  }
+  if (!c || !c->f || !c->f_res || !c->rest || !c->depth) {
+    ts_handover_free(c);
+    return TS_ENOMEM;
+  }
+  *out = c;
+  return 0;
+}
+
+int ts_handover_copy_into(const ts_handover *h, uint32_t n, uint32_t ns, ts_handover *dst) {
+  if (!h || !dst || !h->f || !h->f_res || !h->rest || !h->depth || !dst->f || !dst->f_res || !dst->rest ||
+      !dst->depth)
+    return TS_EINVAL;
+  ts__handover_map_free(dst->map);
+  ts_handover a = *dst; /* dst's arrays, h's scalars */
+  *dst = *h;
+  dst->map = NULL;
+  dst->f = a.f, dst->f_res = a.f_res, dst->rest = a.rest, dst->depth = a.depth;
+  memcpy(dst->f, h->f, sizeof *dst->f * n);
+  memcpy(dst->f_res, h->f_res, sizeof *dst->f_res * n);
+  memcpy(dst->rest, h->rest, sizeof *dst->rest * ns);
+  memcpy(dst->depth, h->depth, sizeof *dst->depth * n);
+  return 0;
+}
+
 /* A copy of a hand-over (its arrays too), or NULL for h NULL or out of
  * memory (*rc TS_ENOMEM then). */
 ts_handover *ts__handover_copy(const ts_handover *h, uint32_t n, uint32_t ns, int *rc) {
   if (!h) return NULL;
-  ts_handover *c = calloc(1, sizeof *c);
-  if (c) {
-    *c = *h;
-    c->map = NULL;
-    c->f = malloc(sizeof *c->f * n);
-    c->f_res = malloc(sizeof *c->f_res * n);
-    c->rest = malloc(sizeof *c->rest * (ns + 1));
-    c->depth = malloc(sizeof *c->depth * n);
-  }
-  if (!c || !c->f || !c->f_res || !c->rest || !c->depth) {
+  ts_handover *c = NULL;
+  *rc = ts_handover_alloc(n, ns, &c);
+  if (*rc) return NULL;
+  *rc = ts_handover_copy_into(h, n, ns, c);
+  if (*rc) {
     ts_handover_free(c);
-    *rc = TS_ENOMEM;
     return NULL;
   }
-  memcpy(c->f, h->f, sizeof *c->f * n);
-  memcpy(c->f_res, h->f_res, sizeof *c->f_res * n);
-  memcpy(c->rest, h->rest, sizeof *c->rest * ns);
-  memcpy(c->depth, h->depth, sizeof *c->depth * n);
   return c;
 }
 
@@ -380,21 +420,24 @@ int ts_handover_renew(ts_tissue *nt, const ts_tissue *cur, const uint32_t (*pare
   ts_handover_map *m = ts__handover_map_fits(nt->hand->map, cur, nt) ? nt->hand->map : NULL;
   const int fresh = m == NULL;
   if (fresh) rc = ts__handover_map_build(cur, nt, parents, &m);
+  /* made again in nt's hand-over's own arrays (create_mapped says why) */
   ts_handover *h = NULL;
-  if (!rc) rc = create_mapped(cur, nt, parents, m, tools, n_tools, duration, ms_rest, &h);
+  if (!rc) rc = create_mapped(cur, nt, parents, m, tools, n_tools, duration, ms_rest, nt->hand, !fresh && nt->hand->plain, &h);
   if (rc) {
     if (fresh) ts__handover_map_free(m);
     return rc;
   }
-  if (!fresh) nt->hand->map = NULL;
-  h->map = m;
-  if (rest_fix)
+  if (fresh) {
+    ts__handover_map_free(h->map);
+    h->map = m;
+  }
+  if (rest_fix) {
     for (uint32_t j = 0; j < nt->n_springs; j++) {
       const double r = h->rest[j] + rest_fix[j];
       if (isfinite(r) && r > 0) h->rest[j] = r;
     }
-  ts_handover_free(nt->hand);
-  nt->hand = h;
+    h->plain = 0;
+  }
   return 0;
 }
 
@@ -408,6 +451,7 @@ int ts_handover_fit_carried(ts_tissue *nt, const ts_tissue *cur, const uint32_t 
   double *rest0 = malloc(sizeof *rest0 * (ns + 1));
   if (!rest0) return TS_ENOMEM;
   double *rest = nt->hand->rest;
+  nt->hand->plain = 0; /* corrected, then fitted */
   memcpy(rest0, rest, sizeof *rest0 * ns);
   for (uint32_t j = 0; j < ns; j++) {
     const double r = rest[j] + rest_fix[j];

@@ -239,6 +239,12 @@ typedef struct ts_handover {
                       lengths are blended from `rest` to their own, and f is
                       what those rest lengths leave; 0: f against the
                       springs' own rest lengths (TS_HANDOVER_MS_FORCE) */
+  int plain;       /* 1: every entry of an untouched node or spring (its
+                      map's) holds what it is without an earlier hand-over
+                      (zero forces and allowance, the spring's own rest
+                      length), and nothing has changed it since (a fit, a
+                      correction): a renewal on the same map then writes
+                      the touched ones only (ts_handover_renew) */
   double start;    /* simulated time of the refinement, s */
   double duration; /* blend time T, s (> 0) */
   ts_handover_map *map; /* what ts_handover_create found of the two
@@ -270,9 +276,9 @@ void ts_handover_expire(ts_tissue *t, double at);
  *
  * Local. A refinement changes the network only around its region: outside
  * it every node keeps its springs (same ends, constants and rest lengths)
- * and its mass (the refinement rescales the masses to the old total, which
- * midpoint refinement keeps but for rounding: a relative change of 1e-12
- * at most is taken as none). For such a node the terms above reduce, in
+ * and its mass (ts_refine.h, "masses": the refinement keeps every mass
+ * outside its region to the bit; a relative change of 1e-12 at most is
+ * taken as none). For such a node the terms above reduce, in
  * exact arithmetic, to the earlier hand-over's at its weight (f = w f_old,
  * f_res = w f_res_old, depth = w depth_old; zeros without one), and an
  * unchanged spring keeps its blended rest length. So the forces, tool
@@ -346,12 +352,20 @@ int ts_handover_fit_xpbd(ts_tissue *nt, const ts_tissue *old, const uint32_t (*p
  * ts_handover_copy: a deep copy of h (n_nodes nodes, n_springs springs) into
  * *out; h NULL gives *out NULL. Returns 0, TS_EINVAL or TS_ENOMEM.
  *
+ * ts_handover_alloc: a hand-over with its arrays for n_nodes nodes and
+ * n_springs springs, their contents unset (ts_handover_copy_into fills
+ * them). Returns 0, TS_EINVAL or TS_ENOMEM.
+ *
+ * ts_handover_copy_into: h's copy into dst (made for the same counts:
+ * ts_handover_alloc, or an earlier copy), its arrays reused; dst's map is
+ * freed (copies keep none). Returns 0 or TS_EINVAL.
+ *
  * ts_handover_renew: nt, the refinement of a snapshot of `cur` with the
  * hand-over ts_refine_run made (and ts_handover_fit_xpbd fitted) there, has
  * just been given cur's current state (ts_refine_restate: cur's nodes are
  * nt's first cur->n_nodes, node i >= cur->n_nodes the midpoint of
- * parents[i - cur->n_nodes]). Replaces nt's hand-over by the one
- * ts_handover_create makes from cur's current state, the current tools
+ * parents[i - cur->n_nodes]). Makes nt's hand-over again, in its own
+ * arrays, as ts_handover_create makes it from cur's current state, the current tools
  * (n_tools, NULL for none; their allowances for where the new nodes are
  * now) and the same blend time, and adds rest_fix (per spring of nt, m;
  * NULL for none) to its rest lengths: the fit's corrections, which move
@@ -365,6 +379,8 @@ int ts_handover_fit_xpbd(ts_tissue *nt, const ts_tissue *old, const uint32_t (*p
  * trial steps. Returns 0, TS_EINVAL or TS_ENOMEM (nt's hand-over then
  * unchanged). */
 int ts_handover_copy(const ts_handover *h, uint32_t n_nodes, uint32_t n_springs, ts_handover **out);
+int ts_handover_alloc(uint32_t n_nodes, uint32_t n_springs, ts_handover **out);
+int ts_handover_copy_into(const ts_handover *h, uint32_t n_nodes, uint32_t n_springs, ts_handover *dst);
 int ts_handover_renew(ts_tissue *nt, const ts_tissue *cur, const uint32_t (*parents)[2], const ts_tool *tools,
                       int n_tools, const double *rest_fix);
 

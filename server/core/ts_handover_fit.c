@@ -184,6 +184,7 @@ int ts_handover_fit_xpbd(ts_tissue *nt, const ts_tissue *old, const uint32_t (*p
       (nt->n_nodes > old->n_nodes && !parents) || !(dt > 0) || !(dt <= 1.0) || n_tools < 0 ||
       (n_tools > 0 && !tools))
     return TS_EINVAL;
+  nt->hand->plain = 0; /* its rest lengths are fitted below */
   const uint32_t n0 = old->n_nodes, n = nt->n_nodes;
   for (uint32_t i = n0; i < n; i++)
     if (parents[i - n0][0] >= i || parents[i - n0][1] >= i) return TS_EINVAL;

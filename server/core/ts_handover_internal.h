@@ -47,6 +47,12 @@ struct ts_handover_map {
   uint32_t *ord_old, *ord_new;
   uint8_t *role[2];
   int64_t moving[2];
+  /* create_mapped's scratch (ts_handover.c: three rows a node of nt, read
+     and written at the touched nodes only), made with the map and its
+     touched rows written once there, so that a renewal at an install does
+     not meet them first on the physics thread (NULL: none could be had;
+     create_mapped then allocates its own) */
+  double (*scratch)[3];
 };
 
 /* A tool placed at its pose as a tree (ts_obb_tree.h): the signed

@@ -8,6 +8,7 @@
  */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ts_error.h"
 #include "ts_handover_internal.h"
@@ -44,6 +45,7 @@ void ts__handover_map_free(ts_handover_map *m) {
   free(m->ord_new);
   free(m->role[0]);
   free(m->role[1]);
+  free(m->scratch);
   free(m);
 }
 
@@ -143,6 +145,11 @@ int ts__handover_map_build(const ts_tissue *old, const ts_tissue *nt, const uint
   q = 0;
   for (uint32_t j = 0; j < ns; j++)
     if (m->touched[nt->springs[j].a] || m->touched[nt->springs[j].b]) m->new_springs[q++] = j;
+  /* the scratch's touched rows written once here (ts_handover_internal.h) */
+  m->scratch = malloc(sizeof *m->scratch * 3 * ((size_t)n + 1));
+  for (uint32_t k = 0; m->scratch && k < 3; k++)
+    for (uint32_t i = 0; i < m->n_nodes; i++)
+      memset(m->scratch[(size_t)k * n + m->nodes[i]], 0, sizeof m->scratch[0]);
   *out = m;
   return 0;
 }

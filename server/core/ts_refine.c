@@ -70,8 +70,58 @@ static int node_masses(const ts_extrusion *e, const ts_layer *layers, double *ma
   return 0;
 }
 
+/* The refined tissue's masses (ts_refine.h, "masses"): mass (in: e2's
+ * node masses by node_masses; out: the tissue's). A node whose prisms
+ * weigh, bit for bit, what they weighed in s's extrusion keeps its mass
+ * from s exactly; the others (the new nodes and those whose prisms the
+ * refinement changed: the region R) share what R's old nodes weighed in
+ * proportion to their prisms' masses, so the total stays (rounding aside)
+ * and nothing outside R changes. The hand-over's map (ts_handover_map.c)
+ * then finds the nodes outside R untouched and its passes stay on R.
+ * Before, every mass was scaled by the ratio of the totals: Loop's
+ * smoothed rest shape changes the region's volume, so every mass changed
+ * by about 1e-7 and every free node counted as touched (9,224 of 10,000 on
+ * a resolution-50 patch), which made the hand-over whole-tissue passes on
+ * the refinement thread and again at the install, on the physics thread.
+ * When R had no mass (it cannot: a new node's parents change with it),
+ * every mass is scaled by `whole` (the ratio of the totals), as before. */
+static int region_masses(const ts_refine_src *s, const ts_extrusion *e2, double whole, double *mass) {
+  const uint32_t S = e2->n_sheets, nv = s->e->nv, nv2 = e2->nv;
+  double *was = malloc(sizeof *was * ((size_t)S * nv + 1));
+  if (!was) return TS_ENOMEM;
+  int rc = node_masses(s->e, s->layers, was);
+  if (rc) {
+    free(was);
+    return rc;
+  }
+  double had = 0, now = 0; /* R's old nodes' masses in s; R's by its prisms */
+  for (uint32_t sh = 0; sh < S; sh++)
+    for (uint32_t j = 0; j < nv2; j++) {
+      const size_t k = (size_t)sh * nv2 + j, ko = (size_t)sh * nv + j;
+      if (j < nv && mass[k] == was[ko]) continue;
+      now += mass[k];
+      if (j < nv) had += s->mass[ko];
+    }
+  const double f = had > 0 && now > 0 ? had / now : 0.0;
+  for (uint32_t sh = 0; sh < S; sh++)
+    for (uint32_t j = 0; j < nv2; j++) {
+      const size_t k = (size_t)sh * nv2 + j, ko = (size_t)sh * nv + j;
+      if (!(f > 0))
+        mass[k] *= whole;
+      else if (j < nv && mass[k] == was[ko])
+        mass[k] = s->mass[ko];
+      else
+        mass[k] *= f;
+    }
+  free(was);
+  return 0;
+}
+
 void ts_refine_src_free(ts_refine_src *s) {
   if (!s) return;
+  /* another holder shares it: one fewer (acq_rel: the last holder's free
+   * comes after every other holder's reads) */
+  if (atomic_fetch_sub_explicit(&s->shares, 1, memory_order_acq_rel) > 0) return;
   ts_extrusion_free(s->e);
   free(s->anchored);
   free(s->mass);
@@ -535,7 +585,8 @@ int ts_refine_run(const ts_refine_src *s, const ts_tissue *t, const uint32_t *se
     goto done;
   }
   memcpy(massb, mass2, sizeof *massb * N2);
-  for (uint32_t k = 0; k < N2; k++) mass2[k] *= m_old / m_new;
+  rc = region_masses(s, e2, m_old / m_new, mass2);
+  if (rc) goto done;
 
   /* springs: the changed ones computed, the rest copied from t (or the
    * whole tissue built again); ts_refine_springs.c */
@@ -731,13 +782,51 @@ done:
 
 /* ---- a refinement off the stepping thread: snapshot and restate ---- */
 
-int ts_refine_snapshot(const ts_tissue *t, ts_tissue **out) {
+/* Writes a byte on every page of p (n bytes): their first touch here, not
+ * in the copy that fills them (ts_refine_snapshot_reserve). */
+static void touch(void *p, size_t n) {
+  volatile unsigned char *c = p;
+  for (size_t i = 0; i < n; i += 4096) c[i] = 0;
+  if (n) c[n - 1] = 0;
+}
+
+int ts_refine_snapshot_reserve(uint32_t n_nodes, uint32_t n_springs, uint32_t n_tris, int hand, ts_tissue **out) {
   if (!out) return TS_EINVAL;
   *out = NULL;
-  if (!t) return TS_EINVAL;
   ts_tissue *c = NULL;
-  int rc = ts_tissue_alloc(t->n_nodes, t->n_springs, t->n_tris, &c);
+  int rc = ts_tissue_alloc(n_nodes, n_springs, n_tris, &c);
   if (rc) return rc;
+  if (hand) {
+    rc = ts_handover_alloc(n_nodes, n_springs, &c->hand);
+    if (rc) {
+      ts_tissue_destroy(c);
+      return rc;
+    }
+    touch(c->hand->f, sizeof *c->hand->f * n_nodes);
+    touch(c->hand->f_res, sizeof *c->hand->f_res * n_nodes);
+    touch(c->hand->rest, sizeof *c->hand->rest * n_springs);
+    touch(c->hand->depth, sizeof *c->hand->depth * n_nodes);
+  }
+  const size_t n = n_nodes;
+  touch(c->x, sizeof *c->x * n);
+  touch(c->v, sizeof *c->v * n);
+  touch(c->f, sizeof *c->f * n);
+  touch(c->f_ext, sizeof *c->f_ext * n);
+  touch(c->inv_mass, sizeof *c->inv_mass * n);
+  touch(c->rest, sizeof *c->rest * n);
+  touch(c->x_prev, sizeof *c->x_prev * n);
+  touch(c->acc, sizeof *c->acc * n);
+  touch(c->acc_prev, sizeof *c->acc_prev * n);
+  touch(c->branch, n);
+  touch(c->springs, sizeof *c->springs * n_springs);
+  touch(c->tris, sizeof *c->tris * n_tris);
+  *out = c;
+  return 0;
+}
+
+int ts_refine_snapshot_into(const ts_tissue *t, ts_tissue *c) {
+  if (!t || !c) return TS_EINVAL;
+  if (c->n_nodes != t->n_nodes || c->n_springs != t->n_springs || c->n_tris != t->n_tris) return TS_EMISMATCH;
   const size_t n = t->n_nodes;
   memcpy(c->x, t->x, sizeof *c->x * n);
   memcpy(c->v, t->v, sizeof *c->v * n);
@@ -751,11 +840,8 @@ int ts_refine_snapshot(const ts_tissue *t, ts_tissue **out) {
   memcpy(c->branch, t->branch, n);
   memcpy(c->springs, t->springs, sizeof *c->springs * t->n_springs);
   memcpy(c->tris, t->tris, sizeof *c->tris * t->n_tris);
-  rc = ts_tissue_copy_contact(c, t, NULL);
-  if (rc) {
-    ts_tissue_destroy(c);
-    return rc;
-  }
+  int rc = ts_tissue_copy_contact(c, t, NULL);
+  if (rc) return rc;
   c->h_prev = t->h_prev;
   c->n_layers = t->n_layers;
   memcpy(c->layers, t->layers, sizeof c->layers);
@@ -767,13 +853,35 @@ int ts_refine_snapshot(const ts_tissue *t, ts_tissue **out) {
   c->stable_dt = t->stable_dt;
   ts_tissue_copy_settings(c, t);
   rc = ts_tissue_copy_columns(c, t, NULL); /* the refinement extends the map */
-  if (!rc) rc = ts_handover_copy(t->hand, t->n_nodes, t->n_springs, &c->hand);
+  if (rc) return rc;
+  /* the hand-over: into dst's arrays when it has them */
+  if (!t->hand) {
+    ts_handover_free(c->hand);
+    c->hand = NULL;
+    return 0;
+  }
+  if (c->hand) return ts_handover_copy_into(t->hand, t->n_nodes, t->n_springs, c->hand);
+  return ts_handover_copy(t->hand, t->n_nodes, t->n_springs, &c->hand);
+}
+
+int ts_refine_snapshot(const ts_tissue *t, ts_tissue **out) {
+  if (!out) return TS_EINVAL;
+  *out = NULL;
+  if (!t) return TS_EINVAL;
+  ts_tissue *c = NULL;
+  int rc = ts_tissue_alloc(t->n_nodes, t->n_springs, t->n_tris, &c);
+  if (!rc) rc = ts_refine_snapshot_into(t, c);
   if (rc) {
     ts_tissue_destroy(c);
     return rc;
   }
   *out = c;
   return 0;
+}
+
+ts_refine_src *ts_refine_src_share(ts_refine_src *s) {
+  if (s) atomic_fetch_add_explicit(&s->shares, 1, memory_order_relaxed);
+  return s;
 }
 
 int ts_refine_src_copy(const ts_refine_src *s, ts_refine_src **out) {

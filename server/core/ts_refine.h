@@ -77,7 +77,7 @@
  *     every other spring is copied from t through the node map. Local: the
  *     ring's prism shares (about a tenth of the prisms for a 5 mm region on
  *     the liver) and those springs' constants; linear passes over the whole
- *     tissue: the node masses (kept as before: the total is rescaled), the
+ *     tissue: the node masses (computed again; changed in the region only), the
  *     sorted edge list and the springs' order, the copy, the render
  *     triangles and the step's preparation (ts_massspring_prepare sorts the
  *     hot rows, and XPBD's ts_xpbd_build colours its constraints, from the
@@ -86,11 +86,16 @@
  *     or with opts.rebuild = TS_REFINE_REBUILD_FULL, the whole tissue is
  *     built again. Measured (tests/bench/run --quick mesh: refine_rebuild_*
  *     lines): see README's refinement paragraph;
- *   - masses: density times a sixth of the prisms' volumes per node
- *     (ts_tissue_build's rule), scaled so the total (anchored nodes
- *     included) is the one before; anchored nodes stay anchored, and a new
- *     node on the open boundary between two anchored nodes of its sheet is
- *     anchored;
+ *   - masses: a node whose prisms weigh what they weighed keeps its mass
+ *     bit for bit; the region's nodes (new, or with a prism the refinement
+ *     changed) share what the region's old nodes weighed, in proportion to
+ *     density times a sixth of their prisms' volumes (ts_tissue_build's
+ *     rule), so the total (anchored nodes included) is the one before and
+ *     the hand-over's map (ts_handover.h, "Local") finds the other nodes
+ *     untouched (scaling every mass to the old total, the rule before,
+ *     touched them all after Loop's smoothed rest shape); anchored nodes
+ *     stay anchored, and a new node on the open boundary between two
+ *     anchored nodes of its sheet is anchored;
  *   - the integrator restarts (a Taylor step first, no Beeman history);
  *     external forces stay on the old nodes, zero on the new ones;
  *   - the hand-over (ts_handover.h, unless opts.blend_time < 0): the
@@ -167,6 +172,7 @@
 #ifndef TS_REFINE_H
 #define TS_REFINE_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -185,6 +191,8 @@ typedef struct ts_refine_src {
   double *mass;             /* per extrusion node, kg (anchored ones too) */
   uint32_t *node_of;        /* extrusion node -> tissue node */
   uint32_t *ext_of;         /* tissue node -> extrusion node */
+  atomic_int shares;        /* holders besides the first (ts_refine_src_share);
+                               0 from calloc */
 } ts_refine_src;
 
 enum { TS_REFINE_LOOP = 0, TS_REFINE_LEB = 1 };
@@ -254,7 +262,8 @@ int ts_refine_src_create(const ts_extrusion *e, const ts_layer *layers, const ui
  * ts_patch_create. */
 int ts_refine_src_patch(const ts_patch_def *def, ts_refine_src **out);
 
-/* Frees s; NULL is ignored. */
+/* Lets go of s (frees it when no other holder shares it:
+ * ts_refine_src_share); NULL is ignored. */
 void ts_refine_src_free(ts_refine_src *s);
 
 /* The surface triangle of render triangle `tri` of t (each render group
@@ -297,8 +306,9 @@ int ts_refine_run(const ts_refine_src *s, const ts_tissue *t, const uint32_t *se
 double ts_refine_total_mass(const ts_refine_src *s);
 
 /* A live refinement off the stepping thread (server/refine.c): the
- * stepping thread takes a snapshot (ts_refine_snapshot of the tissue,
- * ts_refine_src_copy of its source) between two steps, another thread runs
+ * stepping thread takes a snapshot (ts_refine_snapshot_into a tissue
+ * ts_refine_snapshot_reserve made off that thread, and a share of its
+ * source, ts_refine_src_share) between two steps, another thread runs
  * ts_refine_run (and, for XPBD, ts_handover_fit_xpbd) on the snapshot
  * while the session steps on, and the stepping thread installs the result
  * between two later steps: ts_refine_restate gives it the tissue's current
@@ -310,7 +320,24 @@ double ts_refine_total_mass(const ts_refine_src *s);
  * integrator history and its hand-over; not the step's private data, which
  * the copy's first step prepares again). Returns 0, TS_EINVAL or TS_ENOMEM.
  *
+ * ts_refine_snapshot_reserve: a tissue to take a snapshot into: n_nodes
+ * nodes, n_springs springs, n_tris render triangles and, when hand, a
+ * hand-over's arrays, every page of them written once, so that the copy
+ * does not meet them first (a first touch costs the copy about 2.6 ms a
+ * megabyte on these machines: a resolution-200 patch's 166 MB snapshot
+ * took 340-440 ms on the stepping thread, nearly all of it page faults).
+ * Returns 0, TS_EINVAL (no nodes) or TS_ENOMEM.
+ *
+ * ts_refine_snapshot_into: ts_refine_snapshot into dst (a reserved tissue
+ * or an earlier snapshot: no step data), reusing its arrays. Returns 0,
+ * TS_EINVAL, TS_EMISMATCH (dst's node, spring or triangle count is not
+ * t's: dst unchanged) or TS_ENOMEM (dst then holds part of t).
+ *
  * ts_refine_src_copy: a deep copy of s. Returns 0, TS_EINVAL or TS_ENOMEM.
+ *
+ * ts_refine_src_share: s for one more holder (s itself; no copy: a source
+ * is never changed once made); each holder lets go with
+ * ts_refine_src_free, the last one frees it, on any thread.
  *
  * ts_refine_restate: nt (a refinement of an earlier copy of cur, made by
  * ts_refine_run with info.parents = parents) takes cur's current state:
@@ -321,7 +348,10 @@ double ts_refine_total_mass(const ts_refine_src *s);
  * integrator restarts (a Taylor step first). Returns 0 or TS_EINVAL (NULL,
  * nt smaller than cur, a parent not below its node). */
 int ts_refine_snapshot(const ts_tissue *t, ts_tissue **out);
+int ts_refine_snapshot_reserve(uint32_t n_nodes, uint32_t n_springs, uint32_t n_tris, int hand, ts_tissue **out);
+int ts_refine_snapshot_into(const ts_tissue *t, ts_tissue *dst);
 int ts_refine_src_copy(const ts_refine_src *s, ts_refine_src **out);
+ts_refine_src *ts_refine_src_share(ts_refine_src *s);
 int ts_refine_restate(ts_tissue *nt, const ts_tissue *cur, const uint32_t (*parents)[2]);
 
 #endif
