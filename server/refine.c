@@ -1,10 +1,13 @@
 /*
  * refine.c: RefineRegion in a running session (see refine.h). The loop
  * thread checks who asks and what, and leaves the request in the session's
- * mailbox. The physics thread, which owns the tissue, takes a snapshot
- * between two steps (a copy of the tissue with its state and hand-over, of
- * its refinement source, the tools' poses and the solver's settings: 0.5 ms
- * on the default patch, a few ms on the liver) and hands it to the
+ * mailbox. The physics thread, which owns the tissue, notes its sizes and
+ * hands the request to the refinement thread, which sets aside and writes
+ * once the memory for a snapshot (the room: see ask_room) and puts it
+ * back into the mailbox; the physics thread then takes the snapshot between
+ * two steps (a copy of the tissue with its state and hand-over into the
+ * room, a share of its refinement source, the tools' poses and the
+ * solver's settings: 1 ms on patch-S and the liver) and hands it to the
  * server's refinement thread (s->refiner, a second ts_worker: the storage
  * worker runs SQLite and training jobs in order, and a refinement queued
  * behind a training job would wait for it; this one runs refinements only,
@@ -23,6 +26,8 @@
  * (ts_refine_restate), the hand-over is made again at that state with the
  * current tools and the fit's corrections added (ts_handover_renew: no
  * trial steps), and the new tissue, solver and trees replace the old.
+ * What the install replaced (the old tissue, the snapshot) goes back to
+ * the refinement thread to be freed (dispose).
  * XPBD's corrections carry only to a state near the one they were fitted
  * at (ts_handover.h, TS_HANDOVER_CARRY_DRIFT): when the tissue has moved
  * further, the physics thread takes a fresh snapshot instead (1-2 ms on
@@ -63,10 +68,15 @@
 typedef Tissued__V1__Envelope Envelope;
 
 /* A RefineRegion from the request to its install. Stage ASKED: in the
- * session's mailbox for the physics thread, which takes the snapshot and
- * hands it to the refinement thread (s->refiner); REFINED: back in the
- * mailbox with the result, for the physics thread to install. */
-enum { REQ_ASKED = 0, REQ_REFINED = 1 };
+ * session's mailbox for the physics thread, which notes the tissue's sizes
+ * and hands it to the refinement thread (s->refiner) to make the
+ * snapshot's room; RESERVED: back in the mailbox with that room, where the
+ * physics thread takes the snapshot and hands it to the refinement thread;
+ * REFINED: back in the mailbox with the result, for the physics thread to
+ * install. From the physics thread, a request goes to the refinement
+ * thread once more to be freed (dispose): the tissue an install replaced
+ * and the snapshot are the size of the tissue. */
+enum { REQ_ASKED = 0, REQ_REFINED = 1, REQ_RESERVED = 2 };
 
 struct ts_refine_req {
   ts_job job;             /* the refinement thread's job (first member) */
@@ -81,9 +91,14 @@ struct ts_refine_req {
   double range, max_edge; /* m */
   uint32_t max_nodes;
   int stage;              /* REQ_* */
+  /* the snapshot's room (the physics thread's sizes, the refinement
+   * thread's ts_refine_snapshot_reserve; NULL: none could be had) */
+  uint32_t room_nodes, room_springs, room_tris;
+  int room_hand;
+  ts_tissue *room;
   /* the snapshot (physics thread, read by the refinement thread) */
   ts_tissue *snap;
-  ts_refine_src *src;
+  ts_refine_src *src;     /* the session's source, shared (ts_refine_src_share) */
   ts_tool tools[TS_MAX_TOOLS];
   ts_tool fit_tools[TS_MAX_TOOLS]; /* the same at their poses of the next step (next_poses): XPBD's fits */
   int xpbd, contact;      /* the session's solver: XPBD; with tree-based contact */
@@ -111,6 +126,9 @@ struct ts_refine_req {
   int refitted;           /* XPBD: fitted again at the install (the tissue had moved) */
   double drift;           /* XPBD: m the tissue had moved since the last fit's snapshot */
   double fit_err;         /* XPBD: m the last fit's trials left (NaN: it did not run) */
+  /* what the install replaced, freed off the physics thread (dispose) */
+  ts_tissue *spent;
+  ts_refine_src *spent_src;
 };
 
 typedef struct refine_res {
@@ -130,22 +148,44 @@ typedef struct refine_res {
   double drift;             /* m: moved since the last fit's snapshot, at the install */
 } refine_res;
 
-void ts_refine_req_free(struct ts_refine_req *q) {
-  if (!q) return;
+/* Frees what q holds (q itself stays, its members NULL). */
+static void req_release(struct ts_refine_req *q) {
   free(q->tris);
+  q->tris = NULL;
+  ts_tissue_destroy(q->room);
+  q->room = NULL;
   ts_tissue_destroy(q->snap);
+  q->snap = NULL;
   ts_refine_src_free(q->src);
+  q->src = NULL;
   ts_tissue_destroy(q->nt);
+  q->nt = NULL;
   ts_refine_src_free(q->nsrc);
+  q->nsrc = NULL;
   ts_xpbd_destroy(q->nx);
+  q->nx = NULL;
   if (q->nc) {
     ts_session_contact_free(q->nc);
     free(q->nc);
+    q->nc = NULL;
   }
   ts_aabb_tree_destroy(q->self_tree);
+  q->self_tree = NULL;
   ts_topology_free(q->topo);
+  q->topo = NULL;
   free(q->info.parents);
+  q->info.parents = NULL;
   free(q->rest_fix);
+  q->rest_fix = NULL;
+  ts_tissue_destroy(q->spent);
+  q->spent = NULL;
+  ts_refine_src_free(q->spent_src);
+  q->spent_src = NULL;
+}
+
+void ts_refine_req_free(struct ts_refine_req *q) {
+  if (!q) return;
+  req_release(q);
   free(q);
 }
 
@@ -254,6 +294,41 @@ void ts_refine_request(ts_conn *c, uint64_t rid, const Tissued__V1__RefineRegion
   ts_refine_req_free(se->mbox.refine); /* none: refine_pending guards it */
   se->mbox.refine = q;
   uv_mutex_unlock(&se->mbox.lock);
+}
+
+static void to_session(struct ts_refine_req *q, int stage);
+static void refine_done(ts_job *j) { to_session((struct ts_refine_req *)j, REQ_REFINED); }
+static void room_done(ts_job *j) { to_session((struct ts_refine_req *)j, REQ_RESERVED); }
+
+/* Refinement thread: q's snapshot's room (ts_refine_snapshot_reserve:
+ * every page written once here, so that the physics thread's copy into it
+ * is a copy; without the room the physics thread allocates, as before).
+ * Touches nothing but q. */
+static void room_work(ts_job *j, ts_storage *st) {
+  (void)st;
+  struct ts_refine_req *q = (struct ts_refine_req *)j;
+  uint64_t t0 = uv_hrtime();
+  if (ts_refine_snapshot_reserve(q->room_nodes, q->room_springs, q->room_tris, q->room_hand, &q->room))
+    q->room = NULL;
+  q->work_ms += (double)(uv_hrtime() - t0) * 1e-6;
+}
+
+/* Refinement thread: frees what q holds (dispose). */
+static void dispose_work(ts_job *j, ts_storage *st) {
+  (void)st;
+  req_release((struct ts_refine_req *)j);
+}
+
+/* Loop thread: q itself, emptied by dispose_work. */
+static void dispose_done(ts_job *j) { ts_refine_req_free((struct ts_refine_req *)j); }
+
+/* Physics thread: q is done with; what it holds (at an install the tissue
+ * it replaced and the snapshot, each the size of the tissue: 20-30 ms of
+ * freeing on a resolution-200 patch) is freed on the refinement thread. */
+static void dispose(ts_session *se, struct ts_refine_req *q) {
+  q->job.work = dispose_work;
+  q->job.done = dispose_done;
+  ts_worker_submit(&se->server->refiner, &q->job);
 }
 
 /* ---- physics thread: the snapshot; refinement thread: the refinement ---- */
@@ -394,7 +469,7 @@ static void refine_work(ts_job *j, ts_storage *st) {
    * how far the tissue has moved since */
   ts_refine_src_free(q->src);
   q->src = NULL;
-  q->work_ms = (double)(uv_hrtime() - t0) * 1e-6;
+  q->work_ms += (double)(uv_hrtime() - t0) * 1e-6;
 }
 
 /* Refinement thread: one round of the chase (see install): the fit again
@@ -424,11 +499,11 @@ static void chase_work(ts_job *j, ts_storage *st) {
 
 static void answer(ts_server *s, ts_session *se, refine_res *r);
 
-/* Loop thread: the refinement thread is done with q. A failure is answered
- * here; a result goes back to its session's mailbox for the physics thread
- * to install, unless the session has ended meanwhile (then it is dropped). */
-static void refine_done(ts_job *j) {
-  struct ts_refine_req *q = (struct ts_refine_req *)j;
+/* Loop thread: the refinement thread is done with q (its room made, or its
+ * refinement). A failure is answered here; otherwise q goes back to its
+ * session's mailbox at `stage` for the physics thread, unless the session
+ * has ended meanwhile (then it is dropped). */
+static void to_session(struct ts_refine_req *q, int stage) {
   ts_server *s = q->server;
   ts_session *se = ts_server_find_session(s, q->session_id);
   if (!se || se->ending || q->rc) {
@@ -438,33 +513,68 @@ static void refine_done(ts_job *j) {
     ts_refine_req_free(q);
     return;
   }
-  q->stage = REQ_REFINED;
+  q->stage = stage;
   uv_mutex_lock(&se->mbox.lock);
   ts_refine_req_free(se->mbox.refine); /* none: refine_pending guards it */
   se->mbox.refine = q;
   uv_mutex_unlock(&se->mbox.lock);
 }
 
-/* Physics thread, between two steps: the snapshot of what the refinement
- * needs, handed to the refinement thread. */
-static void take_snapshot(ts_session *se, struct ts_refine_req *q) {
+/* Physics thread, between two steps: the snapshot's sizes, for the
+ * refinement thread to make its room (room_work) before the snapshot is
+ * taken (take_snapshot, when q comes back). Why: the snapshot's copy into
+ * fresh memory was mostly the pages' first touch, on the physics thread,
+ * which every session on that thread waits for: 13-32 ms of a
+ * resolution-50 patch's (10,000 nodes, a real-time session at one substep)
+ * and 340-440 ms of a resolution-200 patch's, against 0.5 ms when the
+ * memory happened to be warm. */
+static void ask_room(ts_session *se, struct ts_refine_req *q) {
   ts_session_sim *sim = &se->sim;
   uint64_t t0 = uv_hrtime();
   q->t_taken = t0;
+  if (!sim->refine_src) {
+    q->hold_ms = (double)(uv_hrtime() - t0) * 1e-6;
+    post(se, res_for(q, TS_EUNSUPPORTED, "this session's tissue keeps no extrusion to refine"));
+    dispose(se, q);
+    return;
+  }
+  q->room_nodes = sim->tissue->n_nodes;
+  q->room_springs = sim->tissue->n_springs;
+  q->room_tris = sim->tissue->n_tris;
+  q->room_hand = sim->tissue->hand != NULL;
+  q->job.work = room_work;
+  q->job.done = room_done;
+  q->hold_ms = (double)(uv_hrtime() - t0) * 1e-6;
+  ts_worker_submit(&se->server->refiner, &q->job);
+}
+
+/* Physics thread, between two steps: the snapshot of what the refinement
+ * needs (into its room when the refinement thread could make it and the
+ * tissue still has its sizes: a reset keeps them, a hand-over may have
+ * ended meanwhile), handed to the refinement thread. */
+static void take_snapshot(ts_session *se, struct ts_refine_req *q) {
+  ts_session_sim *sim = &se->sim;
+  uint64_t t0 = uv_hrtime();
   int rc = 0;
   const char *err = NULL;
   if (!sim->refine_src) {
     rc = TS_EUNSUPPORTED;
     err = "this session's tissue keeps no extrusion to refine";
   }
-  if (!rc) rc = ts_refine_snapshot(sim->tissue, &q->snap);
-  if (!rc) rc = ts_refine_src_copy(sim->refine_src, &q->src);
+  if (!rc && q->room && ts_refine_snapshot_into(sim->tissue, q->room) == 0) {
+    q->snap = q->room;
+    q->room = NULL;
+  } else if (!rc) {
+    rc = ts_refine_snapshot(sim->tissue, &q->snap);
+  }
   if (rc) {
-    q->hold_ms = (double)(uv_hrtime() - t0) * 1e-6;
+    q->hold_ms += (double)(uv_hrtime() - t0) * 1e-6;
     post(se, res_for(q, rc, err ? err : "out of memory"));
-    ts_refine_req_free(q);
+    dispose(se, q);
     return;
   }
+  /* the source is never changed once made: shared, not copied */
+  q->src = ts_refine_src_share(sim->refine_src);
   memcpy(q->tools, sim->tools, sizeof q->tools);
   next_poses(sim, q->fit_tools);
   q->xpbd = sim->xpbd != NULL;
@@ -476,23 +586,29 @@ static void take_snapshot(ts_session *se, struct ts_refine_req *q) {
   q->rest_epoch = sim->rest_epoch;
   q->job.work = refine_work;
   q->job.done = refine_done;
-  q->hold_ms = (double)(uv_hrtime() - t0) * 1e-6;
+  q->hold_ms += (double)(uv_hrtime() - t0) * 1e-6;
   ts_worker_submit(&se->server->refiner, &q->job);
 }
 
 /* Physics thread, between two steps: the next round of XPBD's chase (see
  * install): a fresh snapshot of the tissue and the tools (the state the
- * fit is made at; 1-2 ms on the liver) for the refinement thread (the
- * physics thread's time from t0 on counted into q->hold_ms before q is
- * handed over: the refinement thread owns q from then on). 0 or TS_ENOMEM
- * (q then unchanged). */
+ * fit is made at; 1-2 ms on the liver), into the last one's arrays, for
+ * the refinement thread (the physics thread's time from t0 on counted into
+ * q->hold_ms before q is handed over: the refinement thread owns q from
+ * then on). 0 or TS_ENOMEM (q->snap may then hold part of the current
+ * state: nothing reads it after a chase that failed). */
 static int chase(ts_session *se, struct ts_refine_req *q, uint64_t t0) {
   ts_session_sim *sim = &se->sim;
-  ts_tissue *snap = NULL;
-  int rc = ts_refine_snapshot(sim->tissue, &snap);
+  int rc = ts_refine_snapshot_into(sim->tissue, q->snap);
+  if (rc == TS_EMISMATCH) { /* not the snapshot's sizes (it cannot be: the install checked) */
+    ts_tissue *snap = NULL;
+    rc = ts_refine_snapshot(sim->tissue, &snap);
+    if (!rc) {
+      ts_tissue_destroy(q->snap);
+      q->snap = snap;
+    }
+  }
   if (rc) return rc;
-  ts_tissue_destroy(q->snap);
-  q->snap = snap;
   memcpy(q->tools, sim->tools, sizeof q->tools);
   next_poses(sim, q->fit_tools);
   q->dt = sim->dt;
@@ -558,7 +674,7 @@ static void install(ts_session *se, struct ts_refine_req *q) {
   if (rc) {
     q->hold_ms += (double)(uv_hrtime() - t0) * 1e-6;
     post(se, res_for(q, rc, err));
-    ts_refine_req_free(q);
+    dispose(se, q);
     return;
   }
   /* old node indices hold, so the tools' state stays; grasps and contact
@@ -569,10 +685,10 @@ static void install(ts_session *se, struct ts_refine_req *q) {
    * substep: 1.6 um more in test_refine_async's async case fitted again at the
    * install, measured) */
   q->nt->stop = sim->tissue->stop;
-  ts_tissue_destroy(sim->tissue);
+  q->spent = sim->tissue; /* freed off this thread (dispose) */
   sim->tissue = q->nt;
   q->nt = NULL;
-  ts_refine_src_free(sim->refine_src);
+  q->spent_src = sim->refine_src;
   sim->refine_src = q->nsrc;
   q->nsrc = NULL;
   if (q->nx) {
@@ -610,8 +726,8 @@ static void install(ts_session *se, struct ts_refine_req *q) {
     sim->added_mass = r->lm.added / r->lm.tissue_mass;
   r->rounds = q->rounds;
   r->drift = q->drift;
-  ts_refine_req_free(q);
   post(se, r);
+  dispose(se, q);
 }
 
 void ts_refine_physics(ts_session *se) {
@@ -622,8 +738,10 @@ void ts_refine_physics(ts_session *se) {
   if (!q) return;
   if (q->stage == REQ_REFINED)
     install(se, q);
-  else
+  else if (q->stage == REQ_RESERVED)
     take_snapshot(se, q);
+  else
+    ask_room(se, q);
 }
 
 /* ---- loop thread: the answer ---- */

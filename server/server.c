@@ -484,13 +484,17 @@ void ts_server_shutdown(ts_server *s, const char *why) {
    * start (create.c, s->stopping); they are dropped, as is a build that
    * finished meanwhile (nothing goes back to the stopped worker) */
   ts_worker_stop(&s->builder);
-  /* a refinement under way finishes; its result goes to its session's
-   * mailbox (freed with the session below) or is dropped */
-  ts_worker_stop(&s->refiner);
 
-  /* physics stops; then nothing else touches sessions but this thread */
+  /* physics stops; then nothing else touches sessions but this thread and
+   * the refinement thread's jobs' done() below */
   ts_physics_stop(s->physics);
   s->physics = NULL;
+  /* then the refinement thread, after the physics threads, which hand it
+   * work (refine.c: rooms, snapshots, what an install replaced, to free):
+   * a refinement under way finishes (it stops early, ts_tissue.stop); its
+   * result goes to its session's mailbox (freed with the session below)
+   * or is dropped */
+  ts_worker_stop(&s->refiner);
   ts_event *e = ts_outbox_take(&s->outbox);
   while (e) {
     ts_event *next = e->next;
