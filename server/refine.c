@@ -30,8 +30,8 @@
  * the refinement thread to be freed (dispose).
  * XPBD's corrections carry only to a state near the one they were fitted
  * at (ts_handover.h, TS_HANDOVER_CARRY_DRIFT): when the tissue has moved
- * further, the physics thread takes a fresh snapshot instead (1-2 ms on
- * the liver) and hands the result back to the refinement thread, which fits
+ * further, the physics thread takes a fresh snapshot instead (into the
+ * last one's arrays: 0.6 ms on the liver) and hands the result back to the refinement thread, which fits
  * again there from the corrections it has (chase_work), a few rounds at
  * most (ts_handover_install_plan); only a tissue still too far from the
  * last fit after them is fitted again at the install, on the physics
@@ -115,8 +115,8 @@ struct ts_refine_req {
   char err[256];
   ts_tissue *nt;
   ts_refine_src *nsrc;
-  ts_xpbd *nx;
-  ts_session_contact *nc;
+  ts_xpbd *nx;            /* after the install: the solver it replaced (dispose) */
+  ts_session_contact *nc; /* after the install: the contact trees it replaced (dispose) */
   ts_aabb_tree *self_tree; /* self-contact's tree over nt (NULL over the limit) */
   uint32_t self_nodes;    /* nt's contact-surface nodes (self-contact's limit) */
   ts_topology *topo;
@@ -592,7 +592,7 @@ static void take_snapshot(ts_session *se, struct ts_refine_req *q) {
 
 /* Physics thread, between two steps: the next round of XPBD's chase (see
  * install): a fresh snapshot of the tissue and the tools (the state the
- * fit is made at; 1-2 ms on the liver), into the last one's arrays, for
+ * fit is made at), into the last one's arrays (0.6 ms on the liver), for
  * the refinement thread (the physics thread's time from t0 on counted into
  * q->hold_ms before q is handed over: the refinement thread owns q from
  * then on). 0 or TS_ENOMEM (q->snap may then hold part of the current
@@ -691,18 +691,19 @@ static void install(ts_session *se, struct ts_refine_req *q) {
   q->spent_src = sim->refine_src;
   sim->refine_src = q->nsrc;
   q->nsrc = NULL;
+  /* the solver and contact trees they replace go into q, to be freed off
+   * this thread with the old tissue (dispose) */
   if (q->nx) {
     ts_xpbd_carry_tools(q->nx, sim->xpbd);
-    ts_xpbd_destroy(sim->xpbd);
+    ts_xpbd *old = sim->xpbd;
     sim->xpbd = q->nx;
-    q->nx = NULL;
+    q->nx = old;
   }
   if (q->nc) {
     ts_session_contact_carry(q->nc, sim->contact);
-    ts_session_contact_free(sim->contact);
-    free(sim->contact);
+    ts_session_contact *old = sim->contact;
     sim->contact = q->nc;
-    q->nc = NULL;
+    q->nc = old;
   }
   if (sim->self) { /* on the new tree, or off for this tissue (session_self.h) */
     ts_session_self_install(sim->self, sim->tissue, q->self_tree, q->self_nodes, sim->xpbd);
