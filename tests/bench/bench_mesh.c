@@ -285,28 +285,6 @@ out:
   return n;
 }
 
-/* The source a session keeps for refining the scenario's tissue t (built
- * from ex for the liver, the patch's own for patch-S/L); NULL on error. */
-static ts_refine_src *refine_source(const char *name, const ts_tissue *t, const ts_extrusion *ex) {
-  ts_refine_src *src = NULL;
-  ts_patch_def pd = ts_default_patch_def();
-  if (ex) {
-    ts_layer layers[TS_MAX_LAYERS];
-    ts_material_default_layers(layers);
-    uint8_t *anch = malloc(t->n_nodes);
-    if (!anch) return NULL;
-    for (uint32_t i = 0; i < t->n_nodes; i++) anch[i] = t->inv_mass[i] == 0; /* node = extrusion node */
-    int rc = ts_refine_src_create(ex, layers, anch, pd.gravity, &src);
-    free(anch);
-    if (rc) fprintf(stderr, "bench_mesh: %s: ts_refine_src_create: %s\n", name, ts_err_name(rc));
-    return rc ? NULL : src;
-  }
-  pd.resolution = strcmp(name, "patch-S") == 0 ? 50 : 141; /* bench_scenario.c's */
-  int rc = ts_refine_src_patch(&pd, &src);
-  if (rc) fprintf(stderr, "bench_mesh: %s: ts_refine_src_patch: %s\n", name, ts_err_name(rc));
-  return rc ? NULL : src;
-}
-
 static int time_live_refine(const char *name, const ts_tissue *t, const ts_refine_src *src, const uint32_t *sel,
                             uint32_t ns, const ts_tool *tool, const ts_xpbd_def *def, double ms_refine_s);
 
@@ -314,7 +292,7 @@ static int time_live_refine(const char *name, const ts_tissue *t, const ts_refin
  * 0 or -1. */
 static int time_refine(const char *name, ts_tissue *t, const ts_extrusion *ex, const reps *n) {
   int status = -1;
-  ts_refine_src *src = refine_source(name, t, ex);
+  ts_refine_src *src = ts_bench_refine_source(name, t, ex);
   ts_xpbd *x = NULL;
   uint32_t *sel = NULL, ns = 0;
   if (!src) return -1;
@@ -756,7 +734,7 @@ static double time_steps(ts_tissue *t, int n, uint32_t *substeps) {
  * the refined tissue's column map (see the top of this file). 0 or -1. */
 static int time_refined_steps(const char *name, ts_tissue *t, const ts_extrusion *ex, const reps *n) {
   int status = -1;
-  ts_refine_src *src = refine_source(name, t, ex);
+  ts_refine_src *src = ts_bench_refine_source(name, t, ex);
   uint32_t *sel = NULL, ns = 0;
   if (!src) return -1;
   uint32_t nv = src->e->nv, top = 0;

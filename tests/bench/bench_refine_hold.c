@@ -49,7 +49,6 @@
 #include "ts_handover.h"
 #include "ts_handover_internal.h"
 #include "ts_massspring.h"
-#include "ts_material.h"
 #include "ts_refine.h"
 
 #define RANGE 0.005 /* m: server/refine.c's TS_REFINE_DEFAULT_RANGE */
@@ -71,50 +70,38 @@ static double median(double *v, int n) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/* The scenario's tissue and the source a session keeps for refining it
- * (bench_mesh.c's rule: the liver's from its extrusion, the patches' their
- * own). 0 or -1. */
+/* The scenario's tissue, the source a session keeps for refining it
+ * (ts_bench_refine_source) and the node the standard path is centred on.
+ * 0 or -1. */
 static int load(const char *name, ts_tissue **t, ts_refine_src **src, uint32_t *path_node) {
   char err[512] = "";
   *t = NULL;
   *src = NULL;
+  ts_extrusion *ex = NULL;
   if (strcmp(name, "liver") == 0) {
-    ts_extrusion *ex = NULL;
     if (ts_bench_liver_create(t, &ex, NULL, err, sizeof err)) {
       fprintf(stderr, "bench_refine_hold: %s: %s\n", name, err);
       return -1;
     }
-    ts_layer layers[TS_MAX_LAYERS];
-    ts_material_default_layers(layers);
-    ts_patch_def pd = ts_default_patch_def();
-    uint8_t *anch = malloc((*t)->n_nodes);
-    int rc = anch ? 0 : TS_ENOMEM;
-    for (uint32_t i = 0; anch && i < (*t)->n_nodes; i++) anch[i] = (*t)->inv_mass[i] == 0;
-    if (!rc) rc = ts_refine_src_create(ex, layers, anch, pd.gravity, src);
-    free(anch);
-    ts_extrusion_free(ex);
     /* the highest node of the outer sheet, as the standard path's centre */
     uint32_t top = 0;
-    for (uint32_t j = 1; !rc && j < (*src)->e->nv; j++)
+    for (uint32_t j = 1; j < ex->nv; j++)
       if ((*t)->rest[j][1] > (*t)->rest[top][1]) top = j;
     *path_node = top;
-    if (rc) fprintf(stderr, "bench_refine_hold: %s: ts_refine_src_create: %s\n", name, ts_err_name(rc));
-    return rc ? -1 : 0;
+  } else {
+    ts_bench_scenario sc;
+    if (ts_bench_scenario_create(name, &sc, err, sizeof err)) {
+      fprintf(stderr, "bench_refine_hold: %s: %s\n", name, err);
+      return -1;
+    }
+    *t = sc.tissue;
+    sc.tissue = NULL;
+    *path_node = sc.path_node;
+    ts_bench_scenario_destroy(&sc);
   }
-  ts_bench_scenario sc;
-  if (ts_bench_scenario_create(name, &sc, err, sizeof err)) {
-    fprintf(stderr, "bench_refine_hold: %s: %s\n", name, err);
-    return -1;
-  }
-  *t = sc.tissue;
-  sc.tissue = NULL;
-  *path_node = sc.path_node;
-  ts_bench_scenario_destroy(&sc);
-  ts_patch_def pd = ts_default_patch_def();
-  pd.resolution = strcmp(name, "patch-S") == 0 ? 50 : 141; /* bench_scenario.c's */
-  int rc = ts_refine_src_patch(&pd, src);
-  if (rc) fprintf(stderr, "bench_refine_hold: %s: ts_refine_src_patch: %s\n", name, ts_err_name(rc));
-  return rc ? -1 : 0;
+  *src = ts_bench_refine_source(name, *t, ex);
+  ts_extrusion_free(ex);
+  return *src ? 0 : -1;
 }
 
 typedef struct rep {

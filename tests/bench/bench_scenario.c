@@ -14,6 +14,7 @@
 #include "ts_massspring.h"
 #include "ts_material.h"
 #include "ts_mesh_io.h"
+#include "ts_refine.h"
 
 const char *const ts_bench_scenario_names[] = {"patch-S", "patch-L", "liver", NULL};
 
@@ -214,4 +215,24 @@ int ts_bench_args(int argc, char **argv, const char *usage, ts_bench_mode *mode,
     }
   }
   return 0;
+}
+
+ts_refine_src *ts_bench_refine_source(const char *name, const ts_tissue *t, const ts_extrusion *ex) {
+  ts_refine_src *src = NULL;
+  ts_patch_def pd = ts_default_patch_def();
+  if (ex) {
+    ts_layer layers[TS_MAX_LAYERS];
+    ts_material_default_layers(layers);
+    uint8_t *anch = malloc(t->n_nodes);
+    if (!anch) return NULL;
+    for (uint32_t i = 0; i < t->n_nodes; i++) anch[i] = t->inv_mass[i] == 0; /* node = extrusion node */
+    int rc = ts_refine_src_create(ex, layers, anch, pd.gravity, &src);
+    free(anch);
+    if (rc) fprintf(stderr, "bench: %s: ts_refine_src_create: %s\n", name, ts_err_name(rc));
+    return rc ? NULL : src;
+  }
+  pd.resolution = strcmp(name, "patch-S") == 0 ? 50 : 141; /* as ts_bench_scenario_create builds them */
+  int rc = ts_refine_src_patch(&pd, &src);
+  if (rc) fprintf(stderr, "bench: %s: ts_refine_src_patch: %s\n", name, ts_err_name(rc));
+  return rc ? NULL : src;
 }

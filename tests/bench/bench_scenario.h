@@ -73,6 +73,12 @@ typedef struct ts_bench_build_times {
 int ts_bench_liver_create(ts_tissue **out, ts_extrusion **keep, ts_bench_build_times *times, char *err,
                           size_t cap);
 
+/* The source a session keeps for refining the scenario's tissue t (built
+ * from ex, the extrusion ts_bench_liver_create kept, for the liver; the
+ * patch's own for patch-S/L, ex NULL); NULL on error, with a message on
+ * stderr. */
+struct ts_refine_src *ts_bench_refine_source(const char *name, const ts_tissue *t, const ts_extrusion *ex);
+
 /* How long a benchmark runs: --quick, the default, or --full. */
 typedef enum { TS_BENCH_QUICK, TS_BENCH_DEFAULT, TS_BENCH_FULL } ts_bench_mode;
 
