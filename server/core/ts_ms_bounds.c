@@ -240,10 +240,18 @@ static double max_ratio(const ts_tissue *t, const double (*d)[3], const double (
  * valid bound; the smallest is kept. The stiffness's (d0, best[0]) and the
  * dampers' (d1, best[1]) at once, or one of them (the other's d NULL):
  * each iteration's products are one pass over the springs (abs_products:
- * over as when given, else hs), each iterate the same as alone. */
-static void scaled_iterate(const ts_tissue *t, const ts__asp *as, uint32_t na, const double *iw,
-                           const ts__hs *hs, uint32_t ns, double (*d0)[3], double (*y0)[3],
-                           double (*d1)[3], double (*y1)[3], double best[2]) {
+ * over as when given, else hs), each iterate the same as alone.
+ * reach (both bounds at once only; else NULL): {h, drag}: the iterations
+ * stop as soon as the bounds so far give a stable substep of h or more
+ * (ts__ms_step_bound(best[0], best[1] + drag, 1) >= h), and 1 is returned.
+ * The bounds only fall from one iteration to the next and the substep
+ * only grows as they fall (ts__ms_step_bound is non-increasing in w^2 and
+ * g, its rounded operations too), so the iterations left would give a
+ * substep of h or more as well: a caller asking only whether h is reached
+ * gets the same answer as from all of them. 0 otherwise. */
+static int scaled_iterate(const ts_tissue *t, const ts__asp *as, uint32_t na, const double *iw,
+                          const ts__hs *hs, uint32_t ns, double (*d0)[3], double (*y0)[3],
+                          double (*d1)[3], double (*y1)[3], const double *reach, double best[2]) {
   double (*d[2])[3] = {d0, d1}, (*y[2])[3] = {y0, y1};
   for (int m = 0; m < 2; m++) {
     best[m] = INFINITY;
@@ -274,22 +282,24 @@ static void scaled_iterate(const ts_tissue *t, const ts__asp *as, uint32_t na, c
         for (int r = 0; r < 3; r++)
           d[m][i][r] = t->inv_mass[i] > 0 ? y[m][i][r] / ymax + 1e-9 : 0.0;
     }
+    if (reach && ts__ms_step_bound(best[0], best[1] + reach[1], 1.0) >= reach[0]) return 1;
   }
+  return 0;
 }
 
 double ts__ms_scaled_bound(const ts_tissue *t, const double *iw, const ts__hs *hs, uint32_t ns,
                            int damping, double (*d)[3], double (*y)[3]) {
   double best[2];
   if (damping)
-    scaled_iterate(t, NULL, 0, iw, hs, ns, NULL, NULL, d, y, best);
+    scaled_iterate(t, NULL, 0, iw, hs, ns, NULL, NULL, d, y, NULL, best);
   else
-    scaled_iterate(t, NULL, 0, iw, hs, ns, d, y, NULL, NULL, best);
+    scaled_iterate(t, NULL, 0, iw, hs, ns, d, y, NULL, NULL, NULL, best);
   return best[damping != 0];
 }
 
 int ts__ms_scaled_bounds(const ts_tissue *t, const double *iw, const ts__hs *hs, uint32_t ns,
                          double (*d0)[3], double (*y0)[3], double (*d1)[3], double (*y1)[3],
-                         double *w2, double *g) {
+                         const double *reach, double *w2, double *g) {
   /* the springs' parts made once for the 20 iterations (the rest
    * positions, the masses, the square roots and the division were most of
    * an iteration's work) */
@@ -298,10 +308,10 @@ int ts__ms_scaled_bounds(const ts_tissue *t, const double *iw, const ts__hs *hs,
   uint32_t na = 0;
   for (uint32_t s = 0; s < ns; s++) na += (uint32_t)abs_spring(t, iw, &hs[s], &as[na]);
   double best[2];
-  scaled_iterate(t, as, na, iw, hs, ns, d0, y0, d1, y1, best);
+  const int reached = scaled_iterate(t, as, na, iw, hs, ns, d0, y0, d1, y1, reach, best);
   free(as);
   *w2 = best[0], *g = best[1];
-  return 0;
+  return reached;
 }
 
 /* Largest stable substep for the bounds w2 (on w^2), g (damping rate) and
@@ -340,6 +350,55 @@ typedef struct ts__bsp {
   double w[2]; /* (k1 + k2) / |n|^2, c / |n|^2 */
 } ts__bsp;
 
+/* One spring's product for a pair (w the spring's constant over |n|^2):
+ * its end a's part into ra (row a held by the caller), its end b's into
+ * y. */
+static inline void spring_add_run(const ts__bsp *h, double w, const double (*x)[3], const double xa[3],
+                                  double ra[3], double (*y)[3]) {
+  double q = 0;
+  for (int c = 0; c < 3; c++) q += h->n[c] * (x[h->b][c] - xa[c]);
+  q *= w;
+  for (int c = 0; c < 3; c++) {
+    ra[c] -= q * h->n[c];
+    y[h->b][c] += q * h->n[c];
+  }
+}
+
+/* spring_products' loop for the pairs use0, use1 (constants where it is
+ * called, so each form is its own loop). The springs come in runs of one
+ * end a (sorted by it, ts_ms_springs.c; any order gives the same result,
+ * only slower): a run's additions to row a are made in registers and
+ * stored once at its end. No spring of the run adds to row a from its
+ * other end (a spring's ends differ), so the row gets the same sums in the
+ * same order as adding into memory spring by spring: the same bits.
+ * Before, each spring's row a was loaded right after the last one stored
+ * it: the 80 iterations on patch-S refined by Loop (10,528 nodes, 84,866
+ * springs) took 59-65 ms of CPU, now 50-52 ms (a driver timing them
+ * alone, min of 7, old and new alternated). The same on the
+ * Collatz-Wielandt products (abs_products) gained nothing measurable. */
+static inline void spring_runs(const ts__bsp *bs, uint32_t nb, const double (*x0)[3], double (*y0)[3],
+                               const double (*x1)[3], double (*y1)[3], const int use0, const int use1) {
+  for (uint32_t s = 0; s < nb;) {
+    const uint32_t a = bs[s].a;
+    double r0[3] = {0, 0, 0}, r1[3] = {0, 0, 0}, xa0[3] = {0, 0, 0}, xa1[3] = {0, 0, 0};
+    if (use0) {
+      memcpy(r0, y0[a], sizeof r0);
+      memcpy(xa0, x0[a], sizeof xa0);
+    }
+    if (use1) {
+      memcpy(r1, y1[a], sizeof r1);
+      memcpy(xa1, x1[a], sizeof xa1);
+    }
+    do {
+      if (use0) spring_add_run(&bs[s], bs[s].w[0], x0, xa0, r0, y0);
+      if (use1) spring_add_run(&bs[s], bs[s].w[1], x1, xa1, r1, y1);
+      s++;
+    } while (s < nb && bs[s].a == a);
+    if (use0) memcpy(y0[a], r0, sizeof r0);
+    if (use1) memcpy(y1[a], r1, sizeof r1);
+  }
+}
+
 /* y0 = K x0 (the small-strain stiffness at rest) and y1 = C x1 (the
  * dampers), free rows only, in one pass over the springs bs[0..nb); a pair
  * with y NULL is skipped. Each product the same sums in the same order as
@@ -350,21 +409,12 @@ static void spring_products(const ts_tissue *t, const ts__bsp *bs, uint32_t nb,
                             double (*y1)[3]) {
   if (y0) memset(y0, 0, sizeof *y0 * t->n_nodes);
   if (y1) memset(y1, 0, sizeof *y1 * t->n_nodes);
-  for (uint32_t s = 0; s < nb; s++) {
-    const ts__bsp *h = &bs[s];
-    for (int m = 0; m < 2; m++) {
-      const double (*x)[3] = m ? x1 : x0;
-      double (*y)[3] = m ? y1 : y0;
-      if (!y) continue;
-      double q = 0;
-      for (int c = 0; c < 3; c++) q += h->n[c] * (x[h->b][c] - x[h->a][c]);
-      q *= h->w[m];
-      for (int c = 0; c < 3; c++) {
-        y[h->a][c] -= q * h->n[c];
-        y[h->b][c] += q * h->n[c];
-      }
-    }
-  }
+  if (y0 && y1)
+    spring_runs(bs, nb, x0, y0, x1, y1, 1, 1);
+  else if (y0)
+    spring_runs(bs, nb, x0, y0, NULL, NULL, 1, 0);
+  else if (y1)
+    spring_runs(bs, nb, NULL, NULL, x1, y1, 0, 1);
   for (int m = 0; m < 2; m++) {
     double (*y)[3] = m ? y1 : y0;
     if (!y) continue;
@@ -380,8 +430,8 @@ static void spring_products(const ts_tissue *t, const ts__bsp *bs, uint32_t nb,
  * out of memory, or -2 when t->stop asked to stop (ts_tissue.stop: checked
  * before each iteration; at 330,000 nodes an iteration is about 50 ms). */
 int ts__ms_power_bounds(const ts_tissue *t, const struct ts__ms *ms, double (*x0)[3],
-                        double (*y0)[3], double (*x1)[3], double (*y1)[3], double *w2,
-                        double *g) {
+                        double (*y0)[3], double (*x1)[3], double (*y1)[3], const double *beat,
+                        double *w2, double *g) {
   ts__bsp *bs = malloc(sizeof *bs * (ms->n_springs ? ms->n_springs : 1));
   if (!bs) return -1;
   uint32_t nb = 0;
@@ -435,6 +485,15 @@ int ts__ms_power_bounds(const ts_tissue *t, const struct ts__ms *ms, double (*x0
       nrm = 1.0 / sqrt(nrm);
       for (uint32_t i = 0; i < t->n_nodes; i++)
         for (int c = 0; c < 3; c++) x[m][i][c] = y[m][i][c] * nrm;
+    }
+    /* the estimates only grow, so the substep they allow only shrinks
+     * (ts__ms_step_bound is non-increasing in both, rounding included):
+     * once it is no longer above beat's, it never will be again */
+    if (beat && !(ts__ms_step_bound(TS__SMS_MARGIN * best[0], TS__SMS_MARGIN * best[1] + beat[1], 1.0) >
+                  beat[0])) {
+      free(bs);
+      *w2 = best[0], *g = best[1];
+      return 1;
     }
   }
   free(bs);

@@ -305,10 +305,14 @@ double ts__ms_scaled_bound(const ts_tissue *t, const double *iw, const ts__hs *h
 /* Both of ts__ms_scaled_bound's bounds at once, bit for bit the same, in
  * one pass over the springs an iteration: *w2 (damping = 0, d0 ends as its
  * weights) and *g (damping = 1). d0, y0, d1, y1: scratch of n_nodes rows.
- * Returns 0 or -1 when out of memory. */
+ * reach: NULL, or {h, drag} for a caller that asks only whether the bounds
+ * give a stable substep (ts__ms_step_bound(*w2, *g + drag, 1)) of h or
+ * more: the iterations stop as soon as it is certain (ts_ms_bounds.c),
+ * and *w2, *g are then the bounds so far. Returns 0, 1 (reached, stopped
+ * early) or -1 when out of memory. */
 int ts__ms_scaled_bounds(const ts_tissue *t, const double *iw, const ts__hs *hs, uint32_t ns,
                          double (*d0)[3], double (*y0)[3], double (*d1)[3], double (*y1)[3],
-                         double *w2, double *g);
+                         const double *reach, double *w2, double *g);
 
 /* Largest stable substep (s) for the bounds w2 (1/s^2), g (1/s) and the
  * stiffening factor phi (>= 1). */
@@ -320,11 +324,15 @@ int ts__ms_rest_bounds(const ts_tissue *t, const ts__hs *hs, double *w2, double 
 
 /* Largest eigenvalues of M~^-1 K (*w2) and of M~^-1 C (*g) by power
  * iteration, from below, both in one pass over the springs an iteration.
- * x0, y0, x1, y1: scratch of n_nodes rows. Returns 0, -1 when out of
- * memory, or -2 when t->stop asked to stop (ts_tissue.stop). */
+ * x0, y0, x1, y1: scratch of n_nodes rows. beat: NULL, or {h, drag} for a
+ * caller that keeps the selective scaling only when its bounds (times
+ * TS__SMS_MARGIN) give a stable substep above h: the iterations stop as
+ * soon as they cannot (the estimates only grow), returning 1 with the
+ * estimates so far. Returns 0, 1, -1 when out of memory, or -2 when
+ * t->stop asked to stop (ts_tissue.stop). */
 int ts__ms_power_bounds(const ts_tissue *t, const struct ts__ms *ms, double (*x0)[3],
-                        double (*y0)[3], double (*x1)[3], double (*y1)[3], double *w2,
-                        double *g);
+                        double (*y0)[3], double (*x1)[3], double (*y1)[3], const double *beat,
+                        double *w2, double *g);
 
 /* The substep count for a step of dt seconds (a double so that a huge count
  * can be refused; NaN possible); *phi_out gets the stiffening factor and

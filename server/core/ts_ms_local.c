@@ -41,11 +41,15 @@
  * quarter of the floor), LEB 14 -> 13 substeps (13 unrefined) with 2.85
  * instead of 2.19 times those nodes' mass, Loop 15 -> 14 only, with 3.02
  * instead of 2.35 times (halving a sheet's spacing needs at most 3 times,
- * the test's bound), so the floor stays. Cost: 13 evaluations of the bound over the in-sheet
- * springs (two Collatz-Wielandt runs each), about half again what
- * preparing the step costs anyway (patch-S refined by Loop: the prepare
- * 0.24 s of CPU without it, 0.39 s with it, on a machine loaded 9 on 2
- * cores; a live refinement runs off the stepping thread, server/refine.c).
+ * the test's bound), so the floor stays. Cost: up to 12 answers from the
+ * bound over the in-sheet springs, each whether a tau's inertia reaches
+ * the target substep (reaches_at: both Collatz-Wielandt runs in one pass
+ * over the springs, stopped once the answer is certain), the last tau's
+ * inertia then set without a bound. On patch-S refined by Loop (a driver
+ * timing it alone, CPU, min of 5): 21 ms, against 48-52 ms when each
+ * answer took both runs apart and to the end; the whole prepare 107-112
+ * ms against 145-154 ms (a live refinement runs off the stepping thread,
+ * server/refine.c).
  *
  * The target. The first prepare of a tissue records its bounds
  * (t->lms_ref: w^2 and the damping rate, without drag) and every tissue
@@ -143,18 +147,30 @@ static void node_rows(const ts_tissue *t, const ts__hs *hs, uint32_t ns, double 
   for (uint32_t i = 0; i < t->n_nodes; i++) R[i] = fmax(y[i][0], fmax(y[i][1], y[i][2]));
 }
 
-/* Sets iw for the threshold tau (INFINITY: the physical masses) and
- * returns the stable substep the bound over hs gives with it. */
-static double substep_at(const ts_tissue *t, double *iw, const ts__hs *hs, uint32_t ns, const double *R,
-                         double tau, double drag, double (*d)[3], double (*y)[3]) {
+/* Sets iw for the threshold tau (INFINITY: the physical masses). */
+static void set_inertia(const ts_tissue *t, double *iw, const double *R, double tau) {
   for (uint32_t i = 0; i < t->n_nodes; i++) {
     const double w = t->inv_mass[i];
     const double mt = w > 0 && tau < INFINITY ? R[i] / tau : 0.0;
     iw[i] = w > 0 && mt * w > 1.0 ? 1.0 / mt : w;
   }
-  const double w2 = ts__ms_scaled_bound(t, iw, hs, ns, 0, d, y);
-  const double g = ts__ms_scaled_bound(t, iw, hs, ns, 1, d, y);
-  return ts__ms_step_bound(w2, g + drag, 1.0);
+}
+
+/* Sets iw for the threshold tau; whether the bound over hs then gives a
+ * stable substep of href or more (1), or not (0), or -1 when out of
+ * memory. Both bounds in one pass over the springs an iteration, and the
+ * iterations stop once the answer is certain (ts__ms_scaled_bounds'
+ * reach): the same answers as each bound's whole run taken apart
+ * (test_prepare_short), so the same tau and the same inertia to the bit. */
+static int reaches_at(const ts_tissue *t, double *iw, const ts__hs *hs, uint32_t ns, const double *R,
+                      double tau, double drag, double href, double (*d)[3], double (*y)[3], double (*d1)[3],
+                      double (*y1)[3]) {
+  set_inertia(t, iw, R, tau);
+  const double reach[2] = {href, drag};
+  double w2, g;
+  const int rc = ts__ms_scaled_bounds(t, iw, hs, ns, d, y, d1, y1, reach, &w2, &g);
+  if (rc < 0) return -1;
+  return rc == 1 || ts__ms_step_bound(w2, g + drag, 1.0) >= href;
 }
 
 int ts__ms_local_choose(const ts_tissue *t, struct ts__ms *ms, uint32_t n_col, double (*d)[3],
@@ -174,34 +190,37 @@ int ts__ms_local_choose(const ts_tissue *t, struct ts__ms *ms, uint32_t n_col, d
   if (ns == UINT32_MAX) return -2;
   if (!hs) return 0;
   double *R = malloc(sizeof *R * n);
-  if (!R) {
-    if (owned) free((void *)hs);
-    return -2;
-  }
+  double (*d1)[3] = malloc(sizeof *d1 * n), (*y1)[3] = malloc(sizeof *y1 * n);
+  int rc = -2;
+  if (!R || !d1 || !y1) goto done;
   const double drag = isfinite(t->drag) && t->drag > 0 ? t->drag : 0.0;
   const double href = ts__ms_step_bound(w2r, gr + drag, 1.0);
   double *iw = ms->iw;
   node_rows(t, hs, ns, y, R);
   /* the floor a hair above the unrefined tissue's largest row: a node the
-   * refinement did not touch keeps its row (up to the rounding of the
-   * masses' rescaling to the old total, ts_refine.c) and gets nothing */
+   * refinement did not touch keeps its row (ts_refine.c keeps its mass)
+   * and gets nothing */
   const double floor_tau = t->lms_ref[2] * (1.0 + LOCAL_FLOOR_MARGIN);
   double hi = 0;
   for (uint32_t i = 0; i < n; i++)
     if (t->inv_mass[i] > 0) hi = fmax(hi, R[i] * t->inv_mass[i]);
   /* something to do only where a row is above every row of the unrefined
    * tissue (the floor) and the substep is short of the target */
-  if (floor_tau > 0 && hi > floor_tau && substep_at(t, iw, hs, ns, R, INFINITY, drag, d, y) < href) {
+  int r = 1;
+  if (floor_tau > 0 && hi > floor_tau &&
+      (r = reaches_at(t, iw, hs, ns, R, INFINITY, drag, href, d, y, d1, y1)) == 0) {
     double lo = floor_tau;
-    if (substep_at(t, iw, hs, ns, R, lo, drag, d, y) >= href)
+    if ((r = reaches_at(t, iw, hs, ns, R, lo, drag, href, d, y, d1, y1)) == 1)
       for (int k = 0; k < LOCAL_HALVINGS; k++) {
         const double mid = sqrt(lo * hi);
-        if (substep_at(t, iw, hs, ns, R, mid, drag, d, y) >= href)
+        if ((r = reaches_at(t, iw, hs, ns, R, mid, drag, href, d, y, d1, y1)) < 0) break;
+        if (r)
           lo = mid;
         else
           hi = mid;
       }
-    substep_at(t, iw, hs, ns, R, lo, drag, d, y);
+    if (r < 0) goto done;
+    set_inertia(t, iw, R, lo);
     for (uint32_t i = 0; i < n; i++) {
       if (!(t->inv_mass[i] > 0) || iw[i] == t->inv_mass[i]) continue;
       const double m = 1.0 / t->inv_mass[i];
@@ -212,9 +231,14 @@ int ts__ms_local_choose(const ts_tissue *t, struct ts__ms *ms, uint32_t n_col, d
     }
     ms->dm_target = href;
   }
+  if (r < 0) goto done;
+  rc = 0; /* (a tau of INFINITY, the last one set where nothing is added, is the physical masses) */
+done:
   free(R);
+  free(d1);
+  free(y1);
   if (owned) free((void *)hs);
-  return 0;
+  return rc;
 }
 
 int ts__ms_local_reference(ts_tissue *t, const struct ts__ms *ms, double (*d)[3], double (*y)[3]) {
@@ -232,9 +256,16 @@ int ts__ms_local_reference(ts_tissue *t, const struct ts__ms *ms, double (*d)[3]
     return -2;
   }
   double w2 = ms->w2, g = ms->g;
-  if (ms->sms) {
-    w2 = ts__ms_scaled_bound(t, ms->iw, hs, ns, 0, d, y);
-    g = ts__ms_scaled_bound(t, ms->iw, hs, ns, 1, d, y);
+  if (ms->sms) { /* both at once, the same bounds */
+    double (*d1)[3] = malloc(sizeof *d1 * t->n_nodes), (*y1)[3] = malloc(sizeof *y1 * t->n_nodes);
+    const int rc = d1 && y1 ? ts__ms_scaled_bounds(t, ms->iw, hs, ns, d, y, d1, y1, NULL, &w2, &g) : -1;
+    free(d1);
+    free(y1);
+    if (rc) {
+      free(R);
+      if (owned) free((void *)hs);
+      return -2;
+    }
   }
   node_rows(t, hs, ns, y, R);
   for (uint32_t i = 0; i < t->n_nodes; i++)

@@ -53,56 +53,50 @@ int ts__ms_hot_spring(const ts_spring *s, ts__hs *o) {
   return k2 > 0 ? 2 : b1 > 0 ? 1 : 0;
 }
 
-typedef struct ts__order {
-  uint32_t key; /* class << 30 | a, for sorting */
-  uint32_t idx;
-} ts__order;
-
-static int cmp_order(const void *x, const void *y) {
-  const ts__order *p = x, *q = y;
-  if (p->key != q->key) return p->key < q->key ? -1 : 1;
-  return p->idx < q->idx ? -1 : p->idx > q->idx;
-}
-
-
-/* ts_ms_internal.h. The stop (ts_tissue.stop) is looked at every 2^20
- * springs of either pass and before the sort: on a 1,048,576-node patch
- * the whole takes 3 s. */
+/* ts_ms_internal.h. The order: by class, then by node a, then by index,
+ * a counting sort (stable: the springs are dealt out in index order)
+ * over the 3 n_nodes (class, a) buckets; the same order as sorting by
+ * that key with the index breaking ties, which a qsort did before (on
+ * patch-S refined by Loop, 85,000 springs, this took 29 ms with the
+ * qsort). The stop (ts_tissue.stop) is looked at every 2^20 springs of
+ * either pass: on a 1,048,576-node patch the whole takes seconds. */
 int ts__ms_build_hot(const ts_tissue *t, ts__hs *hs, uint32_t cnt[3], uint32_t *orig) {
-  uint32_t ns = t->n_springs;
-  for (uint32_t i = 0; i < t->n_nodes; i++)
+  const uint32_t ns = t->n_springs, n = t->n_nodes;
+  for (uint32_t i = 0; i < n; i++)
     if (!isfinite(t->inv_mass[i]) || t->inv_mass[i] < 0) return -1;
-  ts__order *ord = malloc(sizeof *ord * (ns ? ns : 1));
-  if (!ord) return -2;
+  /* first[bucket]: the first position of (class, a) = class * n + a */
+  const size_t nbk = 3 * (size_t)n + 1;
+  uint32_t *first = calloc(nbk, sizeof *first);
+  uint8_t *cls = malloc(ns ? ns : 1);
+  int rc = -2;
+  if (!first || !cls) goto done;
+  rc = -1;
   cnt[0] = cnt[1] = cnt[2] = 0;
   for (uint32_t s = 0; s < ns; s++) {
     if (!(s & 0xfffffu) && ts_tissue_stop_asked(t)) {
-      free(ord);
-      return -3;
+      rc = -3;
+      goto done;
     }
-    if (!spring_ok(&t->springs[s], t->n_nodes)) {
-      free(ord);
-      return -1;
-    }
+    if (!spring_ok(&t->springs[s], n)) goto done;
     ts__hs h;
-    int cls = ts__ms_hot_spring(&t->springs[s], &h);
-    cnt[cls]++;
-    ord[s].key = (uint32_t)cls << 30 | (h.a & 0x3fffffffu);
-    ord[s].idx = s;
+    const int c = ts__ms_hot_spring(&t->springs[s], &h);
+    cls[s] = (uint8_t)c;
+    cnt[c]++;
+    first[(size_t)c * n + h.a + 1]++;
   }
-  if (ts_tissue_stop_asked(t)) {
-    free(ord);
-    return -3;
-  }
-  qsort(ord, ns, sizeof *ord, cmp_order);
+  for (size_t k = 1; k < nbk; k++) first[k] += first[k - 1];
   for (uint32_t s = 0; s < ns; s++) {
     if (!(s & 0xfffffu) && ts_tissue_stop_asked(t)) {
-      free(ord);
-      return -3;
+      rc = -3;
+      goto done;
     }
-    ts__ms_hot_spring(&t->springs[ord[s].idx], &hs[s]);
-    if (orig) orig[s] = ord[s].idx;
+    const uint32_t pos = first[(size_t)cls[s] * n + t->springs[s].a]++;
+    ts__ms_hot_spring(&t->springs[s], &hs[pos]);
+    if (orig) orig[pos] = s;
   }
-  free(ord);
-  return 0;
+  rc = 0;
+done:
+  free(first);
+  free(cls);
+  return rc;
 }
