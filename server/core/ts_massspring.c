@@ -142,8 +142,9 @@ static int prepare_bounds(ts_tissue *t, struct ts__ms *ms, uint32_t ns, double (
    * The lumped bound comes first, so that the power iterations stop as soon
    * as the scaling has lost: the same choice and the same bounds
    * (test_prepare_short), and on the liver, where it loses, the prepare
-   * takes 33-39 ms of CPU instead of 89-124 ms (a driver timing it alone,
-   * min of 5, old and new alternated) */
+   * takes 27-41 ms of CPU instead of 89-124 ms with the bounds' other
+   * shortcuts (a driver timing it alone, min of 5, old and new
+   * alternated) */
   const double drag = isfinite(t->drag) && t->drag > 0 ? t->drag : 0.0;
   if (ms->sms) {
     ts__ms_sms_factor(t, ms);

@@ -141,6 +141,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "ts_error.h"
 #include "ts_material.h"
@@ -196,6 +199,45 @@ static inline void abs_add(const ts__asp *o, int m, const double (*d)[3], double
   }
 }
 
+#if defined(__SSE2__)
+/* Both of abs_add's products of spring o at once, the stiffness's in the
+ * low lane and the dampers' in the high one: each lane the same operations
+ * in the same order as abs_add's (IEEE products and sums, no contraction:
+ * -ffp-contract=off), so the same bits, for about half the arithmetic
+ * instructions, which bound this loop: the 20 iterations of both bounds
+ * on patch-S refined by Loop 16.4-16.9 ms of CPU against 21.1-21.8 ms (a
+ * driver timing them alone, min of 7, old and new alternated). */
+static inline void abs_add_pair(const ts__asp *o, const double (*d0)[3], double (*y0)[3], const double (*d1)[3],
+                                double (*y1)[3]) {
+  const uint32_t a = o->a, b = o->b;
+  const __m128d ia = _mm_set1_pd(o->ia), ib = _mm_set1_pd(o->ib), cr = _mm_set1_pd(o->cross);
+  __m128d pa = _mm_setzero_pd(), pb = _mm_setzero_pd();
+  for (int c = 0; c < 3; c++) {
+    const __m128d da = _mm_loadh_pd(_mm_load_sd(&d0[a][c]), &d1[a][c]);
+    const __m128d db = _mm_loadh_pd(_mm_load_sd(&d0[b][c]), &d1[b][c]);
+    const __m128d nc = _mm_set1_pd(o->n[c]);
+    pa = _mm_add_pd(pa, _mm_mul_pd(nc, _mm_add_pd(_mm_mul_pd(ia, da), _mm_mul_pd(cr, db))));
+    pb = _mm_add_pd(pb, _mm_mul_pd(nc, _mm_add_pd(_mm_mul_pd(ib, db), _mm_mul_pd(cr, da))));
+  }
+  const __m128d kc = _mm_loadu_pd(o->kc);
+  for (int r = 0; r < 3; r++) {
+    const __m128d kn = _mm_mul_pd(kc, _mm_set1_pd(o->n[r]));
+    if (o->ia > 0) {
+      __m128d v = _mm_loadh_pd(_mm_load_sd(&y0[a][r]), &y1[a][r]);
+      v = _mm_add_pd(v, _mm_mul_pd(kn, pa));
+      _mm_store_sd(&y0[a][r], v);
+      _mm_storeh_pd(&y1[a][r], v);
+    }
+    if (o->ib > 0) {
+      __m128d v = _mm_loadh_pd(_mm_load_sd(&y0[b][r]), &y1[b][r]);
+      v = _mm_add_pd(v, _mm_mul_pd(kn, pb));
+      _mm_store_sd(&y0[b][r], v);
+      _mm_storeh_pd(&y1[b][r], v);
+    }
+  }
+}
+#endif
+
 /* y0 = B_K d0 (the stiffness) and y1 = B_C d1 (the dampers) in one pass
  * over the springs as[0..na) (a pair with y NULL is skipped), or (as NULL)
  * the same over hs[0..ns) made on the fly. Each product's sums are the same,
@@ -206,6 +248,12 @@ static void abs_products(const ts_tissue *t, const ts__asp *as, uint32_t na, con
   if (y0) memset(y0, 0, sizeof *y0 * t->n_nodes);
   if (y1) memset(y1, 0, sizeof *y1 * t->n_nodes);
   if (as) {
+#if defined(__SSE2__)
+    if (y0 && y1) {
+      for (uint32_t s = 0; s < na; s++) abs_add_pair(&as[s], d0, y0, d1, y1);
+      return;
+    }
+#endif
     for (uint32_t s = 0; s < na; s++) {
       if (y0) abs_add(&as[s], 0, d0, y0);
       if (y1) abs_add(&as[s], 1, d1, y1);
@@ -287,26 +335,37 @@ static int scaled_iterate(const ts_tissue *t, const ts__asp *as, uint32_t na, co
   return 0;
 }
 
+/* The springs' parts for abs_products, made once for the 20 iterations
+ * (the rest positions, the masses, the square roots and the division were
+ * most of an iteration's work); *na gets their count. NULL when out of
+ * memory. */
+static ts__asp *abs_springs(const ts_tissue *t, const double *iw, const ts__hs *hs, uint32_t ns, uint32_t *na) {
+  ts__asp *as = malloc(sizeof *as * (ns ? ns : 1));
+  *na = 0;
+  if (as)
+    for (uint32_t s = 0; s < ns; s++) *na += (uint32_t)abs_spring(t, iw, &hs[s], &as[*na]);
+  return as;
+}
+
 double ts__ms_scaled_bound(const ts_tissue *t, const double *iw, const ts__hs *hs, uint32_t ns,
                            int damping, double (*d)[3], double (*y)[3]) {
   double best[2];
+  uint32_t na = 0;
+  ts__asp *as = abs_springs(t, iw, hs, ns, &na); /* without the memory: made on the fly */
   if (damping)
-    scaled_iterate(t, NULL, 0, iw, hs, ns, NULL, NULL, d, y, NULL, best);
+    scaled_iterate(t, as, na, iw, hs, ns, NULL, NULL, d, y, NULL, best);
   else
-    scaled_iterate(t, NULL, 0, iw, hs, ns, d, y, NULL, NULL, NULL, best);
+    scaled_iterate(t, as, na, iw, hs, ns, d, y, NULL, NULL, NULL, best);
+  free(as);
   return best[damping != 0];
 }
 
 int ts__ms_scaled_bounds(const ts_tissue *t, const double *iw, const ts__hs *hs, uint32_t ns,
                          double (*d0)[3], double (*y0)[3], double (*d1)[3], double (*y1)[3],
                          const double *reach, double *w2, double *g) {
-  /* the springs' parts made once for the 20 iterations (the rest
-   * positions, the masses, the square roots and the division were most of
-   * an iteration's work) */
-  ts__asp *as = malloc(sizeof *as * (ns ? ns : 1));
-  if (!as) return -1;
   uint32_t na = 0;
-  for (uint32_t s = 0; s < ns; s++) na += (uint32_t)abs_spring(t, iw, &hs[s], &as[na]);
+  ts__asp *as = abs_springs(t, iw, hs, ns, &na);
+  if (!as) return -1;
   double best[2];
   const int reached = scaled_iterate(t, as, na, iw, hs, ns, d0, y0, d1, y1, reach, best);
   free(as);
@@ -373,9 +432,10 @@ static inline void spring_add_run(const ts__bsp *h, double w, const double (*x)[
  * same order as adding into memory spring by spring: the same bits.
  * Before, each spring's row a was loaded right after the last one stored
  * it: the 80 iterations on patch-S refined by Loop (10,528 nodes, 84,866
- * springs) took 59-65 ms of CPU, now 50-52 ms (a driver timing them
- * alone, min of 7, old and new alternated). The same on the
- * Collatz-Wielandt products (abs_products) gained nothing measurable. */
+ * springs) took 59-61 ms of CPU; 50-52 ms by runs, 45-48 ms by runs with
+ * both pairs in one vector (spring_runs_pair; a driver timing them alone,
+ * min of 7, old and new alternated). Runs gained nothing measurable on
+ * the Collatz-Wielandt products (abs_products). */
 static inline void spring_runs(const ts__bsp *bs, uint32_t nb, const double (*x0)[3], double (*y0)[3],
                                const double (*x1)[3], double (*y1)[3], const int use0, const int use1) {
   for (uint32_t s = 0; s < nb;) {
@@ -399,6 +459,46 @@ static inline void spring_runs(const ts__bsp *bs, uint32_t nb, const double (*x0
   }
 }
 
+#if defined(__SSE2__)
+/* spring_runs for both pairs at once, the stiffness's in the low lane and
+ * the dampers' in the high one: each lane the same operations in the same
+ * order as spring_add_run's, so the same bits (as abs_add_pair). */
+static void spring_runs_pair(const ts__bsp *bs, uint32_t nb, const double (*x0)[3], double (*y0)[3],
+                             const double (*x1)[3], double (*y1)[3]) {
+  for (uint32_t s = 0; s < nb;) {
+    const uint32_t a = bs[s].a;
+    __m128d ra[3], xa[3];
+    for (int c = 0; c < 3; c++) {
+      ra[c] = _mm_loadh_pd(_mm_load_sd(&y0[a][c]), &y1[a][c]);
+      xa[c] = _mm_loadh_pd(_mm_load_sd(&x0[a][c]), &x1[a][c]);
+    }
+    do {
+      const ts__bsp *h = &bs[s];
+      const uint32_t b = h->b;
+      __m128d q = _mm_setzero_pd();
+      for (int c = 0; c < 3; c++) {
+        const __m128d xb = _mm_loadh_pd(_mm_load_sd(&x0[b][c]), &x1[b][c]);
+        q = _mm_add_pd(q, _mm_mul_pd(_mm_set1_pd(h->n[c]), _mm_sub_pd(xb, xa[c])));
+      }
+      q = _mm_mul_pd(q, _mm_loadu_pd(h->w));
+      for (int c = 0; c < 3; c++) {
+        const __m128d p = _mm_mul_pd(q, _mm_set1_pd(h->n[c]));
+        ra[c] = _mm_sub_pd(ra[c], p);
+        __m128d v = _mm_loadh_pd(_mm_load_sd(&y0[b][c]), &y1[b][c]);
+        v = _mm_add_pd(v, p);
+        _mm_store_sd(&y0[b][c], v);
+        _mm_storeh_pd(&y1[b][c], v);
+      }
+      s++;
+    } while (s < nb && bs[s].a == a);
+    for (int c = 0; c < 3; c++) {
+      _mm_store_sd(&y0[a][c], ra[c]);
+      _mm_storeh_pd(&y1[a][c], ra[c]);
+    }
+  }
+}
+#endif
+
 /* y0 = K x0 (the small-strain stiffness at rest) and y1 = C x1 (the
  * dampers), free rows only, in one pass over the springs bs[0..nb); a pair
  * with y NULL is skipped. Each product the same sums in the same order as
@@ -410,7 +510,11 @@ static void spring_products(const ts_tissue *t, const ts__bsp *bs, uint32_t nb,
   if (y0) memset(y0, 0, sizeof *y0 * t->n_nodes);
   if (y1) memset(y1, 0, sizeof *y1 * t->n_nodes);
   if (y0 && y1)
+#if defined(__SSE2__)
+    spring_runs_pair(bs, nb, x0, y0, x1, y1);
+#else
     spring_runs(bs, nb, x0, y0, x1, y1, 1, 1);
+#endif
   else if (y0)
     spring_runs(bs, nb, x0, y0, NULL, NULL, 1, 0);
   else if (y1)

@@ -46,10 +46,10 @@
  * the target substep (reaches_at: both Collatz-Wielandt runs in one pass
  * over the springs, stopped once the answer is certain), the last tau's
  * inertia then set without a bound. On patch-S refined by Loop (a driver
- * timing it alone, CPU, min of 5): 21 ms, against 48-52 ms when each
- * answer took both runs apart and to the end; the whole prepare 107-112
- * ms against 145-154 ms (a live refinement runs off the stepping thread,
- * server/refine.c).
+ * timing it alone, CPU, min of 5): 18-19 ms, against 50-54 ms when each
+ * answer took both runs apart and to the end; the whole prepare 94-101
+ * ms against 151-163 ms with the bounds' other shortcuts (ts_ms_bounds.c;
+ * a live refinement runs off the stepping thread, server/refine.c).
  *
  * The target. The first prepare of a tissue records its bounds
  * (t->lms_ref: w^2 and the damping rate, without drag) and every tissue

@@ -6,6 +6,8 @@
  *   - the hot springs' counting sort: the records ordered by class, then
  *     node a, then the springs' own order, each the record of the spring
  *     it names, every spring once;
+ *   - both Collatz-Wielandt bounds at once (their products the two lanes of
+ *     one vector) equal each taken alone (scalar), bit for bit;
  *   - the Collatz-Wielandt bounds asked only whether they reach a substep
  *     (reach): the same answer as the whole iteration for substeps below,
  *     at and above the one the whole gives, the bounds bit for bit the
@@ -113,6 +115,15 @@ START_TEST(test_reach_answers) {
   scratch(s, n);
   double w2f, gf;
   ck_assert_int_eq(ts__ms_scaled_bounds(t, ms->iw, ms->hs, ms->n_springs, s[0], s[1], s[2], s[3], NULL, &w2f, &gf), 0);
+  /* the weights too: the stiffness's are what the step's stiffened bound reads */
+  double (*wd)[3] = malloc(sizeof *wd * n);
+  ck_assert_ptr_nonnull(wd);
+  memcpy(wd, s[0], sizeof *wd * n);
+  ck_assert(same_bits(ts__ms_scaled_bound(t, ms->iw, ms->hs, ms->n_springs, 0, s[0], s[1]), w2f));
+  ck_assert_int_eq(memcmp(wd, s[0], sizeof *wd * n), 0);
+  ck_assert(same_bits(ts__ms_scaled_bound(t, ms->iw, ms->hs, ms->n_springs, 1, s[0], s[1]), gf));
+  ck_assert_int_eq(memcmp(ms->wd, wd, sizeof *wd * n), 0); /* and the prepare kept them */
+  free(wd);
   const double hf = ts__ms_step_bound(w2f, gf + drag, 1.0);
   ck_assert(hf > 0 && isfinite(hf));
   const double hs[] = {0.5 * hf, 0.99 * hf, hf, nextafter(hf, INFINITY), 1.01 * hf, 2 * hf};
