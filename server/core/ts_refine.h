@@ -42,11 +42,12 @@
  *     changes no figure), the issue's bound (the quantum of 10 um plus the
  *     twin's motion):
  *       with the blend of the rest change (0.262 s here): mass-spring,
- *       first step 0.005 um sagging, 0.40 um with a sphere pressed 3 mm in;
- *       no step of the blend more than 7.7 um (sagging) and 5.4 um
+ *       first step 0.005 um sagging, 0.39 um with a sphere pressed 3 mm in;
+ *       no step of the blend more than 7.2 um (sagging) and 6.3 um
  *       (pressed) beyond the twin's largest move; a second refinement
- *       (LEB) 40 ms into the blend 4.8 um off in its first step (twin 1.9
- *       um), no later step more than 6.5 um beyond; XPBD (fitted), first
+ *       (LEB) 40 ms into the blend 4.7 um off in its first step (twin 1.9
+ *       um), no later step more than 5.7 um beyond (as measured on
+ *       2026-12-07); XPBD (fitted), first
  *       step 0.38 um sagging, 2.0 um pressed, the blend 2.5 and 5.6 um
  *       beyond the twin's: all within the bound. With the blend at 0.1 s
  *       (as before, smooth_rate 1 m/s) the sagging blend is over it (10.6
