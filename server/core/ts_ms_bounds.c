@@ -296,11 +296,26 @@ static double max_ratio(const ts_tissue *t, const double (*d)[3], const double (
  * only grows as they fall (ts__ms_step_bound is non-increasing in w^2 and
  * g, its rounded operations too), so the iterations left would give a
  * substep of h or more as well: a caller asking only whether h is reached
- * gets the same answer as from all of them. 0 otherwise. */
+ * gets the same answer as from all of them. And they stop as soon as h is
+ * certainly out of reach, returning 2: B (over the free degrees of
+ * freedom) is symmetric with entries >= 0 (abs_add's blocks kc ia n n^T,
+ * kc ib n n^T and kc cross n n^T both ways, n's components >= 0), so
+ * every iterate's bound max_i (B d)_i / d_i is at least rho(B), and
+ * rho(B) is at least the Rayleigh quotient d.(B d) / d.d of every iterate
+ * d. The largest quotient so far, lo, is thus below every bound still to
+ * come, and once ts__ms_step_bound(lo[0], lo[1] + drag, 1) < h so is the
+ * substep of the final bounds. Rounding: every term of the products and
+ * of the quotient's sums is >= 0, so each computed sum is within a
+ * relative k u (1 + k u) of its exact value (k its terms: at most 3 n
+ * for the quotient's, a node's springs' for a product's); lo is taken
+ * 1e-8 under the computed quotient, which covers it below 2^22 nodes (3 n
+ * u = 1.5e-9) and is 0 from there on. Otherwise 0. */
 static int scaled_iterate(const ts_tissue *t, const ts__asp *as, uint32_t na, const double *iw,
                           const ts__hs *hs, uint32_t ns, double (*d0)[3], double (*y0)[3],
                           double (*d1)[3], double (*y1)[3], const double *reach, double best[2]) {
   double (*d[2])[3] = {d0, d1}, (*y[2])[3] = {y0, y1};
+  double lo[2] = {0, 0}; /* below every iterate's bound (reach; see above) */
+  const double keep = t->n_nodes < (1u << 22) ? 1.0 - 1e-8 : 0.0;
   for (int m = 0; m < 2; m++) {
     best[m] = INFINITY;
     if (!d[m]) continue;
@@ -321,6 +336,17 @@ static int scaled_iterate(const ts_tissue *t, const ts__asp *as, uint32_t na, co
       for (uint32_t i = 0; i < t->n_nodes; i++)
         for (int r = 0; r < 3; r++)
           if (y[m][i][r] > ymax) ymax = y[m][i][r];
+      if (reach) {
+        double num = 0, den = 0;
+        for (uint32_t i = 0; i < t->n_nodes; i++)
+          if (t->inv_mass[i] > 0)
+            for (int r = 0; r < 3; r++) {
+              num += d[m][i][r] * y[m][i][r];
+              den += d[m][i][r] * d[m][i][r];
+            }
+        const double q = num / den * keep;
+        if (q > lo[m]) lo[m] = q;
+      }
       if (!(ymax > 0)) { /* this one is done; d[m] stays as it is */
         d[m] = NULL;
         continue;
@@ -331,6 +357,7 @@ static int scaled_iterate(const ts_tissue *t, const ts__asp *as, uint32_t na, co
           d[m][i][r] = t->inv_mass[i] > 0 ? y[m][i][r] / ymax + 1e-9 : 0.0;
     }
     if (reach && ts__ms_step_bound(best[0], best[1] + reach[1], 1.0) >= reach[0]) return 1;
+    if (reach && ts__ms_step_bound(lo[0], lo[1] + reach[1], 1.0) < reach[0]) return 2;
   }
   return 0;
 }

@@ -307,9 +307,10 @@ double ts__ms_scaled_bound(const ts_tissue *t, const double *iw, const ts__hs *h
  * weights) and *g (damping = 1). d0, y0, d1, y1: scratch of n_nodes rows.
  * reach: NULL, or {h, drag} for a caller that asks only whether the bounds
  * give a stable substep (ts__ms_step_bound(*w2, *g + drag, 1)) of h or
- * more: the iterations stop as soon as it is certain (ts_ms_bounds.c),
- * and *w2, *g are then the bounds so far. Returns 0, 1 (reached, stopped
- * early) or -1 when out of memory. */
+ * more: the iterations stop as soon as the answer is certain
+ * (ts_ms_bounds.c), and *w2, *g are then the bounds so far. Returns 0 (ran
+ * to the end: the answer from *w2, *g), 1 (reached, stopped early), 2 (out
+ * of reach, stopped early) or -1 when out of memory. */
 int ts__ms_scaled_bounds(const ts_tissue *t, const double *iw, const ts__hs *hs, uint32_t ns,
                          double (*d0)[3], double (*y0)[3], double (*d1)[3], double (*y1)[3],
                          const double *reach, double *w2, double *g);

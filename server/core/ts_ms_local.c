@@ -44,12 +44,12 @@
  * the test's bound), so the floor stays. Cost: up to 12 answers from the
  * bound over the in-sheet springs, each whether a tau's inertia reaches
  * the target substep (reaches_at: both Collatz-Wielandt runs in one pass
- * over the springs, stopped once the answer is certain), the last tau's
- * inertia then set without a bound. On patch-S refined by Loop (a driver
- * timing it alone, CPU, min of 5): 18-19 ms, against 50-54 ms when each
- * answer took both runs apart and to the end; the whole prepare 94-101
- * ms against 151-163 ms with the bounds' other shortcuts (ts_ms_bounds.c;
- * a live refinement runs off the stepping thread, server/refine.c).
+ * over the springs, stopped once the answer is certain either way), the
+ * last tau's inertia then set without a bound. On patch-S refined by Loop
+ * (a driver timing it alone, CPU, min of 5): 4.3-4.5 ms, against 50-54 ms
+ * when each answer took both runs apart and to the end (18-23 ms with
+ * only the yes answers stopped early); patch-L 53 ms against 609 ms (a
+ * live refinement runs off the stepping thread, server/refine.c).
  *
  * The target. The first prepare of a tissue records its bounds
  * (t->lms_ref: w^2 and the damping rate, without drag) and every tissue
@@ -159,8 +159,9 @@ static void set_inertia(const ts_tissue *t, double *iw, const double *R, double 
 /* Sets iw for the threshold tau; whether the bound over hs then gives a
  * stable substep of href or more (1), or not (0), or -1 when out of
  * memory. Both bounds in one pass over the springs an iteration, and the
- * iterations stop once the answer is certain (ts__ms_scaled_bounds'
- * reach): the same answers as each bound's whole run taken apart
+ * iterations stop once the answer is certain, yes or no
+ * (ts__ms_scaled_bounds' reach): the same answers as each bound's whole
+ * run taken apart
  * (test_prepare_short), so the same tau and the same inertia to the bit. */
 static int reaches_at(const ts_tissue *t, double *iw, const ts__hs *hs, uint32_t ns, const double *R,
                       double tau, double drag, double href, double (*d)[3], double (*y)[3], double (*d1)[3],
@@ -170,6 +171,7 @@ static int reaches_at(const ts_tissue *t, double *iw, const ts__hs *hs, uint32_t
   double w2, g;
   const int rc = ts__ms_scaled_bounds(t, iw, hs, ns, d, y, d1, y1, reach, &w2, &g);
   if (rc < 0) return -1;
+  if (rc == 2) return 0;
   return rc == 1 || ts__ms_step_bound(w2, g + drag, 1.0) >= href;
 }
 

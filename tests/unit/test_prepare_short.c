@@ -11,8 +11,8 @@
  *   - the Collatz-Wielandt bounds asked only whether they reach a substep
  *     (reach): the same answer as the whole iteration for substeps below,
  *     at and above the one the whole gives, the bounds bit for bit the
- *     whole's where the answer is no, and an early stop where it is
- *     clearly yes;
+ *     whole's where they ran to the end, and an early stop where the
+ *     answer is clearly yes and where it is clearly no;
  *   - the power iterations told the substep the selective scaling has to
  *     beat (beat): 1 exactly when the whole's estimates do not beat it,
  *     the estimates bit for bit the whole's where they do, and an early
@@ -131,7 +131,8 @@ START_TEST(test_reach_answers) {
     const double reach[2] = {hs[q], drag};
     double w2, g;
     const int rc = ts__ms_scaled_bounds(t, ms->iw, ms->hs, ms->n_springs, s[0], s[1], s[2], s[3], reach, &w2, &g);
-    const int yes = rc == 1 || ts__ms_step_bound(w2, g + drag, 1.0) >= hs[q];
+    ck_assert(rc >= 0 && rc <= 2);
+    const int yes = rc == 1 || (rc == 0 && ts__ms_step_bound(w2, g + drag, 1.0) >= hs[q]);
     ck_assert_msg(yes == (hf >= hs[q]), "substep %.9g of the whole's %.9g: answered %d", hs[q], hf, yes);
     /* the bounds so far never below the whole's (they only fall) */
     ck_assert(w2 >= w2f && g >= gf);
@@ -144,6 +145,11 @@ START_TEST(test_reach_answers) {
   const double half[2] = {0.5 * hf, drag};
   double w2, g;
   ck_assert_int_eq(ts__ms_scaled_bounds(t, ms->iw, ms->hs, ms->n_springs, s[0], s[1], s[2], s[3], half, &w2, &g), 1);
+  ck_assert(w2 > w2f || g > gf);
+  /* and twice it is out of reach long before (the Rayleigh quotients'
+   * lower bound): the bounds so far are still above the whole's */
+  const double twice[2] = {2 * hf, drag};
+  ck_assert_int_eq(ts__ms_scaled_bounds(t, ms->iw, ms->hs, ms->n_springs, s[0], s[1], s[2], s[3], twice, &w2, &g), 2);
   ck_assert(w2 > w2f || g > gf);
   for (int k = 0; k < 4; k++) free(s[k]);
   ts_tissue_destroy(t);
