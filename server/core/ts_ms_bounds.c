@@ -205,7 +205,7 @@ static inline void abs_add(const ts__asp *o, int m, const double (*d)[3], double
  * in the same order as abs_add's (IEEE products and sums, no contraction:
  * -ffp-contract=off), so the same bits, for about half the arithmetic
  * instructions, which bound this loop: the 20 iterations of both bounds
- * on patch-S refined by Loop 16.4-16.9 ms of CPU against 21.1-21.8 ms (a
+ * on patch-S refined by Loop 16.4-16.9 ms of CPU against 20.9-22.6 ms (a
  * driver timing them alone, min of 7, old and new alternated). */
 static inline void abs_add_pair(const ts__asp *o, const double (*d0)[3], double (*y0)[3], const double (*d1)[3],
                                 double (*y1)[3]) {
@@ -459,7 +459,7 @@ static inline void spring_add_run(const ts__bsp *h, double w, const double (*x)[
  * same order as adding into memory spring by spring: the same bits.
  * Before, each spring's row a was loaded right after the last one stored
  * it: the 80 iterations on patch-S refined by Loop (10,528 nodes, 84,866
- * springs) took 59-61 ms of CPU; 50-52 ms by runs, 45-48 ms by runs with
+ * springs) took 59-65 ms of CPU; 50-52 ms by runs, 45-48 ms by runs with
  * both pairs in one vector (spring_runs_pair; a driver timing them alone,
  * min of 7, old and new alternated). Runs gained nothing measurable on
  * the Collatz-Wielandt products (abs_products). */

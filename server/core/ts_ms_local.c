@@ -46,7 +46,7 @@
  * the target substep (reaches_at: both Collatz-Wielandt runs in one pass
  * over the springs, stopped once the answer is certain either way), the
  * last tau's inertia then set without a bound. On patch-S refined by Loop
- * (a driver timing it alone, CPU, min of 5): 4.3-4.5 ms, against 50-54 ms
+ * (a driver timing it alone, CPU, min of 5): 4.3-4.5 ms, against 49-54 ms
  * when each answer took both runs apart and to the end (18-23 ms with
  * only the yes answers stopped early); patch-L 53 ms against 609 ms (a
  * live refinement runs off the stepping thread, server/refine.c).
