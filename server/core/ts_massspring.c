@@ -121,14 +121,16 @@ static double contact_edge_bound(const ts_tissue *t) {
  * d, y: scratch of n_nodes rows. Returns 0, -1 when out of memory, or -2
  * when t->stop asked to stop (ts_tissue.stop: the iterations check it). */
 static int prepare_bounds(ts_tissue *t, struct ts__ms *ms, uint32_t ns, double (*d)[3],
-                          double (*y)[3]) {
+                          double (*y)[3], ts__scratch *sc) {
   const uint32_t n = t->n_nodes;
   double (*d2)[3] = malloc(sizeof *d2 * n);
   double (*y2)[3] = malloc(sizeof *y2 * n);
   int rc = -1;
   double w2l = 0, gl = 0; /* the lumped masses' bounds */
-  if (!d2 || !y2) goto done;
-  if (ts__ms_scaled_bounds(t, ms->iw, ms->hs, ns, d, y, d2, y2, NULL, &w2l, &gl)) goto done;
+  ts__asp *as = ts__scratch_get(sc, ts__ms_abs_bytes(ns));
+  if (!d2 || !y2 || !as) goto done;
+  if (ts__ms_abs_bounds(t, as, ts__ms_abs_fill(t, ms->iw, ms->hs, ns, as), d, y, d2, y2, NULL, &w2l, &gl))
+    goto done;
   if (ts_tissue_stop_asked(t)) { /* its iterations broke off: the build is abandoned */
     rc = -2;
     goto done;
@@ -150,7 +152,7 @@ static int prepare_bounds(ts_tissue *t, struct ts__ms *ms, uint32_t ns, double (
     ts__ms_sms_factor(t, ms);
     double pw = 0, pg = 0;
     const double beat[2] = {ts__ms_step_bound(w2l, gl + drag, 1.0), drag};
-    rc = ts__ms_power_bounds(t, ms, d, y, d2, y2, beat, &pw, &pg);
+    rc = ts__ms_power_bounds(t, ms, d, y, d2, y2, beat, &pw, &pg, sc);
     if (rc < 0) goto done;
     ms->w2 = TS__SMS_MARGIN * pw;
     ms->g = TS__SMS_MARGIN * pg;
@@ -169,9 +171,10 @@ done:
 
 /* ts_massspring_prepare's way out of a failed or stopped preparation: frees
  * what it had made and returns rc. */
-static int prepare_fail(struct ts__ms *ms, void *d, void *y, int rc) {
+static int prepare_fail(struct ts__ms *ms, void *d, void *y, ts__scratch *sc, int rc) {
   free(d);
   free(y);
+  if (sc) ts__scratch_free(sc);
   free(ms->hot_of);
   free(ms);
   return rc;
@@ -264,17 +267,17 @@ int ts_massspring_prepare(ts_tissue *t) {
    * 1,048,576-node patch this is 2 s, nearly all of it the new pages'
    * first touch */
   for (size_t o = 0, len = total - off_node, chunk = (size_t)64 << 20; o < len; o += chunk) {
-    if (ts_tissue_stop_asked(t)) return prepare_fail(ms, NULL, NULL, TS_ESHUTDOWN);
+    if (ts_tissue_stop_asked(t)) return prepare_fail(ms, NULL, NULL, NULL, TS_ESHUTDOWN);
     memset((unsigned char *)node + o, 0, len - o < chunk ? len - o : chunk);
   }
   ms->n_nodes = n;
   ms->n_springs = ns;
   uint32_t cnt[3];
-  if (ts_tissue_stop_asked(t)) return prepare_fail(ms, NULL, NULL, TS_ESHUTDOWN);
+  if (ts_tissue_stop_asked(t)) return prepare_fail(ms, NULL, NULL, NULL, TS_ESHUTDOWN);
   int rc = ts__ms_build_hot(t, ms->hs, cnt, ms->hlim); /* hlim: the original indices, for now */
-  if (rc) return prepare_fail(ms, NULL, NULL, rc == -2 ? TS_ENOMEM : rc == -3 ? TS_ESHUTDOWN : TS_EINVAL);
-  if (ts_tissue_stop_asked(t)) return prepare_fail(ms, NULL, NULL, TS_ESHUTDOWN);
-  if (ts__ms_handover_index(t, ms, ms->hlim)) return prepare_fail(ms, NULL, NULL, TS_ENOMEM);
+  if (rc) return prepare_fail(ms, NULL, NULL, NULL, rc == -2 ? TS_ENOMEM : rc == -3 ? TS_ESHUTDOWN : TS_EINVAL);
+  if (ts_tissue_stop_asked(t)) return prepare_fail(ms, NULL, NULL, NULL, TS_ESHUTDOWN);
+  if (ts__ms_handover_index(t, ms, ms->hlim)) return prepare_fail(ms, NULL, NULL, NULL, TS_ENOMEM);
   ms->n_lin = cnt[0], ms->n_one = cnt[1], ms->n_two = cnt[2];
   for (size_t s = 0; s < ns_pad; s++) {
     const ts__hs *h = &ms->hs[s < ns ? s : 0];
@@ -301,7 +304,7 @@ int ts_massspring_prepare(ts_tissue *t) {
                              sp->rest * (1 + sp->strain_max)};
   }
   ms->n_lim = k;
-  if (ts_tissue_stop_asked(t)) return prepare_fail(ms, NULL, NULL, TS_ESHUTDOWN);
+  if (ts_tissue_stop_asked(t)) return prepare_fail(ms, NULL, NULL, NULL, TS_ESHUTDOWN);
   limit_blocks(t, ms);
   ms->lim_hi_min = INFINITY, ms->lim_lo_max = -INFINITY, ms->lim_il_max = 0;
   for (uint32_t s = 0; s < ns; s++) {
@@ -315,12 +318,24 @@ int ts_massspring_prepare(ts_tissue *t) {
   ms->edge_bound = contact_edge_bound(t);
   for (uint32_t i = 0; i < n; i++) ms->mass[i] = t->inv_mass[i] > 0 ? 1.0 / t->inv_mass[i] : 0.0;
 
-  if (ts_tissue_stop_asked(t)) return prepare_fail(ms, NULL, NULL, TS_ESHUTDOWN);
+  if (ts_tissue_stop_asked(t)) return prepare_fail(ms, NULL, NULL, NULL, TS_ESHUTDOWN);
   double (*d)[3] = malloc(sizeof *d * n);
   double (*y)[3] = malloc(sizeof *y * n);
-  if (!d || !y || ts__ms_local_choose(t, ms, n_col, d, y)) /* ms->dm, ms->iw */
-    return prepare_fail(ms, d, y, TS_ENOMEM);
-  if (ts_tissue_stop_asked(t)) return prepare_fail(ms, d, y, TS_ESHUTDOWN);
+  /* one block of scratch for the bounds' spring records, borrowed by each
+   * pass below in turn: fresh memory costs about 2.7 ms a megabyte on
+   * these machines, and on a resolution-200 patch (1.3 million springs,
+   * 477,000 of them in-sheet) the records are 94 MB, the in-sheet ones 34
+   * MB, which the local scaling's bisection (for each of its questions),
+   * the selective scaling's in-sheet bound, the lumped bounds and the
+   * power iterations (their own records, 63 MB) each allocated afresh. Sized
+   * at once for the largest borrower (every spring's record, and the
+   * bisection's list and marks), so that it never grows. */
+  ts__scratch sc = {0};
+  const size_t sc_bytes = ts__ms_abs_bytes(ns) + sizeof(uint32_t) * (size_t)ns + n;
+  if (!d || !y || !ts__scratch_get(&sc, sc_bytes) ||
+      ts__ms_local_choose(t, ms, n_col, d, y, &sc)) /* ms->dm, ms->iw */
+    return prepare_fail(ms, d, y, &sc, TS_ENOMEM);
+  if (ts_tissue_stop_asked(t)) return prepare_fail(ms, d, y, &sc, TS_ESHUTDOWN);
   if (n_col) {
     ms->nv = n_col;
     ms->S = t->n_sheets;
@@ -328,20 +343,21 @@ int ts_massspring_prepare(ts_tissue *t) {
       for (uint32_t j = 0; j < n_col; j++, q++) ms->col[q] = ts_tissue_sheet_node(t, sh, j);
     ms->col_identity = 1;
     for (uint32_t q = 0; q < n && ms->col_identity; q++) ms->col_identity = ms->col[q] == q;
-    rc = ts__ms_sms_choose(t, ms, d, y);
-    if (rc == -2) return prepare_fail(ms, d, y, TS_ENOMEM);
+    rc = ts__ms_sms_choose(t, ms, d, y, &sc);
+    if (rc == -2) return prepare_fail(ms, d, y, &sc, TS_ENOMEM);
     ms->sms = rc == 0;
-    if (ts_tissue_stop_asked(t)) return prepare_fail(ms, d, y, TS_ESHUTDOWN);
+    if (ts_tissue_stop_asked(t)) return prepare_fail(ms, d, y, &sc, TS_ESHUTDOWN);
   }
   for (uint32_t q = 0; ms->sms && q < n; q++) { /* per slot */
     uint32_t below = q + ms->nv;
     ms->ob[q] = below < n && t->inv_mass[ms->col[below]] > 0 ? -ms->beta[q] : 0.0;
   }
-  rc = prepare_bounds(t, ms, ns, d, y);
-  if (rc) return prepare_fail(ms, d, y, rc == -2 ? TS_ESHUTDOWN : TS_ENOMEM);
-  rc = ts__ms_local_reference(t, ms, d, y); /* the first prepare's bounds */
+  rc = prepare_bounds(t, ms, ns, d, y, &sc);
+  if (rc) return prepare_fail(ms, d, y, &sc, rc == -2 ? TS_ESHUTDOWN : TS_ENOMEM);
+  rc = ts__ms_local_reference(t, ms, d, y, &sc); /* the first prepare's bounds */
   free(d);
   free(y);
+  ts__scratch_free(&sc);
   if (!rc) rc = ts__ms_guard_prepare(t, ms); /* frees its own on failure */
   if (rc) {
     free(ms->hot_of);

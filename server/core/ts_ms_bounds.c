@@ -367,11 +367,64 @@ static int scaled_iterate(const ts_tissue *t, const ts__asp *as, uint32_t na, co
  * most of an iteration's work); *na gets their count. NULL when out of
  * memory. */
 static ts__asp *abs_springs(const ts_tissue *t, const double *iw, const ts__hs *hs, uint32_t ns, uint32_t *na) {
-  ts__asp *as = malloc(sizeof *as * (ns ? ns : 1));
-  *na = 0;
-  if (as)
-    for (uint32_t s = 0; s < ns; s++) *na += (uint32_t)abs_spring(t, iw, &hs[s], &as[*na]);
+  ts__asp *as = malloc(ts__ms_abs_bytes(ns));
+  *na = as ? ts__ms_abs_fill(t, iw, hs, ns, as) : 0;
   return as;
+}
+
+size_t ts__ms_abs_bytes(uint32_t ns) { return sizeof(ts__asp) * (size_t)(ns ? ns : 1); }
+
+uint32_t ts__ms_abs_fill(const ts_tissue *t, const double *iw, const ts__hs *hs, uint32_t ns, ts__asp *as) {
+  uint32_t na = 0;
+  for (uint32_t s = 0; s < ns; s++) na += (uint32_t)abs_spring(t, iw, &hs[s], &as[na]);
+  return na;
+}
+
+uint32_t ts__ms_abs_fill_sheet(const ts_tissue *t, const double *iw, ts__asp *as) {
+  uint32_t na = 0;
+  for (uint32_t s = 0; s < t->n_springs; s++) {
+    if (t->springs[s].kind != TS_SPRING_EDGE) continue;
+    ts__hs h;
+    ts__ms_hot_spring(&t->springs[s], &h);
+    na += (uint32_t)abs_spring(t, iw, &h, &as[na]);
+  }
+  return na;
+}
+
+uint32_t ts__ms_abs_touching(const ts__asp *as, uint32_t na, const unsigned char *mark, uint32_t *idx) {
+  uint32_t k = 0;
+  for (uint32_t s = 0; s < na; s++)
+    if (mark[as[s].a] || mark[as[s].b]) idx[k++] = s;
+  return k;
+}
+
+/* abs_spring's inverse masses, square root and all, for the records
+ * listed: the same bits as filling them afresh over iw */
+void ts__ms_abs_reweigh(ts__asp *as, const uint32_t *idx, uint32_t ni, const double *iw) {
+  for (uint32_t k = 0; k < ni; k++) {
+    ts__asp *o = &as[idx[k]];
+    o->ia = iw[o->a] > 0 ? iw[o->a] : 0;
+    o->ib = iw[o->b] > 0 ? iw[o->b] : 0;
+    o->cross = sqrt(o->ia * o->ib);
+  }
+}
+
+double ts__ms_abs_bound(const ts_tissue *t, const ts__asp *as, uint32_t na, int damping, double (*d)[3],
+                        double (*y)[3]) {
+  double best[2];
+  if (damping)
+    scaled_iterate(t, as, na, NULL, NULL, 0, NULL, NULL, d, y, NULL, best);
+  else
+    scaled_iterate(t, as, na, NULL, NULL, 0, d, y, NULL, NULL, NULL, best);
+  return best[damping != 0];
+}
+
+int ts__ms_abs_bounds(const ts_tissue *t, const ts__asp *as, uint32_t na, double (*d0)[3], double (*y0)[3],
+                      double (*d1)[3], double (*y1)[3], const double *reach, double *w2, double *g) {
+  double best[2];
+  const int reached = scaled_iterate(t, as, na, NULL, NULL, 0, d0, y0, d1, y1, reach, best);
+  *w2 = best[0], *g = best[1];
+  return reached;
 }
 
 double ts__ms_scaled_bound(const ts_tissue *t, const double *iw, const ts__hs *hs, uint32_t ns,
@@ -562,8 +615,9 @@ static void spring_products(const ts_tissue *t, const ts__bsp *bs, uint32_t nb,
  * before each iteration; at 330,000 nodes an iteration is about 50 ms). */
 int ts__ms_power_bounds(const ts_tissue *t, const struct ts__ms *ms, double (*x0)[3],
                         double (*y0)[3], double (*x1)[3], double (*y1)[3], const double *beat,
-                        double *w2, double *g) {
-  ts__bsp *bs = malloc(sizeof *bs * (ms->n_springs ? ms->n_springs : 1));
+                        double *w2, double *g, ts__scratch *sc) {
+  const size_t bytes = sizeof(ts__bsp) * (ms->n_springs ? ms->n_springs : 1);
+  ts__bsp *const owned = sc ? NULL : malloc(bytes), *bs = sc ? ts__scratch_get(sc, bytes) : owned;
   if (!bs) return -1;
   uint32_t nb = 0;
   for (uint32_t s = 0; s < ms->n_springs; s++) {
@@ -591,7 +645,7 @@ int ts__ms_power_bounds(const ts_tissue *t, const struct ts__ms *ms, double (*x0
   }
   for (int it = 0; it < 80 && (x[0] || x[1]); it++) {
     if (ts_tissue_stop_asked(t)) { /* ts_tissue.stop: estimates so far are from below */
-      free(bs);
+      free(owned);
       return -2;
     }
     spring_products(t, bs, nb, (const double (*)[3])x[0], x[0] ? y[0] : NULL,
@@ -622,12 +676,12 @@ int ts__ms_power_bounds(const ts_tissue *t, const struct ts__ms *ms, double (*x0
      * once it is no longer above beat's, it never will be again */
     if (beat && !(ts__ms_step_bound(TS__SMS_MARGIN * best[0], TS__SMS_MARGIN * best[1] + beat[1], 1.0) >
                   beat[0])) {
-      free(bs);
+      free(owned);
       *w2 = best[0], *g = best[1];
       return 1;
     }
   }
-  free(bs);
+  free(owned);
   *w2 = best[0], *g = best[1];
   return 0;
 }

@@ -21,6 +21,7 @@
 #define TS_MS_INTERNAL_H
 
 #include <stdint.h>
+#include <stddef.h>
 
 #include "ts_aabb_tree.h"
 #include "ts_massspring.h"
@@ -53,6 +54,17 @@ typedef struct ts__hs {
   double c;
 } ts__hs;
 _Static_assert(sizeof(ts__hs) == 64, "one spring per cache line");
+
+/* Scratch memory that grows and is borrowed by one pass at a time
+ * (ts_ms_scratch.c): ts__scratch_get gives at least bytes of it (contents
+ * undefined; what an earlier borrower left is gone) or NULL when out of
+ * memory. Start from {0}; ts__scratch_free ends it. */
+typedef struct ts__scratch {
+  void *p;
+  size_t cap;
+} ts__scratch;
+void *ts__scratch_get(ts__scratch *s, size_t bytes);
+void ts__scratch_free(ts__scratch *s);
 
 /* A spring with a strain range, as strain limiting reads it. */
 typedef struct ts__lim {
@@ -315,6 +327,30 @@ int ts__ms_scaled_bounds(const ts_tissue *t, const double *iw, const ts__hs *hs,
                          double (*d0)[3], double (*y0)[3], double (*d1)[3], double (*y1)[3],
                          const double *reach, double *w2, double *g);
 
+/* The same two bounds over spring records made once and kept by the
+ * caller (the bisection of ts_ms_local.c asks up to 12 questions over the
+ * same springs, each with a few nodes' inertia changed): ts__ms_abs_bytes
+ * is the room for ns springs' records, ts__ms_abs_fill fills them from
+ * hs[0..ns) over the inverse masses iw (ts__ms_abs_fill_sheet: from t's
+ * in-sheet springs, in t's order, as ts__ms_hot_spring makes them) and
+ * returns their count na, ts__ms_abs_touching lists in idx (room for na)
+ * the records with an end marked (mark[node] != 0) and returns how many,
+ * ts__ms_abs_reweigh makes the listed records' inverse masses iw's (the
+ * same bits as filling afresh, when only nodes at the listed records'
+ * ends changed), and ts__ms_abs_bounds is ts__ms_scaled_bounds over the
+ * records (ts__ms_abs_bound: ts__ms_scaled_bound): the same returns, the
+ * same bits. */
+typedef struct ts__asp ts__asp;
+size_t ts__ms_abs_bytes(uint32_t ns);
+uint32_t ts__ms_abs_fill(const ts_tissue *t, const double *iw, const ts__hs *hs, uint32_t ns, ts__asp *as);
+uint32_t ts__ms_abs_fill_sheet(const ts_tissue *t, const double *iw, ts__asp *as);
+uint32_t ts__ms_abs_touching(const ts__asp *as, uint32_t na, const unsigned char *mark, uint32_t *idx);
+void ts__ms_abs_reweigh(ts__asp *as, const uint32_t *idx, uint32_t ni, const double *iw);
+int ts__ms_abs_bounds(const ts_tissue *t, const ts__asp *as, uint32_t na, double (*d0)[3], double (*y0)[3],
+                      double (*d1)[3], double (*y1)[3], const double *reach, double *w2, double *g);
+double ts__ms_abs_bound(const ts_tissue *t, const ts__asp *as, uint32_t na, int damping, double (*d)[3],
+                        double (*y)[3]);
+
 /* Largest stable substep (s) for the bounds w2 (1/s^2), g (1/s) and the
  * stiffening factor phi (>= 1). */
 double ts__ms_step_bound(double w2, double g, double phi);
@@ -329,11 +365,12 @@ int ts__ms_rest_bounds(const ts_tissue *t, const ts__hs *hs, double *w2, double 
  * caller that keeps the selective scaling only when its bounds (times
  * TS__SMS_MARGIN) give a stable substep above h: the iterations stop as
  * soon as they cannot (the estimates only grow), returning 1 with the
- * estimates so far. Returns 0, 1, -1 when out of memory, or -2 when
- * t->stop asked to stop (ts_tissue.stop). */
+ * estimates so far. sc: scratch for the springs' records (NULL: allocated
+ * here). Returns 0, 1, -1 when out of memory, or -2 when t->stop asked to
+ * stop (ts_tissue.stop). */
 int ts__ms_power_bounds(const ts_tissue *t, const struct ts__ms *ms, double (*x0)[3],
                         double (*y0)[3], double (*x1)[3], double (*y1)[3], const double *beat,
-                        double *w2, double *g);
+                        double *w2, double *g, ts__scratch *sc);
 
 /* The substep count for a step of dt seconds (a double so that a huge count
  * can be refused; NaN possible); *phi_out gets the stiffening factor and
@@ -363,9 +400,11 @@ void ts__ms_sms_solve(const ts_tissue *t, const struct ts__ms *ms, double (*y)[3
 /* x . M~ x over the free nodes (kg m^2/s^2 for a velocity x). */
 double ts__ms_sms_mass_dot(const ts_tissue *t, const struct ts__ms *ms, const double (*x)[3]);
 
-/* Chooses the links' masses ms->beta. d, y: scratch of n_nodes rows.
- * Returns 0, -1 when there is nothing to scale, -2 when out of memory. */
-int ts__ms_sms_choose(const ts_tissue *t, struct ts__ms *ms, double (*d)[3], double (*y)[3]);
+/* Chooses the links' masses ms->beta. d, y: scratch of n_nodes rows; sc:
+ * scratch for the springs' records. Returns 0, -1 when there is nothing to
+ * scale, -2 when out of memory. */
+int ts__ms_sms_choose(const ts_tissue *t, struct ts__ms *ms, double (*d)[3], double (*y)[3],
+                      ts__scratch *sc);
 
 /* ts_ms_local.c */
 
@@ -373,14 +412,16 @@ int ts__ms_sms_choose(const ts_tissue *t, struct ts__ms *ms, double (*d)[3], dou
  * (the inverses of the inertia; inv_mass where nothing is added): nothing
  * unless t->local_mass_scaling and t has reference bounds (t->lms_ref).
  * n_col: the columns selective mass scaling would run on (0: none). d, y:
- * scratch of n_nodes rows. Returns 0 or -2 when out of memory. */
+ * scratch of n_nodes rows; sc: scratch for the springs' records. Returns 0
+ * or -2 when out of memory. */
 int ts__ms_local_choose(const ts_tissue *t, struct ts__ms *ms, uint32_t n_col, double (*d)[3],
-                        double (*y)[3]);
+                        double (*y)[3], ts__scratch *sc);
 
 /* Records t's reference bounds (t->lms_ref) when it has none, from the
- * prepared ms (its selective scaling decided). d, y: scratch. Returns 0 or
- * -2 when out of memory. */
-int ts__ms_local_reference(ts_tissue *t, const struct ts__ms *ms, double (*d)[3], double (*y)[3]);
+ * prepared ms (its selective scaling decided). d, y, sc: scratch. Returns
+ * 0 or -2 when out of memory. */
+int ts__ms_local_reference(ts_tissue *t, const struct ts__ms *ms, double (*d)[3], double (*y)[3],
+                           ts__scratch *sc);
 
 /* ts_ms_integrate.c */
 

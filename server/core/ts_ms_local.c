@@ -44,8 +44,9 @@
  * the test's bound), so the floor stays. Cost: up to 12 answers from the
  * bound over the in-sheet springs, each whether a tau's inertia reaches
  * the target substep (reaches_at: both Collatz-Wielandt runs in one pass
- * over the springs, stopped once the answer is certain either way), the
- * last tau's inertia then set without a bound. On patch-S refined by Loop
+ * over the springs, stopped once the answer is certain either way; the
+ * springs' records made once, see bisect below), the last tau's inertia
+ * then set without a bound. On patch-S refined by Loop
  * (a driver timing it alone, CPU, min of 5): 4.3-4.5 ms, against 49-54 ms
  * when each answer took both runs apart and to the end (18-23 ms with
  * only the yes answers stopped early); patch-L 53 ms against 609 ms (a
@@ -96,53 +97,57 @@
 #define LOCAL_HALVINGS 10 /* bisection steps on log tau */
 #define LOCAL_FLOOR_MARGIN 1e-6
 
-/* The springs the scaling looks at: the in-sheet ones (sheet) as hot
- * records in a new array (*owned = 1), or the step's own. NULL with *ns 0
- * when there are none; NULL with *ns UINT32_MAX when out of memory. */
-static const ts__hs *spring_set(const ts_tissue *t, const struct ts__ms *ms, int sheet, uint32_t *ns,
-                                int *owned) {
-  *owned = 0;
-  if (!sheet) {
-    *ns = ms->n_springs;
-    return ms->n_springs ? ms->hs : NULL;
-  }
+/* How many springs the scaling looks at: the in-sheet ones (sheet) or the
+ * step's own. */
+static uint32_t spring_count(const ts_tissue *t, const struct ts__ms *ms, int sheet) {
+  if (!sheet) return ms->n_springs;
   uint32_t ne = 0;
   for (uint32_t s = 0; s < t->n_springs; s++) ne += t->springs[s].kind == TS_SPRING_EDGE;
-  *ns = ne;
-  if (!ne) return NULL;
-  ts__hs *e = malloc(sizeof *e * ne);
-  if (!e) {
-    *ns = UINT32_MAX;
-    return NULL;
-  }
-  ne = 0;
-  for (uint32_t s = 0; s < t->n_springs; s++)
-    if (t->springs[s].kind == TS_SPRING_EDGE) ts__ms_hot_spring(&t->springs[s], &e[ne++]);
-  *owned = 1;
-  return e;
+  return ne;
 }
 
-/* R_i (see the top of the file) for every node into R. */
-static void node_rows(const ts_tissue *t, const ts__hs *hs, uint32_t ns, double (*y)[3], double *R) {
+/* Those springs' records for the bounds (ts__ms_abs_fill) over iw; their
+ * count. The in-sheet ones are made from t's springs on the fly, in t's
+ * order, as a copy of them as hot springs gave them before (a copy of 30
+ * MB on a resolution-200 patch, 477,000 in-sheet springs). */
+static uint32_t spring_records(const ts_tissue *t, const struct ts__ms *ms, int sheet, const double *iw,
+                               ts__asp *as) {
+  return sheet ? ts__ms_abs_fill_sheet(t, iw, as) : ts__ms_abs_fill(t, iw, ms->hs, ms->n_springs, as);
+}
+
+/* Spring sp's part of the rows R_i (see the top of the file) into y. */
+static void node_row_add(const ts_tissue *t, const ts__hs *sp, double (*y)[3]) {
   const double *im = t->inv_mass;
+  const int fa = im[sp->a] > 0, fb = im[sp->b] > 0;
+  double n[3], l2 = 0, kc = sp->k1 + sp->k2;
+  for (int r = 0; r < 3; r++) {
+    n[r] = t->rest[sp->b][r] - t->rest[sp->a][r];
+    l2 += n[r] * n[r];
+  }
+  if (l2 > 0)
+    for (int r = 0; r < 3; r++) n[r] = fabs(n[r]) / sqrt(l2);
+  else
+    n[0] = n[1] = n[2] = 1.0;
+  const double sn = n[0] + n[1] + n[2];
+  for (int r = 0; r < 3; r++) {
+    if (fa) y[sp->a][r] += kc * n[r] * sn * (1.0 + fb);
+    if (fb) y[sp->b][r] += kc * n[r] * sn * (1.0 + fa);
+  }
+}
+
+/* R_i (see the top of the file) for every node into R, over the in-sheet
+ * springs (sheet) or the step's. */
+static void node_rows(const ts_tissue *t, const struct ts__ms *ms, int sheet, double (*y)[3], double *R) {
   memset(y, 0, sizeof *y * t->n_nodes);
-  for (uint32_t s = 0; s < ns; s++) {
-    const ts__hs *sp = &hs[s];
-    const int fa = im[sp->a] > 0, fb = im[sp->b] > 0;
-    double n[3], l2 = 0, kc = sp->k1 + sp->k2;
-    for (int r = 0; r < 3; r++) {
-      n[r] = t->rest[sp->b][r] - t->rest[sp->a][r];
-      l2 += n[r] * n[r];
+  if (sheet) {
+    for (uint32_t s = 0; s < t->n_springs; s++) {
+      if (t->springs[s].kind != TS_SPRING_EDGE) continue;
+      ts__hs h;
+      ts__ms_hot_spring(&t->springs[s], &h);
+      node_row_add(t, &h, y);
     }
-    if (l2 > 0)
-      for (int r = 0; r < 3; r++) n[r] = fabs(n[r]) / sqrt(l2);
-    else
-      n[0] = n[1] = n[2] = 1.0;
-    const double sn = n[0] + n[1] + n[2];
-    for (int r = 0; r < 3; r++) {
-      if (fa) y[sp->a][r] += kc * n[r] * sn * (1.0 + fb);
-      if (fb) y[sp->b][r] += kc * n[r] * sn * (1.0 + fa);
-    }
+  } else {
+    for (uint32_t s = 0; s < ms->n_springs; s++) node_row_add(t, &ms->hs[s], y);
   }
   for (uint32_t i = 0; i < t->n_nodes; i++) R[i] = fmax(y[i][0], fmax(y[i][1], y[i][2]));
 }
@@ -156,27 +161,49 @@ static void set_inertia(const ts_tissue *t, double *iw, const double *R, double 
   }
 }
 
-/* Sets iw for the threshold tau; whether the bound over hs then gives a
- * stable substep of href or more (1), or not (0), or -1 when out of
- * memory. Both bounds in one pass over the springs an iteration, and the
- * iterations stop once the answer is certain, yes or no
- * (ts__ms_scaled_bounds' reach): the same answers as each bound's whole
- * run taken apart
- * (test_prepare_short), so the same tau and the same inertia to the bit. */
-static int reaches_at(const ts_tissue *t, double *iw, const ts__hs *hs, uint32_t ns, const double *R,
-                      double tau, double drag, double href, double (*d)[3], double (*y)[3], double (*d1)[3],
-                      double (*y1)[3]) {
+/* The bisection's spring records, made once over the physical masses. A
+ * tau at or above the floor changes the inertia of a node only where
+ * (R_i / floor) w_i > 1 (set_inertia's test; a larger tau only lowers
+ * R_i / tau, rounding included): those nodes are marked, and each question
+ * remakes only the records with a marked end (ts__ms_abs_reweigh: the
+ * same bits as all of them afresh). That every other node kept its mass is
+ * checked at each question all the same; where one did not, every record
+ * is made afresh from then on. Making all the records for each question,
+ * as before, took a pass over every spring and, on a resolution-200
+ * patch (477,000 in-sheet springs), 34 MB of fresh memory each time. */
+typedef struct bisect {
+  const struct ts__ms *ms;
+  int sheet, all;
+  ts__asp *as;
+  uint32_t na, ni;
+  const uint32_t *idx;
+  const unsigned char *mark;
+} bisect;
+
+/* Sets iw for the threshold tau; whether the bound over the records then
+ * gives a stable substep of href or more (1), or not (0). Both bounds in
+ * one pass over the springs an iteration, and the iterations stop once the
+ * answer is certain, yes or no (ts__ms_scaled_bounds' reach): the same
+ * answers as each bound's whole run taken apart (test_prepare_short), so
+ * the same tau and the same inertia to the bit. */
+static int reaches_at(const ts_tissue *t, double *iw, bisect *q, const double *R, double tau, double drag,
+                      double href, double (*d)[3], double (*y)[3], double (*d1)[3], double (*y1)[3]) {
   set_inertia(t, iw, R, tau);
+  for (uint32_t i = 0; i < t->n_nodes && !q->all; i++)
+    if (!q->mark[i] && iw[i] != t->inv_mass[i]) q->all = 1;
+  if (q->all)
+    q->na = spring_records(t, q->ms, q->sheet, iw, q->as);
+  else
+    ts__ms_abs_reweigh(q->as, q->idx, q->ni, iw);
   const double reach[2] = {href, drag};
   double w2, g;
-  const int rc = ts__ms_scaled_bounds(t, iw, hs, ns, d, y, d1, y1, reach, &w2, &g);
-  if (rc < 0) return -1;
+  const int rc = ts__ms_abs_bounds(t, q->as, q->na, d, y, d1, y1, reach, &w2, &g);
   if (rc == 2) return 0;
   return rc == 1 || ts__ms_step_bound(w2, g + drag, 1.0) >= href;
 }
 
 int ts__ms_local_choose(const ts_tissue *t, struct ts__ms *ms, uint32_t n_col, double (*d)[3],
-                        double (*y)[3]) {
+                        double (*y)[3], ts__scratch *sc) {
   const uint32_t n = t->n_nodes;
   memcpy(ms->iw, t->inv_mass, sizeof *ms->iw * n);
   memset(ms->dm, 0, sizeof *ms->dm * n);
@@ -186,11 +213,8 @@ int ts__ms_local_choose(const ts_tissue *t, struct ts__ms *ms, uint32_t n_col, d
   if (!t->local_mass_scaling || !(w2r > 0) || !isfinite(w2r) || !(gr >= 0) || !isfinite(gr)) return 0;
   const int sheet = t->lms_ref_sheet != 0;
   if (sheet && !n_col) return 0;
-  uint32_t ns = 0;
-  int owned = 0;
-  const ts__hs *hs = spring_set(t, ms, sheet, &ns, &owned);
-  if (ns == UINT32_MAX) return -2;
-  if (!hs) return 0;
+  const uint32_t ns = spring_count(t, ms, sheet);
+  if (!ns) return 0;
   double *R = malloc(sizeof *R * n);
   double (*d1)[3] = malloc(sizeof *d1 * n), (*y1)[3] = malloc(sizeof *y1 * n);
   int rc = -2;
@@ -198,7 +222,7 @@ int ts__ms_local_choose(const ts_tissue *t, struct ts__ms *ms, uint32_t n_col, d
   const double drag = isfinite(t->drag) && t->drag > 0 ? t->drag : 0.0;
   const double href = ts__ms_step_bound(w2r, gr + drag, 1.0);
   double *iw = ms->iw;
-  node_rows(t, hs, ns, y, R);
+  node_rows(t, ms, sheet, y, R);
   /* the floor a hair above the unrefined tissue's largest row: a node the
    * refinement did not touch keeps its row (ts_refine.c keeps its mass)
    * and gets nothing */
@@ -209,71 +233,80 @@ int ts__ms_local_choose(const ts_tissue *t, struct ts__ms *ms, uint32_t n_col, d
   /* something to do only where a row is above every row of the unrefined
    * tissue (the floor) and the substep is short of the target */
   int r = 1;
-  if (floor_tau > 0 && hi > floor_tau &&
-      (r = reaches_at(t, iw, hs, ns, R, INFINITY, drag, href, d, y, d1, y1)) == 0) {
-    double lo = floor_tau;
-    if ((r = reaches_at(t, iw, hs, ns, R, lo, drag, href, d, y, d1, y1)) == 1)
-      for (int k = 0; k < LOCAL_HALVINGS; k++) {
-        const double mid = sqrt(lo * hi);
-        if ((r = reaches_at(t, iw, hs, ns, R, mid, drag, href, d, y, d1, y1)) < 0) break;
-        if (r)
-          lo = mid;
-        else
-          hi = mid;
-      }
-    if (r < 0) goto done;
-    set_inertia(t, iw, R, lo);
+  if (floor_tau > 0 && hi > floor_tau) {
+    /* the records, then the indices of those with a marked end, then the marks */
+    const size_t rb = ts__ms_abs_bytes(ns);
+    char *blk = ts__scratch_get(sc, rb + sizeof(uint32_t) * (size_t)ns + n);
+    if (!blk) goto done;
+    bisect q = {.ms = ms, .sheet = sheet, .as = (ts__asp *)(void *)blk};
+    uint32_t *idx = (uint32_t *)(void *)(blk + rb);
+    unsigned char *mark = (unsigned char *)(idx + ns);
     for (uint32_t i = 0; i < n; i++) {
-      if (!(t->inv_mass[i] > 0) || iw[i] == t->inv_mass[i]) continue;
-      const double m = 1.0 / t->inv_mass[i];
-      ms->dm[i] = 1.0 / iw[i] - m;
-      ms->dm_nodes++;
-      ms->dm_total += ms->dm[i];
-      ms->dm_region += m;
+      const double w = t->inv_mass[i];
+      mark[i] = w > 0 && R[i] / floor_tau * w > 1.0;
     }
-    ms->dm_target = href;
+    q.na = spring_records(t, ms, sheet, t->inv_mass, q.as);
+    q.ni = ts__ms_abs_touching(q.as, q.na, mark, idx);
+    q.idx = idx;
+    q.mark = mark;
+    if ((r = reaches_at(t, iw, &q, R, INFINITY, drag, href, d, y, d1, y1)) == 0) {
+      double lo = floor_tau;
+      if ((r = reaches_at(t, iw, &q, R, lo, drag, href, d, y, d1, y1)) == 1)
+        for (int k = 0; k < LOCAL_HALVINGS; k++) {
+          const double mid = sqrt(lo * hi);
+          if (reaches_at(t, iw, &q, R, mid, drag, href, d, y, d1, y1))
+            lo = mid;
+          else
+            hi = mid;
+        }
+      set_inertia(t, iw, R, lo);
+      for (uint32_t i = 0; i < n; i++) {
+        if (!(t->inv_mass[i] > 0) || iw[i] == t->inv_mass[i]) continue;
+        const double m = 1.0 / t->inv_mass[i];
+        ms->dm[i] = 1.0 / iw[i] - m;
+        ms->dm_nodes++;
+        ms->dm_total += ms->dm[i];
+        ms->dm_region += m;
+      }
+      ms->dm_target = href;
+    }
   }
-  if (r < 0) goto done;
   rc = 0; /* (a tau of INFINITY, the last one set where nothing is added, is the physical masses) */
 done:
   free(R);
   free(d1);
   free(y1);
-  if (owned) free((void *)hs);
   return rc;
 }
 
-int ts__ms_local_reference(ts_tissue *t, const struct ts__ms *ms, double (*d)[3], double (*y)[3]) {
+int ts__ms_local_reference(ts_tissue *t, const struct ts__ms *ms, double (*d)[3], double (*y)[3],
+                           ts__scratch *sc) {
   if (t->lms_ref[0] > 0 || ms->dm_nodes > 0) return 0;
   /* the springs the bounds are over: the in-sheet ones under selective
    * scaling (their own bounds, not the step's), else the step's */
-  uint32_t ns = 0;
-  int owned = 0;
-  const ts__hs *hs = spring_set(t, ms, ms->sms, &ns, &owned);
-  if (ns == UINT32_MAX) return -2;
-  if (!hs) return 0;
+  const int sheet = ms->sms != 0;
+  if (!spring_count(t, ms, sheet)) return 0;
   double *R = malloc(sizeof *R * t->n_nodes), top = 0;
-  if (!R) {
-    if (owned) free((void *)hs);
-    return -2;
-  }
+  if (!R) return -2;
   double w2 = ms->w2, g = ms->g;
-  if (ms->sms) { /* both at once, the same bounds */
+  if (sheet) { /* both at once, the same bounds */
     double (*d1)[3] = malloc(sizeof *d1 * t->n_nodes), (*y1)[3] = malloc(sizeof *y1 * t->n_nodes);
-    const int rc = d1 && y1 ? ts__ms_scaled_bounds(t, ms->iw, hs, ns, d, y, d1, y1, NULL, &w2, &g) : -1;
+    ts__asp *as = ts__scratch_get(sc, ts__ms_abs_bytes(spring_count(t, ms, sheet)));
+    const int rc = d1 && y1 && as
+                       ? ts__ms_abs_bounds(t, as, spring_records(t, ms, sheet, ms->iw, as), d, y, d1, y1,
+                                           NULL, &w2, &g)
+                       : -1;
     free(d1);
     free(y1);
     if (rc) {
       free(R);
-      if (owned) free((void *)hs);
       return -2;
     }
   }
-  node_rows(t, hs, ns, y, R);
+  node_rows(t, ms, sheet, y, R);
   for (uint32_t i = 0; i < t->n_nodes; i++)
     if (t->inv_mass[i] > 0) top = fmax(top, R[i] * t->inv_mass[i]);
   free(R);
-  if (owned) free((void *)hs);
   if (!(w2 > 0) || !isfinite(w2) || !(g >= 0) || !isfinite(g) || !(top > 0) || !isfinite(top)) return 0;
   t->lms_ref[0] = w2;
   t->lms_ref[1] = g;

@@ -125,25 +125,24 @@ double ts__ms_sms_mass_dot(const ts_tissue *t, const struct ts__ms *ms, const do
  * the relative motion's frequency sqrt(k_t / (mu + beta)) down to w_t, the
  * bound on the in-sheet springs alone (so the scaling never reaches below
  * what the sheets' own resolution limits the step to). A spring's ends are
- * placed in their sheets through ms->col. scratch: 3 n_nodes doubles.
- * Returns 0, -1 when there is nothing to scale, -2 when out of memory. */
-int ts__ms_sms_choose(const ts_tissue *t, struct ts__ms *ms, double (*d)[3], double (*y)[3]) {
+ * placed in their sheets through ms->col. d, y: 3 n_nodes doubles each;
+ * sc: scratch for the in-sheet springs' records. Returns 0, -1 when there
+ * is nothing to scale, -2 when out of memory. */
+int ts__ms_sms_choose(const ts_tissue *t, struct ts__ms *ms, double (*d)[3], double (*y)[3],
+                      ts__scratch *sc) {
   const uint32_t nv = ms->nv, n = t->n_nodes, *col = ms->col;
   uint32_t ne = 0;
   for (uint32_t s = 0; s < t->n_springs; s++) ne += t->springs[s].kind == TS_SPRING_EDGE;
   if (ne == 0) return -1;
-  ts__hs *edges = malloc(sizeof *edges * ne);
+  /* the in-sheet springs' records made from t's springs as the bound reads
+   * them (no copy of them as hot springs first) in the caller's scratch */
+  ts__asp *as = ts__scratch_get(sc, ts__ms_abs_bytes(ne));
   uint32_t *sheet = malloc(sizeof *sheet * n); /* node -> its sheet */
-  if (!edges || !sheet) {
-    free(edges);
+  if (!as || !sheet) {
     free(sheet);
     return -2;
   }
-  ne = 0;
-  for (uint32_t s = 0; s < t->n_springs; s++)
-    if (t->springs[s].kind == TS_SPRING_EDGE) ts__ms_hot_spring(&t->springs[s], &edges[ne++]);
-  double wt2 = ts__ms_scaled_bound(t, ms->iw, edges, ne, 0, d, y);
-  free(edges);
+  double wt2 = ts__ms_abs_bound(t, as, ts__ms_abs_fill_sheet(t, ms->iw, as), 0, d, y);
   if (!(wt2 > 0) || !isfinite(wt2)) {
     free(sheet);
     return -1;

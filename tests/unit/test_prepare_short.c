@@ -16,7 +16,11 @@
  *   - the power iterations told the substep the selective scaling has to
  *     beat (beat): 1 exactly when the whole's estimates do not beat it,
  *     the estimates bit for bit the whole's where they do, and an early
- *     stop where the scaling clearly loses.
+ *     stop where the scaling clearly loses;
+ *   - the bounds' spring records kept in one scratch block, filled once and
+ *     remade only at the ends of nodes whose inertia changed (the local
+ *     scaling's bisection), the in-sheet ones made straight from the
+ *     springs: the same records, bounds and weights as made afresh.
  * On the default patch refined by Loop (its local mass scaling at work)
  * and unrefined. Tolerances: none; every comparison is exact, since the
  * shortcuts are meant to change no bit.
@@ -164,7 +168,7 @@ START_TEST(test_power_beat) {
   double (*s[4])[3];
   scratch(s, n);
   double pw, pg;
-  ck_assert_int_eq(ts__ms_power_bounds(t, ms, s[0], s[1], s[2], s[3], NULL, &pw, &pg), 0);
+  ck_assert_int_eq(ts__ms_power_bounds(t, ms, s[0], s[1], s[2], s[3], NULL, &pw, &pg, NULL), 0);
   /* the prepared bounds are these, with their margin */
   ck_assert(same_bits(ms->w2, TS__SMS_MARGIN * pw));
   ck_assert(same_bits(ms->g, TS__SMS_MARGIN * pg));
@@ -173,7 +177,7 @@ START_TEST(test_power_beat) {
   for (size_t q = 0; q < sizeof hs / sizeof hs[0]; q++) {
     const double beat[2] = {hs[q], drag};
     double w2, g;
-    const int rc = ts__ms_power_bounds(t, ms, s[0], s[1], s[2], s[3], beat, &w2, &g);
+    const int rc = ts__ms_power_bounds(t, ms, s[0], s[1], s[2], s[3], beat, &w2, &g, NULL);
     ck_assert_int_eq(rc, hp > hs[q] ? 0 : 1); /* kept exactly when the whole's beat it */
     ck_assert(w2 <= pw && g <= pg);          /* the estimates so far never above the whole's */
     if (rc == 0) {
@@ -184,8 +188,101 @@ START_TEST(test_power_beat) {
   /* ten times the substep is lost at once, long before the 80th iteration */
   const double far[2] = {10 * hp, drag};
   double w2, g;
-  ck_assert_int_eq(ts__ms_power_bounds(t, ms, s[0], s[1], s[2], s[3], far, &w2, &g), 1);
+  ck_assert_int_eq(ts__ms_power_bounds(t, ms, s[0], s[1], s[2], s[3], far, &w2, &g, NULL), 1);
   ck_assert(w2 < pw || g < pg);
+  for (int k = 0; k < 4; k++) free(s[k]);
+  ts_tissue_destroy(t);
+}
+END_TEST
+
+/* The bounds' spring records as the preparation keeps them (one scratch
+ * block, filled once, remade only where a node's inertia changed): the
+ * same records, bounds and weights, bit for bit, as made afresh. */
+START_TEST(test_records) {
+  ts_tissue *t = make(_i);
+  const struct ts__ms *ms = t->ms;
+  const uint32_t n = t->n_nodes, ns = ms->n_springs;
+  double (*s[4])[3];
+  scratch(s, n);
+  ts__scratch sc = {0};
+  ts__asp *as = ts__scratch_get(&sc, ts__ms_abs_bytes(ns));
+  ck_assert_ptr_nonnull(as);
+  ck_assert_ptr_eq(ts__scratch_get(&sc, 8), as); /* a smaller need: the same block */
+  ts__asp *fresh = malloc(ts__ms_abs_bytes(ns));
+  ck_assert_ptr_nonnull(fresh);
+
+  /* the in-sheet records made from the springs equal those made from a
+   * copy of them as hot springs (what the bisection and the selective
+   * scaling read before) */
+  ts__hs *edges = malloc(sizeof *edges * t->n_springs);
+  ck_assert_ptr_nonnull(edges);
+  uint32_t ne = 0;
+  for (uint32_t k = 0; k < t->n_springs; k++)
+    if (t->springs[k].kind == TS_SPRING_EDGE) ts__ms_hot_spring(&t->springs[k], &edges[ne++]);
+  ck_assert_uint_gt(ne, 0);
+  const uint32_t na_sheet = ts__ms_abs_fill_sheet(t, ms->iw, as);
+  ck_assert_uint_eq(ts__ms_abs_fill(t, ms->iw, edges, ne, fresh), na_sheet);
+  ck_assert_int_eq(memcmp(as, fresh, ts__ms_abs_bytes(na_sheet)), 0);
+  ck_assert(same_bits(ts__ms_abs_bound(t, as, na_sheet, 0, s[0], s[1]),
+                      ts__ms_scaled_bound(t, ms->iw, edges, ne, 0, s[2], s[3])));
+  ck_assert_int_eq(memcmp(s[0], s[2], sizeof *s[0] * n), 0);
+
+  /* over the step's springs: both bounds, their weights and a reach answer */
+  const uint32_t na = ts__ms_abs_fill(t, ms->iw, ms->hs, ns, as);
+  ck_assert_uint_gt(na, 0);
+  double w2a, ga, w2b, gb;
+  ck_assert_int_eq(ts__ms_abs_bounds(t, as, na, s[0], s[1], s[2], s[3], NULL, &w2a, &ga), 0);
+  double (*wd)[3] = malloc(sizeof *wd * n);
+  ck_assert_ptr_nonnull(wd);
+  memcpy(wd, s[0], sizeof *wd * n);
+  ck_assert_int_eq(ts__ms_scaled_bounds(t, ms->iw, ms->hs, ns, s[0], s[1], s[2], s[3], NULL, &w2b, &gb), 0);
+  ck_assert(same_bits(w2a, w2b) && same_bits(ga, gb));
+  ck_assert_int_eq(memcmp(wd, s[0], sizeof *wd * n), 0);
+  ck_assert(same_bits(ts__ms_abs_bound(t, as, na, 1, s[0], s[1]), gb));
+  const double reach[2] = {0.99 * ts__ms_step_bound(w2b, gb + drag, 1.0), drag};
+  const int ra = ts__ms_abs_bounds(t, as, na, s[0], s[1], s[2], s[3], reach, &w2a, &ga);
+  ck_assert_int_eq(ts__ms_scaled_bounds(t, ms->iw, ms->hs, ns, s[0], s[1], s[2], s[3], reach, &w2b, &gb), ra);
+  ck_assert(same_bits(w2a, w2b) && same_bits(ga, gb));
+
+  /* a few nodes' inertia changed: the records at their ends remade equal
+   * all of them made afresh, and only those are listed */
+  double *iw2 = malloc(sizeof *iw2 * n);
+  unsigned char *mark = calloc(n, 1);
+  uint32_t *idx = malloc(sizeof *idx * na);
+  ck_assert(iw2 && mark && idx);
+  memcpy(iw2, ms->iw, sizeof *iw2 * n);
+  uint32_t changed = 0;
+  for (uint32_t i = 0; i < n; i += 97)
+    if (iw2[i] > 0) {
+      iw2[i] *= 0.37;
+      mark[i] = 1;
+      changed++;
+    }
+  ck_assert_uint_gt(changed, 3);
+  const uint32_t ni = ts__ms_abs_touching(as, na, mark, idx);
+  ck_assert(ni >= changed && ni < na);
+  ts__ms_abs_reweigh(as, idx, ni, iw2);
+  ck_assert_uint_eq(ts__ms_abs_fill(t, iw2, ms->hs, ns, fresh), na);
+  ck_assert_int_eq(memcmp(as, fresh, ts__ms_abs_bytes(na)), 0);
+  /* and back */
+  ts__ms_abs_reweigh(as, idx, ni, ms->iw);
+  ck_assert_uint_eq(ts__ms_abs_fill(t, ms->iw, ms->hs, ns, fresh), na);
+  ck_assert_int_eq(memcmp(as, fresh, ts__ms_abs_bytes(na)), 0);
+
+  /* the power iterations in the scratch block: the same estimates */
+  double pw, pg, qw, qg;
+  ck_assert_int_eq(ts__ms_power_bounds(t, ms, s[0], s[1], s[2], s[3], NULL, &pw, &pg, NULL), 0);
+  ck_assert_int_eq(ts__ms_power_bounds(t, ms, s[0], s[1], s[2], s[3], NULL, &qw, &qg, &sc), 0);
+  ck_assert(same_bits(pw, qw) && same_bits(pg, qg));
+
+  free(iw2);
+  free(mark);
+  free(idx);
+  free(wd);
+  free(edges);
+  free(fresh);
+  ts__scratch_free(&sc);
+  ck_assert_ptr_null(sc.p);
   for (int k = 0; k < 4; k++) free(s[k]);
   ts_tissue_destroy(t);
 }
@@ -198,6 +295,7 @@ static Suite *suite(void) {
   tcase_add_loop_test(tc, test_hot_order, 0, 2);
   tcase_add_loop_test(tc, test_reach_answers, 0, 2);
   tcase_add_loop_test(tc, test_power_beat, 0, 2);
+  tcase_add_loop_test(tc, test_records, 0, 2);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -248,9 +248,9 @@ START_TEST(test_build_passes_stop) {
   ck_assert(x0 && y0 && x1 && y1);
   double w2 = -1, g = -1;
   atomic_store(&stop, 1);
-  ck_assert_int_eq(ts__ms_power_bounds(t, t->ms, x0, y0, x1, y1, NULL, &w2, &g), -2);
+  ck_assert_int_eq(ts__ms_power_bounds(t, t->ms, x0, y0, x1, y1, NULL, &w2, &g, NULL), -2);
   atomic_store(&stop, 0);
-  ck_assert_int_eq(ts__ms_power_bounds(t, t->ms, x0, y0, x1, y1, NULL, &w2, &g), 0);
+  ck_assert_int_eq(ts__ms_power_bounds(t, t->ms, x0, y0, x1, y1, NULL, &w2, &g, NULL), 0);
   ck_assert(w2 > 0 && isfinite(w2) && g > 0 && isfinite(g));
   free(x0);
   free(y0);
