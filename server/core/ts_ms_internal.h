@@ -322,7 +322,9 @@ double ts__ms_scaled_bound(const ts_tissue *t, const double *iw, const ts__hs *h
  * more: the iterations stop as soon as the answer is certain
  * (ts_ms_bounds.c), and *w2, *g are then the bounds so far. Returns 0 (ran
  * to the end: the answer from *w2, *g), 1 (reached, stopped early), 2 (out
- * of reach, stopped early) or -1 when out of memory. */
+ * of reach, stopped early) or -1 when out of memory. The preparation uses
+ * the kept-records form below (ts__ms_abs_bounds); this one, which makes
+ * its records for the one call, is what test_prepare_short holds it to. */
 int ts__ms_scaled_bounds(const ts_tissue *t, const double *iw, const ts__hs *hs, uint32_t ns,
                          double (*d0)[3], double (*y0)[3], double (*d1)[3], double (*y1)[3],
                          const double *reach, double *w2, double *g);

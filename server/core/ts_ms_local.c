@@ -285,13 +285,14 @@ int ts__ms_local_reference(ts_tissue *t, const struct ts__ms *ms, double (*d)[3]
   /* the springs the bounds are over: the in-sheet ones under selective
    * scaling (their own bounds, not the step's), else the step's */
   const int sheet = ms->sms != 0;
-  if (!spring_count(t, ms, sheet)) return 0;
+  const uint32_t ns = spring_count(t, ms, sheet);
+  if (!ns) return 0;
   double *R = malloc(sizeof *R * t->n_nodes), top = 0;
   if (!R) return -2;
   double w2 = ms->w2, g = ms->g;
   if (sheet) { /* both at once, the same bounds */
     double (*d1)[3] = malloc(sizeof *d1 * t->n_nodes), (*y1)[3] = malloc(sizeof *y1 * t->n_nodes);
-    ts__asp *as = ts__scratch_get(sc, ts__ms_abs_bytes(spring_count(t, ms, sheet)));
+    ts__asp *as = ts__scratch_get(sc, ts__ms_abs_bytes(ns));
     const int rc = d1 && y1 && as
                        ? ts__ms_abs_bounds(t, as, spring_records(t, ms, sheet, ms->iw, as), d, y, d1, y1,
                                            NULL, &w2, &g)
