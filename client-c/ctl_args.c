@@ -117,6 +117,15 @@ void ctl_usage(FILE *out) {
           "                            --model-id first installs stored model ID (refused,\n"
           "                            TS_EMISMATCH, when it is of another tissue,\n"
           "                            material or solve)\n"
+          "  reset --session N         join session N as a tool controller and put its\n"
+          "                            tissue back at rest (also restarts a session that\n"
+          "                            stopped on divergence); prints\n"
+          "                            {\"session_id\":N,\"reset\":true}\n"
+          "  end --session N           join session N as a tool controller and end it for\n"
+          "                            every client (what frees a --max-sessions-per-key\n"
+          "                            place); prints {\"session_id\":N,\"ended\":true}.\n"
+          "                            Both need the key or a controller token of N, and a\n"
+          "                            free tool in N (--max-tools)\n"
           "  models list [--tissue NAME]\n"
           "                            the stored learned models (of one tissue), one per\n"
           "                            line: model_id, tissue, material, kind, version,\n"
@@ -414,7 +423,8 @@ int ctl_parse_args(int argc, char **argv, const char *default_cred, ctl_args *o)
       max_edge_given = 1;
     } else if (!strcmp(a, "--session") &&
                (!strcmp(cmd, "poke") || !strcmp(cmd, "watch") || !strcmp(cmd, "refine") ||
-                !strcmp(cmd, "train") || !strcmp(cmd, "shortcut"))) {
+                !strcmp(cmd, "train") || !strcmp(cmd, "shortcut") || !strcmp(cmd, "reset") ||
+                !strcmp(cmd, "end"))) {
       b = parse_int(o, a, v, 1, 4294967295.0, &o->session);
     } else if (!strcmp(a, "--depth") && !strcmp(cmd, "poke")) {
       b = parse_num(o, a, v, 0, 0.05, &o->depth);
@@ -446,12 +456,15 @@ int ctl_parse_args(int argc, char **argv, const char *default_cred, ctl_args *o)
   o->is_refine = !strcmp(cmd, "refine");
   o->is_train = !strcmp(cmd, "train");
   o->is_shortcut = !strcmp(cmd, "shortcut");
+  o->is_reset = !strcmp(cmd, "reset");
+  o->is_end = !strcmp(cmd, "end");
   if (strcmp(cmd, "sessions") && strcmp(cmd, "create") && !o->is_poke && !o->is_watch && !verb &&
-      !o->is_refine && !o->is_train && !o->is_shortcut) {
+      !o->is_refine && !o->is_train && !o->is_shortcut && !o->is_reset && !o->is_end) {
     bad(o, "unknown command '%s' (see --help)", cmd);
     return CTL_ERROR;
   }
-  if ((o->is_poke || o->is_watch || o->is_refine || o->is_train || o->is_shortcut) &&
+  if ((o->is_poke || o->is_watch || o->is_refine || o->is_train || o->is_shortcut ||
+       o->is_reset || o->is_end) &&
       o->session < 0) {
     bad(o, "%s needs --session N", cmd);
     return CTL_ERROR;

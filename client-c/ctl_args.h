@@ -32,9 +32,9 @@ enum {
 typedef struct ctl_args {
   const char *host, *cred;   /* cred: --key or --token, else the default given */
   double port, timeout;      /* whole port 1..65535; timeout ms 1..3600000 */
-  const char *cmd;           /* sessions, create, poke, watch, refine, models, train or
-                                shortcut */
-  int is_poke, is_watch, is_refine, is_train, is_shortcut;
+  const char *cmd;           /* sessions, create, poke, watch, refine, models, train,
+                                shortcut, reset or end */
+  int is_poke, is_watch, is_refine, is_train, is_shortcut, is_reset, is_end;
   /* create */
   const char *tissue;        /* default stomach-patch; never "" */
   const char *mesh, *mesh_name, *layers_s; /* mesh_name and layers_s only with mesh */
@@ -56,7 +56,7 @@ typedef struct ctl_args {
   const char *verb_arg;      /* the id or file of export, import, delete */
   int64_t verb_id;           /* export, delete: verb_arg as a model id (> 0); else 0 */
   const char *model_tissue;  /* models list --tissue; never "" */
-  /* poke, watch, refine, train, shortcut */
+  /* poke, watch, refine, train, shortcut, reset, end */
   double session;            /* -1 when not given */
   double depth, seconds, radius, rate;
   double frames;             /* watch: stop after this many frames; 0 = no limit */

@@ -3,8 +3,8 @@
  * protocol port, built on libtissueclient. Lists and creates sessions, runs a
  * scripted poke as a tool controller, watches a session as an observer,
  * trains a quasi-static session's learned shortcut and switches it between
- * the model and the solve, or lists, exports, imports and deletes stored
- * learned models, printing JSON on stdout (messages go to stderr). The command line is parsed
+ * the model and the solve, resets or ends a session, or lists, exports,
+ * imports and deletes stored learned models, printing JSON on stdout (messages go to stderr). The command line is parsed
  * and checked in ctl_args.c, and the file a command sends (a mesh, a model
  * document) is read, before anything connects.
  */
@@ -530,6 +530,20 @@ static int cmd_shortcut(tc_client *c, uint32_t session, int learned, int64_t mod
   return 0;
 }
 
+/* ---- session control (reset, end) --------------------------------------------------- */
+
+/* ResetSession and EndSession are a controller's requests: joins session as
+ * the controller of a free tool (parked away from the tissue until a pose
+ * comes, which none does), then asks. */
+static int cmd_control(tc_client *c, uint32_t session, int end) {
+  if (join_controller(c, session)) return 1;
+  const int rc = end ? tc_end_session(c, session) : tc_reset_session(c, session);
+  if (rc != 0)
+    return die("%s: %s", end ? "ending the session" : "resetting the session", tc_last_error(c));
+  printf("{\"session_id\":%u,\"%s\":true}\n", session, end ? "ended" : "reset");
+  return 0;
+}
+
 /* ---- main ------------------------------------------------------------------------- */
 
 int main(int argc, char **argv) {
@@ -590,6 +604,8 @@ int main(int argc, char **argv) {
     rc = cmd_shortcut(c, (uint32_t)o.session, o.use_learned, (int64_t)o.model_id);
   else if (o.is_refine)
     rc = cmd_refine(c, &o);
+  else if (o.is_reset || o.is_end)
+    rc = cmd_control(c, (uint32_t)o.session, o.is_end);
   else
     rc = cmd_frames(c, (uint32_t)o.session, o.is_poke, o.seconds, (long)o.frames, o.radius,
                     o.depth, (uint32_t)o.rate, o.have_mu ? o.mu : NULL);

@@ -264,7 +264,8 @@ static void on_create(ts_conn *c, uint64_t rid, const Tissued__V1__CreateSession
   if ((int)ts_server_sessions_of_key(s, c->key_index) >= s->cfg.max_sessions_per_key) {
     limit_refused(s, TS_LIMIT_SESSIONS_KEY);
     ts_send_error(c, rid, TS_EFULL,
-                  "this server key has created its maximum of %d live sessions (end one first)",
+                  "this server key has created its maximum of %d live sessions (end one "
+                  "first: EndSession, e.g. tissuectl end --session N)",
                   s->cfg.max_sessions_per_key);
     return;
   }

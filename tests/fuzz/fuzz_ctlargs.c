@@ -11,8 +11,8 @@
  * CTL_RUN, CTL_HELP, CTL_USAGE, CTL_ERROR; an error says why in a
  * terminated message; a command to run holds what main() relies on without
  * checking again: a known command, the verb and its argument of models, a
- * session id for poke, watch, refine, train and shortcut that fits a
- * uint32_t, a solver 0..3 and not with --mesh, --self-contact only for create
+ * session id for poke, watch, refine, train, shortcut, reset and end that
+ * fits a uint32_t, a solver 0..3 and not with --mesh, --self-contact only for create
  * without --mesh, --use learned or solve given
  * to shortcut and to no other command, a model id 0 or whole, only for
  * shortcut, a model kind only for train, every number
@@ -75,7 +75,8 @@ static void check_run(const fuzz_argv *a, const ctl_args *o, const char *cred) {
   const char *cmd = o->cmd;
   check_str(a, cmd, NULL, 0);
   if (!is(cmd, "sessions") && !is(cmd, "create") && !is(cmd, "poke") && !is(cmd, "watch") &&
-      !is(cmd, "refine") && !is(cmd, "models") && !is(cmd, "train") && !is(cmd, "shortcut"))
+      !is(cmd, "refine") && !is(cmd, "models") && !is(cmd, "train") && !is(cmd, "shortcut") &&
+      !is(cmd, "reset") && !is(cmd, "end"))
     abort();
   check_str(a, o->host, DEFAULT_HOST, 0);
   check_str(a, o->cred, cred, 1);
@@ -83,7 +84,8 @@ static void check_run(const fuzz_argv *a, const ctl_args *o, const char *cred) {
   check_num(o->timeout, 1, 3600000, 0);
   if (o->is_poke != is(cmd, "poke") || o->is_watch != is(cmd, "watch") ||
       o->is_refine != is(cmd, "refine") || o->is_train != is(cmd, "train") ||
-      o->is_shortcut != is(cmd, "shortcut"))
+      o->is_shortcut != is(cmd, "shortcut") || o->is_reset != is(cmd, "reset") ||
+      o->is_end != is(cmd, "end"))
     abort();
   /* the learned shortcut: create --solver, train --model, shortcut --use/--model-id */
   if (o->solver < 0 || o->solver > 3 || (o->solver && o->mesh)) abort();
@@ -134,8 +136,10 @@ static void check_run(const fuzz_argv *a, const ctl_args *o, const char *cred) {
   if (!o->layers_s != !o->n_layers || o->n_layers < 0 || o->n_layers > CTL_MAX_LAYERS) abort();
   for (int k = 0; k < o->n_layers; k++)
     if (!isfinite(o->layers[k]) || !(o->layers[k] > 0)) abort();
-  /* poke, watch, refine, train, shortcut */
-  if (o->is_poke || o->is_watch || o->is_refine || o->is_train || o->is_shortcut)
+  /* poke, watch, refine, train, shortcut, reset, end */
+  const int takes_session = o->is_poke || o->is_watch || o->is_refine || o->is_train ||
+                            o->is_shortcut || o->is_reset || o->is_end;
+  if (takes_session)
     check_num(o->session, 1, 4294967295.0, 1);
   else if (o->session != -1)
     abort();
@@ -161,8 +165,7 @@ static void check_run(const fuzz_argv *a, const ctl_args *o, const char *cred) {
   if (o->leb && !o->is_refine) abort();
   if (o->midpoints && !o->is_refine) abort();
   /* what main() casts (the session id only for the commands that take it) */
-  if (o->is_poke || o->is_watch || o->is_refine || o->is_train || o->is_shortcut)
-    sink += (uint32_t)o->session;
+  if (takes_session) sink += (uint32_t)o->session;
   sink += (uint64_t)o->model_id;
   sink += (uint32_t)o->substeps + (uint32_t)o->rate + (unsigned)o->port;
 }

@@ -13,6 +13,9 @@
  *     with the observer token sees frames, refine (away from the
  *     press: see there) grows the vertex count and a
  *     later watch sees the refined tissue; refine --midpoints refines again;
+ *     reset puts it back (refused to its observer token); end ends it (with a
+ *     controller token of it: sessions no longer lists it, a second end finds
+ *     no session) and so frees the key's place under --max-sessions-per-key;
  *   - a mesh upload (the shared liver, centimetres) and a session of the
  *     stored tissue by name; models list on an empty database;
  *   - the learned shortcut from the command line (issue 6): create --solver
@@ -77,7 +80,7 @@ START_TEST(test_help_and_usage) {
   const char *cmds[] = {"sessions",      "create",        "poke",          "refine",
                         "watch",         "models list",   "models export", "models import",
                         "models delete", "--token",       "--solver",      "train --session",
-                        "shortcut --session"};
+                        "shortcut --session", "reset --session", "end --session"};
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
     ck_assert_msg(strstr(o.out, cmds[i]) != NULL, "--help does not mention %s", cmds[i]);
   /* --max-edge is described, not only listed in the synopsis */
@@ -98,6 +101,12 @@ START_TEST(test_help_and_usage) {
   expect_refusal(&o, 2, "--use learned or --use solve");
   run_ctl(&o, "--port", "1", "train");
   expect_refusal(&o, 2, "train needs --session N");
+  run_ctl(&o, "--port", "1", "end");
+  expect_refusal(&o, 2, "end needs --session N");
+  run_ctl(&o, "--port", "1", "reset", "--session", "0");
+  expect_refusal(&o, 2, "--session");
+  run_ctl(&o, "--port", "1", "end", "--session", "1", "--seconds", "1");
+  expect_refusal(&o, 2, "unknown or incomplete option '--seconds' for 'end'");
   run_ctl(&o, "--port", "70000", "sessions");
   expect_refusal(&o, 2, "--port");
   run_ctl(&o, "--port", "1", "watch", "--session", "1", "--token");
@@ -183,7 +192,14 @@ START_TEST(test_session_life) {
   char observer[64], sid_s[16];
   jstr(v[0], "observer_token", observer, sizeof observer);
   ck_assert_uint_eq(strlen(observer), 32);
-  ck_assert_ptr_nonnull(strstr(v[0], "\"controller_tokens\":[\""));
+  const char *ct = strstr(v[0], "\"controller_tokens\":[\"");
+  ck_assert_ptr_nonnull(ct);
+  char controller[64]; /* the first tool's token, for end below */
+  ct += strlen("\"controller_tokens\":[\"");
+  const char *ce = strchr(ct, '"');
+  ck_assert_msg(ce && ce - ct == 32, "controller token: %s", v[0]);
+  memcpy(controller, ct, 32);
+  controller[32] = '\0';
   snprintf(sid_s, sizeof sid_s, "%.0f", sid);
 
   run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "sessions");
@@ -275,6 +291,60 @@ START_TEST(test_session_life) {
   expect_refusal(&o, 1, "TS_ENOSESSION");
   run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "refine", "--session", "99");
   expect_refusal(&o, 1, "TS_ENOSESSION");
+
+  /* reset and end: a controller's requests. The observer token may do
+   * neither; the key resets; a controller token of the session ends it,
+   * and it is gone from the list; a second end finds no session */
+  run_ctl(&o, "--port", port, "--token", observer, "reset", "--session", sid_s);
+  expect_refusal(&o, 1, "TS_EAUTH");
+  run_ctl(&o, "--port", port, "--token", observer, "end", "--session", sid_s);
+  expect_refusal(&o, 1, "TS_EAUTH");
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "reset", "--session", sid_s);
+  ck_assert_msg(o.status == 0, "reset: %s", o.err);
+  ck_assert_int_eq(lines(&o, v, 512), 1);
+  ck_assert(jnum(v[0], "session_id") == sid);
+  ck_assert_ptr_nonnull(strstr(v[0], "\"reset\":true"));
+  run_ctl(&o, "--port", port, "--token", controller, "end", "--session", sid_s);
+  ck_assert_msg(o.status == 0, "end: %s", o.err);
+  ck_assert_int_eq(lines(&o, v, 512), 1);
+  ck_assert(jnum(v[0], "session_id") == sid);
+  ck_assert_ptr_nonnull(strstr(v[0], "\"ended\":true"));
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "sessions");
+  ck_assert_int_eq(o.status, 0);
+  ck_assert_uint_eq(o.n_out, 0);
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "end", "--session", sid_s);
+  expect_refusal(&o, 1, "TS_ENOSESSION");
+
+  char why[256];
+  ck_assert_msg(ts_dproc_stop(&d, 5000, why, sizeof why) == 0, "%s", why);
+}
+END_TEST
+
+/* The key's place under --max-sessions-per-key comes back when tissuectl
+ * ends one of its sessions: the daemon's refusal says how, and after the end
+ * a create passes again. */
+START_TEST(test_end_frees_a_place) {
+  ts_dproc d;
+  char err[256], port[16];
+  const char *args[] = {"--max-sessions-per-key", "1", NULL};
+  ck_assert_msg(ts_dproc_start(&d, args, err, sizeof err) == 0, "%s", err);
+  snprintf(port, sizeof port, "%d", d.tcp_port);
+  static ctl_run o;
+  char *v[16], sid_s[16];
+
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "create");
+  ck_assert_msg(o.status == 0, "create: %s", o.err);
+  ck_assert_int_eq(lines(&o, v, 16), 1);
+  snprintf(sid_s, sizeof sid_s, "%.0f", jnum(v[0], "session_id"));
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "create");
+  expect_refusal(&o, 1, "TS_EFULL");
+  ck_assert_ptr_nonnull(strstr(o.err, "tissuectl end --session N"));
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "end", "--session", sid_s);
+  ck_assert_msg(o.status == 0, "end: %s", o.err);
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "create");
+  ck_assert_msg(o.status == 0, "create after end: %s", o.err);
+  ck_assert_int_eq(lines(&o, v, 16), 1);
+  ck_assert(jnum(v[0], "session_id") > 0);
 
   char why[256];
   ck_assert_msg(ts_dproc_stop(&d, 5000, why, sizeof why) == 0, "%s", why);
@@ -463,6 +533,7 @@ int main(void) {
   tcase_set_timeout(tc, 300);
   tcase_add_test(tc, test_help_and_usage);
   tcase_add_test(tc, test_session_life);
+  tcase_add_test(tc, test_end_frees_a_place);
   tcase_add_test(tc, test_meshes_and_models);
   tcase_add_test(tc, test_shortcut);
   suite_add_tcase(s, tc);
