@@ -62,6 +62,16 @@ void ctl_usage(FILE *out) {
           "                            (up to 1 mm) and thins the layers (to 0.1 at least)\n"
           "                            and says so: \"moved_vertices\",\"max_move\" (m),\n"
           "                            \"thinned_vertices\",\"min_depth_fraction\",\"warning\"\n"
+          "  create [--layers T1,...] --materials M1,M2,...\n"
+          "                            the layers' laws from stored material fits by name,\n"
+          "                            one per layer, outermost first: the fits of the\n"
+          "                            layer's name in both directions ('materials' lists\n"
+          "                            them). The list's length is the number of layers,\n"
+          "                            as with --layers (the patch has 3: mucosa,\n"
+          "                            submucosa, muscularis); an empty name keeps that\n"
+          "                            layer's own law: lab-1,, gives the mucosa lab-1\n"
+          "                            alone. The built-in patch or a --mesh upload (a\n"
+          "                            stored tissue keeps its own)\n"
           "  create [--tissue NAME] --solver mass-spring|xpbd|quasi-static\n"
           "                            the session's solver (default: the daemon's,\n"
           "                            mass-spring). A quasi-static session learns the\n"
@@ -126,6 +136,18 @@ void ctl_usage(FILE *out) {
           "                            place); prints {\"session_id\":N,\"ended\":true}.\n"
           "                            Both need the key or a controller token of N, and a\n"
           "                            free tool in N (--max-tools)\n"
+          "  materials [--tissue NAME] the stored material fits of sigma = a e^(b strain)\n"
+          "                            (of one tissue), one per line: id, tissue, layer,\n"
+          "                            direction, name, a (Pa), b, rmse (Pa), r2, samples;\n"
+          "                            the shipped table's are named \"default\"\n"
+          "  fit FILE --layer L --direction axial|radial --name N [--tissue T]\n"
+          "                            fit a and b to FILE's \"strain,stress\" lines\n"
+          "                            (stress in Pa; '-' reads stdin) and store the fit in\n"
+          "                            the daemon's database as N for tissue T (default\n"
+          "                            stomach, the built-in patch's) and layer L (needs\n"
+          "                            the key); a session takes N for L once both\n"
+          "                            directions have it (create --materials). tissuetool\n"
+          "                            fit does the same offline\n"
           "  models list [--tissue NAME]\n"
           "                            the stored learned models (of one tissue), one per\n"
           "                            line: model_id, tissue, material, kind, version,\n"
@@ -210,6 +232,28 @@ static int parse_layers(ctl_args *o, const char *s) {
     return bad(o, "--layers needs 1 to %d thicknesses in metres (> 0), comma-separated, not '%s'",
                CTL_MAX_LAYERS, s);
   o->n_layers = n;
+  return 0;
+}
+
+/* --materials: 1..CTL_MAX_LAYERS names, comma-separated, each at most 63
+ * bytes without a comma; an empty one keeps that layer's law, but not all
+ * of them. */
+static int parse_materials(ctl_args *o, const char *s) {
+  int n = 0, named = 0;
+  for (const char *p = s;; n++) {
+    const char *e = strchr(p, ',');
+    const size_t len = e ? (size_t)(e - p) : strlen(p);
+    if (n == CTL_MAX_LAYERS || len > 63)
+      return bad(o, "--materials needs 1 to %d fit names of at most 63 bytes, comma-separated, "
+                    "not '%s'", CTL_MAX_LAYERS, s);
+    memcpy(o->materials[n], p, len);
+    o->materials[n][len] = '\0';
+    named += len > 0;
+    if (!e) break;
+    p = e + 1;
+  }
+  if (!named) return bad(o, "--materials names no fit: '%s'", s);
+  o->n_materials = n + 1;
   return 0;
 }
 
@@ -325,6 +369,15 @@ int ctl_parse_args(int argc, char **argv, const char *default_cred, ctl_args *o)
       if (strcmp(verb, "import") && parse_model_id(o, verb, o->verb_arg)) return CTL_ERROR;
     }
   }
+  if (!strcmp(cmd, "fit")) {
+    if (i >= argc || (argv[i][0] == '-' && argv[i][1])) { /* "-": standard input */
+      if (i < argc && (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))) return CTL_HELP;
+      bad(o, "fit needs a file of \"strain,stress\" lines first (fit FILE --layer L ...)");
+      return CTL_ERROR;
+    }
+    o->fit_file = argv[i++];
+    o->fit_tissue = "stomach";
+  }
   const char *verb = o->verb;
   o->scale = 1;
   o->session = -1;
@@ -343,6 +396,25 @@ int ctl_parse_args(int argc, char **argv, const char *default_cred, ctl_args *o)
                (!strcmp(cmd, "create") || (verb && !strcmp(verb, "list")))) {
       bad(o, "--tissue needs a tissue name, not ''");
       return CTL_ERROR;
+    } else if (!strcmp(a, "--tissue") && v && (!strcmp(cmd, "materials") || !strcmp(cmd, "fit"))) {
+      if (!*v) {
+        bad(o, "--tissue needs a tissue name, not ''");
+        return CTL_ERROR;
+      }
+      o->fit_tissue = v;
+    } else if (!strcmp(a, "--layer") && !strcmp(cmd, "fit") && v && *v) {
+      o->fit_layer = v;
+    } else if (!strcmp(a, "--direction") && !strcmp(cmd, "fit") && v) {
+      if (strcmp(v, "axial") && strcmp(v, "radial")) {
+        bad(o, "--direction must be axial or radial, not '%s'", v);
+        return CTL_ERROR;
+      }
+      o->fit_direction = v;
+    } else if (!strcmp(a, "--name") && !strcmp(cmd, "fit") && v && *v) {
+      o->fit_name = v;
+    } else if (!strcmp(a, "--materials") && !strcmp(cmd, "create") && v) {
+      o->materials_s = v;
+      b = parse_materials(o, v);
     } else if (!strcmp(a, "--tissue") && !strcmp(cmd, "create") && v) {
       o->tissue = v;
       tissue_given = 1;
@@ -458,8 +530,11 @@ int ctl_parse_args(int argc, char **argv, const char *default_cred, ctl_args *o)
   o->is_shortcut = !strcmp(cmd, "shortcut");
   o->is_reset = !strcmp(cmd, "reset");
   o->is_end = !strcmp(cmd, "end");
+  o->is_materials = !strcmp(cmd, "materials");
+  o->is_fit = !strcmp(cmd, "fit");
   if (strcmp(cmd, "sessions") && strcmp(cmd, "create") && !o->is_poke && !o->is_watch && !verb &&
-      !o->is_refine && !o->is_train && !o->is_shortcut && !o->is_reset && !o->is_end) {
+      !o->is_refine && !o->is_train && !o->is_shortcut && !o->is_reset && !o->is_end &&
+      !o->is_materials && !o->is_fit) {
     bad(o, "unknown command '%s' (see --help)", cmd);
     return CTL_ERROR;
   }
@@ -467,6 +542,20 @@ int ctl_parse_args(int argc, char **argv, const char *default_cred, ctl_args *o)
        o->is_reset || o->is_end) &&
       o->session < 0) {
     bad(o, "%s needs --session N", cmd);
+    return CTL_ERROR;
+  }
+  if (o->is_fit && (!o->fit_layer || !o->fit_direction || !o->fit_name)) {
+    bad(o, "fit needs --%s", !o->fit_layer ? "layer L" : !o->fit_direction ? "direction axial|radial"
+                                                                           : "name N");
+    return CTL_ERROR;
+  }
+  if (o->materials_s && tissue_given && strcmp(o->tissue, "stomach-patch")) {
+    bad(o, "--materials applies to the built-in patch or a --mesh upload (a stored --tissue "
+           "keeps the materials it was uploaded with)");
+    return CTL_ERROR;
+  }
+  if (o->materials_s && o->layers_s && o->n_materials > o->n_layers) {
+    bad(o, "--materials names %d layers, --layers %d", o->n_materials, o->n_layers);
     return CTL_ERROR;
   }
   if (o->is_shortcut && o->use_learned < 0) {

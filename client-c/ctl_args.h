@@ -33,8 +33,9 @@ typedef struct ctl_args {
   const char *host, *cred;   /* cred: --key or --token, else the default given */
   double port, timeout;      /* whole port 1..65535; timeout ms 1..3600000 */
   const char *cmd;           /* sessions, create, poke, watch, refine, models, train,
-                                shortcut, reset or end */
+                                shortcut, reset, end, materials or fit */
   int is_poke, is_watch, is_refine, is_train, is_shortcut, is_reset, is_end;
+  int is_materials, is_fit;
   /* create */
   const char *tissue;        /* default stomach-patch; never "" */
   const char *mesh, *mesh_name, *layers_s; /* mesh_name and layers_s only with mesh */
@@ -44,6 +45,10 @@ typedef struct ctl_args {
   double scale, substeps;    /* scale: 1 unless --mesh; substeps 0: the daemon's choice */
   double tool_stiffness;     /* N/mm as given (--tool-stiffness); 0: the daemon's choice */
   int self_contact;          /* --self-contact: CreateSession.self_contact */
+  const char *materials_s;   /* --materials as given (create; not with a stored --tissue) */
+  char materials[CTL_MAX_LAYERS][64]; /* it parsed: a stored fit's name per layer, outermost
+                                first; "" keeps the layer's own law */
+  int n_materials;           /* 1..CTL_MAX_LAYERS with materials_s, else 0 */
   int solver;                /* --solver: 0 the daemon's, 1 mass-spring, 2 xpbd,
                                 3 quasi-static (TC_SOLVER_*) */
   /* train, shortcut (quasi-static sessions) */
@@ -51,6 +56,11 @@ typedef struct ctl_args {
                                 NULL: the method's */
   int use_learned;           /* shortcut --use: 1 learned, 0 solve, -1 not given */
   double model_id;           /* shortcut --model-id; 0: none */
+  /* materials, fit */
+  const char *fit_tissue;    /* materials --tissue (NULL: all) and fit --tissue (default
+                                "stomach", the tissue whose fits sessions take); never "" */
+  const char *fit_file, *fit_layer, *fit_direction, *fit_name; /* fit: all set; direction
+                                "axial" or "radial" */
   /* models */
   const char *verb;          /* list, export, import or delete; NULL for other commands */
   const char *verb_arg;      /* the id or file of export, import, delete */

@@ -84,6 +84,28 @@ int tc_create_session_substeps(tc_client *c, const char *builtin, int solver, ui
   return tc_create_session_ex(c, &p, session_id, vertex_count, triangle_count);
 }
 
+/* The LayerSpecs of layers[0..n) (n <= TC_MAX_LAYER_SPECS) into specs, ptrs
+ * and fibres: a zero fibre is left out, so that the server keeps the
+ * layer's default direction. */
+#define TC_MAX_LAYER_SPECS 64
+static void layer_specs(const tc_layer *layers, size_t n, Tissued__V1__LayerSpec *specs,
+                        Tissued__V1__LayerSpec **ptrs, Tissued__V1__Vec3 *fibres) {
+  for (size_t i = 0; i < n; i++) {
+    tissued__v1__layer_spec__init(&specs[i]);
+    specs[i].name = (char *)(layers[i].name ? layers[i].name : "");
+    specs[i].thickness = (float)layers[i].thickness;
+    specs[i].material = (char *)(layers[i].material ? layers[i].material : "");
+    if (layers[i].fibre[0] != 0 || layers[i].fibre[1] != 0 || layers[i].fibre[2] != 0) {
+      tissued__v1__vec3__init(&fibres[i]);
+      fibres[i].x = (float)layers[i].fibre[0];
+      fibres[i].y = (float)layers[i].fibre[1];
+      fibres[i].z = (float)layers[i].fibre[2];
+      specs[i].fibre_direction = &fibres[i];
+    }
+    ptrs[i] = &specs[i];
+  }
+}
+
 int tc_create_session_ex(tc_client *c, const tc_create_params *p, uint32_t *session_id,
                          uint32_t *vertex_count, uint32_t *triangle_count) {
   if (!p) return tc__fail(c, TS_EINVAL, "no session parameters");
@@ -99,6 +121,14 @@ int tc_create_session_ex(tc_client *c, const tc_create_params *p, uint32_t *sess
   /* a float on the wire; the server checks the range (a NaN too) */
   m.tool_stiffness = (float)p->tool_stiffness;
   m.self_contact = p->self_contact != 0;
+  if (p->n_layers > TC_MAX_LAYER_SPECS || (p->n_layers && !p->layers))
+    return tc__fail(c, TS_EINVAL, "bad layer list");
+  Tissued__V1__LayerSpec specs[TC_MAX_LAYER_SPECS];
+  Tissued__V1__LayerSpec *ptrs[TC_MAX_LAYER_SPECS];
+  Tissued__V1__Vec3 fibres[TC_MAX_LAYER_SPECS];
+  layer_specs(p->layers, p->n_layers, specs, ptrs, fibres);
+  m.n_layers = p->n_layers;
+  m.layers = p->n_layers ? ptrs : NULL;
   return create_session(c, &m, session_id, vertex_count, triangle_count);
 }
 
@@ -330,7 +360,8 @@ int tc_create_session_mesh(tc_client *c, int format, const void *bytes, size_t l
   if (format != TC_MESH_OBJ && format != TC_MESH_STL && format != TC_MESH_PLY)
     return tc__fail(c, TS_EINVAL, "mesh format must be TC_MESH_OBJ, TC_MESH_STL or TC_MESH_PLY");
   if (!bytes && len) return tc__fail(c, TS_EINVAL, "no mesh bytes");
-  if (n_layers > 64 || (n_layers && !layers)) return tc__fail(c, TS_EINVAL, "bad layer list");
+  if (n_layers > TC_MAX_LAYER_SPECS || (n_layers && !layers))
+    return tc__fail(c, TS_EINVAL, "bad layer list");
   /* NaN and out-of-range scales and thicknesses go to the server as they
    * are: it is the one that decides, and says why */
   Tissued__V1__MeshUpload up = TISSUED__V1__MESH_UPLOAD__INIT;
@@ -338,23 +369,10 @@ int tc_create_session_mesh(tc_client *c, int format, const void *bytes, size_t l
   up.data.data = (uint8_t *)bytes;
   up.data.len = len;
   up.scale = (float)scale;
-  Tissued__V1__LayerSpec specs[64];
-  Tissued__V1__LayerSpec *ptrs[64];
-  Tissued__V1__Vec3 fibres[64];
-  for (size_t i = 0; i < n_layers; i++) {
-    tissued__v1__layer_spec__init(&specs[i]);
-    specs[i].name = (char *)(layers[i].name ? layers[i].name : "");
-    specs[i].thickness = (float)layers[i].thickness;
-    specs[i].material = (char *)(layers[i].material ? layers[i].material : "");
-    if (layers[i].fibre[0] != 0 || layers[i].fibre[1] != 0 || layers[i].fibre[2] != 0) {
-      tissued__v1__vec3__init(&fibres[i]);
-      fibres[i].x = (float)layers[i].fibre[0];
-      fibres[i].y = (float)layers[i].fibre[1];
-      fibres[i].z = (float)layers[i].fibre[2];
-      specs[i].fibre_direction = &fibres[i];
-    }
-    ptrs[i] = &specs[i];
-  }
+  Tissued__V1__LayerSpec specs[TC_MAX_LAYER_SPECS];
+  Tissued__V1__LayerSpec *ptrs[TC_MAX_LAYER_SPECS];
+  Tissued__V1__Vec3 fibres[TC_MAX_LAYER_SPECS];
+  layer_specs(layers, n_layers, specs, ptrs, fibres);
   Tissued__V1__CreateSession m = TISSUED__V1__CREATE_SESSION__INIT;
   m.tissue_case = TISSUED__V1__CREATE_SESSION__TISSUE_MESH;
   m.mesh = &up;

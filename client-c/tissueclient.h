@@ -240,6 +240,11 @@ typedef struct tc_create_params {
   int self_contact;      /* nonzero: tissue self-contact (CreateSession.self_contact;
                             TS_ETOOBIG over the server's --self-contact-max-nodes);
                             0: the server's default (off unless its --self-contact) */
+  const struct tc_layer *layers; /* the built-in patch's layers, outermost first (tc_layer
+                            below: e.g. a stored material fit by name for each); NULL
+                            and n_layers 0: the server's default layers. A stored
+                            tissue keeps its own (the server refuses layers for it) */
+  size_t n_layers;       /* at most 64; the server takes at most 8 */
 } tc_create_params;
 int tc_create_session_ex(tc_client *c, const tc_create_params *p, uint32_t *session_id,
                          uint32_t *vertex_count, uint32_t *triangle_count);
@@ -347,12 +352,16 @@ const tc_frame *tc_last_frame(const tc_client *c);
 /* Mesh file formats of an upload (MeshUpload.Format). */
 enum { TC_MESH_OBJ = 0, TC_MESH_STL = 1, TC_MESH_PLY = 2 };
 
-/* One tissue layer of a mesh upload, outermost first. */
+/* One tissue layer of a mesh upload or of the built-in patch
+ * (tc_create_params.layers), outermost first. */
 typedef struct tc_layer {
   const char *name;      /* NULL or "" = the server's default name for that layer */
   double thickness;      /* m; 0 = the server's default for that layer */
-  const char *material;  /* a stored material fit by name; NULL or "" = the layer's own law */
-  double fibre[3];       /* the layer's fibre direction (any length); zero = none (isotropic) */
+  const char *material;  /* a stored material fit by name (tc_list_materials: the fits of
+                            the layer's name, axial and radial); NULL or "" = the layer's
+                            own law */
+  double fibre[3];       /* the layer's fibre direction (any length); zero = the server's
+                            default direction for that layer */
 } tc_layer;
 
 /* CreateSession from an uploaded mesh file (format TC_MESH_*, the file's
@@ -395,6 +404,33 @@ typedef void (*tc_create_progress_cb)(void *ud, const tc_create_progress *p);
  * also restarts the wait's timeout (tc_set_timeout), so that a long build
  * that keeps reporting is waited for, and a daemon that goes quiet is not. */
 void tc_set_create_progress_cb(tc_client *c, tc_create_progress_cb cb, void *ud);
+
+/* ---- material fits (issue 3) --------------------------------------------- */
+
+/* One stored fit of sigma = a e^(b strain) (MaterialFit): the tissue, layer
+ * and direction ("axial" or "radial") it is for, its name (the shipped
+ * table's are "default"), and how well it fits its samples. */
+typedef struct tc_material_fit {
+  int64_t id;
+  char tissue[64], layer[64], direction[16], name[64];
+  double a;          /* Pa */
+  double b;
+  double rmse;       /* Pa */
+  double r2;
+  uint32_t samples;
+} tc_material_fit;
+
+/* ListMaterials: the fits of tissue (NULL or "" = all); *out is malloc'd
+ * (free with free()), *n its length. Needs no key. */
+int tc_list_materials(tc_client *c, const char *tissue, tc_material_fit **out, size_t *n);
+
+/* FitMaterial: fits (a, b) to csv[0..csv_len) ("strain,stress" lines, stress
+ * in Pa) and stores the fit under name (out, may be NULL, gets it). A session
+ * names it per layer (tc_layer.material), and needs both directions of the
+ * layer under that name. Needs the server key (TS_EAUTH); TS_EINVAL with the
+ * reason for samples that give no fit. */
+int tc_fit_material(tc_client *c, const char *tissue, const char *layer, const char *direction,
+                    const char *name, const void *csv, size_t csv_len, tc_material_fit *out);
 
 /* ---- learned models (issue 6; every call needs the server key) ---------- */
 

@@ -3,8 +3,9 @@
  * protocol port, built on libtissueclient. Lists and creates sessions, runs a
  * scripted poke as a tool controller, watches a session as an observer,
  * trains a quasi-static session's learned shortcut and switches it between
- * the model and the solve, resets or ends a session, or lists, exports,
- * imports and deletes stored learned models, printing JSON on stdout (messages go to stderr). The command line is parsed
+ * the model and the solve, resets or ends a session, lists and makes
+ * material fits, or lists, exports, imports and deletes stored learned
+ * models, printing JSON on stdout (messages go to stderr). The command line is parsed
  * and checked in ctl_args.c, and the file a command sends (a mesh, a model
  * document) is read, before anything connects.
  */
@@ -58,6 +59,7 @@ typedef struct stats {
   uint32_t tool_id;      /* the tool to report (poke), 0 = all (watch) */
   int server_errors;     /* Error messages received */
   int protocol_errors;   /* bad data from the server */
+  int left;              /* the session ended under us (or we are in none): stop */
   long frames;
   double max_disp_mm;    /* over the whole run */
 } stats;
@@ -138,6 +140,9 @@ static void on_error(void *ud, int code, const char *name, const char *message,
   if (code == TS_EDECODE || code == TS_EPROTOCOL)
     st->protocol_errors += request_id == 0;
   if (request_id != 0 || (code != TS_EDECODE && code != TS_EPROTOCOL)) st->server_errors++;
+  /* the session ended ("session N ended: ..."), or a pose found us in none:
+   * nothing more will come, and every further pose would be refused */
+  if (request_id == 0 && (code == TS_ENOSESSION || code == TS_ENOTJOINED)) st->left = 1;
   fprintf(stderr, "tissuectl: %s from the server%s: %s\n", name,
           request_id == 0 && (code == TS_EDECODE || code == TS_EPROTOCOL) ? " (bad data)" : "",
           message);
@@ -217,12 +222,25 @@ static void on_create_progress(void *ud, const tc_create_progress *p) {
     fprintf(stderr, "tissuectl: creating: %s, %.0f s\n", p->stage_name, p->elapsed);
 }
 
-static int cmd_create(tc_client *c, const char *tissue, int solver, uint32_t substeps,
-                      double k_n_per_mm, int self_contact) {
+/* The layers that create --materials names (and --layers sizes, for an
+ * upload) into layers[0..CTL_MAX_LAYERS); their count. */
+static size_t ctl_layers(const ctl_args *o, tc_layer *layers) {
+  memset(layers, 0, sizeof *layers * CTL_MAX_LAYERS);
+  const int n = o->n_layers > o->n_materials ? o->n_layers : o->n_materials;
+  for (int k = 0; k < o->n_layers; k++) layers[k].thickness = o->layers[k];
+  for (int k = 0; k < o->n_materials; k++) layers[k].material = o->materials[k];
+  return (size_t)n;
+}
+
+static int cmd_create(tc_client *c, const ctl_args *o) {
   uint32_t id, nv, nt;
-  const tc_create_params p = {.builtin = tissue, .solver = solver, .substeps = substeps,
-                              .tool_stiffness = k_n_per_mm * 1000, /* N/m on the wire */
-                              .self_contact = self_contact};
+  tc_layer layers[CTL_MAX_LAYERS];
+  const size_t n_layers = ctl_layers(o, layers);
+  const tc_create_params p = {.builtin = o->tissue, .solver = o->solver,
+                              .substeps = (uint32_t)o->substeps,
+                              .tool_stiffness = o->tool_stiffness * 1000, /* N/m on the wire */
+                              .self_contact = o->self_contact,
+                              .layers = n_layers ? layers : NULL, .n_layers = n_layers};
   if (tc_create_session_ex(c, &p, &id, &nv, &nt) != 0)
     return die("creating a session: %s%s", tc_last_error(c), "");
   printf("{\"session_id\":%u,\"vertex_count\":%u,\"triangle_count\":%u", id, nv, nt);
@@ -281,11 +299,10 @@ static int cmd_create_mesh(tc_client *c, const ctl_args *o, const char *bytes, s
   static const int format[] = {[CTL_MESH_OBJ] = TC_MESH_OBJ, [CTL_MESH_STL] = TC_MESH_STL,
                                [CTL_MESH_PLY] = TC_MESH_PLY};
   tc_layer layers[CTL_MAX_LAYERS];
-  memset(layers, 0, sizeof layers);
-  for (int k = 0; k < o->n_layers; k++) layers[k].thickness = o->layers[k];
+  const size_t n_layers = ctl_layers(o, layers);
   uint32_t id, nv, nt;
-  if (tc_create_session_mesh(c, format[o->mesh_format], bytes, len, o->scale, layers,
-                             (size_t)o->n_layers, o->mesh_name, &id, &nv, &nt))
+  if (tc_create_session_mesh(c, format[o->mesh_format], bytes, len, o->scale, layers, n_layers,
+                             o->mesh_name, &id, &nv, &nt))
     return die("creating a session from %s: %s", o->mesh, tc_last_error(c));
   printf("{\"session_id\":%u,\"vertex_count\":%u,\"triangle_count\":%u,\"bytes\":%zu", id, nv,
          nt, len);
@@ -318,7 +335,7 @@ static int run_frames(tc_client *c, stats *st, double seconds, long max_frames, 
   const double quat[4] = {1, 0, 0, 0};
   double t0 = mono_s(), next_pose = t0;
   int rc = 0;
-  while (!interrupted) {
+  while (!interrupted && !st->left) {
     double now = mono_s();
     if (seconds > 0 && now - t0 >= seconds) break;
     if (max_frames > 0 && st->frames >= max_frames) break;
@@ -544,6 +561,40 @@ static int cmd_control(tc_client *c, uint32_t session, int end) {
   return 0;
 }
 
+/* ---- material fits (materials, fit) -------------------------------------------------- */
+
+static void print_fit(const tc_material_fit *f) {
+  printf("{\"id\":%lld,\"tissue\":", (long long)f->id);
+  json_str(stdout, f->tissue);
+  printf(",\"layer\":");
+  json_str(stdout, f->layer);
+  printf(",\"direction\":");
+  json_str(stdout, f->direction);
+  printf(",\"name\":");
+  json_str(stdout, f->name);
+  printf(",\"a\":%.9g,\"b\":%.9g,\"rmse\":%.6g,\"r2\":%.9g,\"samples\":%u}\n", f->a, f->b,
+         f->rmse, f->r2, f->samples);
+}
+
+static int cmd_materials(tc_client *c, const char *tissue) {
+  tc_material_fit *v;
+  size_t n;
+  if (tc_list_materials(c, tissue, &v, &n) != 0)
+    return die("listing the material fits: %s%s", tc_last_error(c), "");
+  for (size_t i = 0; i < n; i++) print_fit(&v[i]);
+  free(v);
+  return 0;
+}
+
+static int cmd_fit(tc_client *c, const ctl_args *o, const char *csv, size_t len) {
+  tc_material_fit f;
+  if (tc_fit_material(c, o->fit_tissue, o->fit_layer, o->fit_direction, o->fit_name, csv, len,
+                      &f) != 0)
+    return die("fitting %s: %s", o->fit_file, tc_last_error(c));
+  print_fit(&f);
+  return 0;
+}
+
 /* ---- main ------------------------------------------------------------------------- */
 
 int main(int argc, char **argv) {
@@ -566,6 +617,7 @@ int main(int argc, char **argv) {
   char *file = NULL;
   size_t file_len = 0;
   if (o.mesh && load_file(o.mesh, 0, &file, &file_len)) return 1;
+  if (o.fit_file && load_file(o.fit_file, 1, &file, &file_len)) return 1;
   if (o.verb && !strcmp(o.verb, "import")) {
     if (load_file(o.verb_arg, 1, &file, &file_len)) return 1;
     char *doc = realloc(file, file_len + 1);
@@ -597,7 +649,11 @@ int main(int argc, char **argv) {
   else if (!strcmp(cmd, "create") && o.mesh)
     rc = cmd_create_mesh(c, &o, file, file_len);
   else if (!strcmp(cmd, "create"))
-    rc = cmd_create(c, o.tissue, o.solver, (uint32_t)o.substeps, o.tool_stiffness, o.self_contact);
+    rc = cmd_create(c, &o);
+  else if (o.is_materials)
+    rc = cmd_materials(c, o.fit_tissue);
+  else if (o.is_fit)
+    rc = cmd_fit(c, &o, file, file_len);
   else if (o.is_train)
     rc = cmd_train(c, (uint32_t)o.session, o.model_kind, (int)o.timeout);
   else if (o.is_shortcut)

@@ -21,7 +21,11 @@
  * scale 1e-6..1000, substeps and frame rate 1..1000 or unset, range and
  * max-edge 0..1, seconds 0.01..86400, 0 for watch until interrupted, frames
  * 1..1e9 whole or unset, and only for watch),
- * friction finite, no --substeps with --mesh, and every string either the
+ * friction finite, no --substeps with --mesh, materials and fit's own
+ * options only for them (fit's file, layer, direction axial or radial, name
+ * all given, the tissue "stomach" unless named), create --materials' 1..8
+ * names (at most 63 bytes, no comma, one not empty) only for the built-in
+ * patch or an upload and not more than --layers, and every string either the
  * default or one of the arguments, read to its end; and what main() no
  * longer checks: a mesh's format by its extension, --scale, --name and
  * --layers only with --mesh and --tissue only without, no empty tissue or
@@ -76,7 +80,7 @@ static void check_run(const fuzz_argv *a, const ctl_args *o, const char *cred) {
   check_str(a, cmd, NULL, 0);
   if (!is(cmd, "sessions") && !is(cmd, "create") && !is(cmd, "poke") && !is(cmd, "watch") &&
       !is(cmd, "refine") && !is(cmd, "models") && !is(cmd, "train") && !is(cmd, "shortcut") &&
-      !is(cmd, "reset") && !is(cmd, "end"))
+      !is(cmd, "reset") && !is(cmd, "end") && !is(cmd, "materials") && !is(cmd, "fit"))
     abort();
   check_str(a, o->host, DEFAULT_HOST, 0);
   check_str(a, o->cred, cred, 1);
@@ -85,8 +89,40 @@ static void check_run(const fuzz_argv *a, const ctl_args *o, const char *cred) {
   if (o->is_poke != is(cmd, "poke") || o->is_watch != is(cmd, "watch") ||
       o->is_refine != is(cmd, "refine") || o->is_train != is(cmd, "train") ||
       o->is_shortcut != is(cmd, "shortcut") || o->is_reset != is(cmd, "reset") ||
-      o->is_end != is(cmd, "end"))
+      o->is_end != is(cmd, "end") || o->is_materials != is(cmd, "materials") ||
+      o->is_fit != is(cmd, "fit"))
     abort();
+  /* materials [--tissue T]; fit FILE --layer L --direction axial|radial --name N [--tissue T] */
+  check_str(a, o->fit_tissue, "stomach", 1);
+  if (o->fit_tissue && (!o->fit_tissue[0] || !(o->is_materials || o->is_fit))) abort();
+  if (o->is_fit && !o->fit_tissue) abort();
+  check_str(a, o->fit_file, NULL, 1);
+  check_str(a, o->fit_layer, NULL, 1);
+  check_str(a, o->fit_direction, NULL, 1);
+  check_str(a, o->fit_name, NULL, 1);
+  if (o->is_fit != (o->fit_file != NULL) || o->is_fit != (o->fit_layer != NULL) ||
+      o->is_fit != (o->fit_direction != NULL) || o->is_fit != (o->fit_name != NULL))
+    abort();
+  if (o->is_fit && (!o->fit_layer[0] || !o->fit_name[0] ||
+                    (!is(o->fit_direction, "axial") && !is(o->fit_direction, "radial")) ||
+                    (o->fit_file[0] == '-' && o->fit_file[1])))
+    abort();
+  /* create --materials: 1..8 names of at most 63 bytes, one at least not
+   * empty, for the built-in patch or an upload, no more than --layers */
+  check_str(a, o->materials_s, NULL, 1);
+  if (!o->materials_s != !o->n_materials || o->n_materials < 0 ||
+      o->n_materials > CTL_MAX_LAYERS)
+    abort();
+  if (o->materials_s) {
+    int named = 0;
+    for (int k = 0; k < o->n_materials; k++) {
+      const size_t len = strnlen(o->materials[k], sizeof o->materials[k]);
+      if (len > 63 || strchr(o->materials[k], ',')) abort();
+      named += len > 0;
+    }
+    if (!named || !is(cmd, "create") || !is(o->tissue, "stomach-patch")) abort();
+    if (o->layers_s && o->n_materials > o->n_layers) abort();
+  }
   /* the learned shortcut: create --solver, train --model, shortcut --use/--model-id */
   if (o->solver < 0 || o->solver > 3 || (o->solver && o->mesh)) abort();
   if (o->solver && !is(cmd, "create")) abort();

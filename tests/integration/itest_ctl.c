@@ -16,6 +16,13 @@
  *     reset puts it back (refused to its observer token); end ends it (with a
  *     controller token of it: sessions no longer lists it, a second end finds
  *     no session) and so frees the key's place under --max-sessions-per-key;
+ *     a poke whose session another client ends stops at once, saying so once;
+ *   - material fits: the shipped table (six "default" fits), a fit of
+ *     noiseless samples from a file and from stdin (a and b recovered), a
+ *     session naming it for the mucosa (three layers kept), a name that has
+ *     one direction only and an unknown one refused, naming the layer and
+ *     direction; fit refused to a session token and for samples that give
+ *     no fit;
  *   - a mesh upload (the shared liver, centimetres) and a session of the
  *     stored tissue by name; models list on an empty database;
  *   - the learned shortcut from the command line (issue 6): create --solver
@@ -145,6 +152,22 @@ START_TEST(test_help_and_usage) {
       {{"train", "--session", "1", "--model", ""}, "--model must be method, rich, spread, "
                                                    "spread2 or spread2r, not ''"},
       {{"train", "--session", "1", "--model", "cubic"}, "--model must be method"},
+      {{"fit"}, "fit needs a file"},
+      {{"fit", "--layer", "mucosa"}, "fit needs a file"},
+      {{"fit", "s.csv", "--layer", "mucosa", "--direction", "up", "--name", "n"},
+       "--direction must be axial or radial, not 'up'"},
+      {{"fit", "s.csv", "--layer", "mucosa", "--direction", "axial"}, "fit needs --name N"},
+      {{"fit", "s.csv", "--direction", "axial", "--name", "n"}, "fit needs --layer L"},
+      {{"fit", "s.csv", "--layer", "mucosa", "--direction", "axial", "--name", "n", "--tissue",
+        ""},
+       "--tissue needs a tissue name"},
+      {{"materials", "--tissue", ""}, "--tissue needs a tissue name"},
+      {{"materials", "--layer", "mucosa"}, "unknown or incomplete option '--layer'"},
+      {{"create", "--materials", ",,"}, "--materials names no fit"},
+      {{"create", "--materials", "a,b,c,d,e,f,g,h,i"}, "--materials needs 1 to 8"},
+      {{"create", "--tissue", "my-organ", "--materials", "a"}, "--materials applies to the built-in"},
+      {{"create", "--mesh", "x.obj", "--layers", "0.001", "--materials", "a,b"},
+       "--materials names 2 layers, --layers 1"},
   };
   for (size_t i = 0; i < sizeof early / sizeof early[0]; i++) {
     const char *args[16] = {"--port", "1"};
@@ -346,6 +369,125 @@ START_TEST(test_end_frees_a_place) {
   ck_assert_int_eq(lines(&o, v, 16), 1);
   ck_assert(jnum(v[0], "session_id") > 0);
 
+  /* a poke whose session another client ends stops there, with the
+   * daemon's word once (before, it kept sending poses to the end of its
+   * 60 s, each refused with TS_ENOTJOINED and said on stderr) */
+  snprintf(sid_s, sizeof sid_s, "%.0f", jnum(v[0], "session_id"));
+  char script[512];
+  snprintf(script, sizeof script,
+           "\"$0\" --port %s --key %s poke --session %s --seconds 60 >/dev/null & p=$!; sleep 1; "
+           "\"$0\" --port %s --key %s end --session %s >/dev/null 2>&1; wait $p",
+           port, TS_DPROC_KEY, sid_s, port, TS_DPROC_KEY, sid_s);
+  const char *const sh[] = {"-c", script, getenv("TISSUECTL_BIN"), NULL};
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  ts_binrun_v(&o, "/bin/sh", RUN_LIMIT_MS, sh);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  const double took = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+  expect_refusal(&o, 1, "TS_ENOSESSION from the server: session");
+  int said = 0;
+  for (const char *q = o.err; (q = strstr(q, "from the server")) != NULL; q++) said++;
+  ck_assert_msg(said == 1, "%d errors said: %s", said, o.err);
+  ck_assert_msg(took < 40, "poke went on for %.1f s after its session ended", took);
+
+  char why[256];
+  ck_assert_msg(ts_dproc_stop(&d, 5000, why, sizeof why) == 0, "%s", why);
+}
+END_TEST
+
+/* Material fits through the daemon: tissuectl materials, fit, create
+ * --materials. */
+START_TEST(test_materials) {
+  ts_dproc d;
+  char err[256], port[16];
+  ck_assert_msg(ts_dproc_start(&d, NULL, err, sizeof err) == 0, "%s", err);
+  snprintf(port, sizeof port, "%d", d.tcp_port);
+  static ctl_run o;
+  char *v[64], s[64];
+
+  /* the shipped table: both directions of the three layers, "default" */
+  run_ctl(&o, "--port", port, "materials");
+  ck_assert_msg(o.status == 0, "materials: %s", o.err);
+  ck_assert_int_eq(lines(&o, v, 64), 6);
+  for (int i = 0; i < 6; i++) {
+    jstr(v[i], "name", s, sizeof s);
+    ck_assert_str_eq(s, "default");
+    jstr(v[i], "tissue", s, sizeof s);
+    ck_assert_str_eq(s, "stomach");
+    ck_assert(jnum(v[i], "a") > 0 && jnum(v[i], "b") > 0);
+  }
+
+  /* noiseless samples of sigma = 988050 e^(2.55 eps): the fit gives a and b
+   * back (the least-squares optimum of exact data, to rounding: 1e-9) */
+  char csv[] = "/tmp/itest_ctl_fit_XXXXXX";
+  int fd = mkstemp(csv);
+  ck_assert_int_ge(fd, 0);
+  FILE *f = fdopen(fd, "w");
+  ck_assert_ptr_nonnull(f);
+  fprintf(f, "strain,stress\n");
+  for (int i = 0; i <= 20; i++) fprintf(f, "%.17g,%.17g\n", 0.01 * i, 988050 * exp(2.55 * 0.01 * i));
+  ck_assert_int_eq(fclose(f), 0);
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "fit", csv, "--layer", "mucosa",
+          "--direction", "axial", "--name", "lab-stiff");
+  ck_assert_msg(o.status == 0, "fit: %s", o.err);
+  ck_assert_int_eq(lines(&o, v, 64), 1);
+  ck_assert_msg(fabs(jnum(v[0], "a") / 988050 - 1) < 1e-9 && fabs(jnum(v[0], "b") / 2.55 - 1) < 1e-9,
+                "fit %s", v[0]);
+  ck_assert(jnum(v[0], "samples") == 21 && jnum(v[0], "id") > 6);
+  jstr(v[0], "direction", s, sizeof s);
+  ck_assert_str_eq(s, "axial");
+
+  /* the name has the mucosa's axial fit only: a session naming it is
+   * refused, and the daemon says which fit is missing */
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "create", "--materials", "lab-stiff,,");
+  expect_refusal(&o, 1, "'lab-stiff' for stomach/mucosa/radial");
+
+  /* the radial one from stdin ('-') */
+  const char *bin = getenv("TISSUECTL_BIN");
+  char script[256];
+  snprintf(script, sizeof script, "exec \"$0\" \"$@\" < %s", csv);
+  const char *const sh[] = {"-c", script, bin, "--port", port, "--key", TS_DPROC_KEY, "fit", "-",
+                            "--layer", "mucosa", "--direction", "radial", "--name", "lab-stiff",
+                            NULL};
+  ts_binrun_v(&o, "/bin/sh", RUN_LIMIT_MS, sh);
+  ck_assert_msg(o.status == 0, "fit -: %s", o.err);
+  ck_assert_int_eq(lines(&o, v, 64), 1);
+  jstr(v[0], "direction", s, sizeof s);
+  ck_assert_str_eq(s, "radial");
+  ck_assert(fabs(jnum(v[0], "a") / 988050 - 1) < 1e-9);
+  unlink(csv);
+
+  run_ctl(&o, "--port", port, "materials", "--tissue", "stomach");
+  ck_assert_int_eq(o.status, 0);
+  ck_assert_int_eq(lines(&o, v, 64), 8);
+
+  /* a session with it for the mucosa keeps the patch's three layers (the
+   * same vertex count as the default create); an unknown name for the
+   * submucosa is refused naming that layer */
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "create");
+  ck_assert_msg(o.status == 0, "create: %s", o.err);
+  ck_assert_int_eq(lines(&o, v, 64), 1);
+  const double verts = jnum(v[0], "vertex_count");
+  char observer[64];
+  jstr(v[0], "observer_token", observer, sizeof observer);
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "create", "--materials", "lab-stiff,,");
+  ck_assert_msg(o.status == 0, "create --materials: %s", o.err);
+  ck_assert_int_eq(lines(&o, v, 64), 1);
+  ck_assert(jnum(v[0], "vertex_count") == verts);
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "create", "--materials", "lab-stiff,nosuch");
+  expect_refusal(&o, 1, "'nosuch' for stomach/submucosa/axial");
+
+  /* fitting needs the key; samples that give no fit are refused with the reason */
+  run_ctl(&o, "--port", port, "--token", observer, "fit", "/dev/null", "--layer", "mucosa",
+          "--direction", "axial", "--name", "x");
+  expect_refusal(&o, 1, "TS_EAUTH");
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "fit", "/dev/null", "--layer", "mucosa",
+          "--direction", "axial", "--name", "x");
+  expect_refusal(&o, 1, "TS_EINVAL");
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "fit", "/nonexistent/s.csv", "--layer",
+          "mucosa", "--direction", "axial", "--name", "x");
+  expect_refusal(&o, 1, "/nonexistent/s.csv: cannot read");
+
   char why[256];
   ck_assert_msg(ts_dproc_stop(&d, 5000, why, sizeof why) == 0, "%s", why);
 }
@@ -534,6 +676,7 @@ int main(void) {
   tcase_add_test(tc, test_help_and_usage);
   tcase_add_test(tc, test_session_life);
   tcase_add_test(tc, test_end_frees_a_place);
+  tcase_add_test(tc, test_materials);
   tcase_add_test(tc, test_meshes_and_models);
   tcase_add_test(tc, test_shortcut);
   suite_add_tcase(s, tc);
