@@ -1,7 +1,9 @@
 // sessions.js: the sessions panel: the server's sessions (name, tissue,
 // solver, participants) refreshed every few seconds with ListSessions, a
 // form that creates one (the built-in tissue or an uploaded OBJ/STL/PLY file
-// with a scale, the mass-spring or XPBD solver), and buttons that join one
+// with a scale, the mass-spring or XPBD solver, and for each of the three
+// layers a stored material fit by name or the layer's built-in law), and
+// buttons that join one
 // as controller or observer. Creating and joining need the server key (it
 // opens any session); without it the panel says how to get one.
 //
@@ -14,6 +16,26 @@ const REFRESH_MS = 3000;
 export const SOLVER_NAMES = { 0: 'default', 1: 'mass-spring', 2: 'XPBD', 3: 'quasi-static' };
 const FORMATS = { obj: 0, stl: 1, ply: 2 };  // MeshUpload.Format
 const MAX_UPLOAD_BYTES = 64 * 1024 * 1024;
+// The layers of the built-in patch (and of an upload's default layers),
+// outermost first, and the tissue their material fits are stored under.
+export const LAYERS = Object.freeze(['mucosa', 'submucosa', 'muscularis']);
+const FIT_TISSUE = 'stomach';
+
+/** The fit names that each layer can take: those stored for it in both
+ *  directions (a session needs both), "default" (the shipped table) first,
+ *  the rest in order. fits: MaterialFit[] of ListMaterials. */
+export function materialChoices(fits) {
+  return LAYERS.map((layer) => {
+    const dirs = new Map();
+    for (const f of fits) {
+      if (f.layer !== layer || !f.name) continue;
+      if (!dirs.has(f.name)) dirs.set(f.name, new Set());
+      dirs.get(f.name).add(f.direction);
+    }
+    return [...dirs].filter(([, d]) => d.has('axial') && d.has('radial')).map(([n]) => n)
+      .sort((a, b) => (a === 'default' ? -1 : b === 'default' ? 1 : a < b ? -1 : a > b ? 1 : 0));
+  });
+}
 
 const $ = (id) => document.getElementById(id);
 
@@ -99,12 +121,16 @@ export class SessionsPanel {
       file: $('ss-file'),
       scale: $('ss-scale'),
       solver: $('ss-solver'),
+      materials: LAYERS.map((_, i) => $('ss-mat-' + i)),
       create: $('ss-create'),
       status: $('ss-status'),
     };
     this.el.nokey.hidden = hasKey;
     this.el.details.hidden = !hasKey;
     this.el.tissue.addEventListener('change', () => this._tissueChanged());
+    // the stored fits, asked for each time the form opens (a fit made
+    // meanwhile with tissuectl or tissuetool shows up)
+    this.el.details.addEventListener('toggle', () => { if (this.el.details.open) this.loadMaterials(); });
     this.el.form.addEventListener('submit', (e) => {
       e.preventDefault();
       this._create();
@@ -123,6 +149,25 @@ export class SessionsPanel {
     const upload = this.el.tissue.value === 'upload';
     this.el.fileRow.hidden = !upload;
     this.el.file.required = upload;
+  }
+
+  /** Asks the server for its stored material fits and offers, per layer,
+   *  the names it can take; a choice still offered is kept. */
+  async loadMaterials() {
+    if (this.client.state !== 'connected') return;
+    let fits;
+    try {
+      fits = (await this.client.request('listMaterials', { tissue: FIT_TISSUE })).fits || [];
+    } catch {
+      return;  // the built-in laws stay on offer; the next opening asks again
+    }
+    const choices = materialChoices(fits);
+    this.el.materials.forEach((sel, i) => {
+      const keep = sel.value;
+      while (sel.options.length > 1) sel.remove(1);
+      for (const name of choices[i]) sel.add(new Option(name, name));
+      sel.value = choices[i].includes(keep) ? keep : '';
+    });
   }
 
   /** Asks the server for its sessions and updates the table. */
@@ -258,6 +303,11 @@ export class SessionsPanel {
     } else {
       spec.builtin = el.tissue.value;
     }
+    // a stored fit per layer (LayerSpec.material; "" keeps the layer's law and
+    // its other settings): sent only when one is chosen, so that the server's
+    // default layers stand otherwise
+    const materials = el.materials.map((sel) => sel.value);
+    if (materials.some(Boolean)) spec.layers = materials.map((material) => ({ material }));
     el.create.disabled = true;
     this._status('creating…');
     try {

@@ -9,7 +9,9 @@
 // hook's pick and the pixels); a click with the lesion marker armed
 // refines the region under it and both pages draw the finer tissue; the
 // tissue is reset and the session ended
-// from the session controls, which the observer sees. No page may log a
+// from the session controls, which the observer sees. The panel offers the
+// stored material fits of each layer (those fitted in both directions), and
+// a session made with one chosen steps on it. No page may log a
 // console error. When the daemon stops, the page shows that it is
 // reconnecting. Screenshots go to TS_ARTIFACTS (classroom-*.png). Run:
 //   TISSUED_BIN=build/server/tissued TS_ARTIFACTS=/tmp/a node --test tests/e2e/classroom.test.mjs
@@ -19,7 +21,9 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { SERVER_KEY, startDaemon, artifactsDir, sleep, launchChromium, openCheckedPage, BROWSER_DAEMON_ARGS, gridObj } from '../integration/daemon_proc.mjs';
+import { SERVER_KEY, startDaemon, artifactsDir, sleep, launchChromium, openCheckedPage, BROWSER_DAEMON_ARGS, gridObj, loadProtocol, waitFor, metricsPage, sessionMetric } from '../integration/daemon_proc.mjs';
+import { WsPeer } from '../integration/ws_peer.mjs';
+import { Role } from '../../client-web/src/protocol.js';
 import { decodePng, changedFraction, meanColour, SHOT_SCALE } from './png.mjs';
 
 const VIEWPORT = { width: 1280, height: 800 };
@@ -339,6 +343,71 @@ test('a mesh file uploaded through the panel becomes a session', async () => {
     sessionId: h.sessionId, fileVertices: ball.vertices, vertexCount: mine.vertexCount, extentM: ext }, null, 2));
   assert.deepEqual((await hook(page)).errors, [], 'errors shown by the uploader page');
   assert.deepEqual(problems, [], 'console errors');
+});
+
+test('the panel offers the stored material fits per layer and a session takes the one chosen', async () => {
+  // Fits stored through the protocol (as tissuectl fit stores them): the
+  // default mucosa's law times 1500 under "lab-stiff" in both directions,
+  // and "lab-half" in one direction only, which no session can take.
+  const peer = await new WsPeer(loadProtocol(), `ws://127.0.0.1:${daemon.httpPort}/ws`).open();
+  let plain = 0;
+  try {
+    const h = await peer.request('hello', { protocolVersion: 1, clientName: 'classroom.test', credentials: SERVER_KEY });
+    assert.equal(h.kind, 'helloReply', JSON.stringify(h.body));
+    let csv = 'strain,stress\n';
+    for (let i = 0; i <= 20; i++) csv += `${i * 0.01},${1500 * 658.7 * Math.exp(2.55 * i * 0.01)}\n`;
+    for (const [name, direction] of [['lab-stiff', 'axial'], ['lab-stiff', 'radial'], ['lab-half', 'axial']]) {
+      const r = await peer.request('fitMaterial', { tissue: 'stomach', layer: 'mucosa', direction, name, csv: Buffer.from(csv) }, 10000);
+      assert.equal(r.kind, 'materialFit', JSON.stringify(r.body));
+    }
+    // the reference: a session on the built-in laws, watched so that it makes frames
+    const c = await peer.request('createSession', { builtin: 'stomach-patch', name: 'plain-laws' }, 20000);
+    assert.equal(c.kind, 'sessionCreated', JSON.stringify(c.body));
+    plain = c.body.sessionId;
+    const j = await peer.request('joinSession', { sessionId: plain, role: Role.OBSERVER, frameRate: 0 }, 20000);
+    assert.equal(j.kind, 'joined', JSON.stringify(j.body));
+
+    const page = await openPage(base + '/#key=' + SERVER_KEY, 'materials');
+    await waitHook(page, () => window.tissued.state === 'connected' && document.querySelectorAll('#ss-rows tr').length > 0,
+      null, 'the session list');
+    await page.focus('#ss-new summary');
+    await page.keyboard.press('Enter');
+    const options = (sel) => page.$$eval(sel + ' option', (o) => o.map((e) => e.value));
+    await waitHook(page, () => [...document.querySelectorAll('#ss-mat-0 option')].some((o) => o.value === 'lab-stiff'),
+      null, 'the stored fits offered');
+    assert.deepEqual(await options('#ss-mat-0'), ['', 'default', 'lab-stiff'], 'the mucosa: lab-half has one direction only');
+    assert.deepEqual(await options('#ss-mat-1'), ['', 'default']);
+    assert.deepEqual(await options('#ss-mat-2'), ['', 'default']);
+    await page.selectOption('#ss-mat-0', 'lab-stiff');
+    await page.fill('#ss-name', 'stiff-mucosa');
+    await page.selectOption('#ss-solver', '1');
+    await page.focus('#ss-create');
+    await page.keyboard.press('Enter');
+    await waitHook(page, () => window.tissued.role === 'controller' && window.tissued.frames > 2, null,
+      'the stiff-mucosa session joined');
+    const stiff = (await hook(page)).sessionId;
+    assert.ok(stiff > 0 && stiff !== plain);
+    // The daemon's substep count follows the stiffest springs: 3 a step on
+    // the built-in laws, 14 with lab-stiff (integration/materials.test.mjs);
+    // here (this daemon's settings, two runs) 5 and 15.
+    // A page that sent no material (or the wrong layer's) gives the same as
+    // the plain session.
+    let m = '';
+    await waitFor(async () => {
+      m = await metricsPage(daemon.httpPort);
+      return [plain, stiff].every((id) => sessionMetric(m, 'tissued_session_steps_total', id) >= 3 &&
+        sessionMetric(m, 'tissued_session_substeps', id) > 0);
+    }, WAIT_MS, 'three steps of each session in /metrics', 200);
+    const sp = sessionMetric(m, 'tissued_session_substeps', plain);
+    const ss = sessionMetric(m, 'tissued_session_substeps', stiff);
+    console.log(`classroom: substeps ${ss} with lab-stiff chosen in the panel, ${sp} on the built-in laws`);
+    assert.ok(ss > 2 * sp, `substeps: ${ss} with lab-stiff chosen in the panel against ${sp} on the built-in laws`);
+    assert.deepEqual((await hook(page)).errors, [], 'errors shown by the page');
+    assert.deepEqual(problems, [], 'console errors');
+    await page.close();
+  } finally {
+    peer.close();
+  }
 });
 
 test('a large upload shows what the daemon is doing in the panel until it joins', async () => {

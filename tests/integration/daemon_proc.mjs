@@ -53,6 +53,13 @@ export function metricsPage(port) {
   });
 }
 
+/** A session's gauge in a /metrics page (NaN when it is not there). */
+export function sessionMetric(page, name, id) {
+  const head = `${name}{session="${id}"} `;
+  const line = page.split('\n').find((l) => l.startsWith(head));
+  return line ? Number(line.slice(head.length)) : NaN;
+}
+
 export function sleep(ms) {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }

@@ -8,7 +8,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { SERVER_KEY, startDaemon, loadProtocol, waitFor, metricsPage } from './daemon_proc.mjs';
+import { SERVER_KEY, startDaemon, loadProtocol, waitFor, metricsPage, sessionMetric } from './daemon_proc.mjs';
 import { WsPeer } from './ws_peer.mjs';
 import { Role } from '../../client-web/src/protocol.js';
 
@@ -113,13 +113,6 @@ test('a session chooses its materials by name', async () => {
   assert.match(missing.body.message, /no-such-fit/);
 });
 
-// A session's gauge in a /metrics page (NaN when it is not there).
-function sessionMetric(page, name, id) {
-  const head = `${name}{session="${id}"} `;
-  const line = page.split('\n').find((l) => l.startsWith(head));
-  return line ? Number(line.slice(head.length)) : NaN;
-}
-
 test('a session steps on the material it names: a stiffer mucosa takes more substeps', async () => {
   // "lab-stiff": the default mucosa's law (658.7 Pa, b = 2.55) times 1500 in
   // both directions, 126 times the stiffest default layer (muscularis
@@ -171,4 +164,23 @@ test('a session steps on the material it names: a stiffer mucosa takes more subs
   } finally {
     for (const w of watchers) w.close();
   }
+});
+
+// The page's choice of fits per layer (client-web/src/sessions.js): a name
+// is offered for a layer only when both of its directions are stored (a
+// session naming it would be refused otherwise), "default" first.
+test('the page offers a fit for a layer only when both directions are stored', async () => {
+  const { materialChoices, LAYERS } = await import('../../client-web/src/sessions.js');
+  assert.deepEqual(LAYERS, ['mucosa', 'submucosa', 'muscularis']);
+  const fit = (layer, direction, name) => ({ tissue: 'stomach', layer, direction, name });
+  const fits = [
+    fit('mucosa', 'radial', 'zeta'), fit('mucosa', 'axial', 'zeta'),
+    fit('mucosa', 'axial', 'default'), fit('mucosa', 'radial', 'default'),
+    fit('mucosa', 'axial', 'half'),                        // one direction: not offered
+    fit('submucosa', 'axial', 'lab-1'), fit('submucosa', 'radial', 'lab-1'),
+    fit('muscularis', 'axial', 'lab-1'), fit('muscularis', 'radial', 'other'),  // not one name
+    fit('capsule', 'axial', 'x'), fit('capsule', 'radial', 'x'),               // not a layer here
+  ];
+  assert.deepEqual(materialChoices(fits), [['default', 'zeta'], ['lab-1'], []]);
+  assert.deepEqual(materialChoices([]), [[], [], []]);
 });
