@@ -62,6 +62,10 @@ void ctl_usage(FILE *out) {
           "                            (up to 1 mm) and thins the layers (to 0.1 at least)\n"
           "                            and says so: \"moved_vertices\",\"max_move\" (m),\n"
           "                            \"thinned_vertices\",\"min_depth_fraction\",\"warning\"\n"
+          "  create [--tissue NAME] --name N\n"
+          "                            the session's name (at most 63 bytes, unique on the\n"
+          "                            daemon; default session-<id>); with --mesh also the\n"
+          "                            stored tissue's\n"
           "  create [--layers T1,...] --materials M1,M2,...\n"
           "                            the layers' laws from stored material fits by name,\n"
           "                            one per layer, outermost first: the fits of the\n"
@@ -428,10 +432,10 @@ int ctl_parse_args(int argc, char **argv, const char *default_cred, ctl_args *o)
       }
     } else if (!strcmp(a, "--name") && !strcmp(cmd, "create") && v) {
       if (!*v) {
-        bad(o, "--name needs a tissue name, not ''");
+        bad(o, "--name needs a name, not ''");
         return CTL_ERROR;
       }
-      o->mesh_name = v;
+      o->name = v;
     } else if (!strcmp(a, "--layers") && !strcmp(cmd, "create") && v) {
       o->layers_s = v;
       b = parse_layers(o, v);
@@ -583,9 +587,9 @@ int ctl_parse_args(int argc, char **argv, const char *default_cred, ctl_args *o)
     bad(o, "--tissue applies to create without --mesh (--name names an upload's tissue)");
     return CTL_ERROR;
   }
-  if (!o->mesh && (scale_given || o->mesh_name || o->layers_s)) {
+  if (!o->mesh && (scale_given || o->layers_s)) {
     bad(o, "%s needs --mesh FILE (it applies to a mesh upload only)",
-        scale_given ? "--scale" : o->mesh_name ? "--name" : "--layers");
+        scale_given ? "--scale" : "--layers");
     return CTL_ERROR;
   }
   if (o->tris_s && o->ray_s) {

@@ -38,7 +38,8 @@ typedef struct ctl_args {
   int is_materials, is_fit;
   /* create */
   const char *tissue;        /* default stomach-patch; never "" */
-  const char *mesh, *mesh_name, *layers_s; /* mesh_name and layers_s only with mesh */
+  const char *mesh, *name, *layers_s; /* name: the session's (an upload's stored tissue's
+                                too); layers_s only with mesh */
   int mesh_format;           /* of mesh: CTL_MESH_* by its extension (.obj, .stl, .ply) */
   double layers[CTL_MAX_LAYERS]; /* layers_s parsed: thicknesses in m (> 0), outermost first */
   int n_layers;              /* 1..CTL_MAX_LAYERS with layers_s, else 0 */

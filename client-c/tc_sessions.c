@@ -129,6 +129,7 @@ int tc_create_session_ex(tc_client *c, const tc_create_params *p, uint32_t *sess
   layer_specs(p->layers, p->n_layers, specs, ptrs, fibres);
   m.n_layers = p->n_layers;
   m.layers = p->n_layers ? ptrs : NULL;
+  m.name = (char *)(p->name ? p->name : "");
   return create_session(c, &m, session_id, vertex_count, triangle_count);
 }
 

@@ -245,6 +245,8 @@ typedef struct tc_create_params {
                             and n_layers 0: the server's default layers. A stored
                             tissue keeps its own (the server refuses layers for it) */
   size_t n_layers;       /* at most 64; the server takes at most 8 */
+  const char *name;      /* the session's name (CreateSession.name: at most 63 bytes, unique
+                            on the server, TS_EEXISTS); NULL or "": session-<id> */
 } tc_create_params;
 int tc_create_session_ex(tc_client *c, const tc_create_params *p, uint32_t *session_id,
                          uint32_t *vertex_count, uint32_t *triangle_count);

@@ -240,7 +240,8 @@ static int cmd_create(tc_client *c, const ctl_args *o) {
                               .substeps = (uint32_t)o->substeps,
                               .tool_stiffness = o->tool_stiffness * 1000, /* N/m on the wire */
                               .self_contact = o->self_contact,
-                              .layers = n_layers ? layers : NULL, .n_layers = n_layers};
+                              .layers = n_layers ? layers : NULL, .n_layers = n_layers,
+                              .name = o->name};
   if (tc_create_session_ex(c, &p, &id, &nv, &nt) != 0)
     return die("creating a session: %s%s", tc_last_error(c), "");
   printf("{\"session_id\":%u,\"vertex_count\":%u,\"triangle_count\":%u", id, nv, nt);
@@ -302,7 +303,7 @@ static int cmd_create_mesh(tc_client *c, const ctl_args *o, const char *bytes, s
   const size_t n_layers = ctl_layers(o, layers);
   uint32_t id, nv, nt;
   if (tc_create_session_mesh(c, format[o->mesh_format], bytes, len, o->scale, layers, n_layers,
-                             o->mesh_name, &id, &nv, &nt))
+                             o->name, &id, &nv, &nt))
     return die("creating a session from %s: %s", o->mesh, tc_last_error(c));
   printf("{\"session_id\":%u,\"vertex_count\":%u,\"triangle_count\":%u,\"bytes\":%zu", id, nv,
          nt, len);

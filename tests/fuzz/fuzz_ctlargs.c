@@ -27,8 +27,8 @@
  * names (at most 63 bytes, no comma, one not empty) only for the built-in
  * patch or an upload and not more than --layers, and every string either the
  * default or one of the arguments, read to its end; and what main() no
- * longer checks: a mesh's format by its extension, --scale, --name and
- * --layers only with --mesh and --tissue only without, no empty tissue or
+ * longer checks: a mesh's format by its extension, --scale and --layers
+ * only with --mesh and --tissue only without, --name only with create, no empty tissue or
  * name, the layers 1..8 positive thicknesses, a model id > 0 for models
  * export and delete, a known model kind, the triangles 1..256 and the ray
  * six finite numbers (not both), --range not with --triangles, --max-edge
@@ -155,20 +155,21 @@ static void check_run(const fuzz_argv *a, const ctl_args *o, const char *cred) {
   /* create */
   check_str(a, o->tissue, "stomach-patch", 0);
   check_str(a, o->mesh, NULL, 1);
-  check_str(a, o->mesh_name, NULL, 1);
+  check_str(a, o->name, NULL, 1);
   check_str(a, o->layers_s, NULL, 1);
   check_num(o->scale, 1e-6, 1000, 0);
   if (o->substeps != 0) check_num(o->substeps, 1, 1000, 1);
   if (o->substeps > 0 && o->mesh) abort();
-  if (!o->tissue[0] || (o->mesh_name && !o->mesh_name[0])) abort();
+  if (!o->tissue[0] || (o->name && !o->name[0])) abort();
   if (o->mesh) {
     static const char *const ext[] = {"obj", "stl", "ply"}; /* CTL_MESH_* */
     if (!is(cmd, "create") || !is(o->tissue, "stomach-patch")) abort();
     if (o->mesh_format < 0 || o->mesh_format > 2 || !ends_in(o->mesh, ext[o->mesh_format]))
       abort();
-  } else if (o->mesh_name || o->layers_s || o->scale != 1 || o->mesh_format) {
+  } else if (o->layers_s || o->scale != 1 || o->mesh_format) {
     abort();
   }
+  if (o->name && !is(cmd, "create")) abort();
   if (!o->layers_s != !o->n_layers || o->n_layers < 0 || o->n_layers > CTL_MAX_LAYERS) abort();
   for (int k = 0; k < o->n_layers; k++)
     if (!isfinite(o->layers[k]) || !(o->layers[k] > 0)) abort();

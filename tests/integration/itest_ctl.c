@@ -22,7 +22,8 @@
  *     session naming it for the mucosa (three layers kept), a name that has
  *     one direction only and an unknown one refused, naming the layer and
  *     direction; fit refused to a session token and for samples that give
- *     no fit;
+ *     no fit; a session named with create --name, listed by it, a second of
+ *     that name refused;
  *   - a mesh upload (the shared liver, centimetres) and a session of the
  *     stored tissue by name; models list on an empty database;
  *   - the learned shortcut from the command line (issue 6): create --solver
@@ -134,7 +135,8 @@ START_TEST(test_help_and_usage) {
       {{"create", "--mesh", "x.obj", "--name", ""}, "--name"},
       {{"create", "--mesh", "x.obj", "--tissue", "t"}, "--tissue applies to create without --mesh"},
       {{"create", "--scale", "2"}, "--scale needs --mesh"},
-      {{"create", "--name", "foo"}, "--name needs --mesh"},
+      {{"create", "--name", ""}, "--name needs a name"},
+      {{"sessions", "--name", "foo"}, "unknown or incomplete option '--name' for 'sessions'"},
       {{"create", "--layers", "0.001"}, "--layers needs --mesh"},
       {{"create", "--tissue", ""}, "--tissue needs a tissue name"},
       {{"models", "list", "--tissue", ""}, "--tissue needs a tissue name"},
@@ -476,6 +478,23 @@ START_TEST(test_materials) {
   ck_assert(jnum(v[0], "vertex_count") == verts);
   run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "create", "--materials", "lab-stiff,nosuch");
   expect_refusal(&o, 1, "'nosuch' for stomach/submucosa/axial");
+
+  /* a session named from the command line is listed by its name, which
+   * no second session may take */
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "create", "--name", "room-1");
+  ck_assert_msg(o.status == 0, "create --name: %s", o.err);
+  ck_assert_int_eq(lines(&o, v, 64), 1);
+  const double named = jnum(v[0], "session_id");
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "sessions");
+  ck_assert_int_eq(o.status, 0);
+  int found = 0;
+  for (int i = 0, n = lines(&o, v, 64); i < n; i++) {
+    jstr(v[i], "name", s, sizeof s);
+    if (jnum(v[i], "session_id") == named) found = !strcmp(s, "room-1");
+  }
+  ck_assert_msg(found, "session %.0f not listed as room-1", named);
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "create", "--name", "room-1");
+  expect_refusal(&o, 1, "TS_EEXISTS");
 
   /* fitting needs the key; samples that give no fit are refused with the reason */
   run_ctl(&o, "--port", port, "--token", observer, "fit", "/dev/null", "--layer", "mucosa",
