@@ -174,10 +174,12 @@ void ctl_usage(FILE *out) {
           "                  create and refine: 120000, and each progress report\n"
           "                  the daemon sends while it builds the tissue starts it\n"
           "                  again)\n"
-          "  --key K         the server key (needed by create; opens every session);\n"
+          "  --key K         the server key (needed by create, refine, fit and models;\n"
+          "                  opens every session);\n"
           "                  default $TISSUED_SERVER_KEY\n"
           "  --token T       a session token (from create) instead of the key: an\n"
-          "                  observer token for watch, a controller token for poke\n"
+          "                  observer token for watch, a controller token for poke,\n"
+          "                  reset and end\n"
           "  -h, --help      this text\n",
           DEFAULT_HOST, DEFAULT_PORT, POSE_RATE_HZ, DEFAULT_HOST, DEFAULT_PORT);
 }
