@@ -26,6 +26,10 @@ void ctl_usage(FILE *out) {
           "\n"
           "commands:\n"
           "  sessions                  list the sessions, one per line\n"
+          "  tissues                   list the tissues a session can be created of, one\n"
+          "                            per line: name (for create --tissue), kind\n"
+          "                            (builtin or mesh: an upload), created (unix s);\n"
+          "                            needs the key\n"
           "  create [--tissue NAME]    create a session (default tissue: stomach-patch);\n"
           "                            prints {\"session_id\":N,...,\"observer_token\":..,\n"
           "                            \"controller_tokens\":[..]} (the tokens that let\n"
@@ -538,9 +542,10 @@ int ctl_parse_args(int argc, char **argv, const char *default_cred, ctl_args *o)
   o->is_end = !strcmp(cmd, "end");
   o->is_materials = !strcmp(cmd, "materials");
   o->is_fit = !strcmp(cmd, "fit");
+  o->is_tissues = !strcmp(cmd, "tissues");
   if (strcmp(cmd, "sessions") && strcmp(cmd, "create") && !o->is_poke && !o->is_watch && !verb &&
       !o->is_refine && !o->is_train && !o->is_shortcut && !o->is_reset && !o->is_end &&
-      !o->is_materials && !o->is_fit) {
+      !o->is_materials && !o->is_fit && !o->is_tissues) {
     bad(o, "unknown command '%s' (see --help)", cmd);
     return CTL_ERROR;
   }

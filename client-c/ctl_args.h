@@ -33,9 +33,9 @@ typedef struct ctl_args {
   const char *host, *cred;   /* cred: --key or --token, else the default given */
   double port, timeout;      /* whole port 1..65535; timeout ms 1..3600000 */
   const char *cmd;           /* sessions, create, poke, watch, refine, models, train,
-                                shortcut, reset, end, materials or fit */
+                                shortcut, reset, end, materials, fit or tissues */
   int is_poke, is_watch, is_refine, is_train, is_shortcut, is_reset, is_end;
-  int is_materials, is_fit;
+  int is_materials, is_fit, is_tissues;
   /* create */
   const char *tissue;        /* default stomach-patch; never "" */
   const char *mesh, *name, *layers_s; /* name: the session's (an upload's stored tissue's

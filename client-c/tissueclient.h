@@ -407,6 +407,21 @@ typedef void (*tc_create_progress_cb)(void *ud, const tc_create_progress *p);
  * that keeps reporting is waited for, and a daemon that goes quiet is not. */
 void tc_set_create_progress_cb(tc_client *c, tc_create_progress_cb cb, void *ud);
 
+/* ---- stored tissues ------------------------------------------------------ */
+
+/* A tissue a session can be created of (TissueInfo): its name for
+ * tc_create_session / tc_create_params.builtin. */
+typedef struct tc_tissue_info {
+  char name[64];
+  char kind[16];     /* "builtin" (the patch) or "mesh" (an upload) */
+  int64_t created;   /* unix seconds: when the daemon first stored it */
+} tc_tissue_info;
+
+/* ListTissues: the built-in patch, then the stored uploads; *out is
+ * malloc'd (free with free()), *n its length. Needs the server key
+ * (TS_EAUTH). */
+int tc_list_tissues(tc_client *c, tc_tissue_info **out, size_t *n);
+
 /* ---- material fits (issue 3) --------------------------------------------- */
 
 /* One stored fit of sigma = a e^(b strain) (MaterialFit): the tissue, layer

@@ -3,8 +3,8 @@
  * protocol port, built on libtissueclient. Lists and creates sessions, runs a
  * scripted poke as a tool controller, watches a session as an observer,
  * trains a quasi-static session's learned shortcut and switches it between
- * the model and the solve, resets or ends a session, lists and makes
- * material fits, or lists, exports, imports and deletes stored learned
+ * the model and the solve, resets or ends a session, lists the stored
+ * tissues, lists and makes material fits, or lists, exports, imports and deletes stored learned
  * models, printing JSON on stdout (messages go to stderr). The command line is parsed
  * and checked in ctl_args.c, and the file a command sends (a mesh, a model
  * document) is read, before anything connects.
@@ -137,6 +137,9 @@ static void on_frame(void *ud, const tc_frame *f) {
 static void on_error(void *ud, int code, const char *name, const char *message,
                      uint64_t request_id) {
   stats *st = ud;
+  /* the refusals of poses still in flight when the session ended: the end
+   * was said already, and the loop stops at it */
+  if (st->left && request_id == 0 && code == TS_ENOTJOINED) return;
   if (code == TS_EDECODE || code == TS_EPROTOCOL)
     st->protocol_errors += request_id == 0;
   if (request_id != 0 || (code != TS_EDECODE && code != TS_EPROTOCOL)) st->server_errors++;
@@ -562,6 +565,24 @@ static int cmd_control(tc_client *c, uint32_t session, int end) {
   return 0;
 }
 
+/* ---- stored tissues (tissues) ------------------------------------------------------- */
+
+static int cmd_tissues(tc_client *c) {
+  tc_tissue_info *v;
+  size_t n;
+  if (tc_list_tissues(c, &v, &n) != 0)
+    return die("listing the tissues: %s%s", tc_last_error(c), "");
+  for (size_t i = 0; i < n; i++) {
+    printf("{\"name\":");
+    json_str(stdout, v[i].name);
+    printf(",\"kind\":");
+    json_str(stdout, v[i].kind);
+    printf(",\"created\":%lld}\n", (long long)v[i].created);
+  }
+  free(v);
+  return 0;
+}
+
 /* ---- material fits (materials, fit) -------------------------------------------------- */
 
 static void print_fit(const tc_material_fit *f) {
@@ -651,6 +672,8 @@ int main(int argc, char **argv) {
     rc = cmd_create_mesh(c, &o, file, file_len);
   else if (!strcmp(cmd, "create"))
     rc = cmd_create(c, &o);
+  else if (o.is_tissues)
+    rc = cmd_tissues(c);
   else if (o.is_materials)
     rc = cmd_materials(c, o.fit_tissue);
   else if (o.is_fit)

@@ -20,6 +20,7 @@
 #include "refine.h"
 #include "create.h"
 #include "requests.h"
+#include "tissue_list.h"
 #include "server.h"
 #include "session_self.h"
 #include "shortcut.h"
@@ -809,6 +810,9 @@ void ts_dispatch_message(ts_conn *c, const uint8_t *msg, size_t len) {
   case TISSUED__V1__ENVELOPE__BODY_REFINE_REGION: ts_refine_request(c, rid, env->refine_region); break;
   case TISSUED__V1__ENVELOPE__BODY_LIST_MATERIALS:
     ts_request_list_materials(c, rid, env->list_materials->tissue);
+    break;
+  case TISSUED__V1__ENVELOPE__BODY_LIST_TISSUES:
+    if (!needs_key(c, rid, "listing the stored tissues")) ts_request_list_tissues(c, rid);
     break;
   case TISSUED__V1__ENVELOPE__BODY_FIT_MATERIAL:
     if (!needs_key(c, rid, "fitting a material")) ts_request_fit_material(c, rid, env->fit_material);

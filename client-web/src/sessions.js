@@ -1,6 +1,7 @@
 // sessions.js: the sessions panel: the server's sessions (name, tissue,
 // solver, participants) refreshed every few seconds with ListSessions, a
-// form that creates one (the built-in tissue or an uploaded OBJ/STL/PLY file
+// form that creates one (the built-in tissue, one stored from an earlier
+// upload, or an uploaded OBJ/STL/PLY file
 // with a scale, the mass-spring or XPBD solver, and for each of the three
 // layers a stored material fit by name or the layer's built-in law), and
 // buttons that join one
@@ -20,6 +21,7 @@ const MAX_UPLOAD_BYTES = 64 * 1024 * 1024;
 // outermost first, and the tissue their material fits are stored under.
 export const LAYERS = Object.freeze(['mucosa', 'submucosa', 'muscularis']);
 const FIT_TISSUE = 'stomach';
+const BUILTIN_TISSUE = 'stomach-patch';  // the tissue select's first option
 
 /** The fit names that each layer can take: those stored for it in both
  *  directions (a session needs both), "default" (the shipped table) first,
@@ -130,7 +132,11 @@ export class SessionsPanel {
     this.el.tissue.addEventListener('change', () => this._tissueChanged());
     // the stored fits, asked for each time the form opens (a fit made
     // meanwhile with tissuectl or tissuetool shows up)
-    this.el.details.addEventListener('toggle', () => { if (this.el.details.open) this.loadMaterials(); });
+    this.el.details.addEventListener('toggle', () => {
+      if (!this.el.details.open) return;
+      this.loadMaterials();
+      this.loadTissues();
+    });
     this.el.form.addEventListener('submit', (e) => {
       e.preventDefault();
       this._create();
@@ -149,6 +155,40 @@ export class SessionsPanel {
     const upload = this.el.tissue.value === 'upload';
     this.el.fileRow.hidden = !upload;
     this.el.file.required = upload;
+    // a stored tissue keeps the layers (and materials) it was uploaded with
+    const stored = this._stored();
+    for (const sel of this.el.materials) sel.disabled = stored;
+  }
+
+  /** Whether the tissue chosen is a stored upload (neither the built-in
+   *  patch nor a new upload). */
+  _stored() {
+    const v = this.el.tissue.value;
+    return v !== 'upload' && v !== BUILTIN_TISSUE;
+  }
+
+  /** Asks the server for the tissues stored from earlier uploads and offers
+   *  them between the built-in patch and a new upload; a choice still
+   *  offered is kept. */
+  async loadTissues() {
+    if (this.client.state !== 'connected') return;
+    let tissues;
+    try {
+      tissues = (await this.client.request('listTissues', {})).tissues || [];
+    } catch {
+      return;  // the built-in patch and uploads stay on offer
+    }
+    const sel = this.el.tissue, keep = sel.value;
+    for (const o of [...sel.options]) if (o.dataset.stored) o.remove();
+    const upload = [...sel.options].find((o) => o.value === 'upload');
+    for (const t of tissues) {
+      if (t.kind !== 'mesh' || t.name === 'upload') continue;  // (that value is the new upload's)
+      const o = new Option(t.name + ' (stored upload)', t.name);
+      o.dataset.stored = '1';
+      sel.add(o, upload);
+    }
+    sel.value = [...sel.options].some((o) => o.value === keep) ? keep : BUILTIN_TISSUE;
+    this._tissueChanged();
   }
 
   /** Asks the server for its stored material fits and offers, per layer,
@@ -307,7 +347,7 @@ export class SessionsPanel {
     // its other settings): sent only when one is chosen, so that the server's
     // default layers stand otherwise
     const materials = el.materials.map((sel) => sel.value);
-    if (materials.some(Boolean)) spec.layers = materials.map((material) => ({ material }));
+    if (materials.some(Boolean) && !this._stored()) spec.layers = materials.map((material) => ({ material }));
     el.create.disabled = true;
     this._status('creating…');
     try {

@@ -11,7 +11,8 @@
 // tissue is reset and the session ended
 // from the session controls, which the observer sees. The panel offers the
 // stored material fits of each layer (those fitted in both directions), and
-// a session made with one chosen steps on it. No page may log a
+// a session made with one chosen steps on it; it offers a stored upload by
+// name, and a session made of it is of that tissue. No page may log a
 // console error. When the daemon stops, the page shows that it is
 // reconnecting. Screenshots go to TS_ARTIFACTS (classroom-*.png). Run:
 //   TISSUED_BIN=build/server/tissued TS_ARTIFACTS=/tmp/a node --test tests/e2e/classroom.test.mjs
@@ -345,7 +346,7 @@ test('a mesh file uploaded through the panel becomes a session', async () => {
   assert.deepEqual(problems, [], 'console errors');
 });
 
-test('the panel offers the stored material fits per layer and a session takes the one chosen', async () => {
+test('the panel offers the stored material fits per layer and the stored uploads, and a session takes what is chosen', async () => {
   // Fits stored through the protocol (as tissuectl fit stores them): the
   // default mucosa's law times 1500 under "lab-stiff" in both directions,
   // and "lab-half" in one direction only, which no session can take.
@@ -402,6 +403,31 @@ test('the panel offers the stored material fits per layer and a session takes th
     const ss = sessionMetric(m, 'tissued_session_substeps', stiff);
     console.log(`classroom: substeps ${ss} with lab-stiff chosen in the panel, ${sp} on the built-in laws`);
     assert.ok(ss > 2 * sp, `substeps: ${ss} with lab-stiff chosen in the panel against ${sp} on the built-in laws`);
+
+    // The upload of the test before is stored: the form offers it by name
+    // (ListTissues), without the materials (a stored tissue keeps the layers
+    // it was uploaded with: the daemon refuses layers for it, so a page that
+    // sent the mucosa's choice still made would fail here), and a session
+    // made of it is of that tissue.
+    await page.focus('#ss-new summary');
+    await page.keyboard.press('Enter');
+    await waitHook(page, () => [...document.querySelectorAll('#ss-tissue option')].some((o) => o.value === 'ball-upload'),
+      null, 'the stored upload offered');
+    assert.deepEqual(await options('#ss-tissue'), ['stomach-patch', 'ball-upload', 'upload']);
+    assert.equal(await page.isDisabled('#ss-mat-0'), false);
+    await page.selectOption('#ss-tissue', 'ball-upload');
+    assert.equal(await page.isDisabled('#ss-mat-0'), true, 'a stored tissue keeps its materials');
+    assert.equal(await page.isVisible('#ss-file'), false, 'no file to choose');
+    await page.fill('#ss-name', 'ball-again');
+    await page.focus('#ss-create');
+    await page.keyboard.press('Enter');
+    await waitHook(page, (id) => window.tissued.sessionId !== id && window.tissued.role === 'controller' &&
+      window.tissued.frames > 0, stiff, 'the session of the stored upload joined');
+    const again = (await hook(page)).sessionId;
+    await waitHook(page, (id) => window.tissued.sessions.some((s) => s.sessionId === id), again, 'it listed');
+    const listed = (await hook(page)).sessions.find((s) => s.sessionId === again);
+    assert.equal(listed.tissue, 'ball-upload');
+    assert.equal(listed.name, 'ball-again');
     assert.deepEqual((await hook(page)).errors, [], 'errors shown by the page');
     assert.deepEqual(problems, [], 'console errors');
     await page.close();

@@ -80,7 +80,8 @@ static void check_run(const fuzz_argv *a, const ctl_args *o, const char *cred) {
   check_str(a, cmd, NULL, 0);
   if (!is(cmd, "sessions") && !is(cmd, "create") && !is(cmd, "poke") && !is(cmd, "watch") &&
       !is(cmd, "refine") && !is(cmd, "models") && !is(cmd, "train") && !is(cmd, "shortcut") &&
-      !is(cmd, "reset") && !is(cmd, "end") && !is(cmd, "materials") && !is(cmd, "fit"))
+      !is(cmd, "reset") && !is(cmd, "end") && !is(cmd, "materials") && !is(cmd, "fit") &&
+      !is(cmd, "tissues"))
     abort();
   check_str(a, o->host, DEFAULT_HOST, 0);
   check_str(a, o->cred, cred, 1);
@@ -90,7 +91,7 @@ static void check_run(const fuzz_argv *a, const ctl_args *o, const char *cred) {
       o->is_refine != is(cmd, "refine") || o->is_train != is(cmd, "train") ||
       o->is_shortcut != is(cmd, "shortcut") || o->is_reset != is(cmd, "reset") ||
       o->is_end != is(cmd, "end") || o->is_materials != is(cmd, "materials") ||
-      o->is_fit != is(cmd, "fit"))
+      o->is_fit != is(cmd, "fit") || o->is_tissues != is(cmd, "tissues"))
     abort();
   /* materials [--tissue T]; fit FILE --layer L --direction axial|radial --name N [--tissue T] */
   check_str(a, o->fit_tissue, "stomach", 1);
