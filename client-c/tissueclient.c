@@ -265,11 +265,30 @@ int tc_poll(tc_client *c, int timeout_ms) {
   return rc;
 }
 
+/* A request whose send failed on a connection that was open: the server
+ * may have said why it closed before the write found out (a message over its
+ * --max-message: TS_ETOOBIG, said while a large upload was still being
+ * written), so what it sent is read, for up to SAID_WAIT_MS, and named. */
+#define SAID_WAIT_MS 200
+static int send_failed(tc_client *c, int rc) {
+  char why[sizeof c->err];
+  snprintf(why, sizeof why, "%s", c->err);
+  c->broken = 0;
+  c->said[0] = '\0';
+  (void)pump(c, SAID_WAIT_MS);
+  c->broken = 1;
+  if (c->said[0])
+    return tc__fail(c, rc, "send: connection closed by the server after %s", c->said);
+  return tc__fail(c, rc, "%s", why);
+}
+
 int tc__request(tc_client *c, Envelope *env, int expect, Envelope **reply) {
   *reply = NULL;
   if (c->in_dispatch) return tc__fail(c, TS_EINVAL, "a request was made from a callback");
   env->request_id = ++c->next_rid;
+  const int was_open = !c->broken;
   int rc = tc__send_env(c, env);
+  if (rc == TS_EIO && was_open && c->broken) return send_failed(c, rc);
   if (rc) return rc;
   c->wait_rid = env->request_id;
   c->reply = NULL;

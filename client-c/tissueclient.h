@@ -194,7 +194,9 @@ uint64_t tc_client_id(const tc_client *c);
 uint32_t tc_tool_meshes(const tc_client *c, const char **names, uint32_t cap);
 /* Message of the last failure ("" if none). A connection the server closed
  * right after an Error of its own (request id 0, e.g. TS_ESHUTDOWN; its last
- * message) names it: "connection closed by the server after TS_ESHUTDOWN: ...". */
+ * message) names it: "connection closed by the server after TS_ESHUTDOWN: ...",
+ * also when a request's send failed on it (TS_ETOOBIG for a request over the
+ * server's --max-message, said while the request was still being written). */
 const char *tc_last_error(const tc_client *c);
 /* Time a request waits for its reply (default 10000 ms). */
 void tc_set_timeout(tc_client *c, int timeout_ms);

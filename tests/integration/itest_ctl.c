@@ -350,11 +350,12 @@ END_TEST
 
 /* The key's place under --max-sessions-per-key comes back when tissuectl
  * ends one of its sessions: the daemon's refusal says how, and after the end
- * a create passes again. */
+ * a create passes again. A poke whose session is ended stops; a fit over
+ * --max-message says the daemon's reason. */
 START_TEST(test_end_frees_a_place) {
   ts_dproc d;
   char err[256], port[16];
-  const char *args[] = {"--max-sessions-per-key", "1", NULL};
+  const char *args[] = {"--max-sessions-per-key", "1", "--max-message", "65536", NULL};
   ck_assert_msg(ts_dproc_start(&d, args, err, sizeof err) == 0, "%s", err);
   snprintf(port, sizeof port, "%d", d.tcp_port);
   static ctl_run o;
@@ -397,6 +398,21 @@ START_TEST(test_end_frees_a_place) {
   ck_assert_msg(said == 1, "%d errors said: %s", said, o.err);
   ck_assert_msg(took < 40, "poke went on for %.1f s after its session ended", took);
 
+  /* a request over the daemon's --max-message, larger than the socket
+   * buffers take: the daemon says TS_ETOOBIG and closes while tissuectl
+   * still writes; the failed write reads and says why (before: "send:
+   * Broken pipe") */
+  char big[sizeof d.dir + 16];
+  snprintf(big, sizeof big, "%s/big.csv", d.dir);
+  FILE *f = fopen(big, "w");
+  ck_assert_ptr_nonnull(f);
+  fprintf(f, "strain,stress\n");
+  for (int i = 0; i < 400000; i++) fprintf(f, "%.9f,%.9f\n", 1e-7 * i, 1000 + 1e-3 * i);
+  ck_assert_int_eq(fclose(f), 0);
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "fit", big, "--layer", "mucosa", "--direction",
+          "axial", "--name", "big");
+  expect_refusal(&o, 1, "TS_ETOOBIG");
+
   char why[256];
   ck_assert_msg(ts_dproc_stop(&d, 5000, why, sizeof why) == 0, "%s", why);
 }
@@ -426,10 +442,9 @@ START_TEST(test_materials) {
 
   /* noiseless samples of sigma = 988050 e^(2.55 eps): the fit gives a and b
    * back (the least-squares optimum of exact data, to rounding: 1e-9) */
-  char csv[] = "/tmp/itest_ctl_fit_XXXXXX";
-  int fd = mkstemp(csv);
-  ck_assert_int_ge(fd, 0);
-  FILE *f = fdopen(fd, "w");
+  char csv[sizeof d.dir + 16]; /* in the daemon's directory, removed with it */
+  snprintf(csv, sizeof csv, "%s/stiff.csv", d.dir);
+  FILE *f = fopen(csv, "w");
   ck_assert_ptr_nonnull(f);
   fprintf(f, "strain,stress\n");
   for (int i = 0; i <= 20; i++) fprintf(f, "%.17g,%.17g\n", 0.01 * i, 988050 * exp(2.55 * 0.01 * i));
@@ -451,8 +466,8 @@ START_TEST(test_materials) {
 
   /* the radial one from stdin ('-') */
   const char *bin = getenv("TISSUECTL_BIN");
-  char script[256];
-  snprintf(script, sizeof script, "exec \"$0\" \"$@\" < %s", csv);
+  char script[sizeof csv + 32];
+  snprintf(script, sizeof script, "exec \"$0\" \"$@\" < \"%s\"", csv);
   const char *const sh[] = {"-c", script, bin, "--port", port, "--key", TS_DPROC_KEY, "fit", "-",
                             "--layer", "mucosa", "--direction", "radial", "--name", "lab-stiff",
                             NULL};
@@ -462,7 +477,6 @@ START_TEST(test_materials) {
   jstr(v[0], "direction", s, sizeof s);
   ck_assert_str_eq(s, "radial");
   ck_assert(fabs(jnum(v[0], "a") / 988050 - 1) < 1e-9);
-  unlink(csv);
 
   run_ctl(&o, "--port", port, "materials", "--tissue", "stomach");
   ck_assert_int_eq(o.status, 0);
