@@ -26,10 +26,18 @@ void ctl_usage(FILE *out) {
           "\n"
           "commands:\n"
           "  sessions                  list the sessions, one per line\n"
-          "  tissues                   list the tissues a session can be created of, one\n"
+          "  tissues [list]            list the tissues a session can be created of, one\n"
           "                            per line: name (for create --tissue), kind\n"
           "                            (builtin or mesh: an upload), created (unix s);\n"
           "                            needs the key\n"
+          "  tissues delete NAME [--with-records]\n"
+          "                            delete the stored upload NAME (and its mesh file\n"
+          "                            unless another upload has the same bytes); refused\n"
+          "                            while a session of it runs, and, unless\n"
+          "                            --with-records, when learned models or material\n"
+          "                            fits are stored under it (they would go with it:\n"
+          "                            export the models first to keep them); prints\n"
+          "                            {\"deleted\":NAME}; needs the key\n"
           "  create [--tissue NAME]    create a session (default tissue: stomach-patch);\n"
           "                            prints {\"session_id\":N,...,\"observer_token\":..,\n"
           "                            \"controller_tokens\":[..]} (the tokens that let\n"
@@ -379,6 +387,19 @@ int ctl_parse_args(int argc, char **argv, const char *default_cred, ctl_args *o)
       if (strcmp(verb, "import") && parse_model_id(o, verb, o->verb_arg)) return CTL_ERROR;
     }
   }
+  if (!strcmp(cmd, "tissues") && i < argc && argv[i][0] != '-') {
+    const char *tv = argv[i++];
+    if (!strcmp(tv, "delete")) {
+      if (i >= argc || argv[i][0] == '-' || !argv[i][0]) {
+        bad(o, "tissues delete needs the name of a stored tissue");
+        return CTL_ERROR;
+      }
+      o->delete_tissue = argv[i++];
+    } else if (strcmp(tv, "list")) {
+      bad(o, "tissues: expected list or delete NAME, not '%s'", tv);
+      return CTL_ERROR;
+    }
+  }
   if (!strcmp(cmd, "fit")) {
     if (i >= argc || (argv[i][0] == '-' && argv[i][1])) { /* "-": standard input */
       if (i < argc && (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))) return CTL_HELP;
@@ -485,6 +506,9 @@ int ctl_parse_args(int argc, char **argv, const char *default_cred, ctl_args *o)
     } else if (!strcmp(a, "--scale") && !strcmp(cmd, "create")) {
       b = parse_num(o, a, v, 1e-6, 1000, &o->scale);
       scale_given = 1;
+    } else if (!strcmp(a, "--with-records") && o->delete_tissue) {
+      o->with_records = 1;
+      used = 1; /* no value */
     } else if (!strcmp(a, "--leb") && !strcmp(cmd, "refine")) {
       o->leb = 1;
       used = 1; /* no value */

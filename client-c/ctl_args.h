@@ -67,6 +67,9 @@ typedef struct ctl_args {
   const char *verb_arg;      /* the id or file of export, import, delete */
   int64_t verb_id;           /* export, delete: verb_arg as a model id (> 0); else 0 */
   const char *model_tissue;  /* models list --tissue; never "" */
+  /* tissues */
+  const char *delete_tissue; /* tissues delete NAME: the name (never ""); NULL: list */
+  int with_records;          /* tissues delete --with-records */
   /* poke, watch, refine, train, shortcut, reset, end */
   double session;            /* -1 when not given */
   double depth, seconds, radius, rate;

@@ -1,6 +1,6 @@
 /*
  * tc_tissues.c: libtissueclient's ListTissues (tissueclient.h): the
- * tissues a session can be created of, by name.
+ * tissues a session can be created of, by name; and DeleteTissue.
  */
 #include "tc_priv.h"
 
@@ -35,6 +35,21 @@ int tc_list_tissues(tc_client *c, tc_tissue_info **out, size_t *n) {
   }
   *out = v;
   *n = l->n_tissues;
+  tissued__v1__envelope__free_unpacked(r, NULL);
+  return 0;
+}
+
+int tc_delete_tissue(tc_client *c, const char *name, int with_records) {
+  if (!name || !*name) return tc__fail(c, TS_EINVAL, "no tissue name");
+  Tissued__V1__DeleteTissue m = TISSUED__V1__DELETE_TISSUE__INIT;
+  m.name = (char *)name;
+  m.with_records = with_records ? 1 : 0;
+  Envelope env = TISSUED__V1__ENVELOPE__INIT;
+  env.body_case = TISSUED__V1__ENVELOPE__BODY_DELETE_TISSUE;
+  env.delete_tissue = &m;
+  Envelope *r;
+  int rc = tc__request(c, &env, TISSUED__V1__ENVELOPE__BODY_ACK, &r);
+  if (rc) return rc;
   tissued__v1__envelope__free_unpacked(r, NULL);
   return 0;
 }

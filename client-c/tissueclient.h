@@ -424,6 +424,14 @@ typedef struct tc_tissue_info {
  * (TS_EAUTH). */
 int tc_list_tissues(tc_client *c, tc_tissue_info **out, size_t *n);
 
+/* DeleteTissue: deletes the stored upload `name` (its record, and its mesh
+ * file unless another stored tissue has the same bytes). Its learned models
+ * and material fits go with it, so a tissue that has any is deleted only
+ * with with_records set: else TS_EBUSY, the message saying how many. Also
+ * TS_EBUSY while a session of it runs, TS_ENOTISSUE for an unknown name,
+ * TS_EINVAL for the built-in tissue, TS_EAUTH without the server key. */
+int tc_delete_tissue(tc_client *c, const char *name, int with_records);
+
 /* ---- material fits (issue 3) --------------------------------------------- */
 
 /* One stored fit of sigma = a e^(b strain) (MaterialFit): the tissue, layer

@@ -567,7 +567,15 @@ static int cmd_control(tc_client *c, uint32_t session, int end) {
 
 /* ---- stored tissues (tissues) ------------------------------------------------------- */
 
-static int cmd_tissues(tc_client *c) {
+static int cmd_tissues(tc_client *c, const ctl_args *o) {
+  if (o->delete_tissue) {
+    if (tc_delete_tissue(c, o->delete_tissue, o->with_records))
+      return die("deleting tissue '%s': %s", o->delete_tissue, tc_last_error(c));
+    printf("{\"deleted\":");
+    json_str(stdout, o->delete_tissue);
+    printf("}\n");
+    return 0;
+  }
   tc_tissue_info *v;
   size_t n;
   if (tc_list_tissues(c, &v, &n) != 0)
@@ -673,7 +681,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(cmd, "create"))
     rc = cmd_create(c, &o);
   else if (o.is_tissues)
-    rc = cmd_tissues(c);
+    rc = cmd_tissues(c, &o);
   else if (o.is_materials)
     rc = cmd_materials(c, o.fit_tissue);
   else if (o.is_fit)

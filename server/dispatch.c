@@ -20,6 +20,7 @@
 #include "refine.h"
 #include "create.h"
 #include "requests.h"
+#include "tissue_delete.h"
 #include "tissue_list.h"
 #include "server.h"
 #include "session_self.h"
@@ -667,16 +668,6 @@ static void on_leave(ts_conn *c, uint64_t rid) {
   if (c->session) ts_session_detach(c->session, c);
 }
 
-static void send_ack(ts_conn *c, uint64_t rid, const char *what) {
-  Tissued__V1__Ack r = TISSUED__V1__ACK__INIT;
-  r.what = (char *)what;
-  Envelope env = TISSUED__V1__ENVELOPE__INIT;
-  env.request_id = rid;
-  env.body_case = TISSUED__V1__ENVELOPE__BODY_ACK;
-  env.ack = &r;
-  ts_send_envelope(c, &env);
-}
-
 /* Session control needs a controller joined to that very session. */
 static ts_session *controlled_session(ts_conn *c, uint64_t rid, uint32_t session_id) {
   if (!c->session || c->session->id != session_id) {
@@ -695,13 +686,13 @@ static void on_reset(ts_conn *c, uint64_t rid, const Tissued__V1__ResetSession *
   if (!se) return;
   ts_session_request_reset(se);
   ts_log_info("session %u reset by %s", se->id, c->peer);
-  send_ack(c, rid, "reset");
+  ts_send_ack(c, rid, "reset");
 }
 
 static void on_end(ts_conn *c, uint64_t rid, const Tissued__V1__EndSession *m) {
   ts_session *se = controlled_session(c, rid, m->session_id);
   if (!se) return;
-  send_ack(c, rid, "end");
+  ts_send_ack(c, rid, "end");
   ts_server_end_session(c->server, se, "ended by a controller");
 }
 
@@ -732,7 +723,7 @@ static void on_train(ts_conn *c, uint64_t rid, const Tissued__V1__TrainShortcut 
   uv_mutex_lock(&se->mbox.lock);
   se->mbox.train_request = 1;
   uv_mutex_unlock(&se->mbox.lock);
-  send_ack(c, rid, "train");
+  ts_send_ack(c, rid, "train");
 }
 
 /* UseShortcut: switch between the quasi-static solve and the model; with a
@@ -757,7 +748,7 @@ static void on_use(ts_conn *c, uint64_t rid, const Tissued__V1__UseShortcut *m) 
                   se->id);
     return;
   }
-  send_ack(c, rid, m->learned ? "learned" : "solve");
+  ts_send_ack(c, rid, m->learned ? "learned" : "solve");
 }
 
 static void on_ping(ts_conn *c, uint64_t rid, const Tissued__V1__Ping *m) {
@@ -813,6 +804,10 @@ void ts_dispatch_message(ts_conn *c, const uint8_t *msg, size_t len) {
     break;
   case TISSUED__V1__ENVELOPE__BODY_LIST_TISSUES:
     if (!needs_key(c, rid, "listing the stored tissues")) ts_request_list_tissues(c, rid);
+    break;
+  case TISSUED__V1__ENVELOPE__BODY_DELETE_TISSUE:
+    if (!needs_key(c, rid, "deleting a stored tissue"))
+      ts_request_delete_tissue(c, rid, env->delete_tissue);
     break;
   case TISSUED__V1__ENVELOPE__BODY_FIT_MATERIAL:
     if (!needs_key(c, rid, "fitting a material")) ts_request_fit_material(c, rid, env->fit_material);

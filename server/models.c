@@ -421,16 +421,6 @@ static void model_work(ts_job *jb, ts_storage *st) {
   }
 }
 
-static void send_ack(ts_conn *c, uint64_t rid, const char *what) {
-  Tissued__V1__Ack r = TISSUED__V1__ACK__INIT;
-  r.what = (char *)what;
-  Envelope env = TISSUED__V1__ENVELOPE__INIT;
-  env.request_id = rid;
-  env.body_case = TISSUED__V1__ENVELOPE__BODY_ACK;
-  env.ack = &r;
-  ts_send_envelope(c, &env);
-}
-
 /* UseShortcut's model reached the loop: into the session's mailbox, which
  * its physics thread reads at the start of the next step. */
 static int use_install(model_job *j, ts_conn *c) {
@@ -483,10 +473,10 @@ static void model_done(ts_job *jb) {
       break;
     }
     case OP_DELETE:
-      send_ack(c, j->rid, "delete");
+      ts_send_ack(c, j->rid, "delete");
       ts_log_info("model %lld deleted by %s", (long long)j->id, c->peer);
       break;
-    default: send_ack(c, j->rid, j->learned ? "learned" : "solve"); break;
+    default: ts_send_ack(c, j->rid, j->learned ? "learned" : "solve"); break;
     }
   }
   free_items(j);

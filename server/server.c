@@ -79,6 +79,16 @@ void ts_send_envelope(ts_conn *c, const Tissued__V1__Envelope *env) {
   if (buf != stackbuf) free(buf);
 }
 
+void ts_send_ack(ts_conn *c, uint64_t request_id, const char *what) {
+  Tissued__V1__Ack r = TISSUED__V1__ACK__INIT;
+  r.what = (char *)what;
+  Tissued__V1__Envelope env = TISSUED__V1__ENVELOPE__INIT;
+  env.request_id = request_id;
+  env.body_case = TISSUED__V1__ENVELOPE__BODY_ACK;
+  env.ack = &r;
+  ts_send_envelope(c, &env);
+}
+
 void ts_send_error(ts_conn *c, uint64_t request_id, int code, const char *fmt, ...) {
   char msg[512]; /* a divergence's reason and what follows it: up to ~300 characters */
   va_list ap;

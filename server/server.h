@@ -144,6 +144,9 @@ void ts_conn_drop_full(ts_conn *c);
 struct Tissued__V1__Envelope;
 void ts_send_envelope(ts_conn *c, const struct Tissued__V1__Envelope *env);
 
+/* Sends an Ack envelope: the request `what` was done. */
+void ts_send_ack(ts_conn *c, uint64_t request_id, const char *what);
+
 /* Sends an Error envelope (code is a negative ts_errno). */
 void ts_send_error(ts_conn *c, uint64_t request_id, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

@@ -197,4 +197,22 @@ int64_t ts_storage_count_meshes(ts_storage *s);
 int64_t ts_storage_put_mesh_tissue(ts_storage *s, const ts_mesh_rec *m, const char *name,
                                    const char *layer_spec, int *mesh_inserted);
 
+/* What a mesh tissue's deletion took (or, refused, would take) with it. */
+typedef struct ts_tissue_deletion {
+  int64_t models; /* learned models stored for the tissue */
+  int64_t fits;   /* material fits stored under its name */
+  int64_t meshes; /* mesh files no tissue named any more (its own, unless
+                     another upload has the same bytes; and any left behind
+                     when a name was uploaded again with other bytes) */
+} ts_tissue_deletion;
+
+/* Deletes the mesh tissue `name` in one transaction: its row, its learned
+ * models and material fits, and every stored mesh no tissue names any
+ * more. A tissue with models or fits is deleted only when with_records is
+ * set; otherwise nothing changes and TS_EBUSY is returned, out holding the
+ * counts. TS_ENOTISSUE when no tissue has that name, TS_EINVAL for a
+ * built-in tissue or an empty name. out (may be NULL) gets the counts. */
+int ts_storage_delete_mesh_tissue(ts_storage *s, const char *name, int with_records,
+                                  ts_tissue_deletion *out);
+
 #endif

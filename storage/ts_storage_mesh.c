@@ -1,7 +1,7 @@
 /*
  * ts_storage_mesh.c: uploaded mesh files, stored once by content (the
  * SHA-256 of their bytes, content-addressed storage), and the tissues of
- * kind "mesh" built from them (see ts_storage.h). Writes run in one IMMEDIATE
+ * kind "mesh" built from them, and their deletion (see ts_storage.h). Writes run in one IMMEDIATE
  * transaction with bound parameters only; these calls are rare (one per
  * upload or rebuild), so their statements are prepared per call.
  */
@@ -210,4 +210,99 @@ int64_t ts_storage_put_mesh_tissue(ts_storage *s, const ts_mesh_rec *m, const ch
   if (mesh_inserted) *mesh_inserted = ins;
   s->err[0] = '\0';
   return id;
+}
+
+/* count(*) of a one-parameter query over an integer id, or an error. */
+static int64_t count_of(ts_storage *s, const char *sql, int64_t id, const char *what) {
+  sqlite3_stmt *st;
+  int rc = prepare(s, sql, &st, what);
+  if (rc) return rc;
+  sqlite3_bind_int64(st, 1, id);
+  int64_t n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : ts__sqlfail(s, what);
+  sqlite3_finalize(st);
+  return n;
+}
+
+/* Runs a write (with an integer parameter ?1 if it has one); its changes
+ * or an error. */
+static int64_t write_one(ts_storage *s, const char *sql, int64_t id, const char *what) {
+  sqlite3_stmt *st;
+  int rc = prepare(s, sql, &st, what);
+  if (rc) return rc;
+  if (sqlite3_bind_parameter_count(st) > 0) sqlite3_bind_int64(st, 1, id);
+  int64_t n = sqlite3_step(st) == SQLITE_DONE ? sqlite3_changes(s->db) : ts__sqlfail(s, what);
+  sqlite3_finalize(st);
+  return n;
+}
+
+/* The id of the tissue `name` and whether it is a mesh tissue: 0 none. */
+static int64_t tissue_id(ts_storage *s, const char *name, int *is_mesh) {
+  sqlite3_stmt *st;
+  int rc = prepare(s, "SELECT id, kind FROM tissues WHERE name = ?1", &st, "looking up a tissue");
+  if (rc) return rc;
+  sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+  int64_t id = 0;
+  int step = sqlite3_step(st);
+  if (step == SQLITE_ROW) {
+    id = sqlite3_column_int64(st, 0);
+    const char *k = (const char *)sqlite3_column_text(st, 1);
+    *is_mesh = k && strcmp(k, "mesh") == 0;
+  } else if (step != SQLITE_DONE) {
+    id = ts__sqlfail(s, "looking up a tissue");
+  }
+  sqlite3_finalize(st);
+  return id;
+}
+
+static int delete_in(ts_storage *s, const char *name, int with_records, ts_tissue_deletion *d) {
+  int is_mesh = 0;
+  const int64_t id = tissue_id(s, name, &is_mesh);
+  if (id < 0) return (int)id;
+  if (id == 0) return ts__fail(s, TS_ENOTISSUE, "no stored tissue is called \"%s\"", name);
+  if (!is_mesh)
+    return ts__fail(s, TS_EINVAL, "\"%s\" is a built-in tissue; only uploads can be deleted",
+                    name);
+  d->models = count_of(s, "SELECT count(*) FROM learned_models WHERE tissue = ?1", id,
+                       "counting a tissue's models");
+  if (d->models < 0) return (int)d->models;
+  d->fits = count_of(s, "SELECT count(*) FROM material_fits WHERE tissue = ?1", id,
+                     "counting a tissue's material fits");
+  if (d->fits < 0) return (int)d->fits;
+  if ((d->models || d->fits) && !with_records)
+    return ts__fail(s, TS_EBUSY,
+                    "tissue \"%s\" has %lld learned model%s and %lld material fit%s stored with "
+                    "it, which its deletion would delete too",
+                    name, (long long)d->models, d->models == 1 ? "" : "s", (long long)d->fits,
+                    d->fits == 1 ? "" : "s");
+  /* the models and fits go with the row (ON DELETE CASCADE) */
+  int64_t n = write_one(s, "DELETE FROM tissues WHERE id = ?1", id, "deleting a tissue");
+  if (n < 0) return (int)n;
+  /* every mesh no tissue names any more: this one's unless another upload
+   * has the same bytes, and any left behind when a name was uploaded again
+   * with other bytes */
+  n = write_one(s,
+                "DELETE FROM meshes WHERE hash NOT IN "
+                "(SELECT mesh_hash FROM tissues WHERE kind = 'mesh')",
+                0, "deleting unused meshes");
+  if (n < 0) return (int)n;
+  d->meshes = n;
+  return 0;
+}
+
+int ts_storage_delete_mesh_tissue(ts_storage *s, const char *name, int with_records,
+                                  ts_tissue_deletion *out) {
+  ts_tissue_deletion d = {0, 0, 0};
+  if (out) *out = d;
+  if (!name || !*name) return ts__fail(s, TS_EINVAL, "tissue name must not be empty");
+  int rc = ts__begin(s);
+  if (rc) return rc;
+  rc = delete_in(s, name, with_records, &d);
+  if (rc || (rc = ts__commit(s))) {
+    ts__rollback(s);
+    if (out) *out = d; /* the counts found, for TS_EBUSY's caller */
+    return rc;
+  }
+  if (out) *out = d;
+  s->err[0] = '\0';
+  return 0;
 }

@@ -1,7 +1,7 @@
 // sessions.js: the sessions panel: the server's sessions (name, tissue,
 // solver, participants) refreshed every few seconds with ListSessions, a
 // form that creates one (the built-in tissue, one stored from an earlier
-// upload, or an uploaded OBJ/STL/PLY file
+// upload, which the form can also delete, or an uploaded OBJ/STL/PLY file
 // with a scale, the mass-spring or XPBD solver, and for each of the three
 // layers a stored material fit by name or the layer's built-in law), and
 // buttons that join one
@@ -119,6 +119,7 @@ export class SessionsPanel {
       details: $('ss-new'),
       name: $('ss-name'),
       tissue: $('ss-tissue'),
+      deleteStored: $('ss-tissue-delete'),
       fileRow: $('ss-file-row'),
       file: $('ss-file'),
       scale: $('ss-scale'),
@@ -130,6 +131,7 @@ export class SessionsPanel {
     this.el.nokey.hidden = hasKey;
     this.el.details.hidden = !hasKey;
     this.el.tissue.addEventListener('change', () => this._tissueChanged());
+    this.el.deleteStored.addEventListener('click', () => this._deleteStored());
     // the stored fits, asked for each time the form opens (a fit made
     // meanwhile with tissuectl or tissuetool shows up)
     this.el.details.addEventListener('toggle', () => {
@@ -158,6 +160,37 @@ export class SessionsPanel {
     // a stored tissue keeps the layers (and materials) it was uploaded with
     const stored = this._stored();
     for (const sel of this.el.materials) sel.disabled = stored;
+    this.el.deleteStored.hidden = !stored;
+  }
+
+  /** Deletes the stored upload chosen (DeleteTissue) after asking. One
+   *  with learned models or material fits stored under it is deleted with
+   *  them only after a second question that says how many; one in use by
+   *  a session is refused by the server, which names the sessions. */
+  async _deleteStored() {
+    const name = this.el.tissue.value;
+    if (!this._stored()) return;
+    if (!window.confirm(`Delete the stored tissue "${name}" from the server? No session can be made of it afterwards.`)) return;
+    this.el.deleteStored.disabled = true;
+    try {
+      try {
+        await this.client.request('deleteTissue', { name });
+      } catch (err) {
+        if (!/^TS_EBUSY: .* stored with it/.test(err.message)) throw err;
+        const what = err.message.replace(/^TS_EBUSY: /, '').replace(/;.*$/, '');
+        if (!window.confirm(what + '. Delete them too?')) {
+          this._status('kept the stored tissue ' + name);
+          return;
+        }
+        await this.client.request('deleteTissue', { name, withRecords: true });
+      }
+      this._status('deleted the stored tissue ' + name);
+      await this.loadTissues();
+    } catch (err) {
+      this._status(err.message, true);
+    } finally {
+      this.el.deleteStored.disabled = false;
+    }
   }
 
   /** Whether the tissue chosen is a stored upload (neither the built-in

@@ -38,7 +38,8 @@
   XX(AUTH, 24, "not authorised: missing or wrong server key or session token")  \
   XX(EXISTS, 25, "the name is taken")                                         \
   XX(MISMATCH, 26, "the model belongs to another tissue or material")         \
-  XX(NOMODEL, 27, "no such model")
+  XX(NOMODEL, 27, "no such model")                                           \
+  XX(BUSY, 28, "in use, or holding what the request would delete")
 
 typedef enum ts_errno {
 #define TS__ERR_ENUM(name, num, msg) TS_E##name = -(num),

@@ -38,4 +38,7 @@ int ts_cmd_mesh(int argc, char **argv, FILE *out, FILE *err);
 int ts_cmd_learn(int argc, char **argv, FILE *out, FILE *err);
 int ts_cmd_models(int argc, char **argv, FILE *out, FILE *err);
 
+/* cmd_tissues.c: list the stored tissues; delete a stored upload. */
+int ts_cmd_tissues(int argc, char **argv, FILE *out, FILE *err);
+
 #endif

@@ -12,6 +12,7 @@ static const ts_tool_command commands[] = {
     {"materials", "list the stored material fits as JSON", ts_cmd_materials},
     {"learn", "train the learned shortcut of the quasi-static solve and store it", ts_cmd_learn},
     {"models", "list, export, import or delete stored learned models", ts_cmd_models},
+    {"tissues", "list the stored tissues, or delete a stored upload", ts_cmd_tissues},
     {"mesh", "info, extrude, subdivide (Loop) or refine (LEB) a surface mesh", ts_cmd_mesh},
 };
 

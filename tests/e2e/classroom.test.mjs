@@ -346,7 +346,7 @@ test('a mesh file uploaded through the panel becomes a session', async () => {
   assert.deepEqual(problems, [], 'console errors');
 });
 
-test('the panel offers the stored material fits per layer and the stored uploads, and a session takes what is chosen', async () => {
+test('the panel offers the stored material fits per layer and the stored uploads, a session takes what is chosen, and the panel deletes a stored upload', async () => {
   // Fits stored through the protocol (as tissuectl fit stores them): the
   // default mucosa's law times 1500 under "lab-stiff" in both directions,
   // and "lab-half" in one direction only, which no session can take.
@@ -430,6 +430,53 @@ test('the panel offers the stored material fits per layer and the stored uploads
     assert.equal(listed.name, 'ball-again');
     assert.deepEqual((await hook(page)).errors, [], 'errors shown by the page');
     assert.deepEqual(problems, [], 'console errors');
+
+    // The form deletes a stored upload (DeleteTissue), asking first: refused
+    // while its sessions run (the page says so and keeps it on offer); with
+    // them ended and a fit stored under it, a second question names the fit
+    // and, answered yes, both go: no longer offered, nor listed by the
+    // daemon.
+    const dialogs = [];
+    page.on('dialog', (d) => { dialogs.push(d.message()); d.accept(); });
+    const status = () => page.$eval('#ss-status', (e) => e.textContent);
+    await page.focus('#ss-new summary');
+    await page.keyboard.press('Enter');
+    await waitHook(page, () => [...document.querySelectorAll('#ss-tissue option')].some((o) => o.value === 'ball-upload'),
+      null, 'the stored upload offered again');
+    await page.selectOption('#ss-tissue', 'ball-upload');
+    assert.equal(await page.isVisible('#ss-tissue-delete'), true, 'the delete button of a stored upload');
+    await page.click('#ss-tissue-delete');
+    await waitFor(async () => /^TS_EBUSY: .*in use by 2 sessions/.test(await status()), WAIT_MS, 'the in-use refusal', 100);
+    assert.equal(dialogs.length, 1);
+    assert.match(dialogs[0], /Delete the stored tissue "ball-upload"/);
+    assert.deepEqual(await options('#ss-tissue'), ['stomach-patch', 'ball-upload', 'upload']);
+    const sl = await peer.request('listSessions', {});
+    const ballSessions = sl.body.sessions.filter((s) => s.tissue === 'ball-upload').map((s) => s.sessionId);
+    assert.equal(ballSessions.length, 2, JSON.stringify(sl.body));
+    for (const id of ballSessions) {
+      const jr = await peer.request('joinSession', { sessionId: id, role: Role.CONTROLLER, frameRate: 0 }, 20000);
+      assert.equal(jr.kind, 'joined', JSON.stringify(jr.body));
+      const er = await peer.request('endSession', { sessionId: id }, 20000);
+      assert.equal(er.kind, 'ack', JSON.stringify(er.body));
+    }
+    const fr = await peer.request('fitMaterial', { tissue: 'ball-upload', layer: 'mucosa', direction: 'axial', name: 'ball-lab', csv: Buffer.from(csv) }, 10000);
+    assert.equal(fr.kind, 'materialFit', JSON.stringify(fr.body));
+    // the form is still open: closed and opened again, it asks for the list anew
+    await page.focus('#ss-new summary');
+    await page.keyboard.press('Enter');
+    assert.equal(await page.$eval('#ss-new', (d) => d.open), false);
+    await page.keyboard.press('Enter');
+    await waitHook(page, () => [...document.querySelectorAll('#ss-tissue option')].some((o) => o.value === 'ball-upload'),
+      null, 'the stored upload still offered');
+    await page.selectOption('#ss-tissue', 'ball-upload');
+    await page.click('#ss-tissue-delete');
+    await waitFor(async () => (await status()) === 'deleted the stored tissue ball-upload', WAIT_MS, 'the deletion', 100);
+    assert.equal(dialogs.length, 3, JSON.stringify(dialogs));
+    assert.match(dialogs[2], /0 learned models and 1 material fit stored with it.*Delete them too\?/);
+    assert.deepEqual(await options('#ss-tissue'), ['stomach-patch', 'upload']);
+    assert.equal(await page.isVisible('#ss-tissue-delete'), false);
+    const tl = await peer.request('listTissues', {});
+    assert.deepEqual(tl.body.tissues.map((t) => t.name), ['stomach-patch'], JSON.stringify(tl.body));
     await page.close();
   } finally {
     peer.close();

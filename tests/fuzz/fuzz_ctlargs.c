@@ -11,7 +11,8 @@
  * CTL_RUN, CTL_HELP, CTL_USAGE, CTL_ERROR; an error says why in a
  * terminated message; a command to run holds what main() relies on without
  * checking again: a known command, the verb and its argument of models, a
- * session id for poke, watch, refine, train, shortcut, reset and end that
+ * tissue name (not empty) only for tissues delete and --with-records only
+ * with it, a session id for poke, watch, refine, train, shortcut, reset and end that
  * fits a uint32_t, a solver 0..3 and not with --mesh, --self-contact only for create
  * without --mesh, --use learned or solve given
  * to shortcut and to no other command, a model id 0 or whole, only for
@@ -153,6 +154,10 @@ static void check_run(const fuzz_argv *a, const ctl_args *o, const char *cred) {
   }
   check_str(a, o->model_tissue, NULL, 1);
   if (o->model_tissue && !o->model_tissue[0]) abort();
+  /* tissues delete NAME [--with-records]: a name, only for tissues */
+  check_str(a, o->delete_tissue, NULL, 1);
+  if (o->delete_tissue && (!o->delete_tissue[0] || !o->is_tissues)) abort();
+  if (o->with_records && !o->delete_tissue) abort();
   /* create */
   check_str(a, o->tissue, "stomach-patch", 0);
   check_str(a, o->mesh, NULL, 1);

@@ -26,7 +26,10 @@
  *     that name refused;
  *   - a mesh upload (the shared liver, centimetres) and a session of the
  *     stored tissue by name; tissues lists the patch and the upload (with the
- *     key only); models list on an empty database;
+ *     key only); tissues delete refuses while its sessions run and while a
+ *     fit is stored under it, then deletes it with --with-records (the list
+ *     and create no longer know it) and refuses the built-in patch;
+ *     models list on an empty database;
  *   - the learned shortcut from the command line (issue 6): create --solver
  *     quasi-static, train refused with nothing recorded, poke records
  *     samples (sessions counts them), train prints its progress and the
@@ -90,7 +93,8 @@ START_TEST(test_help_and_usage) {
                         "watch",         "models list",   "models export", "models import",
                         "models delete", "--token",       "--solver",      "train --session",
                         "shortcut --session", "reset --session", "end --session", "tissues",
-                        "materials", "fit FILE", "--materials"};
+                        "materials", "fit FILE", "--materials", "tissues delete NAME",
+                        "--with-records"};
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
     ck_assert_msg(strstr(o.out, cmds[i]) != NULL, "--help does not mention %s", cmds[i]);
   /* --max-edge is described, not only listed in the synopsis */
@@ -140,6 +144,9 @@ START_TEST(test_help_and_usage) {
       {{"create", "--name", ""}, "--name needs a name"},
       {{"sessions", "--name", "foo"}, "unknown or incomplete option '--name' for 'sessions'"},
       {{"tissues", "--tissue", "x"}, "unknown or incomplete option '--tissue' for 'tissues'"},
+      {{"tissues", "delete"}, "tissues delete needs the name of a stored tissue"},
+      {{"tissues", "drop", "x"}, "tissues: expected list or delete NAME, not 'drop'"},
+      {{"tissues", "--with-records"}, "unknown or incomplete option '--with-records'"},
       {{"create", "--layers", "0.001"}, "--layers needs --mesh"},
       {{"create", "--tissue", ""}, "--tissue needs a tissue name"},
       {{"models", "list", "--tissue", ""}, "--tissue needs a tissue name"},
@@ -551,6 +558,8 @@ START_TEST(test_meshes_and_models) {
   ck_assert_msg(o.status == 0, "create --mesh: %s", o.err);
   ck_assert_int_eq(lines(&o, v, 64), 1);
   double verts = jnum(v[0], "vertex_count");
+  char sid1[16];
+  snprintf(sid1, sizeof sid1, "%.0f", jnum(v[0], "session_id"));
   ck_assert(verts > 139 && jnum(v[0], "bytes") > 8000);
   /* the default layers are thinned at the liver's creases (itest_mesh has
    * the counts): said in the output, in numbers and in words */
@@ -563,6 +572,8 @@ START_TEST(test_meshes_and_models) {
   ck_assert_msg(o.status == 0, "create --tissue: %s", o.err);
   ck_assert_int_eq(lines(&o, v, 64), 1);
   ck_assert(jnum(v[0], "vertex_count") == verts);
+  char sid2[16];
+  snprintf(sid2, sizeof sid2, "%.0f", jnum(v[0], "session_id"));
   ck_assert(jnum(v[0], "thinned_vertices") == thinned); /* rebuilt the same way */
   run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "sessions");
   ck_assert_int_eq(lines(&o, v, 64), 2);
@@ -587,6 +598,55 @@ START_TEST(test_meshes_and_models) {
   ck_assert(jnum(v[1], "created") > 1.7e9);
   run_ctl(&o, "--port", port, "tissues");
   expect_refusal(&o, 1, "TS_EAUTH");
+
+  /* tissues delete: refused while its sessions run (naming them), then
+   * while a material fit is stored under it, then deleted with it; the
+   * upload is then gone from the list and from create; the built-in patch,
+   * an unknown name and a client without the key are refused */
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "tissues", "delete", "ctl-liver");
+  expect_refusal(&o, 1, "TS_EBUSY");
+  const char *busy = strstr(o.err, "in use by 2 sessions (");
+  ck_assert_msg(busy && strstr(busy, sid1) && strstr(busy, sid2), "sessions not named: %s", o.err);
+  char csv[sizeof d.dir + 16];
+  snprintf(csv, sizeof csv, "%s/liver.csv", d.dir);
+  FILE *f = fopen(csv, "w");
+  ck_assert_ptr_nonnull(f);
+  for (int i = 0; i <= 10; i++) fprintf(f, "%.17g,%.17g\n", 0.01 * i, 2e4 * exp(3 * 0.01 * i));
+  ck_assert_int_eq(fclose(f), 0);
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "fit", csv, "--tissue", "ctl-liver",
+          "--layer", "mucosa", "--direction", "axial", "--name", "liver-lab");
+  ck_assert_msg(o.status == 0, "fit --tissue ctl-liver: %s", o.err);
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "end", "--session", sid1);
+  ck_assert_msg(o.status == 0, "end: %s", o.err);
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "tissues", "delete", "ctl-liver");
+  expect_refusal(&o, 1, "in use by 1 session (");
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "end", "--session", sid2);
+  ck_assert_msg(o.status == 0, "end: %s", o.err);
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "tissues", "delete", "ctl-liver");
+  expect_refusal(&o, 1, "0 learned models and 1 material fit stored with it");
+  ck_assert_msg(strstr(o.err, "TS_EBUSY") && strstr(o.err, "--with-records"), "%s", o.err);
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "materials", "--tissue", "ctl-liver");
+  ck_assert_int_eq(o.status, 0);
+  ck_assert_int_eq(lines(&o, v, 64), 1); /* nothing deleted */
+  run_ctl(&o, "--port", port, "tissues", "delete", "ctl-liver", "--with-records");
+  expect_refusal(&o, 1, "TS_EAUTH");
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "tissues", "delete", "ctl-liver",
+          "--with-records");
+  ck_assert_msg(o.status == 0, "tissues delete: %s", o.err);
+  ck_assert_int_eq(lines(&o, v, 64), 1);
+  ck_assert_str_eq(v[0], "{\"deleted\":\"ctl-liver\"}");
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "tissues");
+  ck_assert_int_eq(o.status, 0);
+  ck_assert_int_eq(lines(&o, v, 64), 1);
+  ck_assert_ptr_nonnull(strstr(v[0], "\"stomach-patch\""));
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "materials", "--tissue", "ctl-liver");
+  ck_assert_uint_eq(o.n_out, 0);
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "create", "--tissue", "ctl-liver");
+  expect_refusal(&o, 1, "TS_ENOTISSUE");
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "tissues", "delete", "ctl-liver");
+  expect_refusal(&o, 1, "TS_ENOTISSUE");
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "tissues", "delete", "stomach-patch");
+  expect_refusal(&o, 1, "only uploads can be deleted");
 
   /* models: none stored yet; refusals name the problem */
   run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "models", "list");

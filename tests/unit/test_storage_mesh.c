@@ -3,7 +3,7 @@
  * mesh files stored once by their SHA-256 (ts_storage_put_mesh,
  * ts_storage_put_mesh_tissue), exact round trips of the bytes, the tissue
  * record that points at them, the refusal of names held by built-in
- * tissues, the migration that adds the table to an existing version-1
+ * tissues, the deletion of a mesh tissue, the migration that adds the table to an existing version-1
  * database, and the layer-spec text (ts_layer_spec.h) in both directions.
  * Real SQLite files in a fresh temporary directory per test.
  */
@@ -134,6 +134,77 @@ START_TEST(test_mesh_tissue_record) {
   ck_assert_uint_eq(g.n_bytes, sizeof b - 1);
   ck_assert_int_eq(memcmp(g.bytes, b, g.n_bytes), 0);
   ts_storage_mesh_free(&g);
+  ts_storage_close(s);
+}
+END_TEST
+
+/* ts_storage_delete_mesh_tissue: a tissue with models or fits only when
+ * asked (else TS_EBUSY and nothing changes), the mesh bytes while another
+ * tissue names them kept, the orphan of a re-upload removed, built-in and
+ * unknown names refused. */
+START_TEST(test_mesh_tissue_delete) {
+  ts_storage *s = open_ok();
+  uint8_t a[] = "solid a\nendsolid a\n", b[] = "v 0 0 0\n";
+  ts_mesh_rec ma = mesh(HASH_A, a, sizeof a - 1), mb = mesh(HASH_B, b, sizeof b - 1);
+  int64_t organ = ts_storage_put_mesh_tissue(s, &ma, "organ", "spec", NULL);
+  ck_assert_int_gt(organ, 0);
+  ck_assert_int_gt(ts_storage_put_mesh_tissue(s, &ma, "twin", "spec", NULL), 0); /* same bytes */
+  ck_assert_int_gt(ts_storage_put_mesh_tissue(s, &mb, "ball", "spec", NULL), 0);
+  ck_assert_int_gt(ts_storage_put_mesh_tissue(s, &ma, "ball", "spec", NULL), 0); /* B orphaned */
+  ck_assert_int_eq(ts_storage_count_meshes(s), 2);
+  ts_tissue_rec bt = {.name = "stomach", .kind = "builtin"};
+  ck_assert_int_gt(ts_storage_put_tissue(s, &bt), 0);
+  /* organ holds a model and a fit */
+  const uint8_t theta[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  ts_model_rec m = {.tissue = organ, .material = "m", .kind = "linear-modal", .theta = theta,
+                    .theta_bytes = sizeof theta, .solve = "plain"};
+  ck_assert_int_gt(ts_storage_put_model(s, &m, NULL), 0);
+  ts_fit_rec f = {.tissue = organ, .layer = "mucosa", .direction = "axial", .name = "soft",
+                  .a = 1e3, .b = 5, .samples = 3};
+  ck_assert_int_gt(ts_storage_put_fit(s, &f), 0);
+
+  ts_tissue_deletion d;
+  ck_assert_int_eq(ts_storage_delete_mesh_tissue(s, "organ", 0, &d), TS_EBUSY);
+  ck_assert_int_eq(d.models, 1);
+  ck_assert_int_eq(d.fits, 1);
+  ck_assert_ptr_nonnull(strstr(ts_storage_errmsg(s), "1 learned model and 1 material fit"));
+  ts_tissue_rec t;
+  ck_assert_int_eq(ts_storage_get_tissue(s, "organ", &t), 0); /* still there */
+  ts_storage_tissue_free(&t);
+  ck_assert_int_eq(ts_storage_count_meshes(s), 2);
+
+  /* with its records: they go too; A stays (twin and ball name it), the
+   * orphaned B goes */
+  ck_assert_int_eq(ts_storage_delete_mesh_tissue(s, "organ", 1, &d), 0);
+  ck_assert_int_eq(d.models, 1);
+  ck_assert_int_eq(d.fits, 1);
+  ck_assert_int_eq(d.meshes, 1);
+  ck_assert_int_eq(ts_storage_get_tissue(s, "organ", &t), TS_ENOTISSUE);
+  ck_assert_int_eq(ts_storage_count_meshes(s), 1);
+  ts_mesh_rec g;
+  ck_assert_int_eq(ts_storage_get_mesh(s, HASH_A, &g), 0);
+  ts_storage_mesh_free(&g);
+  ck_assert_int_eq(ts_storage_get_mesh(s, HASH_B, &g), TS_ENOTISSUE);
+  ts_model_rec gm;
+  ck_assert_int_eq(ts_storage_get_latest_model(s, organ, "m", "linear-modal", &gm), TS_ENOMODEL);
+
+  /* no records: deleted without asking; the bytes stay while ball names them */
+  ck_assert_int_eq(ts_storage_delete_mesh_tissue(s, "twin", 0, &d), 0);
+  ck_assert_int_eq(d.meshes, 0);
+  ck_assert_int_eq(ts_storage_count_meshes(s), 1);
+  ck_assert_int_eq(ts_storage_delete_mesh_tissue(s, "ball", 0, &d), 0);
+  ck_assert_int_eq(d.meshes, 1);
+  ck_assert_int_eq(ts_storage_count_meshes(s), 0);
+
+  /* refused: unknown, again, built-in, empty */
+  ck_assert_int_eq(ts_storage_delete_mesh_tissue(s, "ball", 1, &d), TS_ENOTISSUE);
+  ck_assert_ptr_nonnull(strstr(ts_storage_errmsg(s), "\"ball\""));
+  ck_assert_int_eq(ts_storage_delete_mesh_tissue(s, "stomach", 1, NULL), TS_EINVAL);
+  ck_assert_ptr_nonnull(strstr(ts_storage_errmsg(s), "built-in"));
+  ck_assert_int_eq(ts_storage_get_tissue(s, "stomach", &t), 0);
+  ts_storage_tissue_free(&t);
+  ck_assert_int_eq(ts_storage_delete_mesh_tissue(s, "", 1, NULL), TS_EINVAL);
+  ck_assert_int_eq(ts_storage_delete_mesh_tissue(s, NULL, 1, NULL), TS_EINVAL);
   ts_storage_close(s);
 }
 END_TEST
@@ -296,6 +367,7 @@ static Suite *suite(void) {
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_add_test(tc, test_mesh_stored_once);
   tcase_add_test(tc, test_mesh_tissue_record);
+  tcase_add_test(tc, test_mesh_tissue_delete);
   tcase_add_test(tc, test_mesh_bad_input);
   tcase_add_test(tc, test_migration_from_version_1);
   tcase_add_test(tc, test_layer_spec_roundtrip);
