@@ -322,9 +322,12 @@ typedef struct tc_refined {
  * the vertex limit, or a refinement under way), TS_EMESH (inverted prisms). */
 int tc_refine(tc_client *c, const tc_refine_params *p, tc_refined *out);
 
-/* A controller puts its session's tissue back at rest (also restarts a
- * session stopped by divergence), or ends the session for everyone.
- * 0 or a negative ts_errno (TS_EROLE for observers, TS_ENOTJOINED). */
+/* Puts a session's tissue back at rest (also restarts a session stopped by
+ * divergence), or ends the session for everyone. A client connected with
+ * the server key may name any session, joined or not; one connected with a
+ * session token must be a controller joined to it. 0 or a negative
+ * ts_errno (TS_ENOSESSION; with a token: TS_EROLE for observers,
+ * TS_ENOTJOINED). */
 int tc_reset_session(tc_client *c, uint32_t session_id);
 int tc_end_session(tc_client *c, uint32_t session_id);
 

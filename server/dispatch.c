@@ -681,8 +681,23 @@ static ts_session *controlled_session(ts_conn *c, uint64_t rid, uint32_t session
   return c->session;
 }
 
+/* Reset and end: a holder of the server key acts on any session by id,
+ * joined or not, in any role (as RefineRegion, refine.c): an instructor
+ * ends a class's session whose tools are all taken, where joining as a
+ * controller to end it was refused (TS_ETOOL). A session token's holder:
+ * a controller joined to that very session. */
+static ts_session *session_for_control(ts_conn *c, uint64_t rid, uint32_t session_id) {
+  if (c->key_index < 0) return controlled_session(c, rid, session_id);
+  ts_session *se = ts_server_find_session(c->server, session_id);
+  if (!se || se->ending) {
+    ts_send_error(c, rid, TS_ENOSESSION, "no session %u", session_id);
+    return NULL;
+  }
+  return se;
+}
+
 static void on_reset(ts_conn *c, uint64_t rid, const Tissued__V1__ResetSession *m) {
-  ts_session *se = controlled_session(c, rid, m->session_id);
+  ts_session *se = session_for_control(c, rid, m->session_id);
   if (!se) return;
   ts_session_request_reset(se);
   ts_log_info("session %u reset by %s", se->id, c->peer);
@@ -690,10 +705,11 @@ static void on_reset(ts_conn *c, uint64_t rid, const Tissued__V1__ResetSession *
 }
 
 static void on_end(ts_conn *c, uint64_t rid, const Tissued__V1__EndSession *m) {
-  ts_session *se = controlled_session(c, rid, m->session_id);
+  ts_session *se = session_for_control(c, rid, m->session_id);
   if (!se) return;
   ts_send_ack(c, rid, "end");
-  ts_server_end_session(c->server, se, "ended by a controller");
+  ts_server_end_session(c->server, se,
+                        c->key_index >= 0 ? "ended by a holder of the server key" : "ended by a controller");
 }
 
 /* TrainShortcut: a controller of a quasi-static session asks for training on

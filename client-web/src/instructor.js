@@ -1,7 +1,8 @@
-// instructor.js: the controls a controller has over the whole session: reset
-// the tissue to rest (ResetSession) and end the session for everyone
-// (EndSession). Ending asks for a second press within CONFIRM_MS, so one
-// stray key press does not close a class's session.
+// instructor.js: the controls a controller, or the holder of the server key
+// in any role, has over the whole session: reset the tissue to rest
+// (ResetSession) and end the session for everyone (EndSession). Ending asks
+// for a second press within CONFIRM_MS, so one stray key press does not
+// close a class's session.
 
 const CONFIRM_MS = 5000;
 const $ = (id) => document.getElementById(id);
@@ -21,7 +22,7 @@ export class InstructorControls {
     this.end.addEventListener('click', () => this._end());
   }
 
-  /** Shown to controllers only. */
+  /** Shown to controllers and to the server key's holder only. */
   setEnabled(on) {
     this.section.hidden = !on;
     if (!on) this._disarm();

@@ -331,7 +331,9 @@ async function start() {
         const known = sessions.sessions.find((s) => s.sessionId === j.sessionId);
         if (known) hook.solver = known.solver;
         tools.joined(isController, hook.solver, hook.toolKind);
-        instructor.setEnabled(isController);
+        // the key's holder (the instructor) whatever the role: a class's
+        // session whose tools are all taken is still theirs to reset and end
+        instructor.setEnabled(isController || !!credentials);
         lesion.setEnabled(isController && hook.solver !== QUASI_STATIC);
         training.joined(j.sessionId, hook.solver, isController, true);
         hook.training = training.snapshot();
@@ -395,7 +397,7 @@ async function start() {
         hook.toolKind = 0;
         pointer?.setEnabled(false);
         tools.joined(false, hook.solver, 0);
-        instructor.setEnabled(false);
+        instructor.setEnabled(!!credentials);
         lesion.setEnabled(false);
         training.joined(hook.sessionId, hook.solver, false);
         hook.training = training.snapshot();

@@ -5,7 +5,7 @@
 // with a scale, the mass-spring or XPBD solver, and for each of the three
 // layers a stored material fit by name or the layer's built-in law), and
 // buttons that join one
-// as controller or observer. Creating and joining need the server key (it
+// as controller or observer, or end one. Creating and joining need the server key (it
 // opens any session); without it the panel says how to get one.
 //
 // Rows are kept per session id and updated in place, so a refresh neither
@@ -127,6 +127,7 @@ export class SessionsPanel {
       materials: LAYERS.map((_, i) => $('ss-mat-' + i)),
       create: $('ss-create'),
       status: $('ss-status'),
+      msg: $('ss-msg'),
     };
     this.el.nokey.hidden = hasKey;
     this.el.details.hidden = !hasKey;
@@ -320,10 +321,34 @@ export class SessionsPanel {
         b.addEventListener('click', () => this.client.joinSession(s.sessionId, role, ''));
         act.appendChild(b);
       }
+      // the key ends any session without joining it (EndSession), even one
+      // whose tools are all taken; asked first, since it ends it for everyone
+      const end = document.createElement('button');
+      end.type = 'button';
+      end.textContent = 'end';
+      end.dataset.role = 'end';
+      end.setAttribute('aria-label', 'end ' + label + ' for everyone in it');
+      end.addEventListener('click', () => this._end(s.sessionId, label));
+      act.appendChild(end);
     }
     tr.appendChild(act);
     cells.actions = act;
     return { tr, cells };
+  }
+
+  /** Ends a session from the list (EndSession with the key) after asking. */
+  async _end(sessionId, label) {
+    if (!window.confirm(`End ${label} for everyone in it?`)) return;
+    const msg = this.el.msg;
+    try {
+      await this.client.request('endSession', { sessionId });
+      msg.textContent = 'ended ' + label;
+      msg.classList.remove('error-text');
+    } catch (err) {
+      msg.textContent = 'ending ' + label + ': ' + err.message;
+      msg.classList.add('error-text');
+    }
+    this.refresh();
   }
 
   /** Tissue self-contact, where the session asked for it: on, or off and why

@@ -404,6 +404,18 @@ test('the panel offers the stored material fits per layer and the stored uploads
     console.log(`classroom: substeps ${ss} with lab-stiff chosen in the panel, ${sp} on the built-in laws`);
     assert.ok(ss > 2 * sp, `substeps: ${ss} with lab-stiff chosen in the panel against ${sp} on the built-in laws`);
 
+    // The key's holder watching a session (an instructor whose class holds
+    // every tool) has the session controls too, and the daemon takes its
+    // reset (before, both were a controller's only).
+    const watching = await openPage(`${base}/?session=${plain}&role=observer#key=${SERVER_KEY}`, 'key-watcher');
+    await waitHook(watching, (id) => window.tissued.role === 'observer' && window.tissued.sessionId === id &&
+      window.tissued.frames > 0, plain, 'the key holder watching');
+    assert.equal(await watching.isVisible('#instructor'), true, 'session controls for the key holder watching');
+    await watching.click('#in-reset');
+    await waitHook(watching, () => window.tissued.resets === 1, null, 'the watcher\'s reset acknowledged');
+    assert.deepEqual((await hook(watching)).errors, [], 'errors shown by the watching page');
+    await watching.close();
+
     // The upload of the test before is stored: the form offers it by name
     // (ListTissues), without the materials (a stored tissue keeps the layers
     // it was uploaded with: the daemon refuses layers for it, so a page that
@@ -453,12 +465,20 @@ test('the panel offers the stored material fits per layer and the stored uploads
     const sl = await peer.request('listSessions', {});
     const ballSessions = sl.body.sessions.filter((s) => s.tissue === 'ball-upload').map((s) => s.sessionId);
     assert.equal(ballSessions.length, 2, JSON.stringify(sl.body));
-    for (const id of ballSessions) {
-      const jr = await peer.request('joinSession', { sessionId: id, role: Role.CONTROLLER, frameRate: 0 }, 20000);
-      assert.equal(jr.kind, 'joined', JSON.stringify(jr.body));
-      const er = await peer.request('endSession', { sessionId: id }, 20000);
-      assert.equal(er.kind, 'ack', JSON.stringify(er.body));
-    }
+    // the upload's session of the test before: ended from the list's end
+    // button (the key, no join); the page's own through a controller
+    const other = ballSessions.find((id) => id !== again);
+    assert.ok(other > 0 && ballSessions.includes(again), JSON.stringify(ballSessions));
+    await page.click(`#ss-rows tr[data-session="${other}"] button[data-role="end"]`);
+    await waitHook(page, (id) => !document.querySelector(`#ss-rows tr[data-session="${id}"]`), other,
+      'the ended session gone from the list');
+    assert.equal(await page.textContent('#ss-msg'), 'ended ball-upload');
+    assert.equal(dialogs.length, 2);
+    assert.match(dialogs[1], /^End ball-upload for everyone in it\?/);
+    const jr = await peer.request('joinSession', { sessionId: again, role: Role.CONTROLLER, frameRate: 0 }, 20000);
+    assert.equal(jr.kind, 'joined', JSON.stringify(jr.body));
+    const er = await peer.request('endSession', { sessionId: again }, 20000);
+    assert.equal(er.kind, 'ack', JSON.stringify(er.body));
     const fr = await peer.request('fitMaterial', { tissue: 'ball-upload', layer: 'mucosa', direction: 'axial', name: 'ball-lab', csv: Buffer.from(csv) }, 10000);
     assert.equal(fr.kind, 'materialFit', JSON.stringify(fr.body));
     // the form is still open: closed and opened again, it asks for the list anew
@@ -471,8 +491,8 @@ test('the panel offers the stored material fits per layer and the stored uploads
     await page.selectOption('#ss-tissue', 'ball-upload');
     await page.click('#ss-tissue-delete');
     await waitFor(async () => (await status()) === 'deleted the stored tissue ball-upload', WAIT_MS, 'the deletion', 100);
-    assert.equal(dialogs.length, 3, JSON.stringify(dialogs));
-    assert.match(dialogs[2], /0 learned models and 1 material fit stored with it.*Delete them too\?/);
+    assert.equal(dialogs.length, 4, JSON.stringify(dialogs));
+    assert.match(dialogs[3], /0 learned models and 1 material fit stored with it.*Delete them too\?/);
     assert.deepEqual(await options('#ss-tissue'), ['stomach-patch', 'upload']);
     assert.equal(await page.isVisible('#ss-tissue-delete'), false);
     const tl = await peer.request('listTissues', {});

@@ -1,8 +1,10 @@
 /*
  * itest_control.c: session control over the TCP protocol. A controller can
  * reset its session's tissue to rest (the dent it made disappears) and end the
- * session (its other clients are told, later joins find no session); an
- * observer can do neither; a client cannot control a session it is not in.
+ * session (its other clients are told, later joins find no session); with a
+ * session token an observer can do neither, nor a client control a session
+ * it is not in; with the server key a client can, whatever its role and
+ * whether joined or not.
  * /metrics reports the sessions' statistics, among them a mass-spring
  * session's cap on its substeps (CreateSession.substeps) and the inertia
  * scale it takes.
@@ -185,10 +187,24 @@ START_TEST(test_reset_and_end) {
   double pressed_y = wa.centre_y;
   ck_assert_msg(rest_y - pressed_y > 0.002, "dent %g m", rest_y - pressed_y);
 
-  /* observers cannot reset or end; nobody controls a session they are not in */
-  ck_assert_int_eq(tc_reset_session(b, sid), TS_EROLE);
-  ck_assert_int_eq(tc_end_session(b, sid), TS_EROLE);
-  ck_assert_int_eq(tc_reset_session(a, sid2), TS_ENOTJOINED);
+  /* with a session token: an observer cannot reset or end, nor a client
+   * control a session it is not in; with the server key, any client can,
+   * joined or not (checked below: b ends sid2 without joining it) */
+  tc_tokens tk;
+  ck_assert_int_eq(tc_session_tokens(a, &tk), 1); /* sid2's, the last a created */
+  tc_client *o2 = tc_connect_key("127.0.0.1", d.tcp_port, "itest-control-o", tk.observer, 0, err,
+                                 sizeof err);
+  ck_assert_msg(o2 != NULL, "%s", err);
+  tc_client *c2 = tc_connect_key("127.0.0.1", d.tcp_port, "itest-control-c", tk.controller[0], 0,
+                                 err, sizeof err);
+  ck_assert_msg(c2 != NULL, "%s", err);
+  ck_assert_int_eq(tc_join(o2, sid2, TC_ROLE_OBSERVER, 0, 0, NULL), 0);
+  ck_assert_int_eq(tc_reset_session(o2, sid2), TS_EROLE);
+  ck_assert_int_eq(tc_end_session(o2, sid2), TS_EROLE);
+  ck_assert_int_eq(tc_reset_session(c2, sid2), TS_ENOTJOINED);
+  ck_assert_int_eq(tc_end_session(c2, sid2), TS_ENOTJOINED);
+  ck_assert_int_eq(tc_reset_session(c2, sid), TS_ENOTJOINED);
+  ck_assert_int_eq(tc_reset_session(b, 999), TS_ENOSESSION);
 
   /* park the tool, reset: the next frames show the tissue back at rest
    * (within the sag it regains in a few steps: 0.1 mm) */
@@ -207,6 +223,19 @@ START_TEST(test_reset_and_end) {
   ck_assert_int_eq(tc_join(b, sid, TC_ROLE_OBSERVER, 0, 0, NULL), TS_ENOSESSION);
   ck_assert_int_eq(tc_join(b, sid2, TC_ROLE_OBSERVER, 0, 0, NULL), 0);
 
+  /* the controller token's holder, joined, resets sid2; the key's holder b,
+   * an observer of it, resets it too; then a, joined to none, ends it (the
+   * server key: no join, so no free tool, is needed) and its observer o2 is
+   * told */
+  ck_assert_int_eq(tc_join(c2, sid2, TC_ROLE_CONTROLLER, 0, 0.005, NULL), 0);
+  ck_assert_int_eq(tc_reset_session(c2, sid2), 0);
+  ck_assert_int_eq(tc_reset_session(b, sid2), 0);
+  ck_assert_int_eq(tc_end_session(a, sid2), 0);
+  ck_assert_int_eq(tc_end_session(a, sid2), TS_ENOSESSION);
+  ck_assert_int_eq(tc_join(o2, sid2, TC_ROLE_OBSERVER, 0, 0, NULL), TS_ENOSESSION);
+
+  tc_close(c2);
+  tc_close(o2);
   tc_close(a);
   tc_close(b);
   char why[256] = "";
