@@ -652,6 +652,9 @@ START_TEST(test_meshes_and_models) {
   expect_refusal(&o, 1, "TS_ENOTISSUE");
   run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "tissues", "delete", "ctl-liver");
   expect_refusal(&o, 1, "TS_ENOTISSUE");
+  /* (with a session of it running: refused as built-in, not as in use) */
+  run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "create");
+  ck_assert_msg(o.status == 0, "create: %s", o.err);
   run_ctl(&o, "--port", port, "--key", TS_DPROC_KEY, "tissues", "delete", "stomach-patch");
   expect_refusal(&o, 1, "only uploads can be deleted");
 
