@@ -168,18 +168,18 @@ static void on_create(ts_conn *c, uint64_t rid, const Tissued__V1__CreateSession
   if (m->tissue_case == TISSUED__V1__CREATE_SESSION__TISSUE_MESH) {
     if (check_mesh(c, rid, m->mesh, &mesh_format, &mesh_scale)) return;
     mesh = m->mesh;
-    if (m->name && strcmp(m->name, "stomach-patch") == 0) {
-      ts_send_error(c, rid, TS_EINVAL, "'stomach-patch' is the built-in tissue; name the mesh otherwise");
+    if (m->name && strcmp(m->name, TS_BUILTIN_TISSUE) == 0) {
+      ts_send_error(c, rid, TS_EINVAL, "'" TS_BUILTIN_TISSUE "' is the built-in tissue; name the mesh otherwise");
       return;
     }
   }
   const char *builtin = m->tissue_case == TISSUED__V1__CREATE_SESSION__TISSUE_BUILTIN
                             ? m->builtin
-                            : "stomach-patch";
-  if (!builtin[0]) builtin = "stomach-patch";
+                            : TS_BUILTIN_TISSUE;
+  if (!builtin[0]) builtin = TS_BUILTIN_TISSUE;
   /* any other name is a stored tissue (an earlier upload), rebuilt from its
    * stored mesh and layers */
-  int stored = !mesh && strcmp(builtin, "stomach-patch") != 0;
+  int stored = !mesh && strcmp(builtin, TS_BUILTIN_TISSUE) != 0;
   if (stored && strlen(builtin) > 63) {
     ts_send_error(c, rid, TS_ENOTISSUE, "no tissue '%.64s...' (names are at most 63 bytes)",
                   builtin);

@@ -373,7 +373,7 @@ int ts_server_start(ts_server *s, uv_loop_t *loop, const ts_config *cfg) {
   }
   ts_tissue_rec builtin;
   memset(&builtin, 0, sizeof builtin);
-  builtin.name = "stomach-patch";
+  builtin.name = TS_BUILTIN_TISSUE;
   builtin.kind = "builtin";
   builtin.mesh_hash = "";
   builtin.layer_spec =

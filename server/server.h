@@ -21,6 +21,11 @@
 #include "tool_meshes.h"
 #include "worker.h"
 
+/* The built-in tissue: the stored row the daemon writes at start (kind
+ * "builtin"), CreateSession's default, and every session of the patch's
+ * tissue name. */
+#define TS_BUILTIN_TISSUE "stomach-patch"
+
 typedef struct ts_http ts_http;
 typedef struct ts_tcp ts_tcp;
 typedef struct ts_physics ts_physics;

@@ -36,7 +36,7 @@ int ts_session_create(ts_server *s, const char *name, const ts_patch_def *def, d
   }
   ts_refine_src *src = NULL;
   if (ts_refine_src_patch(def, &src)) src = NULL; /* then not refinable; the session still runs */
-  rc = ts_session_create_with_tissue(s, name, "stomach-patch", t, dt, frame_rate, out, err,
+  rc = ts_session_create_with_tissue(s, name, TS_BUILTIN_TISSUE, t, dt, frame_rate, out, err,
                                      errcap);
   if (rc)
     ts_refine_src_free(src);

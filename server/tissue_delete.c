@@ -71,9 +71,9 @@ void ts_request_delete_tissue(ts_conn *c, uint64_t rid, const Tissued__V1__Delet
   /* the built-in patch is refused as storage refuses every built-in
    * tissue, but before its sessions are counted: "end them first" would
    * promise a deletion that cannot come */
-  if (strcmp(name, "stomach-patch") == 0) {
+  if (strcmp(name, TS_BUILTIN_TISSUE) == 0) {
     ts_send_error(c, rid, TS_EINVAL,
-                  "\"stomach-patch\" is a built-in tissue; only uploads can be deleted");
+                  "\"" TS_BUILTIN_TISSUE "\" is a built-in tissue; only uploads can be deleted");
     return;
   }
   /* the sessions of it, by id, for the message */

@@ -16,8 +16,6 @@
 #include "ts_storage.h"
 #include "worker.h"
 
-#define BUILTIN_PATCH "stomach-patch" /* dispatch.c's CreateSession default */
-
 typedef struct tissue_item {
   char name[64], kind[16];
   int64_t created;
@@ -36,7 +34,7 @@ typedef struct tissues_job {
 static int collect(void *ud, const ts_tissue_rec *t) {
   tissues_job *j = ud;
   const int builtin = !strcmp(t->kind, "builtin");
-  if (builtin ? strcmp(t->name, BUILTIN_PATCH) != 0 : strcmp(t->kind, "mesh") != 0) return 0;
+  if (builtin ? strcmp(t->name, TS_BUILTIN_TISSUE) != 0 : strcmp(t->kind, "mesh") != 0) return 0;
   if (j->n == j->cap) {
     size_t cap = j->cap ? j->cap * 2 : 16;
     tissue_item *p = realloc(j->items, cap * sizeof *p);
